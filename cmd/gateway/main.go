@@ -1,0 +1,148 @@
+// Command gateway serves the MCP gateway over plain HTTP.
+//
+//	gateway --config gateway.yaml [--listen :8080] [--redis-url redis://host:6379]
+//	gateway --demo
+//
+// Flags override environment variables (MCPGW_CONFIG, MCPGW_LISTEN,
+// MCPGW_REDIS_URL, MCPGW_LOG_LEVEL). Without a Redis URL the gateway keeps
+// sessions in memory and must run as a single instance.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcpgw/gateway/cmd/internal/app"
+	"github.com/mcpgw/gateway/handler/config"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	config, listen, redisURL, logLevel string
+	demo                               bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.config, "config", os.Getenv("MCPGW_CONFIG"), "config file `path` (env MCPGW_CONFIG); required unless --demo")
+	fs.StringVar(&o.listen, "listen", envOr("MCPGW_LISTEN", ":8080"), "listen `address` (env MCPGW_LISTEN)")
+	fs.StringVar(&o.redisURL, "redis-url", os.Getenv("MCPGW_REDIS_URL"), "Redis `URL`: redis://, rediss://, redis+cluster://, redis+sentinel:// (env MCPGW_REDIS_URL); empty = in-memory store, single instance")
+	fs.StringVar(&o.logLevel, "log-level", envOr("MCPGW_LOG_LEVEL", "info"), "log `level`: debug, info, warn, error (env MCPGW_LOG_LEVEL)")
+	fs.BoolVar(&o.demo, "demo", false, "run two in-process demo backends behind a \"demo\" vhost with no auth")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if o.demo && o.config != "" {
+		return nil, errors.New("--demo and --config cannot be combined")
+	}
+	if !o.demo && o.config == "" {
+		return nil, errors.New("--config (or MCPGW_CONFIG) is required; try --demo for a self-contained demo")
+	}
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	var cfg *config.Config
+	var stopDemo func()
+	if o.demo {
+		cfg, stopDemo, err = demoConfig(ctx)
+		if err != nil {
+			return err
+		}
+		defer stopDemo()
+	} else if cfg, err = config.Load(o.config); err != nil {
+		return err
+	}
+
+	a, err := app.Build(cfg, o.redisURL, log)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("--listen: %w", err)
+	}
+	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	base := "http://" + displayAddr(ln.Addr())
+	// Tests and scripts wait for this exact line: it is printed once the
+	// listener accepts connections.
+	fmt.Fprintf(stdout, "mcpgw: listening on %s\n", base)
+	if o.demo {
+		printDemoHelp(stdout, base)
+	}
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// displayAddr turns ":8080" / "[::]:8080" into a URL host a user can paste.
+func displayAddr(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

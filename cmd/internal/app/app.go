@@ -1,0 +1,69 @@
+// Package app assembles a gateway from its config: store, router and
+// handler. Both entry points (the plain HTTP server and the Lambda
+// function) build the same thing through it.
+package app
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/mcpgw/gateway/handler"
+	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/handler/config"
+	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/store"
+)
+
+// Version is the gateway's version, reported as serverInfo.version.
+var Version = "0.1.0"
+
+// App is an assembled gateway.
+type App struct {
+	Handler http.Handler
+	Router  *router.Router
+	Store   store.Store
+}
+
+// Build opens the store (Redis when redisURL is set, else in-memory) and
+// wires router and handler. The caller must Close the App.
+func Build(cfg *config.Config, redisURL string, log *slog.Logger) (*App, error) {
+	verifier, err := auth.New(cfg.Auth)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	var st store.Store
+	if redisURL != "" {
+		rs, err := store.NewRedis(redisURL, store.RedisOptions{})
+		if err != nil {
+			return nil, err
+		}
+		st = rs
+	} else {
+		log.Warn("no Redis URL set: using the embedded in-memory store; sessions live in this process only, so run a single instance")
+		st = store.NewMemory()
+	}
+	rt := router.New(cfg.VirtualHosts, router.Options{
+		Store:        st,
+		SessionTTL:   cfg.SessionTTL,
+		CursorSecret: cfg.CursorSecret,
+		Logger:       log,
+		Info:         router.Implementation{Name: "mcpgw", Title: "MCP gateway", Version: Version},
+	})
+	h := handler.New(handler.Options{
+		Router:         rt,
+		Auth:           verifier,
+		AllowedHosts:   cfg.AllowedHosts,
+		AllowedOrigins: cfg.AllowedOrigins,
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		Logger:         log,
+	})
+	return &App{Handler: h, Router: rt, Store: st}, nil
+}
+
+// Close releases backend connection pools and the store.
+func (a *App) Close() error {
+	a.Router.Close()
+	return errors.Join(a.Store.Close())
+}

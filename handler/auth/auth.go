@@ -1,0 +1,252 @@
+// Package auth authenticates downstream callers (JWT bearer tokens, or none)
+// and carries the resulting principal in the request context.
+package auth
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/mcpgw/gateway/handler/config"
+)
+
+// Principal identifies an authenticated caller: the JWT "sub" claim, or
+// Anonymous when authentication is off. Sessions belong to a principal.
+type Principal string
+
+// Anonymous is every caller's principal in auth mode "none".
+const Anonymous Principal = "anonymous"
+
+type principalKey struct{}
+
+// WithPrincipal returns a copy of ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// FromContext returns the principal stored by Middleware (or WithPrincipal).
+func FromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(Principal)
+	return p, ok && p != ""
+}
+
+// Verifier authenticates a request.
+type Verifier interface {
+	// Verify returns the caller's principal, or an error that wraps
+	// ErrNoToken (no bearer credentials) or ErrInvalidToken (credentials
+	// presented but rejected). Errors never contain the token.
+	Verify(r *http.Request) (Principal, error)
+}
+
+var (
+	// ErrNoToken means the request carried no bearer token.
+	ErrNoToken = errors.New("no bearer token")
+	// ErrInvalidToken means a bearer token was presented but rejected.
+	ErrInvalidToken = errors.New("invalid bearer token")
+)
+
+// maxTokenBytes bounds the token size accepted for parsing.
+const maxTokenBytes = 16 << 10
+
+// New builds the Verifier for an auth setting: mode "none" accepts every
+// caller as Anonymous; mode "jwt" verifies bearer JWTs.
+func New(a config.Auth) (Verifier, error) {
+	switch a.Mode {
+	case config.ModeNone:
+		return anonymous{}, nil
+	case config.ModeJWT:
+		return newJWT(a.JWT)
+	default:
+		return nil, fmt.Errorf("auth: unknown mode %q", a.Mode)
+	}
+}
+
+type anonymous struct{}
+
+func (anonymous) Verify(*http.Request) (Principal, error) { return Anonymous, nil }
+
+// jwtVerifier verifies bearer JWTs against one HMAC secret and/or one
+// public key.
+type jwtVerifier struct {
+	parser *jwt.Parser
+	hmac   []byte
+	pub    crypto.PublicKey
+}
+
+func newJWT(s *config.JWTSettings) (*jwtVerifier, error) {
+	if s == nil {
+		return nil, errors.New("auth: jwt mode needs JWT settings")
+	}
+	if s.Issuer == "" || s.Audience == "" {
+		return nil, errors.New("auth: jwt mode needs an issuer and an audience")
+	}
+	supported := s.KeyAlgorithms()
+	if len(supported) == 0 {
+		return nil, errors.New("auth: jwt mode needs an HMAC secret or a supported public key")
+	}
+	algs := s.Algorithms
+	if len(algs) == 0 {
+		algs = supported
+	}
+	for _, alg := range algs {
+		if !slices.Contains(supported, alg) {
+			return nil, fmt.Errorf("auth: algorithm %q cannot be verified with the configured keys", alg)
+		}
+	}
+	if s.Leeway < 0 {
+		return nil, errors.New("auth: negative leeway")
+	}
+	return &jwtVerifier{
+		parser: jwt.NewParser(
+			jwt.WithValidMethods(slices.Clone(algs)),
+			jwt.WithIssuer(s.Issuer),
+			jwt.WithAudience(s.Audience),
+			jwt.WithExpirationRequired(),
+			jwt.WithIssuedAt(),
+			jwt.WithLeeway(s.Leeway),
+		),
+		hmac: slices.Clone(s.HMACSecret),
+		pub:  s.PublicKey,
+	}, nil
+}
+
+func (v *jwtVerifier) Verify(r *http.Request) (Principal, error) {
+	raw, err := BearerToken(r)
+	if err != nil {
+		return "", err
+	}
+	var claims jwt.RegisteredClaims
+	if _, err := v.parser.ParseWithClaims(raw, &claims, v.key); err != nil {
+		return "", &tokenError{cause: err}
+	}
+	if !validSubject(claims.Subject) {
+		return "", &tokenError{cause: ownError("token has no usable sub claim")}
+	}
+	return Principal(claims.Subject), nil
+}
+
+// key picks the verification key for the token's algorithm, insisting that
+// the key type matches the algorithm family: an HS* token is never checked
+// against public key bytes, and "none" has no key at all.
+func (v *jwtVerifier) key(t *jwt.Token) (any, error) {
+	switch m := t.Method.(type) {
+	case *jwt.SigningMethodHMAC:
+		if len(v.hmac) == 0 {
+			return nil, errors.New("no HMAC secret configured")
+		}
+		return v.hmac, nil
+	case *jwt.SigningMethodRSA, *jwt.SigningMethodRSAPSS:
+		if k, ok := v.pub.(*rsa.PublicKey); ok {
+			return k, nil
+		}
+	case *jwt.SigningMethodECDSA:
+		if k, ok := v.pub.(*ecdsa.PublicKey); ok && k.Curve.Params().BitSize == m.CurveBits {
+			return k, nil
+		}
+	case *jwt.SigningMethodEd25519:
+		if k, ok := v.pub.(ed25519.PublicKey); ok {
+			return k, nil
+		}
+	}
+	return nil, errors.New("no key for the token's algorithm")
+}
+
+// validSubject: non-empty, valid UTF-8, no control characters, bounded.
+func validSubject(s string) bool {
+	if s == "" || len(s) > 1024 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < ' ' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// BearerToken extracts the token from the request's single Authorization
+// header ("Bearer <token>", scheme case-insensitive). It returns an error
+// wrapping ErrNoToken when there are no bearer credentials and one wrapping
+// ErrInvalidToken when the header is malformed.
+func BearerToken(r *http.Request) (string, error) {
+	values := r.Header.Values("Authorization")
+	switch len(values) {
+	case 0:
+		return "", ErrNoToken
+	case 1:
+	default:
+		return "", &tokenError{cause: ownError("more than one Authorization header")}
+	}
+	scheme, rest, _ := strings.Cut(strings.TrimSpace(values[0]), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		if scheme == "" {
+			return "", ErrNoToken
+		}
+		return "", fmt.Errorf("%w: Authorization scheme is not Bearer", ErrNoToken)
+	}
+	token := strings.TrimSpace(rest)
+	switch {
+	case token == "":
+		return "", &tokenError{cause: ownError("empty bearer token")}
+	case len(token) > maxTokenBytes:
+		return "", &tokenError{cause: ownError("bearer token too large")}
+	case strings.ContainsAny(token, " \t"):
+		return "", &tokenError{cause: ownError("malformed bearer credentials")}
+	}
+	return token, nil
+}
+
+// tokenError is a rejected token. Its message is a fixed reason (never
+// token content); the cause stays reachable with errors.Is, e.g.
+// errors.Is(err, jwt.ErrTokenExpired).
+type tokenError struct{ cause error }
+
+func (e *tokenError) Error() string { return "invalid bearer token: " + reason(e.cause) }
+
+func (e *tokenError) Unwrap() []error { return []error{ErrInvalidToken, e.cause} }
+
+// jwtReasons maps golang-jwt's sentinel errors to fixed messages, most
+// specific first.
+var jwtReasons = []struct {
+	err error
+	msg string
+}{
+	{jwt.ErrTokenExpired, "token expired"},
+	{jwt.ErrTokenNotValidYet, "token not valid yet"},
+	{jwt.ErrTokenUsedBeforeIssued, "token issued in the future"},
+	{jwt.ErrTokenInvalidIssuer, "wrong issuer"},
+	{jwt.ErrTokenInvalidAudience, "wrong audience"},
+	{jwt.ErrTokenRequiredClaimMissing, "required claim missing"},
+	{jwt.ErrTokenSignatureInvalid, "bad signature"},
+	{jwt.ErrTokenUnverifiable, "algorithm not accepted or no matching key"},
+	{jwt.ErrTokenMalformed, "malformed token"},
+	{jwt.ErrTokenInvalidClaims, "invalid claims"},
+}
+
+func reason(err error) string {
+	for _, r := range jwtReasons {
+		if errors.Is(err, r.err) {
+			return r.msg
+		}
+	}
+	var own ownError
+	if errors.As(err, &own) {
+		return string(own)
+	}
+	return "rejected"
+}
+
+// ownError is a reason produced by this package (never token content).
+type ownError string
+
+func (e ownError) Error() string { return string(e) }

@@ -1,0 +1,77 @@
+package auth
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// CodeUnauthorized is the JSON-RPC error code of a 401 answer.
+const CodeUnauthorized = -32001
+
+// Middleware authenticates every request with v. On success the principal
+// is stored in the request context (FromContext) and the Authorization
+// header is dropped, so nothing downstream can forward the caller's token.
+// On failure it answers 401 with a Bearer challenge for realm and a
+// JSON-RPC error body; the token never appears in the answer, and nothing
+// is logged.
+func Middleware(v Verifier, realm string) func(http.Handler) http.Handler {
+	if v == nil {
+		panic("auth.Middleware: nil Verifier")
+	}
+	challenge := `Bearer realm="` + quoteEscape(realm) + `"`
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, err := v.Verify(r)
+			if err != nil || p == "" {
+				unauthorized(w, challenge, err)
+				return
+			}
+			r = r.WithContext(WithPrincipal(r.Context(), p))
+			r.Header.Del("Authorization")
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// unauthorized writes the 401 answer for err (nil or wrapping ErrNoToken:
+// a bare challenge; otherwise error="invalid_token" with a short, generic
+// description).
+func unauthorized(w http.ResponseWriter, challenge string, err error) {
+	msg := "Unauthorized: bearer token required"
+	if err != nil && !errors.Is(err, ErrNoToken) {
+		desc := "The access token is invalid"
+		if errors.Is(err, jwt.ErrTokenExpired) {
+			desc = "The access token expired"
+		}
+		challenge += `, error="invalid_token", error_description="` + desc + `"`
+		msg = "Unauthorized: " + desc
+	}
+	h := w.Header()
+	h.Set("WWW-Authenticate", challenge)
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusUnauthorized)
+	// msg is one of a few fixed ASCII strings: no JSON escaping needed.
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":` + strconv.Itoa(CodeUnauthorized) + `,"message":"` + msg + `"}}` + "\n"))
+}
+
+// quoteEscape makes s safe inside a quoted-string (RFC 9110 §5.6.4):
+// backslash and double quote are escaped, control characters dropped.
+func quoteEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < ' ' || r == 0x7f:
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}

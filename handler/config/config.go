@@ -1,0 +1,262 @@
+// Package config loads and validates the gateway's YAML configuration file.
+//
+// Parsing is strict: unknown fields, bad durations, URLs, algorithms,
+// ambiguous backend keys, duplicate aliases and protected headers are all
+// rejected with one-line errors that name the file and the field path.
+// Secret values (environment variables, header values) never appear in an
+// error message.
+package config
+
+import (
+	"bytes"
+	"crypto"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mcpgw/gateway/router"
+)
+
+// Defaults applied when a field is absent.
+const (
+	DefaultSessionTTL   = time.Hour
+	DefaultMaxBodyBytes = 4 << 20
+	DefaultTimeout      = 30 * time.Second
+	DefaultLeeway       = 30 * time.Second
+)
+
+// Auth modes.
+const (
+	ModeJWT  = "jwt"
+	ModeNone = "none"
+)
+
+// Config is a loaded and validated configuration.
+type Config struct {
+	// Source names where the configuration came from (file path or env var).
+	Source     string
+	SessionTTL time.Duration
+	// AllowedHosts is the Host allow-list (lower-cased); empty allows any Host.
+	AllowedHosts []string
+	// AllowedOrigins is the Origin allow-list, each "scheme://host[:port]"
+	// lower-cased; empty means no Origin check.
+	AllowedOrigins []string
+	MaxBodyBytes   int64
+	// CursorSecret is the pagination cursor signing key taken from
+	// cursor_secret_env; nil when that field is absent. Never log it.
+	CursorSecret []byte
+	Auth         Auth
+	// VirtualHosts is keyed by vhost name: Backend.Key filled, defaults
+	// applied, header names canonicalised.
+	VirtualHosts map[string]*router.VirtualHost
+}
+
+// Auth is the downstream authentication setting.
+type Auth struct {
+	// Mode is ModeJWT or ModeNone.
+	Mode string
+	// JWT is set in ModeJWT, nil otherwise.
+	JWT *JWTSettings
+}
+
+// JWTSettings configure bearer-token verification.
+type JWTSettings struct {
+	Issuer   string
+	Audience string
+	// HMACSecret verifies HS256/384/512 tokens; nil when not configured. Never log it.
+	HMACSecret []byte
+	// PublicKey (*rsa.PublicKey, *ecdsa.PublicKey or ed25519.PublicKey)
+	// verifies RS*/PS*, ES* or EdDSA tokens; nil when not configured.
+	PublicKey crypto.PublicKey
+	// Algorithms is the allow-list of JWS "alg" values; never empty after
+	// validation and never containing "none".
+	Algorithms []string
+	Leeway     time.Duration
+}
+
+// Error is one configuration problem. Its message is a single line naming
+// the source file and the field path; it never holds a secret value.
+type Error struct {
+	Source string
+	// Path is the field path, e.g. "virtual_hosts.demo.backends.one.url";
+	// empty for whole-file problems.
+	Path string
+	// Line is the 1-based line in the source, 0 when unknown.
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Source)
+	b.WriteString(": ")
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	if e.Line > 0 {
+		fmt.Fprintf(&b, " (line %d)", e.Line)
+	}
+	return oneLine(b.String())
+}
+
+// raw* mirror the file format. Optional scalars are pointers so that an
+// absent field can be told apart from a zero value; durations are strings
+// so that errors can name the field.
+type rawConfig struct {
+	SessionTTL      *string              `yaml:"session_ttl"`
+	AllowedHosts    []string             `yaml:"allowed_hosts"`
+	AllowedOrigins  []string             `yaml:"allowed_origins"`
+	MaxBodyBytes    *int64               `yaml:"max_body_bytes"`
+	CursorSecretEnv string               `yaml:"cursor_secret_env"`
+	Auth            *rawAuth             `yaml:"auth"`
+	VirtualHosts    map[string]*rawVHost `yaml:"virtual_hosts"`
+}
+
+type rawAuth struct {
+	Mode string  `yaml:"mode"`
+	JWT  *rawJWT `yaml:"jwt"`
+}
+
+type rawJWT struct {
+	Issuer        string   `yaml:"issuer"`
+	Audience      string   `yaml:"audience"`
+	HSSecretEnv   string   `yaml:"hs_secret_env"`
+	PublicKeyFile string   `yaml:"public_key_file"`
+	Algorithms    []string `yaml:"algorithms"`
+	Leeway        *string  `yaml:"leeway"`
+}
+
+type rawVHost struct {
+	Backends map[string]*rawBackend `yaml:"backends"`
+}
+
+type rawBackend struct {
+	URL                string            `yaml:"url"`
+	Transport          string            `yaml:"transport"`
+	Timeout            *string           `yaml:"timeout"`
+	PassthroughHeaders []string          `yaml:"passthrough_headers"`
+	AddHeaders         map[string]string `yaml:"add_headers"`
+	RemoveHeaders      []string          `yaml:"remove_headers"`
+	ToolNameAliases    map[string]string `yaml:"tool_name_aliases"`
+	Session            string            `yaml:"session"`
+}
+
+// Load reads and validates the configuration file at path. Relative paths
+// inside it (auth.jwt.public_key_file) are resolved against the file's
+// directory.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &Error{Source: path, Msg: "cannot read config: " + errMsg(err)}
+	}
+	return parse(data, path, filepath.Dir(path))
+}
+
+// Parse validates configuration data. source names the data in error
+// messages (a file name, or e.g. "MCPGW_CONFIG_YAML" for inline config);
+// relative paths inside it are resolved against filepath.Dir(source), which
+// is the working directory when source has no directory part.
+func Parse(data []byte, source string) (*Config, error) {
+	return parse(data, source, filepath.Dir(source))
+}
+
+func parse(data []byte, source, baseDir string) (*Config, error) {
+	if source == "" {
+		source = "config"
+	}
+	fail := func(msg string) error { return &Error{Source: source, Msg: msg} }
+
+	// First pass: the node tree, for a schema check that reports unknown
+	// fields and wrong shapes by field path, and for line numbers.
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fail("empty configuration")
+		}
+		return nil, fail(yamlMsg(err))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return nil, fail(yamlMsg(err))
+		}
+		return nil, fail("more than one YAML document")
+	}
+	v := &validator{source: source, lines: map[string]int{}}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	v.checkShape(root, rawConfigType, "", 0)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+
+	// Second pass: typed decoding, still strict.
+	var raw rawConfig
+	dec = yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fail(yamlMsg(err))
+	}
+
+	cfg := v.build(&raw, baseDir)
+	if err := v.err(); err != nil {
+		return nil, err
+	}
+	cfg.Source = source
+	return cfg, nil
+}
+
+// yamlMsg flattens a yaml error to one line, dropping the "yaml: " prefix.
+func yamlMsg(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return "invalid YAML: " + strings.Join(te.Errors, "; ")
+	}
+	return "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+// errMsg is err's message on one line.
+func errMsg(err error) string { return oneLine(err.Error()) }
+
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.Join(strings.Fields(strings.NewReplacer("\r", " ", "\n", "; ").Replace(s)), " ")
+}
+
+// joinPath appends a map key to a field path, quoting keys that are not
+// plain identifiers (e.g. `tool_name_aliases["Public.Tool"]`).
+func joinPath(parent, key string) string {
+	plain := key != ""
+	for _, r := range key {
+		if !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			plain = false
+			break
+		}
+	}
+	switch {
+	case !plain:
+		return parent + "[" + strconv.Quote(key) + "]"
+	case parent == "":
+		return key
+	default:
+		return parent + "." + key
+	}
+}
+
+func indexPath(parent string, i int) string {
+	return parent + "[" + strconv.Itoa(i) + "]"
+}

@@ -1,0 +1,169 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+var rawConfigType = reflect.TypeFor[rawConfig]()
+
+// checkShape walks the YAML node tree against the raw types: it reports
+// unknown fields, duplicate keys and wrong node kinds by field path, and
+// records the line of every path for later messages. Values are never
+// quoted, since some of them are secrets.
+func (v *validator) checkShape(n *yaml.Node, t reflect.Type, path string, depth int) {
+	if depth > 32 {
+		v.errf(path, "nesting too deep")
+		return
+	}
+	if n.Kind == yaml.AliasNode {
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		if v.seenAlias(n, t) {
+			return
+		}
+	}
+	if _, seen := v.lines[path]; !seen {
+		v.lines[path] = n.Line
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // same as absent
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			v.errf(path, "must be a mapping, not %s", kindName(n))
+			return
+		}
+		v.checkMapping(n, t, path, depth, false)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			v.errf(path, "must be a list, not %s", kindName(n))
+			return
+		}
+		for i, c := range n.Content {
+			v.checkShape(c, t.Elem(), indexPath(path, i), depth+1)
+		}
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			v.errf(path, "must be a string, not %s", kindName(n))
+		}
+	case reflect.Int64:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+			v.errf(path, "must be an integer")
+		}
+	}
+}
+
+// checkMapping checks the pairs of a mapping; merged is set for mappings
+// pulled in with "<<", whose keys the explicit keys may override.
+func (v *validator) checkMapping(n *yaml.Node, t reflect.Type, path string, depth int, merged bool) {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			v.errf(path, "keys must be strings")
+			continue
+		}
+		if k.Tag == "!!merge" {
+			for val.Kind == yaml.AliasNode && val.Alias != nil {
+				val = val.Alias
+			}
+			sources := []*yaml.Node{val}
+			if val.Kind == yaml.SequenceNode {
+				sources = val.Content
+			}
+			for _, m := range sources {
+				for m.Kind == yaml.AliasNode && m.Alias != nil {
+					m = m.Alias
+				}
+				if m.Kind != yaml.MappingNode {
+					v.errf(path, "merge (<<) needs a mapping")
+					continue
+				}
+				if v.seenAlias(m, t) {
+					continue
+				}
+				v.checkMapping(m, t, path, depth+1, true)
+			}
+			continue
+		}
+		p := joinPath(path, k.Value)
+		if seen[k.Value] {
+			v.lines[p] = k.Line
+			v.errf(p, "duplicate key")
+			continue
+		}
+		seen[k.Value] = true
+		if _, ok := v.lines[p]; !ok || !merged {
+			v.lines[p] = k.Line
+		}
+		elem := t
+		if t.Kind() == reflect.Map {
+			elem = t.Elem()
+		} else {
+			f, ok := fieldByTag(t, k.Value)
+			if !ok {
+				v.errf(p, "unknown field (valid fields: %s)", strings.Join(fieldNames(t), ", "))
+				continue
+			}
+			elem = f.Type
+		}
+		v.checkShape(val, elem, p, depth+1)
+	}
+}
+
+// seenAlias reports whether an aliased node was already checked as type t,
+// marking it checked: each anchor is walked once, so alias bombs stay cheap.
+func (v *validator) seenAlias(n *yaml.Node, t reflect.Type) bool {
+	k := aliasKey{n, t}
+	if v.aliases[k] {
+		return true
+	}
+	if v.aliases == nil {
+		v.aliases = map[aliasKey]bool{}
+	}
+	v.aliases[k] = true
+	return false
+}
+
+type aliasKey struct {
+	n *yaml.Node
+	t reflect.Type
+}
+
+func fieldByTag(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); tag == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func fieldNames(t reflect.Type) []string {
+	names := make([]string, 0, t.NumField())
+	for i := 0; i < t.NumField(); i++ {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		names = append(names, tag)
+	}
+	return names
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	default:
+		return "a scalar"
+	}
+}

@@ -1,0 +1,371 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mcpgw/gateway/router"
+)
+
+// validator collects every problem of one source, in a stable order.
+type validator struct {
+	source  string
+	lines   map[string]int // field path -> line
+	errs    []error
+	aliases map[aliasKey]bool // anchors already shape-checked
+
+}
+
+func (v *validator) errf(path, format string, args ...any) {
+	v.errs = append(v.errs, &Error{Source: v.source, Path: path, Line: v.line(path), Msg: fmt.Sprintf(format, args...)})
+}
+
+// line finds the line of path or of its nearest recorded ancestor.
+func (v *validator) line(path string) int {
+	for path != "" {
+		if l, ok := v.lines[path]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+// err joins the collected problems, one per line.
+func (v *validator) err() error { return errors.Join(v.errs...) }
+
+// nameRE is the character set of vhost names and backend keys: they appear
+// in URL paths and in prefixed identifiers.
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
+
+func (v *validator) build(raw *rawConfig, baseDir string) *Config {
+	cfg := &Config{
+		SessionTTL:   v.duration("session_ttl", raw.SessionTTL, DefaultSessionTTL, time.Second),
+		MaxBodyBytes: DefaultMaxBodyBytes,
+	}
+	if raw.MaxBodyBytes != nil {
+		if *raw.MaxBodyBytes <= 0 {
+			v.errf("max_body_bytes", "must be positive, not %d", *raw.MaxBodyBytes)
+		}
+		cfg.MaxBodyBytes = *raw.MaxBodyBytes
+	}
+	cfg.AllowedHosts = v.hosts(raw.AllowedHosts)
+	cfg.AllowedOrigins = v.origins(raw.AllowedOrigins)
+	if raw.CursorSecretEnv != "" {
+		cfg.CursorSecret = v.secretEnv("cursor_secret_env", raw.CursorSecretEnv)
+	}
+	cfg.Auth = v.auth(raw.Auth, baseDir)
+
+	cfg.VirtualHosts = map[string]*router.VirtualHost{}
+	if len(raw.VirtualHosts) == 0 {
+		v.errf("virtual_hosts", "at least one virtual host is required")
+	}
+	for _, name := range sortedKeys(raw.VirtualHosts) {
+		if vh := v.vhost(name, raw.VirtualHosts[name]); vh != nil {
+			cfg.VirtualHosts[name] = vh
+		}
+	}
+	return cfg
+}
+
+// duration parses an optional Go duration that must be at least min
+// (min 0: non-negative; otherwise positive and >= min).
+func (v *validator) duration(path string, s *string, def, min time.Duration) time.Duration {
+	if s == nil {
+		return def
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(*s))
+	switch {
+	case err != nil:
+		v.errf(path, "%q is not a duration (use e.g. 30s, 5m, 1h)", *s)
+	case min == 0 && d < 0:
+		v.errf(path, "must not be negative, not %s", d)
+	case min > 0 && d <= 0:
+		v.errf(path, "must be positive, not %s", d)
+	case d < min:
+		v.errf(path, "must be at least %s, not %s", min, d)
+	}
+	return d
+}
+
+func (v *validator) hosts(list []string) []string {
+	out := make([]string, 0, len(list))
+	seen := map[string]bool{}
+	for i, h := range list {
+		p := indexPath("allowed_hosts", i)
+		h = strings.ToLower(strings.TrimSpace(h))
+		switch {
+		case h == "":
+			v.errf(p, "empty host")
+			continue
+		case h == "*":
+			v.errf(p, `"*" is not supported: an empty list allows any Host`)
+			continue
+		case strings.ContainsAny(h, "/?#@ \t") || strings.Contains(h, "://"):
+			v.errf(p, "%q is not a host name (give host or host:port, no scheme or path)", h)
+			continue
+		}
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func (v *validator) origins(list []string) []string {
+	out := make([]string, 0, len(list))
+	seen := map[string]bool{}
+	for i, o := range list {
+		p := indexPath("allowed_origins", i)
+		o = strings.TrimSpace(o)
+		if o == "*" {
+			v.errf(p, `"*" is not supported: an empty list disables the Origin check`)
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || u.Scheme == "" || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			v.errf(p, "%q is not an origin (want scheme://host[:port])", o)
+			continue
+		}
+		norm := strings.ToLower(u.Scheme + "://" + u.Host)
+		if !seen[norm] {
+			seen[norm] = true
+			out = append(out, norm)
+		}
+	}
+	return out
+}
+
+func (v *validator) auth(raw *rawAuth, baseDir string) Auth {
+	if raw == nil || raw.Mode == "" {
+		v.errf("auth.mode", "required (jwt or none)")
+		return Auth{}
+	}
+	switch raw.Mode {
+	case ModeNone:
+		// auth.jwt may stay in the file for switching modes; it is ignored.
+		return Auth{Mode: ModeNone}
+	case ModeJWT:
+	default:
+		v.errf("auth.mode", "%q is not a mode (want jwt or none)", raw.Mode)
+		return Auth{}
+	}
+	a := Auth{Mode: ModeJWT}
+	j := raw.JWT
+	if j == nil {
+		v.errf("auth.jwt", "required when auth.mode is jwt")
+		return a
+	}
+	s := &JWTSettings{
+		Issuer:   strings.TrimSpace(j.Issuer),
+		Audience: strings.TrimSpace(j.Audience),
+		Leeway:   v.duration("auth.jwt.leeway", j.Leeway, DefaultLeeway, 0),
+	}
+	if s.Issuer == "" {
+		v.errf("auth.jwt.issuer", "required when auth.mode is jwt")
+	}
+	if s.Audience == "" {
+		v.errf("auth.jwt.audience", "required when auth.mode is jwt")
+	}
+	if j.HSSecretEnv == "" && j.PublicKeyFile == "" {
+		v.errf("auth.jwt", "needs a key: set hs_secret_env or public_key_file (or both)")
+		return a
+	}
+	keysOK := true
+	if j.HSSecretEnv != "" {
+		s.HMACSecret = v.secretEnv("auth.jwt.hs_secret_env", j.HSSecretEnv)
+		keysOK = keysOK && s.HMACSecret != nil
+	}
+	if j.PublicKeyFile != "" {
+		path := j.PublicKeyFile
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(baseDir, path)
+		}
+		key, err := loadPublicKey(path)
+		if err != nil {
+			v.errf("auth.jwt.public_key_file", "%s", errMsg(err))
+			keysOK = false
+		}
+		s.PublicKey = key
+	}
+	supported := s.KeyAlgorithms()
+	if len(j.Algorithms) == 0 {
+		s.Algorithms = supported
+	}
+	seen := map[string]bool{}
+	for i, alg := range j.Algorithms {
+		p := indexPath("auth.jwt.algorithms", i)
+		switch {
+		case strings.EqualFold(alg, "none"):
+			v.errf(p, `"none" is never accepted`)
+		case !knownAlgorithm(alg):
+			v.errf(p, "%q is not a supported algorithm (want one of %s)", alg, strings.Join(allAlgorithms, ", "))
+		case keysOK && !contains(supported, alg):
+			v.errf(p, "%q cannot be verified with the configured keys (they support %s)", alg, strings.Join(supported, ", "))
+		case !seen[alg]:
+			seen[alg] = true
+			s.Algorithms = append(s.Algorithms, alg)
+		}
+	}
+	a.JWT = s
+	return a
+}
+
+func (v *validator) vhost(name string, raw *rawVHost) *router.VirtualHost {
+	path := joinPath("virtual_hosts", name)
+	switch {
+	case !nameRE.MatchString(name):
+		v.errf(path, "virtual host names may only hold letters, digits, '.', '_' and '-'")
+		return nil
+	case name == "." || name == "..":
+		v.errf(path, "%q cannot be a virtual host name (it is a path segment)", name)
+		return nil
+	}
+	if raw == nil || len(raw.Backends) == 0 {
+		v.errf(joinPath(path, "backends"), "at least one backend is required")
+		return nil
+	}
+	vh := &router.VirtualHost{Name: name, Backends: map[string]*router.Backend{}}
+	keys := sortedKeys(raw.Backends)
+	bpath := func(key string) string { return joinPath(joinPath(path, "backends"), key) }
+	for _, key := range keys {
+		if b := v.backend(bpath(key), key, raw.Backends[key]); b != nil {
+			vh.Backends[key] = b
+		}
+	}
+
+	// Identifiers are split on "{key}-", longest key first: a key whose
+	// "key-" is a prefix of another key makes identifiers ambiguous.
+	for _, a := range keys {
+		for _, b := range keys {
+			if a != b && strings.HasPrefix(b, a+"-") {
+				v.errf(bpath(b), "backend keys %q and %q are ambiguous: %q is a prefix of %q", a, b, a+"-", b)
+			}
+		}
+	}
+
+	// Aliases are looked up before prefixes, across the whole vhost.
+	owner := map[string]string{}
+	for _, key := range keys {
+		b := vh.Backends[key]
+		if b == nil {
+			continue
+		}
+		for _, alias := range sortedKeys(b.ToolNameAliases) {
+			p := joinPath(joinPath(bpath(key), "tool_name_aliases"), alias)
+			if other, dup := owner[alias]; dup {
+				v.errf(p, "alias %q is used by backends %q and %q", alias, other, key)
+				continue
+			}
+			owner[alias] = key
+			if len(keys) > 1 {
+				for _, k := range keys {
+					if strings.HasPrefix(alias, k+"-") {
+						v.errf(p, "alias %q would shadow the prefixed tool names of backend %q", alias, k)
+						break
+					}
+				}
+			}
+		}
+	}
+	return vh
+}
+
+func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
+	if !nameRE.MatchString(key) {
+		v.errf(path, "backend keys may only hold letters, digits, '.', '_' and '-'")
+		return nil
+	}
+	if raw == nil {
+		v.errf(joinPath(path, "url"), "required")
+		return nil
+	}
+	b := &router.Backend{
+		Key:             key,
+		URL:             v.backendURL(joinPath(path, "url"), strings.TrimSpace(raw.URL)),
+		Transport:       router.TransportStreamableHTTP,
+		Timeout:         v.duration(joinPath(path, "timeout"), raw.Timeout, DefaultTimeout, time.Nanosecond),
+		Session:         router.SessionPerRequest,
+		AddHeaders:      map[string]string{},
+		ToolNameAliases: map[string]string{},
+	}
+	switch t := router.Transport(raw.Transport); t {
+	case "":
+	case router.TransportStreamableHTTP, router.TransportSSE:
+		b.Transport = t
+	default:
+		v.errf(joinPath(path, "transport"), "%q is not a transport (want streamable-http or sse)", raw.Transport)
+	}
+	switch s := router.SessionMode(raw.Session); s {
+	case "":
+	case router.SessionPerRequest, router.SessionReuse:
+		b.Session = s
+	default:
+		v.errf(joinPath(path, "session"), "%q is not a session mode (want per-request or reuse)", raw.Session)
+	}
+
+	b.PassthroughHeaders = v.headerList(joinPath(path, "passthrough_headers"), raw.PassthroughHeaders, true)
+	b.RemoveHeaders = v.headerList(joinPath(path, "remove_headers"), raw.RemoveHeaders, false)
+	v.addHeaders(joinPath(path, "add_headers"), raw.AddHeaders, b)
+
+	// A header may be both passed through and added (add overrides) or
+	// removed as well (remove wins): DESIGN.md's precedence, applied in
+	// router/upstream at request time.
+
+	for _, alias := range sortedKeys(raw.ToolNameAliases) {
+		p := joinPath(joinPath(path, "tool_name_aliases"), alias)
+		target := raw.ToolNameAliases[alias]
+		switch {
+		case alias == "":
+			v.errf(p, "empty alias")
+		case !validToolName(alias):
+			v.errf(p, "alias %q may not hold spaces or control characters and is at most 128 bytes", alias)
+		case strings.TrimSpace(target) == "":
+			v.errf(p, "alias %q has an empty target tool name", alias)
+		default:
+			b.ToolNameAliases[alias] = target
+		}
+	}
+	return b
+}
+
+func (v *validator) backendURL(path, s string) string {
+	if s == "" {
+		v.errf(path, "required")
+		return ""
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		// url errors quote the input, which may hold credentials.
+		v.errf(path, "is not a valid URL")
+		return s
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		v.errf(path, "%q is not an http(s) URL", u.Redacted())
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func contains(list []string, s string) bool { return slices.Contains(list, s) }

@@ -1,0 +1,119 @@
+// Package handler is the downstream side of the gateway: the MCP Streamable
+// HTTP transport (POST/GET/DELETE on /servers/{vhost}/mcp), authentication,
+// Host/Origin checks, JSON-RPC decoding and session lookup. It hands every
+// decoded request to the router and holds no session state itself.
+package handler
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/router"
+)
+
+// DefaultMaxBodyBytes bounds a POST body when config sets no limit.
+const DefaultMaxBodyBytes = 4 << 20
+
+// Options configure the gateway's HTTP handler.
+type Options struct {
+	Router *router.Router
+	Auth   auth.Verifier
+	// AllowedHosts is the Host header allow-list (DNS rebinding
+	// protection); empty allows any Host.
+	AllowedHosts []string
+	// AllowedOrigins lists the browser origins that may call the MCP
+	// endpoint; a request carrying any other Origin gets 403.
+	AllowedOrigins []string
+	MaxBodyBytes   int64
+	Logger         *slog.Logger
+}
+
+// New returns the gateway's http.Handler: the one handler that runs under
+// the plain HTTP server and on AWS Lambda alike.
+func New(opts Options) http.Handler {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &server{opts: opts, log: opts.Logger}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+
+	mcp := chain(http.HandlerFunc(s.serveMCP),
+		checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins),
+		s.requireVHost,
+		auth.Middleware(opts.Auth, "mcpgw"),
+	)
+	mux.Handle("/servers/{vhost}/mcp", mcp)
+	return logRequests(opts.Logger)(mux)
+}
+
+type server struct {
+	opts Options
+	log  *slog.Logger
+}
+
+// chain wraps h so that the first middleware runs first.
+func chain(h http.Handler, mws ...func(http.Handler) http.Handler) http.Handler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}
+
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+// readyz reports whether the store answers: an instance that cannot reach
+// Redis cannot serve any session, so the load balancer should skip it.
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	w.Header().Set("Content-Type", "application/json")
+	if err := s.opts.Router.Store().Ping(ctx); err != nil {
+		s.log.Warn("readiness check failed", "error", err)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"status":"store unreachable"}` + "\n"))
+		return
+	}
+	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+// requireVHost answers 404 for a virtual host that is not configured,
+// before authentication, so unknown paths cost nothing.
+func (s *server) requireVHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.opts.Router.HasVHost(r.PathValue("vhost")) {
+			writeHTTPError(w, http.StatusNotFound, codeInvalidRequest, "unknown virtual host")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// serveMCP dispatches the Streamable HTTP methods.
+func (s *server) serveMCP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodPost:
+		s.servePOST(w, r)
+	case http.MethodDelete:
+		s.serveDELETE(w, r)
+	case http.MethodGet:
+		// No standalone stream yet: the transport spec's answer for a server
+		// that offers none is 405.
+		w.Header().Set("Allow", "POST, DELETE")
+		writeHTTPError(w, http.StatusMethodNotAllowed, codeInvalidRequest, "this endpoint offers no standalone SSE stream; use POST")
+	default:
+		w.Header().Set("Allow", "POST, DELETE")
+		writeHTTPError(w, http.StatusMethodNotAllowed, codeInvalidRequest, "method not allowed")
+	}
+}

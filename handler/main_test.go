@@ -1,0 +1,177 @@
+package handler_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgw/gateway/handler"
+	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/handler/config"
+	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/tests/testsupport"
+)
+
+var redisSrv *testsupport.RedisServer
+
+func TestMain(m *testing.M) {
+	redisSrv = testsupport.MustStartRedis()
+	code := m.Run()
+	redisSrv.Stop()
+	os.Exit(code)
+}
+
+var jwtSecret = []byte("handler-test-secret-0123456789abcdef")
+
+// gw is a gateway handler on an httptest server, over real backends and
+// the shared real Redis.
+type gw struct {
+	t     *testing.T
+	url   string // base URL
+	srv   *httptest.Server
+	store store.Store
+}
+
+type gwOptions struct {
+	maxBody int64
+	origins []string
+	hosts   []string
+}
+
+func startGateway(t *testing.T, o gwOptions) *gw {
+	t.Helper()
+	st, err := store.NewRedis(redisSrv.URL(), store.RedisOptions{KeyPrefix: fmt.Sprintf("h%d", time.Now().UnixNano())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	one := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-one"})
+	two := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-two"})
+	vhosts := map[string]*router.VirtualHost{
+		"demo": {Name: "demo", Backends: map[string]*router.Backend{
+			"gateway-one": {Key: "gateway-one", URL: one.URL, Timeout: 5 * time.Second},
+			"gateway-two": {Key: "gateway-two", URL: two.URL, Timeout: 5 * time.Second},
+		}},
+		"other": {Name: "other", Backends: map[string]*router.Backend{
+			"only": {Key: "only", URL: one.URL, Timeout: 5 * time.Second},
+		}},
+	}
+	rt := router.New(vhosts, router.Options{Store: st})
+	t.Cleanup(rt.Close)
+	v, err := auth.New(config.Auth{Mode: config.ModeJWT, JWT: &config.JWTSettings{
+		Issuer: "mcpgateway", Audience: "mcpgateway-api", HMACSecret: jwtSecret,
+		Algorithms: []string{"HS256"}, Leeway: time.Second,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := handler.New(handler.Options{Router: rt, Auth: v, MaxBodyBytes: o.maxBody,
+		AllowedOrigins: o.origins, AllowedHosts: o.hosts})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &gw{t: t, url: srv.URL, srv: srv, store: st}
+}
+
+func (g *gw) token(sub string) string {
+	return testsupport.MintJWT(g.t, jwtSecret, testsupport.StdClaims(sub))
+}
+
+// req describes one HTTP request to the gateway.
+type req struct {
+	method, path, body string
+	headers            map[string]string
+	sub                string // JWT subject; "" = alice; "-" = no token
+	session            string
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   string
+	rpc    struct {
+		ID     any             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+}
+
+func (g *gw) do(r req) *resp {
+	g.t.Helper()
+	if r.method == "" {
+		r.method = http.MethodPost
+	}
+	if r.path == "" {
+		r.path = "/servers/demo/mcp"
+	}
+	hr, err := http.NewRequest(r.method, g.url+r.path, strings.NewReader(r.body))
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/json, text/event-stream")
+	switch r.sub {
+	case "-":
+	case "":
+		hr.Header.Set("Authorization", "Bearer "+g.token("alice"))
+	default:
+		hr.Header.Set("Authorization", "Bearer "+g.token(r.sub))
+	}
+	if r.session != "" {
+		hr.Header.Set("Mcp-Session-Id", r.session)
+	}
+	for k, v := range r.headers {
+		if k == "Host" {
+			hr.Host = v
+			continue
+		}
+		if v == "" {
+			hr.Header.Del(k)
+			continue
+		}
+		hr.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	out := &resp{status: res.StatusCode, header: res.Header, body: string(b)}
+	payload := b
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				payload = []byte(d)
+			}
+		}
+	}
+	_ = json.Unmarshal(bytes.TrimSpace(payload), &out.rpc)
+	return out
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// initialize opens a session as sub on vhost and returns its id.
+func (g *gw) initialize(sub, vhost string) string {
+	g.t.Helper()
+	r := g.do(req{body: initBody, sub: sub, path: "/servers/" + vhost + "/mcp"})
+	if r.status != http.StatusOK || r.rpc.Error != nil {
+		g.t.Fatalf("initialize: %d %s", r.status, r.body)
+	}
+	sid := r.header.Get("Mcp-Session-Id")
+	if len(sid) < 22 {
+		g.t.Fatalf("session id %q is too short for 128 bits", sid)
+	}
+	return sid
+}

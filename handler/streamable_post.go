@@ -1,0 +1,184 @@
+package handler
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/router"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Header names of the Streamable HTTP transport.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+)
+
+// servePOST handles one JSON-RPC message posted by the client.
+func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeHTTPError(w, http.StatusUnsupportedMediaType, codeInvalidRequest, "Content-Type must be application/json")
+		return
+	}
+	jsonOK, sseOK := accepts(r.Header.Values("Accept"))
+	if !jsonOK && !sseOK {
+		writeHTTPError(w, http.StatusNotAcceptable, codeInvalidRequest, "Accept must include application/json or text/event-stream")
+		return
+	}
+	// Read the whole body whatever Content-Length says: Lambda Function URL
+	// requests can carry a decoded base64 body with ContentLength 0.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeHTTPError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest, "request body exceeds the size limit")
+			return
+		}
+		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "cannot read request body")
+		return
+	}
+	msg, herr := decodeMessage(body)
+	if herr != nil {
+		writeHTTPError(w, http.StatusBadRequest, herr.code, herr.msg)
+		return
+	}
+	if pv := r.Header.Get(headerProtocolVersion); pv != "" && !slices.Contains(router.SupportedProtocolVersions, pv) {
+		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "unsupported MCP-Protocol-Version "+quote(pv))
+		return
+	}
+	principal, _ := auth.FromContext(r.Context())
+
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
+		if !req.IsCall() {
+			writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "initialize must be a request with an id")
+			return
+		}
+		sess, resp := s.opts.Router.Initialize(r.Context(), r.PathValue("vhost"), string(principal), r.Header, req)
+		if sess != nil {
+			w.Header().Set(headerSessionID, sess.ID)
+		}
+		s.writeResponse(w, resp, jsonOK)
+		return
+	}
+
+	sess, ok := s.loadSession(w, r, principal)
+	if !ok {
+		return
+	}
+	req, isRequest := msg.(*jsonrpc.Request)
+	if !isRequest || !req.IsCall() {
+		// Notifications and the client's responses need no answer body.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	resp := s.opts.Router.Handle(r.Context(), &router.Call{Session: sess, Header: r.Header, Request: req})
+	s.writeResponse(w, resp, jsonOK)
+}
+
+// writeResponse answers a call as application/json when the client accepts
+// it, else as a one-event SSE stream.
+func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, jsonOK bool) {
+	data, err := jsonrpc.EncodeMessage(resp)
+	if err != nil {
+		writeHTTPError(w, http.StatusInternalServerError, codeInternalError, "cannot encode response")
+		return
+	}
+	if jsonOK {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(data)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	var buf bytes.Buffer
+	buf.WriteString("event: message\ndata: ")
+	buf.Write(data)
+	buf.WriteString("\n\n")
+	_, _ = w.Write(buf.Bytes())
+	_ = http.NewResponseController(w).Flush()
+}
+
+type decodeError struct {
+	code int64
+	msg  string
+}
+
+// decodeMessage parses one JSON-RPC message, telling malformed JSON
+// (-32700) from well-formed JSON that is not a valid message (-32600).
+func decodeMessage(body []byte) (jsonrpc.Message, *decodeError) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, &decodeError{codeParseError, "empty request body"}
+	}
+	if !json.Valid(trimmed) {
+		return nil, &decodeError{codeParseError, "request body is not valid JSON"}
+	}
+	if trimmed[0] == '[' {
+		return nil, &decodeError{codeInvalidRequest, "JSON-RPC batches are not supported"}
+	}
+	if trimmed[0] != '{' {
+		return nil, &decodeError{codeInvalidRequest, "request body must be a JSON-RPC object"}
+	}
+	msg, err := jsonrpc.DecodeMessage(trimmed)
+	if err != nil {
+		return nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message"}
+	}
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if m.Method == "" {
+			return nil, &decodeError{codeInvalidRequest, "JSON-RPC request needs a method"}
+		}
+	case *jsonrpc.Response:
+		if m.Result == nil && m.Error == nil {
+			return nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message: a response needs a result or an error"}
+		}
+	}
+	return msg, nil
+}
+
+// accepts reports which response types an Accept header allows. A missing
+// header allows both (curl sends */*; strict clients send both types).
+func accepts(values []string) (jsonOK, sseOK bool) {
+	if len(values) == 0 {
+		return true, true
+	}
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			switch mt {
+			case "application/json":
+				jsonOK = true
+			case "text/event-stream":
+				sseOK = true
+			case "*/*", "application/*":
+				jsonOK = true
+				if mt == "*/*" {
+					sseOK = true
+				}
+			case "text/*":
+				sseOK = true
+			}
+		}
+	}
+	return jsonOK, sseOK
+}
+
+func quote(s string) string {
+	if len(s) > 64 {
+		s = s[:64] + "..."
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,114 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/store"
+)
+
+// The gateway opens a backend connection for each routed request and closes
+// it after (the seed's call_tool lifecycle, applied to every method). What
+// it knows about a backend between requests is the snapshot in the store.
+
+// handshake builds the upstream handshake for a session's backend.
+func (r *Router) handshake(sess *store.Session, snap *store.BackendSnapshot) upstream.Handshake {
+	pv := LatestProtocolVersion
+	if snap.OK() && snap.ProtocolVersion != "" {
+		pv = snap.ProtocolVersion
+	}
+	return upstream.Handshake{
+		ProtocolVersion:    pv,
+		ClientInfo:         r.clientInfo(),
+		ClientCapabilities: sess.ClientCapabilities,
+	}
+}
+
+func (r *Router) clientInfo() json.RawMessage {
+	b, _ := json.Marshal(r.opts.Info)
+	return b
+}
+
+// open connects to one backend for one request. When the session's
+// snapshot of that backend records a failure (or is missing because the
+// backend was added to config later), the handshake doubles as the re-probe:
+// the returned snapshot is non-nil and should be persisted.
+func (r *Router) open(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header) (*upstream.Conn, *store.BackendSnapshot, error) {
+	snap := sess.Backends[key]
+	conn, err := v.clients[key].Open(ctx, r.handshake(sess, snap), hdr)
+	if err != nil {
+		if snap.OK() {
+			return nil, nil, err // a healthy snapshot is not demoted by one failed request
+		}
+		return nil, failedSnapshot(key, err), err
+	}
+	if !snap.OK() {
+		if init := conn.Init(); init != nil {
+			return conn, snapshotFrom(key, init), nil
+		}
+	}
+	return conn, nil, nil
+}
+
+// reprobeDue reports whether a failed backend may be tried again now.
+func (r *Router) reprobeDue(snap *store.BackendSnapshot) bool {
+	return snap == nil || time.Since(snap.ProbedAt) >= r.opts.ReprobeInterval
+}
+
+// probe runs the initialize handshake against one backend and records what
+// it answered, or why it failed.
+func (r *Router) probe(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header) *store.BackendSnapshot {
+	init, err := v.clients[key].Initialize(ctx, r.handshake(sess, nil), hdr)
+	if err != nil {
+		r.log.Warn("backend initialize failed", "vhost", v.name, "backend", key, "error", err)
+		return failedSnapshot(key, err)
+	}
+	return snapshotFrom(key, init)
+}
+
+func failedSnapshot(key string, err error) *store.BackendSnapshot {
+	return &store.BackendSnapshot{Key: key, Error: err.Error(), ProbedAt: time.Now().UTC()}
+}
+
+// snapshotFrom keeps the parts of a backend's InitializeResult the gateway
+// needs later. The fields are kept raw so capabilities the gateway does not
+// know yet survive a round trip through the store.
+func snapshotFrom(key string, init *upstream.InitResult) *store.BackendSnapshot {
+	var res struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+		ServerInfo      json.RawMessage `json:"serverInfo"`
+		Instructions    string          `json:"instructions"`
+	}
+	_ = json.Unmarshal(init.Raw, &res)
+	pv := init.ProtocolVersion
+	if pv == "" {
+		pv = res.ProtocolVersion
+	}
+	return &store.BackendSnapshot{
+		Key:             key,
+		ProbedAt:        time.Now().UTC(),
+		ProtocolVersion: pv,
+		Capabilities:    res.Capabilities,
+		ServerInfo:      res.ServerInfo,
+		Instructions:    res.Instructions,
+		Stateless:       init.SessionID == "",
+	}
+}
+
+// persistSnapshots writes changed snapshots back to the session, so the
+// next request, on any instance, sees the backend's new state.
+func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snaps []*store.BackendSnapshot) {
+	if len(snaps) == 0 {
+		return
+	}
+	for _, s := range snaps {
+		sess.Backends[s.Key] = s
+	}
+	if err := r.opts.Store.PutBackends(ctx, sess.ID, snaps, r.opts.SessionTTL); err != nil {
+		r.log.Warn("storing backend snapshots failed", "session_backends", len(snaps), "error", err)
+	}
+}

@@ -1,0 +1,110 @@
+package router
+
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/mcpgw/gateway/store"
+)
+
+// capabilityFlags is the subset of a backend's ServerCapabilities the
+// gateway reads. Decoding into a small struct (not the SDK's full type)
+// keeps unknown or future capability fields from failing the decode.
+type capabilityFlags struct {
+	Tools       *json.RawMessage `json:"tools"`
+	Prompts     *json.RawMessage `json:"prompts"`
+	Completions *json.RawMessage `json:"completions"`
+	Logging     *json.RawMessage `json:"logging"`
+	Resources   *struct {
+		Subscribe bool `json:"subscribe"`
+	} `json:"resources"`
+}
+
+func parseCapabilities(raw json.RawMessage) capabilityFlags {
+	var c capabilityFlags
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &c) // a malformed snapshot advertises nothing
+	}
+	return c
+}
+
+// has reports whether a backend snapshot advertises a top-level capability.
+func has(s *store.BackendSnapshot, capability string) bool {
+	if !s.OK() {
+		return false
+	}
+	c := parseCapabilities(s.Capabilities)
+	switch capability {
+	case "tools":
+		return c.Tools != nil
+	case "prompts":
+		return c.Prompts != nil
+	case "resources":
+		return c.Resources != nil
+	case "completions":
+		return c.Completions != nil
+	case "logging":
+		return c.Logging != nil
+	}
+	return false
+}
+
+// mergedCapabilities builds the downstream ServerCapabilities from every
+// backend snapshot, never from one (the seed's rule): a capability is on
+// when at least one backend has it and the gateway routes it.
+// resources.subscribe is on when any backend advertises it. listChanged is
+// not advertised: the gateway does not emit list-changed notifications yet.
+// With no capable backend the result is the empty object.
+func mergedCapabilities(snaps map[string]*store.BackendSnapshot) map[string]any {
+	out := map[string]any{}
+	for _, s := range snaps {
+		if !s.OK() {
+			continue
+		}
+		c := parseCapabilities(s.Capabilities)
+		if c.Tools != nil {
+			out["tools"] = map[string]any{}
+		}
+		if c.Prompts != nil {
+			out["prompts"] = map[string]any{}
+		}
+		if c.Completions != nil {
+			out["completions"] = map[string]any{}
+		}
+		if c.Logging != nil {
+			out["logging"] = map[string]any{}
+		}
+		if c.Resources != nil {
+			r, _ := out["resources"].(map[string]any)
+			if r == nil {
+				r = map[string]any{}
+				out["resources"] = r
+			}
+			if c.Resources.Subscribe {
+				r["subscribe"] = true
+			}
+		}
+	}
+	return out
+}
+
+// joinedInstructions joins the backends' instructions, each under its key,
+// in key order. A single-backend vhost passes its instructions unchanged.
+func joinedInstructions(keys []string, snaps map[string]*store.BackendSnapshot) string {
+	if len(keys) == 1 {
+		if s := snaps[keys[0]]; s.OK() {
+			return s.Instructions
+		}
+		return ""
+	}
+	var parts []string
+	sorted := append([]string(nil), keys...)
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		if s := snaps[k]; s.OK() && strings.TrimSpace(s.Instructions) != "" {
+			parts = append(parts, "## "+k+"\n"+strings.TrimSpace(s.Instructions))
+		}
+	}
+	return strings.Join(parts, "\n\n")
+}

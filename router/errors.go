@@ -1,0 +1,36 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// JSON-RPC error codes the router answers with.
+const (
+	CodeInvalidRequest = jsonrpc.CodeInvalidRequest
+	CodeMethodNotFound = jsonrpc.CodeMethodNotFound
+	CodeInvalidParams  = jsonrpc.CodeInvalidParams
+	CodeInternalError  = jsonrpc.CodeInternalError
+)
+
+// rpcError builds a JSON-RPC error object.
+func rpcError(code int64, format string, args ...any) *jsonrpc.Error {
+	return &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+func invalidParams(format string, args ...any) *jsonrpc.Error {
+	return rpcError(CodeInvalidParams, format, args...)
+}
+
+// backendError maps a transport-level failure to -32603 naming the backend.
+// upstream.Error's message already names the backend and carries no secrets.
+func backendError(key string, err error) *jsonrpc.Error {
+	var ue *upstream.Error
+	if errors.As(err, &ue) {
+		return rpcError(CodeInternalError, "%s", ue.Error())
+	}
+	return rpcError(CodeInternalError, "backend %q: %v", key, err)
+}

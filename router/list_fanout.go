@@ -1,0 +1,144 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// listOp describes one of the four list methods.
+type listOp struct {
+	method     string // e.g. "tools/list"
+	field      string // result array: "tools"
+	capability string // snapshot capability that makes a backend eligible
+	uriField   string // "uri" / "uriTemplate" to prefix, or ""
+}
+
+var listOps = map[string]listOp{
+	"tools/list":               {"tools/list", "tools", "tools", ""},
+	"resources/list":           {"resources/list", "resources", "resources", "uri"},
+	"prompts/list":             {"prompts/list", "prompts", "prompts", ""},
+	"resources/templates/list": {"resources/templates/list", "resourceTemplates", "resources", "uriTemplate"},
+}
+
+// MetaSkippedBackends is the result _meta key naming backends that were
+// skipped because they failed or were unreachable.
+const MetaSkippedBackends = "mcpgw/skippedBackends"
+
+// pageResult is one backend's answer to one list page.
+type pageResult struct {
+	key      string
+	queried  bool // false: backend lacks the capability, or was not due
+	failed   bool
+	result   map[string]json.RawMessage
+	items    []json.RawMessage
+	next     string
+	snapshot *store.BackendSnapshot // changed snapshot to persist, if any
+}
+
+// list fans a list method out to every eligible backend concurrently and
+// merges the pages. Pagination is federated: the gateway cursor carries each
+// backend's own cursor (see cursor.go for the rules on resume).
+func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrpc.Response {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	if err := json.Unmarshal(orEmpty(c.Request.Params), &p); err != nil {
+		return errorResponse(c.Request.ID, invalidParams("%s params: %v", op.method, err))
+	}
+
+	// positions: where each backend of the walk stands. A missing key
+	// means "first page".
+	positions := map[string]backendCursor{}
+	if p.Cursor != nil {
+		key, err := r.cursorKey(ctx)
+		if err != nil {
+			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cursor key unavailable"))
+		}
+		st, err := decodeCursor(key, *p.Cursor)
+		if err != nil || st.Op != op.method || st.VHost != v.name {
+			return errorResponse(c.Request.ID, invalidParams("invalid cursor for %s on this virtual host", op.method))
+		}
+		// Keys no longer configured are dropped; new ones start at page one.
+		for k, bc := range st.Backends {
+			if _, ok := v.backends[k]; ok {
+				positions[k] = bc
+			}
+		}
+	}
+
+	results := make([]*pageResult, len(v.keys))
+	var wg sync.WaitGroup
+	for i, key := range v.keys {
+		pos := positions[key]
+		if pos.Done {
+			results[i] = &pageResult{key: key}
+			continue
+		}
+		wg.Go(func() { results[i] = r.listOne(ctx, v, c, op, key, pos.Cursor) })
+	}
+	wg.Wait()
+
+	var changed []*store.BackendSnapshot
+	for _, res := range results {
+		if res.snapshot != nil {
+			changed = append(changed, res.snapshot)
+		}
+	}
+	r.persistSnapshots(ctx, c.Session, changed)
+
+	raw, err := r.mergePages(ctx, v, op, positions, results)
+	if err != nil {
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "building %s result: %v", op.method, err))
+	}
+	return resultResponse(c.Request.ID, raw)
+}
+
+// listOne fetches one page from one backend.
+func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor string) *pageResult {
+	res := &pageResult{key: key}
+	snap := c.Session.Backends[key]
+	if snap.OK() && !has(snap, op.capability) {
+		return res
+	}
+	if !snap.OK() && !r.reprobeDue(snap) {
+		res.queried, res.failed = true, true
+		return res
+	}
+	res.queried = true
+	conn, newSnap, err := r.open(ctx, v, key, c.Session, c.Header)
+	res.snapshot = newSnap
+	if err != nil {
+		r.log.Warn("backend skipped", "method", op.method, "vhost", v.name, "backend", key, "error", err)
+		res.failed = true
+		return res
+	}
+	defer conn.Close(false)
+	if newSnap != nil && !has(newSnap, op.capability) {
+		res.queried = false
+		return res
+	}
+	var params json.RawMessage
+	if cursor != "" {
+		params, _ = json.Marshal(map[string]string{"cursor": cursor})
+	}
+	resp, err := conn.Call(ctx, op.method, params, nil)
+	if err != nil || resp.Error != nil {
+		if err == nil {
+			err = resp.Error
+		}
+		r.log.Warn("backend skipped", "method", op.method, "vhost", v.name, "backend", key, "error", err)
+		res.failed = true
+		return res
+	}
+	if err := json.Unmarshal(resp.Result, &res.result); err != nil {
+		res.failed = true
+		return res
+	}
+	_ = json.Unmarshal(res.result[op.field], &res.items)
+	_ = json.Unmarshal(res.result["nextCursor"], &res.next)
+	return res
+}

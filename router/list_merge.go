@@ -1,0 +1,141 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+)
+
+// mergePages builds the downstream list result from one page of every
+// backend: items renamed by the prefix/alias rule, sorted by name (ties by
+// backend key), the next gateway cursor, and _meta naming skipped backends.
+//
+// A single-backend vhost passes names through unchanged and keeps the
+// backend's own order and result fields; only nextCursor is replaced by a
+// gateway cursor, so that cursors are uniform across vhosts.
+func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, positions map[string]backendCursor, results []*pageResult) (json.RawMessage, error) {
+	type entry struct {
+		name, key string
+		item      json.RawMessage
+	}
+	var entries []entry
+	var skipped []string
+	next := &cursorState{Op: op.method, VHost: v.name, Backends: map[string]backendCursor{}}
+	more := false
+	for _, res := range results {
+		switch {
+		case res == nil:
+			continue
+		case !res.queried:
+			next.Backends[res.key] = backendCursor{Done: true}
+			continue
+		case res.failed:
+			skipped = append(skipped, res.key)
+			// A failed backend keeps its position, so a later page retries it.
+			next.Backends[res.key] = positions[res.key]
+			continue
+		}
+		next.Backends[res.key] = backendCursor{Cursor: res.next, Done: res.next == ""}
+		if res.next != "" {
+			more = true
+		}
+		for _, item := range res.items {
+			renamed, name, err := r.renameItem(v, op, res.key, item)
+			if err != nil {
+				return nil, err
+			}
+			entries = append(entries, entry{name: name, key: res.key, item: renamed})
+		}
+	}
+	if !v.single() {
+		sort.SliceStable(entries, func(i, j int) bool {
+			if entries[i].name != entries[j].name {
+				return entries[i].name < entries[j].name
+			}
+			return entries[i].key < entries[j].key
+		})
+	}
+
+	out := map[string]json.RawMessage{}
+	if v.single() {
+		for _, res := range results {
+			if res != nil && res.result != nil {
+				for k, val := range res.result {
+					out[k] = val
+				}
+			}
+		}
+	}
+	items := make([]json.RawMessage, len(entries))
+	for i, e := range entries {
+		items[i] = e.item
+	}
+	var err error
+	if out[op.field], err = json.Marshal(items); err != nil {
+		return nil, err
+	}
+	delete(out, "nextCursor")
+	// More pages exist when a backend said so. A walk whose only unfinished
+	// backends are failing ends here (they are named in _meta): a client
+	// walking "until no cursor" must not loop forever on a dead backend.
+	if more {
+		key, err := r.cursorKey(ctx)
+		if err != nil {
+			return nil, err
+		}
+		tok, err := encodeCursor(key, next)
+		if err != nil {
+			return nil, err
+		}
+		out["nextCursor"], _ = json.Marshal(tok)
+	}
+	if len(skipped) > 0 {
+		sort.Strings(skipped)
+		meta := map[string]json.RawMessage{}
+		if m, ok := out["_meta"]; ok {
+			_ = json.Unmarshal(m, &meta)
+		}
+		meta[MetaSkippedBackends], _ = json.Marshal(skipped)
+		out["_meta"], _ = json.Marshal(meta)
+	}
+	return json.Marshal(out)
+}
+
+// renameItem applies the publishing rule to one list item and returns it
+// with its downstream name. Items whose name does not change pass through
+// byte-for-byte.
+func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, error) {
+	var head struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(item, &head); err != nil {
+		return nil, "", err
+	}
+	name := head.Name
+	alias, aliased := "", false
+	if op.field == "tools" {
+		alias, aliased = v.aliases.advertised(key, head.Name)
+	}
+	if v.single() && !aliased {
+		return item, name, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(item, &fields); err != nil {
+		return nil, "", err
+	}
+	switch {
+	case aliased:
+		name = alias
+	default:
+		name = prefix(key, head.Name)
+	}
+	fields["name"], _ = json.Marshal(name)
+	if op.uriField != "" && !v.single() {
+		var uri string
+		if err := json.Unmarshal(fields[op.uriField], &uri); err == nil && uri != "" {
+			fields[op.uriField], _ = json.Marshal(prefix(key, uri))
+		}
+	}
+	out, err := json.Marshal(fields)
+	return out, name, err
+}

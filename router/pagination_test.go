@@ -1,0 +1,194 @@
+package router_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/tests/testsupport"
+)
+
+// Backend "short" has one page of tools; "long" has 3 demo tools plus 3
+// extra ones, 2 per page: 3 pages.
+func pagedBackends(t *testing.T, opts router.Options) *fixture {
+	return newFixtureOpts(t, opts,
+		backendSpec{key: "short", opts: testsupport.BackendOptions{PageSize: 50}},
+		backendSpec{key: "long", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
+	)
+}
+
+func cursorOf(res map[string]any) (string, bool) {
+	c, ok := res["nextCursor"].(string)
+	return c, ok
+}
+
+func TestPagination_CursorPreservedPerBackendAndExhaustedSkipped(t *testing.T) {
+	f := pagedBackends(t, router.Options{})
+	sid, _ := f.initialize(nil)
+
+	var all []string
+	page := result(t, f.call(sid, "tools/list", nil))
+	all = append(all, names(t, page, "tools")...)
+	pages := 1
+	for {
+		cur, ok := cursorOf(page)
+		if !ok {
+			break
+		}
+		page = result(t, f.call(sid, "tools/list", map[string]any{"cursor": cur}))
+		all = append(all, names(t, page, "tools")...)
+		pages++
+		if pages > 10 {
+			t.Fatal("pagination does not end")
+		}
+	}
+	if pages != 3 {
+		t.Fatalf("walked %d pages, want 3", pages)
+	}
+	// Every tool of both backends exactly once.
+	if len(all) != 3+6 {
+		t.Fatalf("got %d tools, want 9: %v", len(all), all)
+	}
+	slices.Sort(all)
+	if len(slices.Compact(slices.Clone(all))) != len(all) {
+		t.Fatalf("duplicates across pages: %v", all)
+	}
+	// The exhausted backend was queried once, not on every page.
+	if n := f.backends["short"].Count("tools/list"); n != 1 {
+		t.Fatalf("exhausted backend queried %d times, want 1", n)
+	}
+	if n := f.backends["long"].Count("tools/list"); n != 3 {
+		t.Fatalf("paging backend queried %d times, want 3", n)
+	}
+}
+
+func TestPagination_FailedBackendKeepsItsCursor(t *testing.T) {
+	f := newFixture(t,
+		backendSpec{key: "a", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
+		backendSpec{key: "b", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
+	)
+	sid, _ := f.initialize(nil)
+	p1 := result(t, f.call(sid, "tools/list", nil))
+	cur1, _ := cursorOf(p1)
+	bPage1 := filterPrefix(names(t, p1, "tools"), "b-")
+
+	f.backends["b"].FailMethod("tools/list", 1)
+	p2 := result(t, f.call(sid, "tools/list", map[string]any{"cursor": cur1}))
+	if got := filterPrefix(names(t, p2, "tools"), "b-"); len(got) != 0 {
+		t.Fatalf("failed backend contributed items: %v", got)
+	}
+	if !strings.Contains(toJSON(p2["_meta"]), `"b"`) {
+		t.Fatalf("_meta does not name the failed backend: %v", p2["_meta"])
+	}
+	cur2, ok := cursorOf(p2)
+	if !ok {
+		t.Fatal("no next cursor though both backends have more pages")
+	}
+	p3 := result(t, f.call(sid, "tools/list", map[string]any{"cursor": cur2}))
+	bPage2 := filterPrefix(names(t, p3, "tools"), "b-")
+	if len(bPage2) == 0 {
+		t.Fatal("backend b did not resume")
+	}
+	for _, n := range bPage2 {
+		if slices.Contains(bPage1, n) {
+			t.Fatalf("b restarted from page one (%q seen twice): its cursor was lost", n)
+		}
+	}
+}
+
+func TestPagination_NoCursorWhenAllBackendsDone(t *testing.T) {
+	f := newFixture(t, backendSpec{key: "a"}, backendSpec{key: "b"})
+	sid, _ := f.initialize(nil)
+	if _, ok := cursorOf(result(t, f.call(sid, "tools/list", nil))); ok {
+		t.Fatal("nextCursor emitted though no backend has more pages")
+	}
+}
+
+func TestPagination_InvalidCursorsAreInvalidParams(t *testing.T) {
+	f := pagedBackends(t, router.Options{})
+	sid, _ := f.initialize(nil)
+	cur, _ := cursorOf(result(t, f.call(sid, "tools/list", nil)))
+
+	cases := map[string]struct {
+		method, cursor string
+	}{
+		"garbage":         {"tools/list", "not-a-cursor"},
+		"tampered":        {"tools/list", cur[:len(cur)-2] + "AA"},
+		"other operation": {"prompts/list", cur},
+		"empty":           {"tools/list", ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := rpcErr(t, f.call(sid, tc.method, map[string]any{"cursor": tc.cursor}))
+			if e.Code != router.CodeInvalidParams {
+				t.Fatalf("got %d %q, want -32602", e.Code, e.Message)
+			}
+		})
+	}
+}
+
+func TestPagination_ForeignVHostCursorRejected(t *testing.T) {
+	st := newStore(t)
+	secret := []byte("shared-secret")
+	a := newFixtureOpts(t, router.Options{Store: st, CursorSecret: secret},
+		backendSpec{key: "long", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}}, backendSpec{key: "x"})
+	b := newFixtureOpts(t, router.Options{Store: st, CursorSecret: secret},
+		backendSpec{key: "long", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}}, backendSpec{key: "x"})
+	b.vhost = "other"
+	b.router = router.New(map[string]*router.VirtualHost{"other": {Name: "other", Backends: map[string]*router.Backend{
+		"long": {Key: "long", URL: b.backends["long"].URL, Timeout: 5e9},
+		"x":    {Key: "x", URL: b.backends["x"].URL, Timeout: 5e9},
+	}}}, router.Options{Store: st, CursorSecret: secret})
+	t.Cleanup(b.router.Close)
+
+	sa, _ := a.initialize(nil)
+	cur, _ := cursorOf(result(t, a.call(sa, "tools/list", nil)))
+	sb, _ := b.initialize(nil)
+	e := rpcErr(t, b.call(sb, "tools/list", map[string]any{"cursor": cur}))
+	if e.Code != router.CodeInvalidParams {
+		t.Fatalf("foreign-vhost cursor: got %d %q", e.Code, e.Message)
+	}
+}
+
+// Two instances with different configs share the store and cursor key, as
+// during a rolling config change: a backend added since the first page
+// starts at its first page; a removed backend is dropped.
+func TestPagination_BackendSetChangesBetweenPages(t *testing.T) {
+	st := newStore(t)
+	before := newFixtureOpts(t, router.Options{Store: st},
+		backendSpec{key: "long", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
+		backendSpec{key: "gone", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}})
+	sid, _ := before.initialize(nil)
+	cur, _ := cursorOf(result(t, before.call(sid, "tools/list", nil)))
+
+	added := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "added"})
+	after := router.New(map[string]*router.VirtualHost{"vh": {Name: "vh", Backends: map[string]*router.Backend{
+		"long":  {Key: "long", URL: before.backends["long"].URL, Timeout: 5e9},
+		"added": {Key: "added", URL: added.URL, Timeout: 5e9},
+	}}}, router.Options{Store: st})
+	t.Cleanup(after.Close)
+
+	goneCalls := before.backends["gone"].Count("tools/list")
+	page := result(t, callOn(t, after, st, sid, nil, "tools/list", map[string]any{"cursor": cur}))
+	got := names(t, page, "tools")
+	if len(filterPrefix(got, "added-")) != 3 {
+		t.Fatalf("added backend did not start at its first page: %v", got)
+	}
+	if len(filterPrefix(got, "long-")) == 0 {
+		t.Fatalf("long backend did not continue: %v", got)
+	}
+	if before.backends["gone"].Count("tools/list") != goneCalls {
+		t.Fatal("removed backend was queried")
+	}
+}
+
+func filterPrefix(ns []string, p string) []string {
+	var out []string
+	for _, n := range ns {
+		if strings.HasPrefix(n, p) {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -1,0 +1,212 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// routedMethods are the methods that target one object and so one backend.
+// The value names what kind of identifier they route on, for messages.
+var routedMethods = map[string]string{
+	"tools/call":            "tool",
+	"resources/read":        "resource",
+	"resources/subscribe":   "resource",
+	"resources/unsubscribe": "resource",
+	"prompts/get":           "prompt",
+	"completion/complete":   "reference",
+}
+
+// target is where a routed request goes.
+type target struct {
+	backend string
+	name    string // backend-side identifier
+	public  string // downstream identifier, for messages and re-prefixing
+	params  map[string]json.RawMessage
+}
+
+// routed forwards a targeted method to the one backend that owns the
+// identifier. The identifier is stripped before the backend sees it.
+func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
+	method := c.Request.Method
+	t, rerr := r.resolve(v, method, c.Request.Params)
+	if rerr != nil {
+		return errorResponse(c.Request.ID, rerr)
+	}
+	params, err := json.Marshal(t.params)
+	if err != nil {
+		return errorResponse(c.Request.ID, invalidParams("%v", err))
+	}
+
+	var hc *HookCall
+	if hooked(method) && len(r.opts.Hooks) > 0 {
+		hc = &HookCall{Method: method, VHost: v.name, Backend: t.backend, Name: t.name,
+			Principal: c.Session.Principal, SessionID: c.Session.ID, Params: params}
+		for _, h := range r.opts.Hooks {
+			if err := h.Pre(ctx, hc); err != nil {
+				return errorResponse(c.Request.ID, hookError(err))
+			}
+		}
+		params = hc.Params
+	}
+
+	conn, newSnap, err := r.open(ctx, v, t.backend, c.Session, c.Header)
+	if newSnap != nil {
+		r.persistSnapshots(ctx, c.Session, []*store.BackendSnapshot{newSnap})
+	}
+	if err != nil {
+		return errorResponse(c.Request.ID, backendError(t.backend, err))
+	}
+	defer conn.Close(false)
+	resp, err := conn.Call(ctx, method, params, nil)
+	if err != nil {
+		return errorResponse(c.Request.ID, backendError(t.backend, err))
+	}
+	if resp.Error != nil {
+		// The backend's JSON-RPC error passes through unchanged.
+		return &jsonrpc.Response{ID: c.Request.ID, Error: resp.Error}
+	}
+	result := resp.Result
+	if method == "resources/read" && !v.single() {
+		result = reprefixContents(t.backend, result)
+	}
+	if hc != nil {
+		for _, h := range r.opts.Hooks {
+			if result, err = h.Post(ctx, hc, result); err != nil {
+				return errorResponse(c.Request.ID, hookError(err))
+			}
+		}
+	}
+	switch method {
+	case "resources/subscribe":
+		err = r.opts.Store.AddSubscription(ctx, c.Session.ID, t.public, r.opts.SessionTTL)
+	case "resources/unsubscribe":
+		err = r.opts.Store.RemoveSubscription(ctx, c.Session.ID, t.public, r.opts.SessionTTL)
+	}
+	if err != nil {
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "recording subscription failed"))
+	}
+	return resultResponse(c.Request.ID, result)
+}
+
+// resolve finds the backend and the backend-side identifier of a routed
+// request, and returns the params with the identifier rewritten.
+func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target, *jsonrpc.Error) {
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(orEmpty(raw), &params); err != nil {
+		return nil, invalidParams("%s params must be an object", method)
+	}
+	kind := routedMethods[method]
+	switch method {
+	case "tools/call":
+		name, err := stringField(params, "name", method)
+		if err != nil {
+			return nil, err
+		}
+		t := &target{public: name, params: params}
+		if a, ok := v.aliases.resolve(name); ok {
+			t.backend, t.name = a.backend, a.tool
+		} else if t.backend, t.name, err = v.route(kind, name); err != nil {
+			return nil, err
+		}
+		params["name"], _ = json.Marshal(t.name)
+		return t, nil
+	case "prompts/get":
+		return routeField(v, params, "name", kind, method)
+	case "completion/complete":
+		var ref map[string]json.RawMessage
+		if err := json.Unmarshal(params["ref"], &ref); err != nil || ref == nil {
+			return nil, invalidParams("completion/complete needs params.ref")
+		}
+		refType, _ := stringField(ref, "type", method)
+		field, kind := "", ""
+		switch refType {
+		case "ref/prompt":
+			field, kind = "name", "prompt"
+		case "ref/resource":
+			field, kind = "uri", "resource"
+		default:
+			return nil, invalidParams("completion/complete: unsupported ref type %q", refType)
+		}
+		t, err := routeField(v, ref, field, kind, method)
+		if err != nil {
+			return nil, err
+		}
+		params["ref"], _ = json.Marshal(t.params)
+		t.params = params
+		return t, nil
+	default: // resources/read, resources/subscribe, resources/unsubscribe
+		return routeField(v, params, "uri", kind, method)
+	}
+}
+
+// routeField routes on one string field of an object and rewrites it.
+func routeField(v *vhost, obj map[string]json.RawMessage, field, kind, method string) (*target, *jsonrpc.Error) {
+	id, err := stringField(obj, field, method)
+	if err != nil {
+		return nil, err
+	}
+	t := &target{public: id, params: obj}
+	if t.backend, t.name, err = v.route(kind, id); err != nil {
+		return nil, err
+	}
+	obj[field], _ = json.Marshal(t.name)
+	return t, nil
+}
+
+// route applies the prefix rule: single-backend vhosts pass identifiers
+// through, multi-backend ones split on the longest matching key.
+func (v *vhost) route(kind, id string) (backend, name string, err *jsonrpc.Error) {
+	if v.single() {
+		return v.keys[0], id, nil
+	}
+	if k, rest, ok := v.split.split(id); ok {
+		return k, rest, nil
+	}
+	return "", "", invalidParams("unknown %s %q: no backend of this virtual host owns it", kind, id)
+}
+
+func stringField(obj map[string]json.RawMessage, field, method string) (string, *jsonrpc.Error) {
+	var s string
+	if err := json.Unmarshal(obj[field], &s); err != nil || s == "" {
+		return "", invalidParams("%s needs a non-empty string %q", method, field)
+	}
+	return s, nil
+}
+
+// reprefixContents puts the backend prefix back on the URIs of a
+// resources/read result, so the client sees the URI it asked for.
+func reprefixContents(key string, result json.RawMessage) json.RawMessage {
+	var res map[string]json.RawMessage
+	if json.Unmarshal(result, &res) != nil {
+		return result
+	}
+	var contents []map[string]json.RawMessage
+	if json.Unmarshal(res["contents"], &contents) != nil {
+		return result
+	}
+	for _, c := range contents {
+		var uri string
+		if json.Unmarshal(c["uri"], &uri) == nil && uri != "" {
+			c["uri"], _ = json.Marshal(prefix(key, uri))
+		}
+	}
+	res["contents"], _ = json.Marshal(contents)
+	out, err := json.Marshal(res)
+	if err != nil {
+		return result
+	}
+	return out
+}
+
+// hookError turns a hook's error into the JSON-RPC error the client sees.
+func hookError(err error) *jsonrpc.Error {
+	var d *Denial
+	if errors.As(err, &d) {
+		return &jsonrpc.Error{Code: d.Code, Message: d.Message}
+	}
+	return rpcError(CodeInternalError, "hook failed")
+}

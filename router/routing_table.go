@@ -1,0 +1,70 @@
+package router
+
+import (
+	"sort"
+
+	"github.com/mcpgw/gateway/router/upstream"
+)
+
+// vhost is the compiled routing state of one virtual host: everything the
+// router derives from config once, so the request path only does lookups.
+type vhost struct {
+	name     string
+	backends map[string]*Backend
+	keys     []string // sorted lexically: fan-out and merge order
+	split    *splitter
+	aliases  *aliasTable
+	clients  map[string]*upstream.Client
+}
+
+// single reports whether identifiers pass through unchanged.
+func (v *vhost) single() bool { return len(v.keys) == 1 }
+
+// routingTable is the immutable set of virtual hosts the router serves.
+type routingTable struct {
+	vhosts map[string]*vhost
+}
+
+func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
+	t := &routingTable{vhosts: map[string]*vhost{}}
+	for name, vh := range vhosts {
+		v := &vhost{
+			name:     name,
+			backends: vh.Backends,
+			clients:  map[string]*upstream.Client{},
+			aliases:  newAliasTable(vh.Backends),
+		}
+		for key, b := range vh.Backends {
+			v.keys = append(v.keys, key)
+			v.clients[key] = upstream.New(upstreamConfig(key, b))
+		}
+		sort.Strings(v.keys)
+		v.split = newSplitter(v.keys)
+		t.vhosts[name] = v
+	}
+	return t
+}
+
+func upstreamConfig(key string, b *Backend) upstream.Config {
+	tr := b.Transport
+	if tr == "" {
+		tr = TransportStreamableHTTP
+	}
+	return upstream.Config{
+		Key:                key,
+		URL:                b.URL,
+		Transport:          string(tr),
+		Timeout:            b.Timeout,
+		PassthroughHeaders: b.PassthroughHeaders,
+		AddHeaders:         b.AddHeaders,
+		RemoveHeaders:      b.RemoveHeaders,
+	}
+}
+
+func (t *routingTable) close() {
+	for _, v := range t.vhosts {
+		for _, c := range v.clients {
+			c.Close()
+		}
+	}
+}

@@ -1,0 +1,255 @@
+// Package upstream is the gateway's client for backend MCP servers.
+//
+// It is a thin raw JSON-RPC client rather than the go-sdk's ClientSession
+// because the gateway must pass results through byte for byte, restore a
+// stored backend session id on any instance, send MCP-Protocol-Version from
+// a stored snapshot without a discovery probe, and see every message on a
+// call's stream (progress, server-to-client requests). Connections are
+// opened per downstream request; the HTTP keep-alive pool underneath is
+// shared per backend.
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Transport names accepted in Config.Transport.
+const (
+	TransportStreamableHTTP = "streamable-http"
+	TransportSSE            = "sse"
+)
+
+// Protocol versions the client knows how to speak.
+const (
+	ProtocolVersion20241105 = "2024-11-05" // legacy HTTP+SSE
+	ProtocolVersion20250326 = "2025-03-26"
+	ProtocolVersion20250618 = "2025-06-18"
+	ProtocolVersion20251125 = "2025-11-25"
+	LatestProtocolVersion   = ProtocolVersion20251125
+)
+
+var knownProtocolVersions = map[string]bool{
+	ProtocolVersion20241105: true,
+	ProtocolVersion20250326: true,
+	ProtocolVersion20250618: true,
+	ProtocolVersion20251125: true,
+}
+
+const (
+	// cleanupTimeout bounds the best-effort messages sent when a call or a
+	// connection ends (notifications/cancelled, DELETE), which must not hold
+	// up the downstream response for long.
+	cleanupTimeout = 2 * time.Second
+	// maxErrorBody bounds how much of a non-2xx body is read to look for a
+	// JSON-RPC error answer.
+	maxErrorBody = 64 << 10
+)
+
+// Config is what the client needs of one configured backend. It mirrors
+// router.Backend; it is separate so that router can import this package.
+type Config struct {
+	Key       string // backend key: names the backend in every error
+	URL       string
+	Transport string // TransportStreamableHTTP (default when empty) or TransportSSE
+	// Timeout bounds Open and each Call, together with the caller's context.
+	// Zero means no bound beyond the caller's context.
+	Timeout            time.Duration
+	PassthroughHeaders []string
+	AddHeaders         map[string]string // may hold secrets: never logged
+	RemoveHeaders      []string
+	// MaxMessageBytes bounds one message (SSE event or JSON body) from the
+	// backend; zero means 16 MiB.
+	MaxMessageBytes int
+}
+
+// Client talks to one backend. It is safe for concurrent use and holds one
+// pooled keep-alive *http.Client with its own http.Transport, so tuning it
+// never touches http.DefaultTransport.
+type Client struct {
+	cfg    Config
+	url    *url.URL
+	urlErr error
+	hc     *http.Client
+	ht     *http.Transport
+}
+
+// New returns a client for cfg. A bad URL is reported by Open, as an *Error.
+func New(cfg Config) *Client {
+	ht := http.DefaultTransport.(*http.Transport).Clone()
+	ht.MaxIdleConns = 256
+	ht.MaxIdleConnsPerHost = 64
+	ht.IdleConnTimeout = 90 * time.Second
+	c := &Client{
+		cfg: cfg,
+		ht:  ht,
+		hc: &http.Client{
+			Transport: ht,
+			// Redirects are not followed: Go would replay the request, with
+			// add_headers credentials, to wherever the backend points.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		c.cfg.MaxMessageBytes = defaultMaxMessageBytes
+	}
+	u, err := url.Parse(cfg.URL)
+	switch {
+	case err != nil:
+		c.urlErr = fmt.Errorf("invalid URL")
+	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
+		c.urlErr = fmt.Errorf("URL must be absolute http(s)")
+	default:
+		c.url = u
+	}
+	return c
+}
+
+// Close closes idle pooled connections. Open Conns are unaffected.
+func (c *Client) Close() { c.ht.CloseIdleConnections() }
+
+// withTimeout bounds ctx by Config.Timeout, tagging expiry with a
+// timeoutError cause so errors say which limit fired.
+func (c *Client) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.cfg.Timeout <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, c.cfg.Timeout, &timeoutError{c.cfg.Timeout})
+}
+
+// Handshake says how Open establishes the backend session.
+type Handshake struct {
+	ProtocolVersion    string          // version to request (e.g. "2025-11-25"); empty: the latest known for the transport
+	ClientInfo         json.RawMessage // sent as params.clientInfo; a gateway default if nil
+	ClientCapabilities json.RawMessage // sent as params.capabilities ({} if nil)
+	// SkipInitialize sends requests directly, with ProtocolVersion as
+	// MCP-Protocol-Version, for a backend known to be stateless. Streamable
+	// HTTP only: a legacy SSE session is its GET stream and always needs
+	// the handshake.
+	SkipInitialize bool
+	// SessionID reuses an existing backend session: no handshake, requests
+	// carry this Mcp-Session-Id and ProtocolVersion. Streamable HTTP only.
+	SessionID string
+}
+
+// InitResult is what the handshake learned.
+type InitResult struct {
+	Raw             json.RawMessage // the initialize result, verbatim
+	ProtocolVersion string          // the negotiated version
+	SessionID       string          // "" = the backend is stateless (always "" for legacy SSE)
+}
+
+// Initialize is Open + Close(false): the probe made at session initialize.
+// It always performs the handshake (SkipInitialize and SessionID are
+// ignored). Because the session is closed (DELETE) before it returns, the
+// SessionID in the result only says whether the backend is stateful; to
+// keep a backend session for reuse, call Open and Close(true) instead.
+func (c *Client) Initialize(ctx context.Context, h Handshake, downstream http.Header) (*InitResult, error) {
+	h.SkipInitialize, h.SessionID = false, ""
+	conn, err := c.Open(ctx, h, downstream)
+	if err != nil {
+		return nil, err
+	}
+	res := conn.Init()
+	_ = conn.Close(false) // the probe succeeded; a failed DELETE does not change that
+	return res, nil
+}
+
+// Open opens a per-request connection. Unless SkipInitialize or SessionID
+// is set (Streamable HTTP), it performs initialize and
+// notifications/initialized. Failures are *Error values naming the backend;
+// a JSON-RPC error answer to initialize is an *Error wrapping *jsonrpc.Error.
+func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) (*Conn, error) {
+	if c.urlErr != nil {
+		return nil, c.newError("open", 0, c.urlErr)
+	}
+	conn := &Conn{c: c, headers: c.BuildHeaders(downstream)}
+	conn.life, conn.kill = context.WithCancel(context.Background())
+	openCtx, cancel := c.withTimeout(ctx)
+	defer cancel()
+
+	var err error
+	switch c.cfg.Transport {
+	case TransportSSE:
+		if h.ProtocolVersion == "" {
+			h.ProtocolVersion = ProtocolVersion20241105
+		}
+		var l *legacySSE
+		if l, err = openLegacySSE(openCtx, conn); err == nil {
+			conn.t = l // never a typed nil: Close checks conn.t
+			err = conn.handshake(openCtx, h)
+		}
+	case TransportStreamableHTTP, "":
+		conn.t = &streamable{conn: conn}
+		if h.ProtocolVersion == "" {
+			h.ProtocolVersion = LatestProtocolVersion
+		}
+		switch {
+		case h.SessionID != "":
+			conn.sessionID, conn.protocolVersion = h.SessionID, h.ProtocolVersion
+		case h.SkipInitialize:
+			conn.protocolVersion = h.ProtocolVersion
+		default:
+			err = conn.handshake(openCtx, h)
+		}
+	default:
+		err = c.newError("open", 0, fmt.Errorf("unknown transport %q", c.cfg.Transport))
+	}
+	if err != nil {
+		if openCtx.Err() != nil {
+			err = c.contextError("initialize", openCtx)
+		}
+		_ = conn.Close(false)
+		return nil, err
+	}
+	return conn, nil
+}
+
+// handshake performs initialize and notifications/initialized.
+func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
+	const op = "initialize"
+	caps, info := h.ClientCapabilities, h.ClientInfo
+	if len(caps) == 0 {
+		caps = json.RawMessage(`{}`)
+	}
+	if len(info) == 0 {
+		info = json.RawMessage(`{"name":"mcpgw","version":"0"}`)
+	}
+	params, err := json.Marshal(struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+		ClientInfo      json.RawMessage `json:"clientInfo"`
+	}{h.ProtocolVersion, caps, info})
+	if err != nil {
+		return conn.c.newError(op, 0, fmt.Errorf("encoding params: %w", err))
+	}
+	resp, err := conn.t.roundTrip(ctx, conn.newCall(op, params), conn.dispatcher(nil))
+	if err != nil {
+		return err
+	}
+	if resp.Error != nil {
+		return conn.c.newError(op, 0, resp.Error)
+	}
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if err := json.Unmarshal(resp.Result, &res); err != nil || res.ProtocolVersion == "" {
+		return conn.c.newError(op, 0, fmt.Errorf("malformed initialize result"))
+	}
+	// The spec lets the server answer with another version; one we cannot
+	// speak means we must disconnect rather than guess the wire rules.
+	if res.ProtocolVersion != h.ProtocolVersion && !knownProtocolVersions[res.ProtocolVersion] {
+		return conn.c.newError(op, 0, fmt.Errorf("unsupported protocol version %q", res.ProtocolVersion))
+	}
+	conn.mu.Lock()
+	conn.protocolVersion = res.ProtocolVersion
+	conn.mu.Unlock()
+	conn.init = &InitResult{Raw: resp.Result, ProtocolVersion: res.ProtocolVersion, SessionID: conn.SessionID()}
+	return conn.t.send(ctx, &jsonrpc.Request{Method: "notifications/initialized", Params: json.RawMessage(`{}`)})
+}

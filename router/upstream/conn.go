@@ -1,0 +1,239 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// transport is one connection's wire: Streamable HTTP or legacy HTTP+SSE.
+// Its errors are *Error values; Conn turns context expiry into the
+// matching *Error and handles cancellation, so transports need not.
+type transport interface {
+	// roundTrip sends the call req and returns the response carrying its
+	// id. Every other message that arrives for the call is passed to
+	// handle, in arrival order, on the caller's goroutine or the stream
+	// reader's; handle may send (Reply) but must not call roundTrip.
+	roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error)
+	// send delivers a notification or a response; no answer is expected.
+	send(ctx context.Context, msg jsonrpc.Message) error
+	// close releases the transport; keep preserves the backend session.
+	close(keep bool) error
+}
+
+// Conn is one per-request connection to a backend. It is safe for
+// concurrent use; upstream request ids are numbered per Conn (1, 2, ...)
+// and never taken from the downstream request.
+type Conn struct {
+	c       *Client
+	t       transport
+	headers http.Header // the header policy's result, fixed at Open
+	nextID  atomic.Int64
+	init    *InitResult
+
+	// life ends at Close: in-flight calls and the legacy GET stream hang
+	// off it, so nothing outlives the connection.
+	life      context.Context
+	kill      context.CancelFunc
+	closeOnce sync.Once
+
+	mu              sync.Mutex
+	sessionID       string
+	protocolVersion string
+	sessionGone     bool
+}
+
+// Init returns the handshake result, or nil when no handshake was made.
+func (conn *Conn) Init() *InitResult { return conn.init }
+
+// SessionID returns the backend's Mcp-Session-Id ("" when stateless).
+func (conn *Conn) SessionID() string {
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	return conn.sessionID
+}
+
+// ProtocolVersion returns the version sent as MCP-Protocol-Version.
+func (conn *Conn) ProtocolVersion() string {
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	return conn.protocolVersion
+}
+
+func (conn *Conn) state() (sessionID, protocolVersion string, gone bool) {
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	return conn.sessionID, conn.protocolVersion, conn.sessionGone
+}
+
+func (conn *Conn) setSessionID(id string) {
+	conn.mu.Lock()
+	conn.sessionID = id
+	conn.mu.Unlock()
+}
+
+func (conn *Conn) markSessionGone() {
+	conn.mu.Lock()
+	conn.sessionGone = true
+	conn.mu.Unlock()
+}
+
+func (conn *Conn) newCall(method string, params json.RawMessage) *jsonrpc.Request {
+	// MakeID maps a float64 to an integer id (the package has no Int64ID);
+	// ids stay far below 2^53, so the conversion is exact.
+	id, _ := jsonrpc.MakeID(float64(conn.nextID.Add(1)))
+	return &jsonrpc.Request{ID: id, Method: method, Params: params}
+}
+
+// Call sends one request and returns the backend's response, which may
+// carry a JSON-RPC error: that is the backend's answer and passes through
+// as the Response, not as a Go error.
+//
+// onMessage (may be nil) receives, in order, every other message the
+// backend sends on this call's stream while it runs: notifications and
+// server-to-client requests, which the caller answers with Reply. With a
+// nil onMessage, requests are answered here (ping with an empty result,
+// anything else with -32601) so the backend never waits for an answer
+// nobody will give.
+//
+// If ctx ends (or Config.Timeout fires) first, Call sends
+// notifications/cancelled upstream, synchronously with a short detached
+// timeout so a following Close cannot overtake it, and returns an *Error
+// wrapping the context's error.
+func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessage, onMessage func(jsonrpc.Message)) (*jsonrpc.Response, error) {
+	if conn.life.Err() != nil {
+		return nil, conn.c.newError(method, 0, ErrClosed)
+	}
+	req := conn.newCall(method, params)
+	callCtx, cancel := conn.c.withTimeout(ctx)
+	defer cancel()
+	stop := context.AfterFunc(conn.life, cancel)
+	defer stop()
+
+	resp, err := conn.t.roundTrip(callCtx, req, conn.dispatcher(onMessage))
+	if err == nil {
+		return resp, nil
+	}
+	if callCtx.Err() == nil {
+		return nil, err
+	}
+	if conn.life.Err() != nil {
+		return nil, conn.c.newError(method, 0, ErrClosed)
+	}
+	conn.sendCancelled(ctx, req.ID, cancelReason(callCtx))
+	return nil, conn.c.contextError(method, callCtx)
+}
+
+// Notify sends a notification to the backend.
+func (conn *Conn) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	return conn.deliver(ctx, method, &jsonrpc.Request{Method: method, Params: params})
+}
+
+// Reply answers a server-to-client request received through onMessage,
+// under the backend's own request id.
+func (conn *Conn) Reply(ctx context.Context, resp *jsonrpc.Response) error {
+	if resp == nil || !resp.ID.IsValid() {
+		return conn.c.newError("response", 0, errors.New("reply without a request id"))
+	}
+	return conn.deliver(ctx, "response", resp)
+}
+
+func (conn *Conn) deliver(ctx context.Context, op string, msg jsonrpc.Message) error {
+	if conn.life.Err() != nil {
+		return conn.c.newError(op, 0, ErrClosed)
+	}
+	sctx, cancel := conn.c.withTimeout(ctx)
+	defer cancel()
+	stop := context.AfterFunc(conn.life, cancel)
+	defer stop()
+	err := conn.t.send(sctx, msg)
+	if err != nil && sctx.Err() != nil {
+		if conn.life.Err() != nil {
+			return conn.c.newError(op, 0, ErrClosed)
+		}
+		return conn.c.contextError(op, sctx)
+	}
+	return err
+}
+
+// Close ends the connection. For Streamable HTTP with a session id it
+// sends DELETE (bounded by ~2s) unless keep is set, which reuse mode uses
+// to keep the backend session for later requests; for legacy SSE it closes
+// the GET stream and waits for its reader. In-flight calls fail with
+// ErrClosed. Close is idempotent: later calls return nil.
+func (conn *Conn) Close(keep bool) error {
+	var err error
+	conn.closeOnce.Do(func() {
+		conn.kill()
+		if conn.t != nil {
+			err = conn.t.close(keep)
+		}
+	})
+	return err
+}
+
+// sendCancelled tells the backend to stop working on id. It is detached
+// from ctx (which has ended) and best effort: the call has failed either
+// way, so its error is not reported.
+func (conn *Conn) sendCancelled(ctx context.Context, id jsonrpc.ID, reason string) {
+	params, err := json.Marshal(struct {
+		RequestID any    `json:"requestId"`
+		Reason    string `json:"reason,omitempty"`
+	}{id.Raw(), reason})
+	if err != nil {
+		return
+	}
+	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	stop := context.AfterFunc(conn.life, cancel)
+	defer stop()
+	_ = conn.t.send(nctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
+}
+
+// dispatcher returns the handler for messages that are not the call's
+// response: the caller's onMessage, or the built-in answers.
+func (conn *Conn) dispatcher(onMessage func(jsonrpc.Message)) func(context.Context, jsonrpc.Message) {
+	return func(ctx context.Context, msg jsonrpc.Message) {
+		if onMessage != nil {
+			onMessage(msg)
+			return
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
+			conn.autoReply(ctx, req)
+		}
+	}
+}
+
+// autoReply answers a server-to-client request nobody will handle: ping
+// gets its empty result, anything else -32601, so the backend's tool sees
+// an error instead of hanging until its own timeout.
+func (conn *Conn) autoReply(ctx context.Context, req *jsonrpc.Request) {
+	resp := &jsonrpc.Response{ID: req.ID}
+	if req.Method == "ping" {
+		resp.Result = json.RawMessage(`{}`)
+	} else {
+		resp.Error = &jsonrpc.Error{
+			Code:    jsonrpc.CodeMethodNotFound,
+			Message: fmt.Sprintf("method %q is not supported by the gateway for this request", req.Method),
+		}
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	stop := context.AfterFunc(conn.life, cancel)
+	defer stop()
+	_ = conn.t.send(rctx, resp)
+}
+
+// opOf names a message for errors: its method, or "response".
+func opOf(msg jsonrpc.Message) string {
+	if r, ok := msg.(*jsonrpc.Request); ok {
+		return r.Method
+	}
+	return "response"
+}

@@ -1,0 +1,134 @@
+package upstream
+
+import (
+	"errors"
+	"io"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSSEReader_Events(t *testing.T) {
+	tests := []struct {
+		name   string
+		stream string
+		want   []sseEvent
+		lastID string
+		retry  time.Duration
+	}{
+		{
+			name:   "named event with id",
+			stream: "event: message\nid: 7\ndata: {\"a\":1}\n\n",
+			want:   []sseEvent{{Name: "message", ID: "7", Data: []byte(`{"a":1}`)}},
+			lastID: "7",
+		},
+		{
+			name:   "multi-line data, default name, no space after colon",
+			stream: "data:one\ndata: two\ndata\n\n",
+			want:   []sseEvent{{Name: "message", Data: []byte("one\ntwo\n")}},
+		},
+		{
+			name:   "CRLF, CR and comments",
+			stream: ": keep-alive\r\ndata: a\r\n\r\n:ping\rdata: b\r\r",
+			want:   []sseEvent{{Name: "message", Data: []byte("a")}, {Name: "message", Data: []byte("b")}},
+		},
+		{
+			name:   "id is sticky, NUL id ignored, retry parsed, BOM stripped",
+			stream: "\xEF\xBB\xBFid: s_1\nretry: 1500\ndata: x\n\nid: bad\x00\ndata: y\n\nretry: soon\n\n",
+			want:   []sseEvent{{Name: "message", ID: "s_1", Data: []byte("x")}, {Name: "message", ID: "s_1", Data: []byte("y")}},
+			lastID: "s_1",
+			retry:  1500 * time.Millisecond,
+		},
+		{
+			name:   "event without data is not dispatched; empty data is",
+			stream: "event: ping\nid: p\n\nevent: prime\ndata: \n\n",
+			want:   []sseEvent{{Name: "prime", ID: "p", Data: []byte{}}},
+			lastID: "p",
+		},
+		{
+			name:   "event cut off by EOF is discarded",
+			stream: "data: complete\n\ndata: partial",
+			want:   []sseEvent{{Name: "message", Data: []byte("complete")}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newSSEReader(strings.NewReader(tt.stream), 1024)
+			var got []sseEvent
+			for {
+				ev, err := r.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Next: %v", err)
+				}
+				if ev.Data == nil {
+					ev.Data = []byte{}
+				}
+				got = append(got, ev)
+			}
+			for i := range tt.want {
+				if tt.want[i].Data == nil {
+					tt.want[i].Data = []byte{}
+				}
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("events = %q, want %q", got, tt.want)
+			}
+			if r.LastEventID() != tt.lastID {
+				t.Errorf("LastEventID = %q, want %q", r.LastEventID(), tt.lastID)
+			}
+			if d, _ := r.Retry(); d != tt.retry {
+				t.Errorf("Retry = %v, want %v", d, tt.retry)
+			}
+		})
+	}
+}
+
+func TestSSEReader_BoundsEventSize(t *testing.T) {
+	for name, stream := range map[string]string{
+		"one long line":    "data: " + strings.Repeat("x", 200) + "\n\n",
+		"many short lines": strings.Repeat("data: "+strings.Repeat("x", 20)+"\n", 10) + "\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := newSSEReader(strings.NewReader(stream), 100).Next()
+			if !errors.Is(err, errEventTooLarge) {
+				t.Errorf("err = %v, want errEventTooLarge", err)
+			}
+		})
+	}
+}
+
+func TestResolveEndpoint_SameOriginOnly(t *testing.T) {
+	base, _ := url.Parse("http://127.0.0.1:9001/sse")
+	tests := []struct {
+		raw  string
+		want string // "" = rejected
+	}{
+		{"/message?sessionid=abc", "http://127.0.0.1:9001/message?sessionid=abc"},
+		{"?sessionid=abc", "http://127.0.0.1:9001/sse?sessionid=abc"},
+		{"messages/?session_id=1", "http://127.0.0.1:9001/messages/?session_id=1"},
+		{"http://127.0.0.1:9001/m", "http://127.0.0.1:9001/m"},
+		{"http://evil.example/m", ""},
+		{"https://127.0.0.1:9001/m", ""},
+		{"http://127.0.0.1:9002/m", ""},
+		{"//evil.example/m", ""},
+		{"http://user@127.0.0.1:9001/m", ""},
+	}
+	for _, tt := range tests {
+		u, err := resolveEndpoint(base, tt.raw)
+		switch {
+		case tt.want == "" && err == nil:
+			t.Errorf("%q: accepted as %s, want rejection", tt.raw, u)
+		case tt.want != "" && (err != nil || u.String() != tt.want):
+			t.Errorf("%q: got %v, %v; want %s", tt.raw, u, err, tt.want)
+		}
+	}
+	def, _ := url.Parse("https://mcp.example/sse")
+	if _, err := resolveEndpoint(def, "https://MCP.example:443/m"); err != nil {
+		t.Errorf("explicit default port rejected: %v", err)
+	}
+}

@@ -1,0 +1,317 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisOptions tunes a Redis store.
+type RedisOptions struct {
+	// KeyPrefix starts every key, so several gateways (or other software)
+	// can share a Redis. Default "mcpgw". It must not contain '{' or '}',
+	// which would move the Redis Cluster hash tag.
+	KeyPrefix string
+}
+
+// DefaultKeyPrefix is the key prefix used when RedisOptions.KeyPrefix is empty.
+const DefaultKeyPrefix = "mcpgw"
+
+// signingKeyTTL bounds how long an unused signing key survives; every
+// SigningKey call pushes it out again, so a key in use never expires.
+const signingKeyTTL = 30 * 24 * time.Hour
+
+// Hash fields of a session. The b: and s: prefixes keep backend keys and
+// URIs from colliding with each other or with the fixed fields.
+const (
+	fieldMeta     = "meta"
+	fieldLogLevel = "loglevel" // overrides meta's logLevel; see SetLogLevel
+	prefixBackend = "b:"
+	prefixSub     = "s:"
+)
+
+// Redis is a Store on Redis (single node, Cluster or Sentinel). A session is
+// one hash, so every read and write touches a single key (one cluster slot)
+// and expiry covers the whole session at once.
+type Redis struct {
+	client redis.UniversalClient
+	prefix string
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ Store = (*Redis)(nil)
+
+// NewRedis returns a Redis store for rawURL; see ParseRedisURL for the URL
+// forms. It does not connect: call Ping to check the server is reachable.
+func NewRedis(rawURL string, opts RedisOptions) (*Redis, error) {
+	prefix := opts.KeyPrefix
+	if prefix == "" {
+		prefix = DefaultKeyPrefix
+	}
+	if strings.ContainsAny(prefix, "{}") {
+		return nil, fmt.Errorf("store: key prefix %q must not contain '{' or '}'", prefix)
+	}
+	cfg, err := ParseRedisURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return &Redis{client: cfg.NewClient(), prefix: prefix}, nil
+}
+
+// SessionKey is the Redis key of session sid's hash. The {sid} hash tag
+// pins everything of one session to one Redis Cluster slot.
+func SessionKey(prefix, sid string) string {
+	return prefix + ":{" + sid + "}:session"
+}
+
+// SigningKeyKey is the Redis key holding the signing key called name.
+func SigningKeyKey(prefix, name string) string {
+	return prefix + ":signing-key:" + name
+}
+
+// CreateSession replaces any session with the same ID: DEL, HSET and
+// PEXPIRE run in one MULTI so no reader sees a half-written session.
+func (r *Redis) CreateSession(ctx context.Context, s *Session, ttl time.Duration) error {
+	if err := checkTTL(ttl); err != nil {
+		return err
+	}
+	if s == nil || s.ID == "" {
+		return errors.New("store: create session: missing session ID")
+	}
+	fields, err := sessionFields(s)
+	if err != nil {
+		return err
+	}
+	key := SessionKey(r.prefix, s.ID)
+	_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, key)
+		p.HSet(ctx, key, fields...)
+		p.PExpire(ctx, key, ttl)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: create session: %w", err)
+	}
+	return nil
+}
+
+// LoadSession reads the hash and refreshes its TTL in one pipelined round
+// trip. PEXPIRE never creates a key, so racing a DeleteSession is harmless.
+func (r *Redis) LoadSession(ctx context.Context, id string, ttl time.Duration) (*Session, error) {
+	if err := checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	key := SessionKey(r.prefix, id)
+	var all *redis.MapStringStringCmd
+	_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		all = p.HGetAll(ctx, key)
+		p.PExpire(ctx, key, ttl)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: load session: %w", err)
+	}
+	return decodeSession(id, all.Val())
+}
+
+// PutBackends writes the snapshots as b:<key> fields.
+func (r *Redis) PutBackends(ctx context.Context, id string, snaps []*BackendSnapshot, ttl time.Duration) error {
+	args := make([]any, 0, 2*len(snaps))
+	for _, b := range snaps {
+		if b == nil {
+			return errors.New("store: put backends: nil snapshot")
+		}
+		raw, err := json.Marshal(b)
+		if err != nil {
+			return fmt.Errorf("store: put backends: encode %q: %w", b.Key, err)
+		}
+		args = append(args, prefixBackend+b.Key, raw)
+	}
+	return r.update(ctx, "put backends", hsetIfExists, id, ttl, args...)
+}
+
+// SetLogLevel writes a separate loglevel field rather than rewriting meta:
+// a single HSET needs no read-modify-write, and LoadSession lets the field
+// override the level stored in meta.
+func (r *Redis) SetLogLevel(ctx context.Context, id, level string, ttl time.Duration) error {
+	return r.update(ctx, "set log level", hsetIfExists, id, ttl, fieldLogLevel, level)
+}
+
+// AddSubscription records uri as an s:<uri> field (value "1").
+func (r *Redis) AddSubscription(ctx context.Context, id, uri string, ttl time.Duration) error {
+	return r.update(ctx, "add subscription", hsetIfExists, id, ttl, prefixSub+uri, "1")
+}
+
+// RemoveSubscription deletes the s:<uri> field; removing an absent
+// subscription of an existing session is not an error.
+func (r *Redis) RemoveSubscription(ctx context.Context, id, uri string, ttl time.Duration) error {
+	return r.update(ctx, "remove subscription", hdelIfExists, id, ttl, prefixSub+uri)
+}
+
+// DeleteSession removes the session's only key.
+func (r *Redis) DeleteSession(ctx context.Context, id string) error {
+	n, err := r.client.Del(ctx, SessionKey(r.prefix, id)).Result()
+	if err != nil {
+		return fmt.Errorf("store: delete session: %w", err)
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// SigningKey pipelines SET NX (only the first instance's random key wins)
+// and GETEX (read whichever won, refreshing its TTL), so every instance gets
+// the same key in one round trip.
+func (r *Redis) SigningKey(ctx context.Context, name string) ([]byte, error) {
+	key := SigningKeyKey(r.prefix, name)
+	// Retry covers the key expiring between SET NX and GETEX.
+	for range 3 {
+		candidate := make([]byte, 32)
+		if _, err := rand.Read(candidate); err != nil {
+			return nil, fmt.Errorf("store: signing key: %w", err)
+		}
+		var get *redis.StringCmd
+		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.SetNX(ctx, key, candidate, signingKeyTTL)
+			get = p.GetEx(ctx, key, signingKeyTTL)
+			return nil
+		})
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: signing key %q: %w", name, err)
+		}
+		v, _ := get.Bytes()
+		if len(v) != 32 {
+			return nil, fmt.Errorf("store: signing key %q: stored key has %d bytes, want 32", name, len(v))
+		}
+		return v, nil
+	}
+	return nil, fmt.Errorf("store: signing key %q: key kept vanishing", name)
+}
+
+// Ping checks that Redis answers.
+func (r *Redis) Ping(ctx context.Context) error {
+	if err := r.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("store: ping redis: %w", err)
+	}
+	return nil
+}
+
+// Close closes the connection pools. It is safe to call more than once.
+func (r *Redis) Close() error {
+	r.closeOnce.Do(func() { r.closeErr = r.client.Close() })
+	return r.closeErr
+}
+
+// The conditional writes run as scripts so that checking the session exists
+// and writing to it are atomic: a plain HSET after a DeleteSession (or
+// expiry) would resurrect a session holding nothing but that one field.
+// KEYS[1] is the session hash, ARGV[1] the TTL in ms, the rest are fields.
+var (
+	hsetIfExists = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if #ARGV > 1 then redis.call('HSET', KEYS[1], unpack(ARGV, 2)) end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1`)
+	hdelIfExists = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HDEL', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1`)
+)
+
+// update runs one of the conditional scripts and maps "absent" to ErrNotFound.
+func (r *Redis) update(ctx context.Context, op string, script *redis.Script, id string, ttl time.Duration, fields ...any) error {
+	if err := checkTTL(ttl); err != nil {
+		return err
+	}
+	args := append([]any{ttlMillis(ttl)}, fields...)
+	ok, err := script.Run(ctx, r.client, []string{SessionKey(r.prefix, id)}, args...).Int()
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", op, err)
+	}
+	if ok == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// sessionFields flattens a session into HSET field/value pairs.
+func sessionFields(s *Session) ([]any, error) {
+	meta, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("store: encode session: %w", err)
+	}
+	fields := []any{fieldMeta, meta}
+	for key, b := range s.Backends {
+		if b == nil {
+			continue
+		}
+		raw, err := json.Marshal(b)
+		if err != nil {
+			return nil, fmt.Errorf("store: encode backend %q: %w", key, err)
+		}
+		fields = append(fields, prefixBackend+key, raw)
+	}
+	for _, uri := range s.Subscriptions {
+		fields = append(fields, prefixSub+uri, "1")
+	}
+	return fields, nil
+}
+
+// decodeSession rebuilds a session from its hash. A hash without meta is
+// treated as absent: it cannot be a session the gateway created.
+func decodeSession(id string, h map[string]string) (*Session, error) {
+	meta, ok := h[fieldMeta]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	s := &Session{}
+	if err := json.Unmarshal([]byte(meta), s); err != nil {
+		return nil, fmt.Errorf("store: decode session %q: %w", id, err)
+	}
+	s.ID = id
+	if level, ok := h[fieldLogLevel]; ok {
+		s.LogLevel = level
+	}
+	for field, v := range h {
+		switch {
+		case strings.HasPrefix(field, prefixBackend):
+			b := &BackendSnapshot{}
+			if err := json.Unmarshal([]byte(v), b); err != nil {
+				return nil, fmt.Errorf("store: decode backend %q of session %q: %w", field, id, err)
+			}
+			if s.Backends == nil {
+				s.Backends = make(map[string]*BackendSnapshot)
+			}
+			s.Backends[strings.TrimPrefix(field, prefixBackend)] = b
+		case strings.HasPrefix(field, prefixSub):
+			s.Subscriptions = append(s.Subscriptions, strings.TrimPrefix(field, prefixSub))
+		}
+	}
+	slices.Sort(s.Subscriptions)
+	return s, nil
+}
+
+// checkTTL rejects TTLs that would expire a key at once (PEXPIRE 0 deletes).
+func checkTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("store: ttl %v must be at least 1ms", ttl)
+	}
+	return nil
+}
+
+func ttlMillis(ttl time.Duration) int64 { return ttl.Milliseconds() }

@@ -1,0 +1,84 @@
+// Package tests holds end-to-end tests: real gateway processes on a real
+// Redis, real go-sdk backends, real MCP clients, and a load balancer with
+// no affinity in front.
+package tests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgw/gateway/tests/testsupport"
+)
+
+var redisSrv *testsupport.RedisServer
+
+func TestMain(m *testing.M) {
+	redisSrv = testsupport.MustStartRedis()
+	code := m.Run()
+	redisSrv.Stop()
+	testsupport.Cleanup()
+	os.Exit(code)
+}
+
+const jwtSecretEnv = "E2E_JWT_SECRET"
+
+var jwtSecret = []byte("e2e-secret-0123456789abcdef0123456789")
+
+// cluster is a set of gateway processes sharing one Redis and one config.
+type cluster struct {
+	t        *testing.T
+	bin      string
+	config   string
+	backends map[string]*testsupport.Backend
+	prefix   string
+}
+
+// newCluster writes a config with one "demo" vhost over two real backends.
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"),
+		backends: map[string]*testsupport.Backend{}, prefix: fmt.Sprintf("e%d", time.Now().UnixNano())}
+	for _, k := range []string{"gateway-one", "gateway-two"} {
+		c.backends[k] = testsupport.StartBackend(t, testsupport.BackendOptions{Name: k})
+	}
+	cfg := fmt.Sprintf(`session_ttl: 10m
+allowed_hosts: [127.0.0.1, localhost]
+auth:
+  mode: jwt
+  jwt:
+    issuer: mcpgateway
+    audience: mcpgateway-api
+    hs_secret_env: %s
+virtual_hosts:
+  demo:
+    backends:
+      gateway-one:
+        url: %s
+        tool_name_aliases: {Public.Tool: get_stats}
+      gateway-two:
+        url: %s
+`, jwtSecretEnv, c.backends["gateway-one"].URL, c.backends["gateway-two"].URL)
+	c.config = filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(c.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// start launches one more gateway instance on the shared Redis.
+func (c *cluster) start() *testsupport.GatewayProcess {
+	c.t.Helper()
+	return testsupport.StartGateway(c.t, c.bin,
+		[]string{"--config", c.config, "--redis-url", redisSrv.URL()},
+		[]string{jwtSecretEnv + "=" + string(jwtSecret)})
+}
+
+func (c *cluster) token(sub string) string {
+	return testsupport.MintJWT(c.t, jwtSecret, testsupport.StdClaims(sub))
+}
+
+func mcpURL(base string) string { return strings.TrimRight(base, "/") + "/servers/demo/mcp" }

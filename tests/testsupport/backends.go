@@ -1,0 +1,285 @@
+package testsupport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/mcpgw/gateway/localdev/demobackend"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BackendOptions shape a test backend. The zero value is a stateful
+// Streamable HTTP demo backend named "backend" with every feature.
+type BackendOptions struct {
+	// Name is the server name; it also appears in the default instructions.
+	Name string
+	// PageSize caps list pages (0: SDK default) for pagination tests.
+	PageSize int
+	// ExtraTools adds tools named t00, t01, ... (each returns its own name)
+	// so that a tool list spans several pages.
+	ExtraTools int
+	// Stateless serves Streamable HTTP without Mcp-Session-Id.
+	Stateless bool
+	// JSONResponse answers POSTs with application/json instead of SSE.
+	JSONResponse bool
+	// LegacySSE serves the 2024-11-05 HTTP+SSE transport instead of
+	// Streamable HTTP; Stateless and JSONResponse are then ignored.
+	LegacySSE bool
+	// NoPrompts and NoResources leave those features (and capabilities)
+	// out, so the gateway's capability merge sees heterogeneous backends.
+	NoPrompts, NoResources bool
+	// Instructions replaces the demo's default instructions.
+	Instructions string
+}
+
+// Backend is a real go-sdk MCP server on an httptest server, with a
+// recording and fault-injecting middleware in front. Tests assert on what
+// the gateway actually sent upstream (methods, headers, DELETEs) and make
+// the upstream fail on cue, which a mock would not prove.
+type Backend struct {
+	// URL is the MCP endpoint: /mcp for Streamable HTTP, /sse for LegacySSE.
+	URL string
+	// Server is the MCP server behind the endpoint, for tests that change
+	// features at run time or send notifications.
+	Server *mcp.Server
+
+	srv       *httptest.Server
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+
+	mu       sync.Mutex
+	counts   map[string]int
+	headers  map[string]http.Header
+	failures map[string]int // method -> POSTs left to fail; -1: until cleared
+	down     bool
+	deletes  int
+}
+
+// StartBackend starts a backend that is closed when the test ends.
+func StartBackend(t testing.TB, opts BackendOptions) *Backend {
+	t.Helper()
+	name := opts.Name
+	if name == "" {
+		name = "backend"
+	}
+	srv := demobackend.NewServer(name, demobackend.Options{
+		PageSize:     opts.PageSize,
+		Instructions: opts.Instructions,
+		NoPrompts:    opts.NoPrompts,
+		NoResources:  opts.NoResources,
+	})
+	for i := range opts.ExtraTools {
+		addExtraTool(srv, fmt.Sprintf("t%02d", i))
+	}
+
+	getServer := func(*http.Request) *mcp.Server { return srv }
+	path := demobackend.Path
+	var h http.Handler
+	if opts.LegacySSE {
+		path = "/sse"
+		h = mcp.NewSSEHandler(getServer, nil)
+	} else {
+		h = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			Stateless:    opts.Stateless,
+			JSONResponse: opts.JSONResponse,
+		})
+	}
+
+	b := &Backend{
+		Server:   srv,
+		counts:   make(map[string]int),
+		headers:  make(map[string]http.Header),
+		failures: make(map[string]int),
+	}
+	mux := http.NewServeMux()
+	mux.Handle(path, b.middleware(h))
+
+	// Request contexts derive from baseCtx so that Close can end hanging
+	// SSE GETs, which httptest.Server.Close would otherwise wait for.
+	baseCtx, cancel := context.WithCancel(context.Background())
+	b.cancel = cancel
+	b.srv = httptest.NewUnstartedServer(mux)
+	b.srv.Config.BaseContext = func(net.Listener) context.Context { return baseCtx }
+	b.srv.Start()
+	b.URL = b.srv.URL + path
+	t.Cleanup(b.Close)
+	return b
+}
+
+func addExtraTool(srv *mcp.Server, name string) {
+	mcp.AddTool(srv, &mcp.Tool{Name: name, Description: "Extra tool " + name + " for pagination tests."},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name}}}, nil, nil
+		})
+}
+
+// Close stops the backend and ends its MCP sessions; it is idempotent.
+// Tests may call it early to simulate a backend that went away for good
+// (connections are then refused rather than answered with 503).
+func (b *Backend) Close() {
+	b.closeOnce.Do(func() {
+		b.cancel()
+		b.srv.Close()
+		// Stateful sessions outlive their requests; without this their
+		// goroutines would leak into the next test.
+		for ss := range b.Server.Sessions() {
+			ss.Close()
+		}
+	})
+}
+
+// Count reports how many POSTs carrying a JSON-RPC message with this
+// method reached the backend, including those answered with an injected
+// failure, so retry behaviour is visible.
+func (b *Backend) Count(method string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.counts[method]
+}
+
+// LastHeaders returns a copy of the headers of the last POST with this
+// method, or nil if there was none; it is how header passthrough, removal
+// and injection are checked.
+func (b *Backend) LastHeaders(method string) http.Header {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.headers[method].Clone()
+}
+
+// Deletes reports how many DELETEs (session terminations) reached the
+// backend.
+func (b *Backend) Deletes() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.deletes
+}
+
+// ResetCounts forgets recorded counts, headers and DELETEs, so a test can
+// ignore the traffic of its own setup.
+func (b *Backend) ResetCounts() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	clear(b.counts)
+	clear(b.headers)
+	b.deletes = 0
+}
+
+// FailMethod makes the next n POSTs of method answer HTTP 503; n = -1
+// keeps failing until ClearFailures, and n = 0 clears this method.
+func (b *Backend) FailMethod(method string, n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if n == 0 {
+		delete(b.failures, method)
+		return
+	}
+	b.failures[method] = n
+}
+
+// ClearFailures cancels every FailMethod.
+func (b *Backend) ClearFailures() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	clear(b.failures)
+}
+
+// SetDown makes every request (any HTTP method) answer 503 while down is
+// true: a backend that is reachable but unhealthy.
+func (b *Backend) SetDown(down bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.down = down
+}
+
+// middleware records and possibly fails a request before the SDK sees it.
+func (b *Backend) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fail := false
+		switch r.Method {
+		case http.MethodPost:
+			body, err := io.ReadAll(r.Body)
+			r.Body.Close()
+			if err != nil {
+				http.Error(w, "testsupport: reading body: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			fail = b.recordPost(jsonrpcMethods(body), r.Header)
+		case http.MethodDelete:
+			b.mu.Lock()
+			b.deletes++
+			fail = b.down
+			b.mu.Unlock()
+		default:
+			b.mu.Lock()
+			fail = b.down
+			b.mu.Unlock()
+		}
+		if fail {
+			http.Error(w, "testsupport: injected failure", http.StatusServiceUnavailable)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recordPost counts the methods of one POST and reports whether it must
+// fail. A pending failure is consumed only by a POST that it fails.
+func (b *Backend) recordPost(methods []string, h http.Header) (fail bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range methods {
+		b.counts[m]++
+		b.headers[m] = h.Clone()
+	}
+	if b.down {
+		return true
+	}
+	for _, m := range methods {
+		switch n := b.failures[m]; {
+		case n < 0:
+			return true
+		case n > 0:
+			if n == 1 {
+				delete(b.failures, m)
+			} else {
+				b.failures[m] = n - 1
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// jsonrpcMethods extracts the method names of a POST body. Bodies are
+// single messages in practice, but a batch is handled too so that a
+// gateway sending one is still counted. Responses (no method) are skipped.
+func jsonrpcMethods(body []byte) []string {
+	type msg struct {
+		Method string `json:"method"`
+	}
+	var msgs []msg
+	if trimmed := bytes.TrimSpace(body); len(trimmed) > 0 && trimmed[0] == '[' {
+		_ = json.Unmarshal(trimmed, &msgs)
+	} else {
+		var m msg
+		if json.Unmarshal(body, &m) == nil {
+			msgs = append(msgs, m)
+		}
+	}
+	var methods []string
+	for _, m := range msgs {
+		if m.Method != "" {
+			methods = append(methods, m.Method)
+		}
+	}
+	return methods
+}
