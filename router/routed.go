@@ -113,6 +113,11 @@ func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target,
 			return nil, err
 		}
 		params["name"], _ = json.Marshal(t.name)
+		// "arguments": null is legal JSON but some SDK servers crash on it;
+		// absent arguments mean the same thing to every backend.
+		if a, ok := params["arguments"]; ok && string(a) == "null" {
+			delete(params, "arguments")
+		}
 		return t, nil
 	case "prompts/get":
 		return routeField(v, params, "name", kind, method)

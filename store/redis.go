@@ -51,8 +51,18 @@ type Redis struct {
 
 var _ Store = (*Redis)(nil)
 
-// NewRedis returns a Redis store for rawURL; see ParseRedisURL for the URL
-// forms. It does not connect: call Ping to check the server is reachable.
+// NewRedis returns a Redis store for rawURL, one of (details, options and
+// defaults at ParseRedisURL):
+//
+//	redis://[user:pass@]host:port[/db][?options]                   single node
+//	rediss://...                                                    single node over TLS
+//	redis+cluster://[user:pass@]host1:port,host2:port[?options]    Redis Cluster
+//	rediss+cluster://...                                            Redis Cluster over TLS
+//	redis+sentinel://[user:pass@]host1:26379,host2:26379/<master>[/db]
+//	rediss+sentinel://...                                           Sentinel failover (TLS)
+//
+// Errors never contain the URL's password. NewRedis does not connect:
+// call Ping to check the server is reachable.
 func NewRedis(rawURL string, opts RedisOptions) (*Redis, error) {
 	prefix := opts.KeyPrefix
 	if prefix == "" {
@@ -238,7 +248,7 @@ func (r *Redis) update(ctx context.Context, op string, script *redis.Script, id 
 	if err := checkTTL(ttl); err != nil {
 		return err
 	}
-	args := append([]any{ttlMillis(ttl)}, fields...)
+	args := append([]any{ttl.Milliseconds()}, fields...)
 	ok, err := script.Run(ctx, r.client, []string{SessionKey(r.prefix, id)}, args...).Int()
 	if err != nil {
 		return fmt.Errorf("store: %s: %w", op, err)
@@ -313,5 +323,3 @@ func checkTTL(ttl time.Duration) error {
 	}
 	return nil
 }
-
-func ttlMillis(ttl time.Duration) int64 { return ttl.Milliseconds() }

@@ -140,7 +140,7 @@ func parseRedisURL(raw string) (*RedisConfig, error) {
 			return nil, fmt.Errorf("sentinel URL path must be /<master>[/db], got %q", p.path)
 		}
 		if p.query.Has("master_name") {
-			return nil, fmt.Errorf("sentinel master name goes in the path, not master_name=")
+			return nil, errors.New("sentinel master name goes in the path, not master_name=")
 		}
 		sentinelUser, sentinelPass := p.query.Get("sentinel_username"), p.query.Get("sentinel_password")
 		p.query.Del("sentinel_username")
@@ -171,7 +171,7 @@ func parseRedisURL(raw string) (*RedisConfig, error) {
 func splitRedisURL(raw string) (*redisURLParts, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return nil, fmt.Errorf("missing scheme (want redis://, redis+cluster:// or redis+sentinel://)")
+		return nil, errors.New("missing scheme (want redis://, redis+cluster:// or redis+sentinel://)")
 	}
 	p := &redisURLParts{}
 	defaultPort := "6379"
@@ -190,7 +190,7 @@ func splitRedisURL(raw string) (*redisURLParts, error) {
 	if q := strings.IndexAny(rest, "?#"); q >= 0 && strings.Contains(rest[q:], "@") {
 		// Most likely a password holding an unescaped '?' or '#': guessing
 		// would connect to the wrong host or echo part of the password.
-		return nil, fmt.Errorf("'@' after '?' or '#' (percent-encode '?', '#' and '@' in passwords as %%3F, %%23 and %%40)")
+		return nil, errors.New("'@' after '?' or '#' (percent-encode '?', '#' and '@' in passwords as %3F, %23 and %40)")
 	}
 	rest, _, _ = strings.Cut(rest, "#")
 	rest, rawQuery, _ := strings.Cut(rest, "?")
@@ -231,7 +231,7 @@ func parseUserinfo(s string) (*url.Userinfo, error) {
 	pass, err2 := url.PathUnescape(rawPass)
 	if err1 != nil || err2 != nil {
 		// The url.EscapeError would quote part of the password.
-		return nil, fmt.Errorf("invalid percent-escape in userinfo")
+		return nil, errors.New("invalid percent-escape in userinfo")
 	}
 	if !hasPass {
 		return url.User(user), nil

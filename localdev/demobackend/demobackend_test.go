@@ -13,14 +13,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// start runs a demo backend for the duration of the test.
+// start runs a demo backend for the duration of the test. It is not tied
+// to t.Context(): that is cancelled before cleanups run, which would stop
+// the server while the client's cleanup is still closing its session.
 func start(t *testing.T, name string, opts demobackend.Options) string {
 	t.Helper()
-	url, stop, err := demobackend.Start(t.Context(), "127.0.0.1:0", name, opts)
+	url, stop, err := demobackend.Start(context.Background(), "127.0.0.1:0", name, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { t0 := time.Now(); stop(); t.Logf("stop took %v", time.Since(t0)) })
+	t.Cleanup(stop)
 	return url
 }
 
@@ -33,7 +35,7 @@ func connect(t *testing.T, url string, copts *mcp.ClientOptions) *mcp.ClientSess
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { t0 := time.Now(); cs.Close(); t.Logf("close took %v", time.Since(t0)) })
+	t.Cleanup(func() { cs.Close() })
 	return cs
 }
 

@@ -117,10 +117,14 @@ func StartGateway(t testing.TB, bin string, args []string, env []string) *Gatewa
 	t.Helper()
 	out := &syncBuffer{}
 	ready := make(chan string, 1)
+	var once sync.Once
+	announce := func(url string) { once.Do(func() { ready <- url }) }
 	cmd := exec.Command(bin, append(slices.Clone(args), "--listen", "127.0.0.1:0")...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout = &readyWatcher{out: out, ready: ready}
-	cmd.Stderr = out
+	// The line is expected on stdout, but stderr is watched as well since
+	// that is where the log package writes by default.
+	cmd.Stdout = &readyWatcher{out: out, announce: announce}
+	cmd.Stderr = &readyWatcher{out: out, announce: announce}
 	// A grandchild holding the output pipes must not make Wait hang.
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -213,14 +217,15 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// readyWatcher passes stdout through to the buffer and reports the URL of
-// the first complete ready line. exec writes from a single goroutine, so
-// line assembly needs no lock of its own.
+// readyWatcher passes one output stream through to the buffer and reports
+// the URL of the first complete ready line. exec copies each stream from a
+// single goroutine, so line assembly needs no lock; announce is shared by
+// both streams and must tolerate being called twice.
 type readyWatcher struct {
-	out     *syncBuffer
-	ready   chan<- string
-	partial []byte
-	found   bool
+	out      *syncBuffer
+	announce func(url string)
+	partial  []byte
+	found    bool
 }
 
 func (w *readyWatcher) Write(p []byte) (int, error) {
@@ -238,7 +243,7 @@ func (w *readyWatcher) Write(p []byte) (int, error) {
 		w.partial = w.partial[i+1:]
 		if url, ok := readyURL(line); ok {
 			w.found, w.partial = true, nil
-			w.ready <- url
+			w.announce(url)
 			return len(p), nil
 		}
 	}
