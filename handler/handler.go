@@ -108,12 +108,9 @@ func (s *server) serveMCP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		s.serveDELETE(w, r)
 	case http.MethodGet:
-		// No standalone stream yet: the transport spec's answer for a server
-		// that offers none is 405.
-		w.Header().Set("Allow", "POST, DELETE")
-		writeHTTPError(w, http.StatusMethodNotAllowed, codeInvalidRequest, "this endpoint offers no standalone SSE stream; use POST")
+		s.serveGET(w, r)
 	default:
-		w.Header().Set("Allow", "POST, DELETE")
+		w.Header().Set("Allow", "GET, POST, DELETE")
 		writeHTTPError(w, http.StatusMethodNotAllowed, codeInvalidRequest, "method not allowed")
 	}
 }

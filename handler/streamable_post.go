@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -72,14 +74,102 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	req, isRequest := msg.(*jsonrpc.Request)
-	if !isRequest || !req.IsCall() {
-		// Notifications and the client's responses need no answer body.
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		// The client's answer to a sampling, elicitation or roots request;
+		// the instance waiting for it may be another one.
+		if err := s.opts.Router.Deliver(r.Context(), sess, m); err != nil {
+			if errors.Is(err, router.ErrNoPendingRequest) {
+				writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+quote(string(mustJSON(m.ID.Raw())))+" is pending")
+				return
+			}
+			s.log.Error("delivering client response failed", "error", err)
+			writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
+			return
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
+	case *jsonrpc.Request:
+		if !m.IsCall() {
+			if err := s.opts.Router.Notify(r.Context(), &router.Call{Session: sess, Header: r.Header, Request: m}); err != nil {
+				s.log.Warn("handling notification failed", "method", m.Method, "error", err)
+			}
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		s.serveCall(w, r, sess, m, jsonOK, sseOK)
 	}
-	resp := s.opts.Router.Handle(r.Context(), &router.Call{Session: sess, Header: r.Header, Request: req})
+}
+
+// serveCall runs one request. The answer is application/json when the
+// client accepts it and nothing streams; it becomes an SSE stream as soon
+// as the call sends the client anything else (progress, log messages,
+// server-to-client requests), or from the start for a call that asked for
+// progress.
+func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.Session, req *jsonrpc.Request, jsonOK, sseOK bool) {
+	call := &router.Call{Session: sess, Header: r.Header, Request: req}
+	var ps *postStream
+	if sseOK {
+		ps = &postStream{sw: newSSEWriter(w)}
+		call.Stream = ps
+		if !jsonOK || hasProgressToken(req.Params) {
+			ps.sw.start(nil)
+		}
+	}
+	resp := s.opts.Router.Handle(r.Context(), call)
+	if ps != nil {
+		ps.close()
+		if ps.sw.isStarted() {
+			if data, err := jsonrpc.EncodeMessage(resp); err == nil {
+				_ = ps.sw.event("", 0, data)
+			}
+			return
+		}
+	}
 	s.writeResponse(w, resp, jsonOK)
+}
+
+// postStream is the router's view of a POST's SSE stream.
+type postStream struct {
+	sw     *sseWriter
+	mu     sync.Mutex
+	closed bool
+}
+
+func (p *postStream) Send(msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errStreamClosed
+	}
+	return p.sw.event("", 0, data)
+}
+
+func (p *postStream) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+}
+
+var errStreamClosed = errors.New("stream closed")
+
+// hasProgressToken reports whether params._meta carries a progressToken.
+func hasProgressToken(params json.RawMessage) bool {
+	var p struct {
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	return json.Unmarshal(params, &p) == nil && len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null"
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }
 
 // writeResponse answers a call as application/json when the client accepts

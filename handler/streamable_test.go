@@ -33,14 +33,17 @@ func TestTransport_StatusCodesAndErrors(t *testing.T) {
 		{"not a message", req{body: `{"jsonrpc":"2.0","id":3}`, session: sid}, 400, -32600, "invalid"},
 		{"wrong content type", req{body: list, session: sid, headers: map[string]string{"Content-Type": "text/plain"}}, 415, -32600, "Content-Type"},
 		{"unacceptable accept", req{body: list, session: sid, headers: map[string]string{"Accept": "text/html"}}, 406, -32600, "Accept"},
-		{"GET has no stream yet", req{method: "GET", session: sid}, 405, -32600, ""},
+		{"GET needs text/event-stream", req{method: "GET", session: sid, headers: map[string]string{"Accept": "application/json"}}, 406, -32600, "text/event-stream"},
+		{"GET needs a session", req{method: "GET", headers: map[string]string{"Accept": "text/event-stream"}}, 400, -32600, "Mcp-Session-Id"},
+		{"GET with malformed Last-Event-ID", req{method: "GET", session: sid, headers: map[string]string{"Accept": "text/event-stream", "Last-Event-ID": "not-an-id"}}, 400, -32600, "Last-Event-ID"},
+		{"response for an id nobody waits for", req{body: `{"jsonrpc":"2.0","id":"mcpgw-s-nobody","result":{}}`, session: sid}, 400, -32600, "mcpgw-s-nobody"},
 		{"PUT", req{method: "PUT", session: sid}, 405, -32600, ""},
 		{"initialize notification", req{body: `{"jsonrpc":"2.0","method":"initialize","params":{}}`}, 400, -32600, "id"},
 		{"initialize without version", req{body: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`}, 200, -32602, "protocolVersion"},
 		{"unknown method", req{body: `{"jsonrpc":"2.0","id":4,"method":"frobnicate"}`, session: sid}, 200, -32601, "frobnicate"},
 		{"allowed origin passes", req{body: list, session: sid, headers: map[string]string{"Origin": "https://app.example"}}, 200, 0, "tools"},
 		{"notification accepted", req{body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, session: sid}, 202, 0, ""},
-		{"client response accepted", req{body: `{"jsonrpc":"2.0","id":"s-1","result":{}}`, session: sid}, 202, 0, ""},
+		{"cancel for an unknown request accepted", req{body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`, session: sid}, 202, 0, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

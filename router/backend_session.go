@@ -112,3 +112,16 @@ func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snap
 		r.log.Warn("storing backend snapshots failed", "session_backends", len(snaps), "error", err)
 	}
 }
+
+// applyLogLevel replays the session's logging/setLevel on a fresh backend
+// connection, so log messages the backend sends during the call respect
+// the level the client chose (on whichever instance it chose it).
+func (r *Router) applyLogLevel(ctx context.Context, conn *upstream.Conn, sess *store.Session, key string) {
+	if sess.LogLevel == "" || !has(sess.Backends[key], "logging") {
+		return
+	}
+	params, _ := json.Marshal(map[string]string{"level": sess.LogLevel})
+	if _, err := conn.Call(ctx, "logging/setLevel", params, nil); err != nil {
+		r.log.Debug("backend logging/setLevel failed", "backend", key, "error", err)
+	}
+}

@@ -54,7 +54,8 @@ func has(s *store.BackendSnapshot, capability string) bool {
 // backend snapshot, never from one (the seed's rule): a capability is on
 // when at least one backend has it and the gateway routes it.
 // resources.subscribe is on when any backend advertises it. listChanged is
-// not advertised: the gateway does not emit list-changed notifications yet.
+// on for tools, resources and prompts: the gateway forwards backends'
+// list_changed and emits its own when a vhost's config changes.
 // With no capable backend the result is the empty object.
 func mergedCapabilities(snaps map[string]*store.BackendSnapshot) map[string]any {
 	out := map[string]any{}
@@ -64,10 +65,10 @@ func mergedCapabilities(snaps map[string]*store.BackendSnapshot) map[string]any 
 		}
 		c := parseCapabilities(s.Capabilities)
 		if c.Tools != nil {
-			out["tools"] = map[string]any{}
+			out["tools"] = map[string]any{"listChanged": true}
 		}
 		if c.Prompts != nil {
-			out["prompts"] = map[string]any{}
+			out["prompts"] = map[string]any{"listChanged": true}
 		}
 		if c.Completions != nil {
 			out["completions"] = map[string]any{}
@@ -78,7 +79,7 @@ func mergedCapabilities(snaps map[string]*store.BackendSnapshot) map[string]any 
 		if c.Resources != nil {
 			r, _ := out["resources"].(map[string]any)
 			if r == nil {
-				r = map[string]any{}
+				r = map[string]any{"listChanged": true}
 				out["resources"] = r
 			}
 			if c.Resources.Subscribe {

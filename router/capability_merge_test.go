@@ -25,11 +25,11 @@ func TestCapabilityMerge_OnlyWhatBackendsHave(t *testing.T) {
 		{"union of tools and prompts", map[string]*store.BackendSnapshot{
 			"a": snap("a", `{"tools":{"listChanged":true}}`),
 			"b": snap("b", `{"prompts":{}}`),
-		}, `{"prompts":{},"tools":{}}`},
+		}, `{"prompts":{"listChanged":true},"tools":{"listChanged":true}}`},
 		{"subscribe kept when any backend has it", map[string]*store.BackendSnapshot{
 			"a": snap("a", `{"resources":{}}`),
 			"b": snap("b", `{"resources":{"subscribe":true,"listChanged":true}}`),
-		}, `{"resources":{"subscribe":true}}`},
+		}, `{"resources":{"listChanged":true,"subscribe":true}}`},
 		{"completions and logging", map[string]*store.BackendSnapshot{
 			"a": snap("a", `{"completions":{},"logging":{},"experimental":{"x":{}}}`),
 		}, `{"completions":{},"logging":{}}`},

@@ -48,3 +48,11 @@ func hooked(method string) bool {
 	}
 	return false
 }
+
+// ProgressHook is implemented by hooks that also see the progress
+// notifications of a tools/call (progress passes the post-hook too). It
+// may rewrite the notification's params (the client's token already
+// restored) or return an error to drop the notification.
+type ProgressHook interface {
+	Progress(ctx context.Context, c *HookCall, params json.RawMessage) (json.RawMessage, error)
+}

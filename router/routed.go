@@ -61,7 +61,15 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		return errorResponse(c.Request.ID, backendError(t.backend, err))
 	}
 	defer conn.Close(false)
-	resp, err := conn.Call(ctx, method, params, nil)
+	r.applyLogLevel(ctx, conn, c.Session, t.backend)
+	callCtx, endCall := context.WithCancel(ctx)
+	cs := &callStream{r: r, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc}
+	if c.Stream != nil {
+		params = cs.mapProgressToken(params)
+	}
+	resp, err := conn.Call(callCtx, method, params, cs.onMessage)
+	endCall() // server-to-client requests still waiting give up
+	cs.wg.Wait()
 	if err != nil {
 		return errorResponse(c.Request.ID, backendError(t.backend, err))
 	}
@@ -88,6 +96,11 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	}
 	if err != nil {
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "recording subscription failed"))
+	}
+	if method == "resources/subscribe" || method == "resources/unsubscribe" {
+		// The instance holding the session's GET stream re-subscribes its
+		// backend listeners.
+		r.listenersChanged(ctx, c.Session.ID)
 	}
 	return resultResponse(c.Request.ID, result)
 }

@@ -9,6 +9,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -51,6 +52,16 @@ type Options struct {
 	// a backend whose snapshot records a failure (default 5s), so a down
 	// backend does not add its connect time to every list request.
 	ReprobeInterval time.Duration
+	// ClientRequestTimeout bounds how long a backend's sampling,
+	// elicitation or roots request waits for the client (default 5m: a
+	// human may be answering). The backend's own timeout still applies.
+	ClientRequestTimeout time.Duration
+	// EventLogSize bounds each session's event log (default 1000 events).
+	EventLogSize int
+	// StreamLinger keeps a session's backend listeners running after its
+	// GET stream drops (default 30s), so a client reconnecting with
+	// Last-Event-ID, on any instance, misses nothing.
+	StreamLinger time.Duration
 }
 
 // Router serves the MCP methods of every configured virtual host.
@@ -58,6 +69,10 @@ type Router struct {
 	opts  Options
 	log   *slog.Logger
 	table atomic.Pointer[routingTable]
+
+	inflight *inflight
+	streams  *streamHub
+	stopBus  func()
 
 	keyMu    sync.Mutex
 	key      []byte
@@ -75,16 +90,32 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.ClientRequestTimeout <= 0 {
+		opts.ClientRequestTimeout = 5 * time.Minute
+	}
+	if opts.EventLogSize <= 0 {
+		opts.EventLogSize = 1000
+	}
+	if opts.StreamLinger <= 0 {
+		opts.StreamLinger = 30 * time.Second
+	}
 	if opts.Info.Name == "" {
 		opts.Info = Implementation{Name: "mcpgw", Version: "dev"}
 	}
-	r := &Router{opts: opts, log: opts.Logger}
+	r := &Router{opts: opts, log: opts.Logger, inflight: newInflight()}
+	r.streams = newStreamHub(r)
 	r.table.Store(newRoutingTable(vhosts))
+	r.stopBus = opts.Store.Subscribe(r.onBus)
 	return r
 }
 
-// Close releases the pooled backend connections.
-func (r *Router) Close() { r.table.Load().close() }
+// Close stops the session streams this instance holds and releases the
+// pooled backend connections.
+func (r *Router) Close() {
+	r.stopBus()
+	r.streams.closeAll()
+	r.table.Load().close()
+}
 
 // HasVHost reports whether a virtual host is configured.
 func (r *Router) HasVHost(name string) bool {
@@ -104,6 +135,16 @@ type Call struct {
 	// Header is the downstream request's headers, for passthrough_headers.
 	Header  http.Header
 	Request *jsonrpc.Request
+	// Stream carries messages to the client while the call runs (the
+	// POST's SSE stream): progress, log messages, server-to-client
+	// requests. nil when the client accepts no event stream.
+	Stream Stream
+}
+
+// Stream sends messages to the client during one call.
+type Stream interface {
+	// Send writes one message; it fails once the client has gone.
+	Send(msg jsonrpc.Message) error
 }
 
 // Handle answers one request of an initialized session. It never returns
@@ -125,13 +166,26 @@ func (r *Router) Handle(ctx context.Context, c *Call) *jsonrpc.Response {
 	case "logging/setLevel":
 		return r.setLevel(ctx, c)
 	}
-	if op, ok := listOps[method]; ok {
-		return r.list(ctx, v, c, op)
+	op, isList := listOps[method]
+	_, isRouted := routedMethods[method]
+	if !isList && !isRouted {
+		return errorResponse(c.Request.ID, rpcError(CodeMethodNotFound, "method %q is not supported", method))
 	}
-	if _, ok := routedMethods[method]; ok {
-		return r.routed(ctx, v, c)
+	ctx, done := r.track(ctx, c)
+	defer done()
+	if ctx.Err() != nil { // cancelled before it arrived here
+		return cancelledResponse(c.Request.ID)
 	}
-	return errorResponse(c.Request.ID, rpcError(CodeMethodNotFound, "method %q is not supported", method))
+	var resp *jsonrpc.Response
+	if isList {
+		resp = r.list(ctx, v, c, op)
+	} else {
+		resp = r.routed(ctx, v, c)
+	}
+	if errors.Is(context.Cause(ctx), errCancelledByClient) {
+		return cancelledResponse(c.Request.ID)
+	}
+	return resp
 }
 
 func (r *Router) setLevel(ctx context.Context, c *Call) *jsonrpc.Response {
@@ -149,6 +203,7 @@ func (r *Router) setLevel(ctx context.Context, c *Call) *jsonrpc.Response {
 	if err := r.opts.Store.SetLogLevel(ctx, c.Session.ID, p.Level, r.opts.SessionTTL); err != nil {
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "storing log level failed"))
 	}
+	r.listenersChanged(ctx, c.Session.ID)
 	return resultResponse(c.Request.ID, json.RawMessage(`{}`))
 }
 

@@ -28,19 +28,28 @@ type Memory struct {
 	closed   bool
 	sessions map[string]*memSession
 	keys     map[string]*memKey
+	logs     map[string]*memLog   // event logs, by session id
+	claims   map[string]*memClaim // GET-stream claims, by session id
+	lastID   eventID              // the last event id issued, by any log
+
+	instanceID string
+	bus        memBus
 
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
 }
 
-// memSession is a stored session; the record's own Backends and
-// Subscriptions are nil, they live in the maps beside it.
+// memSession is a stored session; the record's own Backends,
+// Subscriptions, Cancelled and Pending are nil, they live in the maps
+// beside it.
 type memSession struct {
-	record   Session
-	backends map[string]*BackendSnapshot
-	subs     map[string]struct{}
-	expires  time.Time
+	record    Session
+	backends  map[string]*BackendSnapshot
+	subs      map[string]struct{}
+	cancelled map[string]bool
+	pending   map[string]string
+	expires   time.Time
 }
 
 type memKey struct {
@@ -56,8 +65,13 @@ func NewMemory() *Memory {
 	m := &Memory{
 		sessions: make(map[string]*memSession),
 		keys:     make(map[string]*memKey),
+		logs:     make(map[string]*memLog),
+		claims:   make(map[string]*memClaim),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
+
+		instanceID: newInstanceID(),
+		bus:        memBus{queue: make(chan BusMessage, memBusQueueSize)},
 	}
 	go m.janitor(memoryJanitorInterval)
 	return m
@@ -83,9 +97,12 @@ func (m *Memory) purge(now time.Time) {
 	defer m.mu.Unlock()
 	maps.DeleteFunc(m.sessions, func(_ string, s *memSession) bool { return !now.Before(s.expires) })
 	maps.DeleteFunc(m.keys, func(_ string, k *memKey) bool { return !now.Before(k.expires) })
+	maps.DeleteFunc(m.logs, func(_ string, l *memLog) bool { return !now.Before(l.expires) })
+	maps.DeleteFunc(m.claims, func(_ string, c *memClaim) bool { return !now.Before(c.expires) })
 }
 
-// CreateSession replaces any session with the same ID.
+// CreateSession replaces any session with the same ID, dropping its event
+// log and stream claim too.
 func (m *Memory) CreateSession(_ context.Context, s *Session, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
@@ -94,9 +111,19 @@ func (m *Memory) CreateSession(_ context.Context, s *Session, ttl time.Duration)
 		return errors.New("store: create session: missing session ID")
 	}
 	ms := &memSession{
-		record:   copyRecord(s),
-		backends: make(map[string]*BackendSnapshot, len(s.Backends)),
-		subs:     make(map[string]struct{}, len(s.Subscriptions)),
+		record:    copyRecord(s),
+		backends:  make(map[string]*BackendSnapshot, len(s.Backends)),
+		subs:      make(map[string]struct{}, len(s.Subscriptions)),
+		cancelled: make(map[string]bool, len(s.Cancelled)),
+		pending:   maps.Clone(s.Pending),
+	}
+	if ms.pending == nil {
+		ms.pending = make(map[string]string)
+	}
+	for reqID, ok := range s.Cancelled {
+		if ok {
+			ms.cancelled[reqID] = true
+		}
 	}
 	for k, b := range s.Backends {
 		if b != nil {
@@ -113,6 +140,8 @@ func (m *Memory) CreateSession(_ context.Context, s *Session, ttl time.Duration)
 	}
 	ms.expires = time.Now().Add(ttl)
 	m.sessions[s.ID] = ms
+	delete(m.logs, s.ID)
+	delete(m.claims, s.ID)
 	return nil
 }
 
@@ -129,6 +158,12 @@ func (m *Memory) LoadSession(_ context.Context, id string, ttl time.Duration) (*
 			}
 		}
 		s.Subscriptions = slices.Sorted(maps.Keys(ms.subs))
+		if len(ms.cancelled) > 0 {
+			s.Cancelled = maps.Clone(ms.cancelled)
+		}
+		if len(ms.pending) > 0 {
+			s.Pending = maps.Clone(ms.pending)
+		}
 		out = &s
 		return nil
 	})
@@ -176,13 +211,15 @@ func (m *Memory) RemoveSubscription(_ context.Context, id, uri string, ttl time.
 	})
 }
 
-// DeleteSession removes the session.
+// DeleteSession removes the session, its event log and its stream claim.
 func (m *Memory) DeleteSession(_ context.Context, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return errClosed
 	}
+	delete(m.logs, id)
+	delete(m.claims, id)
 	ms, ok := m.sessions[id]
 	if !ok {
 		return ErrNotFound
@@ -225,15 +262,20 @@ func (m *Memory) Ping(context.Context) error {
 	return nil
 }
 
-// Close stops the janitor and waits for it to exit, so no goroutine
-// outlives the store. It is safe to call more than once.
+// Close stops the janitor and the bus dispatcher and waits for both to
+// exit, so no goroutine outlives the store; queued bus messages are
+// dropped. It is safe to call more than once, but not from a bus callback.
 func (m *Memory) Close() error {
 	m.closeOnce.Do(func() {
 		m.mu.Lock()
 		m.closed = true
+		dispatcher := m.bus.done
 		m.mu.Unlock()
 		close(m.stop)
 		<-m.done
+		if dispatcher != nil {
+			<-dispatcher
+		}
 	})
 	return nil
 }
@@ -250,13 +292,9 @@ func (m *Memory) update(id string, ttl time.Duration, fn func(*memSession) error
 	if m.closed {
 		return errClosed
 	}
-	ms, ok := m.sessions[id]
-	if !ok {
-		return ErrNotFound
-	}
 	now := time.Now()
-	if !now.Before(ms.expires) {
-		delete(m.sessions, id)
+	ms := m.liveSession(id, now)
+	if ms == nil {
 		return ErrNotFound
 	}
 	if err := fn(ms); err != nil {
@@ -266,12 +304,27 @@ func (m *Memory) update(id string, ttl time.Duration, fn func(*memSession) error
 	return nil
 }
 
-// copyRecord copies the session record without Backends and Subscriptions.
+// liveSession returns session id if it has not expired at now, dropping it
+// if it has. Called with m.mu held.
+func (m *Memory) liveSession(id string, now time.Time) *memSession {
+	ms, ok := m.sessions[id]
+	if !ok {
+		return nil
+	}
+	if !now.Before(ms.expires) {
+		delete(m.sessions, id)
+		return nil
+	}
+	return ms
+}
+
+// copyRecord copies the session record without Backends, Subscriptions,
+// Cancelled and Pending.
 func copyRecord(s *Session) Session {
 	c := *s
 	c.ClientInfo = bytes.Clone(s.ClientInfo)
 	c.ClientCapabilities = bytes.Clone(s.ClientCapabilities)
-	c.Backends, c.Subscriptions = nil, nil
+	c.Backends, c.Subscriptions, c.Cancelled, c.Pending = nil, nil, nil, nil
 	return c
 }
 

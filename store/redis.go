@@ -36,14 +36,21 @@ const (
 	fieldLogLevel = "loglevel" // overrides meta's logLevel; see SetLogLevel
 	prefixBackend = "b:"
 	prefixSub     = "s:"
+	prefixCancel  = "c:" // c:<reqID> = "1", see MarkCancelled
+	prefixPending = "p:" // p:<requestID> = instance id, see AddPending
 )
 
 // Redis is a Store on Redis (single node, Cluster or Sentinel). A session is
-// one hash, so every read and write touches a single key (one cluster slot)
-// and expiry covers the whole session at once.
+// one hash, so every session read and write touches a single key and expiry
+// covers the whole record at once. Its event log (a stream) and GET-stream
+// claim are two more keys in the same {sid} hash tag, so every command on a
+// session stays within one Redis Cluster slot. Instances talk to each other
+// over one pub/sub channel, <prefix>:bus (see Publish).
 type Redis struct {
-	client redis.UniversalClient
-	prefix string
+	client     redis.UniversalClient
+	prefix     string
+	instanceID string
+	bus        redisBus
 
 	closeOnce sync.Once
 	closeErr  error
@@ -75,7 +82,7 @@ func NewRedis(rawURL string, opts RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Redis{client: cfg.NewClient(), prefix: prefix}, nil
+	return &Redis{client: cfg.NewClient(), prefix: prefix, instanceID: newInstanceID()}, nil
 }
 
 // SessionKey is the Redis key of session sid's hash. The {sid} hash tag
@@ -84,13 +91,29 @@ func SessionKey(prefix, sid string) string {
 	return prefix + ":{" + sid + "}:session"
 }
 
+// EventsKey is the Redis stream holding session sid's event log.
+func EventsKey(prefix, sid string) string {
+	return prefix + ":{" + sid + "}:events"
+}
+
+// StreamKey is the Redis key naming the holder of session sid's GET stream.
+func StreamKey(prefix, sid string) string {
+	return prefix + ":{" + sid + "}:stream"
+}
+
+// BusChannel is the pub/sub channel every instance sharing prefix listens on.
+func BusChannel(prefix string) string {
+	return prefix + ":bus"
+}
+
 // SigningKeyKey is the Redis key holding the signing key called name.
 func SigningKeyKey(prefix, name string) string {
 	return prefix + ":signing-key:" + name
 }
 
-// CreateSession replaces any session with the same ID: DEL, HSET and
-// PEXPIRE run in one MULTI so no reader sees a half-written session.
+// CreateSession replaces any session with the same ID, dropping its event
+// log and stream claim too: DEL, HSET and PEXPIRE run in one MULTI so no
+// reader sees a half-written session.
 func (r *Redis) CreateSession(ctx context.Context, s *Session, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
@@ -104,7 +127,7 @@ func (r *Redis) CreateSession(ctx context.Context, s *Session, ttl time.Duration
 	}
 	key := SessionKey(r.prefix, s.ID)
 	_, err = r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.Del(ctx, key)
+		p.Del(ctx, key, EventsKey(r.prefix, s.ID), StreamKey(r.prefix, s.ID))
 		p.HSet(ctx, key, fields...)
 		p.PExpire(ctx, key, ttl)
 		return nil
@@ -117,6 +140,9 @@ func (r *Redis) CreateSession(ctx context.Context, s *Session, ttl time.Duration
 
 // LoadSession reads the hash and refreshes its TTL in one pipelined round
 // trip. PEXPIRE never creates a key, so racing a DeleteSession is harmless.
+// Cancellation marks and pending requests come with the hash, at no extra
+// cost. The TTLs of the event log and stream claim are not refreshed: they
+// have their own (see AppendEvent and ClaimStream).
 func (r *Redis) LoadSession(ctx context.Context, id string, ttl time.Duration) (*Session, error) {
 	if err := checkTTL(ttl); err != nil {
 		return nil, err
@@ -168,13 +194,20 @@ func (r *Redis) RemoveSubscription(ctx context.Context, id, uri string, ttl time
 	return r.update(ctx, "remove subscription", hdelIfExists, id, ttl, prefixSub+uri)
 }
 
-// DeleteSession removes the session's only key.
+// DeleteSession removes the session hash, its event log and its stream
+// claim in one MULTI. ErrNotFound when the hash did not exist, even if the
+// other two keys did (they are deleted all the same).
 func (r *Redis) DeleteSession(ctx context.Context, id string) error {
-	n, err := r.client.Del(ctx, SessionKey(r.prefix, id)).Result()
+	var session *redis.IntCmd
+	_, err := r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		session = p.Del(ctx, SessionKey(r.prefix, id))
+		p.Del(ctx, EventsKey(r.prefix, id), StreamKey(r.prefix, id))
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("store: delete session: %w", err)
 	}
-	if n == 0 {
+	if session.Val() == 0 {
 		return ErrNotFound
 	}
 	return nil
@@ -220,9 +253,14 @@ func (r *Redis) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the connection pools. It is safe to call more than once.
+// Close stops the bus (closing its pub/sub connection and waiting for the
+// dispatcher goroutine to return), then closes the connection pools. It is
+// safe to call more than once, but not from a bus callback.
 func (r *Redis) Close() error {
-	r.closeOnce.Do(func() { r.closeErr = r.client.Close() })
+	r.closeOnce.Do(func() {
+		r.bus.close()
+		r.closeErr = r.client.Close()
+	})
 	return r.closeErr
 }
 
@@ -279,6 +317,14 @@ func sessionFields(s *Session) ([]any, error) {
 	for _, uri := range s.Subscriptions {
 		fields = append(fields, prefixSub+uri, "1")
 	}
+	for reqID, ok := range s.Cancelled {
+		if ok {
+			fields = append(fields, prefixCancel+reqID, "1")
+		}
+	}
+	for requestID, instance := range s.Pending {
+		fields = append(fields, prefixPending+requestID, instance)
+	}
 	return fields, nil
 }
 
@@ -310,6 +356,16 @@ func decodeSession(id string, h map[string]string) (*Session, error) {
 			s.Backends[strings.TrimPrefix(field, prefixBackend)] = b
 		case strings.HasPrefix(field, prefixSub):
 			s.Subscriptions = append(s.Subscriptions, strings.TrimPrefix(field, prefixSub))
+		case strings.HasPrefix(field, prefixCancel):
+			if s.Cancelled == nil {
+				s.Cancelled = make(map[string]bool)
+			}
+			s.Cancelled[strings.TrimPrefix(field, prefixCancel)] = true
+		case strings.HasPrefix(field, prefixPending):
+			if s.Pending == nil {
+				s.Pending = make(map[string]string)
+			}
+			s.Pending[strings.TrimPrefix(field, prefixPending)] = v
 		}
 	}
 	slices.Sort(s.Subscriptions)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgw/gateway/store"
 )
 
 func TestRedis_EveryKeyHasTTL(t *testing.T) {
@@ -20,9 +22,14 @@ func TestRedis_EveryKeyHasTTL(t *testing.T) {
 	if _, err := r.SigningKey(ctx, "jwt"); err != nil {
 		t.Fatal(err)
 	}
+	for op, write := range childWrites {
+		if err := write(r, "s1"); err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+	}
 	keys, err := srv.Client().Keys(ctx, "*").Result()
-	if err != nil || len(keys) != 2 {
-		t.Fatalf("keys = %q, %v; want the session and the signing key", keys, err)
+	if err != nil || len(keys) != 4 {
+		t.Fatalf("keys = %q, %v; want the session, its events and stream claim, and the signing key", keys, err)
 	}
 	for _, k := range keys {
 		if d, _ := pttl(t, r, k); d <= 0 {
@@ -34,6 +41,17 @@ func TestRedis_EveryKeyHasTTL(t *testing.T) {
 func TestStore_LoadSessionIsOneRoundTripTwoCommands(t *testing.T) {
 	r := newRedis(t)
 	create(t, r, sampleSession("s1"), time.Minute)
+	ctx := context.Background()
+	msg := store.BusMessage{Kind: store.BusCancel, Session: "s1", ID: "5"}
+	if err := r.MarkCancelled(ctx, "s1", "5", msg, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddPending(ctx, "s1", "gw-5", r.InstanceID(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if s := load(t, r, "s1"); !s.Cancelled["5"] || s.Pending["gw-5"] != r.InstanceID() {
+		t.Fatalf("marks missing from the loaded session: %v, %v", s.Cancelled, s.Pending)
+	}
 	load(t, r, "s1") // warm up: new connections send handshake commands
 	before := commandCalls(t)
 	load(t, r, "s1")
@@ -65,4 +83,28 @@ func commandCalls(t *testing.T) int {
 		total += n
 	}
 	return total
+}
+
+func TestRedis_BusSkipsMalformedMessages(t *testing.T) {
+	r := newRedis(t)
+	got, _ := collect(t, r)
+	for _, payload := range []string{"not json", `{"s":"no kind"}`, `[1,2]`, `{"k":1}`} {
+		if err := srv.Client().Publish(context.Background(), store.BusChannel(testPrefix), payload).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(t, r, store.BusMessage{Kind: store.BusNotify, Session: "s1"})
+	if m := recv(t, got); m.Kind != store.BusNotify || m.Session != "s1" || m.From != r.InstanceID() {
+		t.Errorf("first delivered message = %+v, want the well-formed one", m)
+	}
+}
+
+func TestRedis_SubscribeReturnsAfterConfirmation(t *testing.T) {
+	r := newRedis(t)
+	r.Subscribe(func(store.BusMessage) {})
+	// No waiting: the server must already count the subscription.
+	subs := srv.Client().PubSubNumSub(context.Background(), store.BusChannel(testPrefix)).Val()
+	if n := subs[store.BusChannel(testPrefix)]; n != 1 {
+		t.Errorf("subscribers right after Subscribe = %d, want 1", n)
+	}
 }

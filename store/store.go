@@ -36,6 +36,14 @@ type Session struct {
 	Backends map[string]*BackendSnapshot `json:"-"`
 	// Subscriptions holds the downstream resource URIs the client subscribed to.
 	Subscriptions []string `json:"-"`
+	// Cancelled holds the ids (JSON text of the JSON-RPC id, e.g. `7` or
+	// `"abc"`) of requests the client cancelled, possibly before the request
+	// itself reached any instance. See MarkCancelled.
+	Cancelled map[string]bool `json:"-"`
+	// Pending maps the gateway-issued id of each server-to-client request
+	// (sampling, elicitation, roots) awaiting the client's answer to the
+	// instance that waits for it. See AddPending.
+	Pending map[string]string `json:"-"`
 }
 
 // BackendSnapshot is what the gateway learned from one backend's initialize.
@@ -77,13 +85,105 @@ type Store interface {
 	// (downstream URI). ErrNotFound if the session is absent.
 	AddSubscription(ctx context.Context, id, uri string, ttl time.Duration) error
 	RemoveSubscription(ctx context.Context, id, uri string, ttl time.Duration) error
-	// DeleteSession removes every key of the session. ErrNotFound if absent.
+	// DeleteSession removes every key of the session (record, event log,
+	// stream claim). ErrNotFound if the record was absent.
 	DeleteSession(ctx context.Context, id string) error
 	// SigningKey returns a random 32-byte key shared by every instance,
 	// creating it on first use. Its TTL is refreshed on every call.
 	SigningKey(ctx context.Context, name string) ([]byte, error)
+	// MarkCancelled records that the client cancelled request reqID and
+	// broadcasts msg (Kind BusCancel) in the same command, so an instance
+	// either receives the broadcast or sees the mark when it loads the
+	// session: a cancel is never lost, even one that overtakes its request.
+	MarkCancelled(ctx context.Context, id, reqID string, msg BusMessage, ttl time.Duration) error
+	// ClearCancelled removes a cancellation mark once it has been acted on.
+	// A missing session or mark is not an error; the TTL is not refreshed.
+	ClearCancelled(ctx context.Context, id, reqID string) error
+	// AddPending / RemovePending record a server-to-client request awaiting
+	// the client's response, and which instance waits for it. AddPending
+	// refreshes the TTL and returns ErrNotFound for an absent session;
+	// RemovePending, like ClearCancelled, never fails on an absent one.
+	AddPending(ctx context.Context, id, requestID, instance string, ttl time.Duration) error
+	RemovePending(ctx context.Context, id, requestID string) error
+
+	// Publish broadcasts a message, with From set to InstanceID, to every
+	// gateway instance sharing the store (this one included). Delivery is
+	// best effort: a message can be lost (Redis connection drop, full
+	// in-memory queue), which is why cancels and pending requests are also
+	// marked in the session.
+	Publish(ctx context.Context, msg BusMessage) error
+	// Subscribe calls fn for every broadcast message, in order, from one
+	// goroutine, until the returned stop func (idempotent) is called. The
+	// store keeps one subscription for all callers. fn must not block and
+	// must not call Close. A message published after Subscribe returns is
+	// delivered (barring loss, see Publish); to not miss a cancel or a
+	// response, subscribe first, then load the session and check its marks.
+	Subscribe(fn func(BusMessage)) (stop func())
+	// InstanceID identifies this store handle (one per gateway process).
+	InstanceID() string
+
+	// AppendEvent appends an SSE event to the session's bounded event log
+	// (at most maxLen events, oldest dropped) and returns its event id.
+	// ErrNotFound if the session is absent.
+	AppendEvent(ctx context.Context, id string, data []byte, maxLen int, ttl time.Duration) (string, error)
+	// EventsAfter returns the events logged after eventID (exclusive),
+	// oldest first, at most limit (limit < 1: no limit). An id older than
+	// the oldest retained event returns all retained events; a missing
+	// session or log returns none. ErrBadEventID for an id that is not of
+	// the form the log issues ("<digits>-<digits>").
+	EventsAfter(ctx context.Context, id, eventID string, limit int) ([]Event, error)
+
+	// LatestEventID returns the id of the newest logged event, or "0-0"
+	// when the log is empty: the position a new stream starts from.
+	LatestEventID(ctx context.Context, id string) (string, error)
+
+	// ClaimStream makes owner the holder of the session's GET stream for
+	// ttl and returns the previous holder ("" if none). ErrNotFound if the
+	// session is absent.
+	ClaimStream(ctx context.Context, id, owner string, ttl time.Duration) (previous string, err error)
+	// RefreshStream extends the claim if owner still holds it.
+	RefreshStream(ctx context.Context, id, owner string, ttl time.Duration) (held bool, err error)
+	// ReleaseStream drops the claim if owner still holds it.
+	ReleaseStream(ctx context.Context, id, owner string) error
+
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error
 	// Close releases connections and background goroutines.
 	Close() error
+}
+
+// ErrBadEventID is returned for a Last-Event-ID the event log never issued.
+var ErrBadEventID = errors.New("store: malformed event id")
+
+// Event is one entry of a session's event log.
+type Event struct {
+	ID   string
+	Data []byte
+}
+
+// Bus message kinds.
+const (
+	// BusCancel: the client cancelled request ID of Session.
+	BusCancel = "cancel"
+	// BusResponse: the client answered server-to-client request ID; Data
+	// is the JSON-RPC response.
+	BusResponse = "response"
+	// BusNotify: a notification (Data) for the session's GET stream.
+	BusNotify = "notify"
+	// BusStreamTaken: another instance now holds the session's GET stream.
+	BusStreamTaken = "stream-taken"
+	// BusSubscriptions: the session's resource subscriptions changed.
+	BusSubscriptions = "subscriptions"
+)
+
+// BusMessage is what instances tell each other.
+type BusMessage struct {
+	Kind    string          `json:"k"`
+	Session string          `json:"s"`
+	ID      string          `json:"i,omitempty"`
+	Data    json.RawMessage `json:"d,omitempty"`
+	// From is the InstanceID of the publisher.
+	From string `json:"f,omitempty"`
+	// To, when set, is the only instance meant to act on the message.
+	To string `json:"t,omitempty"`
 }

@@ -1,14 +1,11 @@
 package store_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"reflect"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -71,6 +68,8 @@ func sampleSession(id string) *store.Session {
 			"down": {Key: "down", ProbedAt: at, Error: "connection refused", Stateless: true},
 		},
 		Subscriptions: []string{"file:///a", "gh://repo/b"},
+		Cancelled:     map[string]bool{"41": true},
+		Pending:       map[string]string{"gw-0": "0123456789abcdef"},
 	}
 }
 
@@ -120,11 +119,15 @@ func TestStore_CallersCannotAliasStoredData(t *testing.T) {
 		in.ClientInfo[2] = 'X'
 		in.Backends["github"].Capabilities[2] = 'X'
 		in.Subscriptions[0] = "changed"
+		in.Cancelled["42"] = true
+		in.Pending["gw-0"] = "changed"
 
 		out := load(t, s, "s1")
 		out.ClientCapabilities[2] = 'X'
 		out.Backends["github"].ServerInfo[2] = 'X'
 		out.Backends["new"] = &store.BackendSnapshot{Key: "new"}
+		out.Cancelled["43"] = true
+		out.Pending["gw-1"] = "x"
 
 		if got, want := load(t, s, "s1"), sampleSession("s1"); !reflect.DeepEqual(got, want) {
 			t.Errorf("stored session changed through an alias:\n%+v\nwant\n%+v", got, want)
@@ -158,6 +161,27 @@ var writes = map[string]func(s store.Store, id string) error{
 	},
 	"RemoveSubscription": func(s store.Store, id string) error {
 		return s.RemoveSubscription(context.Background(), id, "u", time.Hour)
+	},
+	"MarkCancelled": func(s store.Store, id string) error {
+		msg := store.BusMessage{Kind: store.BusCancel, Session: id, ID: "9"}
+		return s.MarkCancelled(context.Background(), id, "9", msg, time.Hour)
+	},
+	"AddPending": func(s store.Store, id string) error {
+		return s.AddPending(context.Background(), id, "gw-9", s.InstanceID(), time.Hour)
+	},
+}
+
+// childWrites create the session's other keys (event log, stream claim).
+// They have TTLs of their own, but must not outlive or revive a session
+// either: ErrNotFound, and nothing written, for an absent one.
+var childWrites = map[string]func(s store.Store, id string) error{
+	"AppendEvent": func(s store.Store, id string) error {
+		_, err := s.AppendEvent(context.Background(), id, []byte(`{}`), 10, time.Hour)
+		return err
+	},
+	"ClaimStream": func(s store.Store, id string) error {
+		_, err := s.ClaimStream(context.Background(), id, "someone", time.Hour)
+		return err
 	},
 }
 
@@ -202,8 +226,8 @@ func TestStore_PutBackendsDoesNotResurrectDeletedSession(t *testing.T) {
 		}
 		assertGone(t, s, "s1")
 		if _, ok := s.(*store.Redis); ok {
-			if n := srv.Client().Exists(context.Background(), store.SessionKey(testPrefix, "s1")).Val(); n != 0 {
-				t.Errorf("session key exists again after writes to a deleted session")
+			if keys := sessionKeys(t, "s1"); len(keys) != 0 {
+				t.Errorf("keys %q exist again after writes to a deleted session", keys)
 			}
 		}
 	})
@@ -217,6 +241,14 @@ func assertGone(t *testing.T, s store.Store, id string) {
 		if err := write(s, id); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s: err = %v, want ErrNotFound", op, err)
 		}
+	}
+	for op, write := range childWrites {
+		if err := write(s, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: err = %v, want ErrNotFound", op, err)
+		}
+	}
+	if evs, err := s.EventsAfter(context.Background(), id, "0-0", 0); err != nil || len(evs) != 0 {
+		t.Errorf("EventsAfter = %v, %v; want no events", evs, err)
 	}
 	if _, err := s.LoadSession(context.Background(), id, time.Hour); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("LoadSession: err = %v, want ErrNotFound", err)
@@ -285,9 +317,14 @@ func TestStore_DeleteRemovesEveryKey(t *testing.T) {
 		if err := s.SetLogLevel(ctx, "s1", "debug", time.Minute); err != nil {
 			t.Fatal(err)
 		}
+		for op, write := range childWrites {
+			if err := write(s, "s1"); err != nil {
+				t.Fatalf("%s: %v", op, err)
+			}
+		}
 		_, isRedis := s.(*store.Redis)
-		if isRedis && len(sessionKeys(t, "s1")) == 0 {
-			t.Fatal("found no key tagged {s1} before delete: the SCAN check is broken")
+		if isRedis && len(sessionKeys(t, "s1")) != 3 {
+			t.Fatalf("keys tagged {s1} before delete = %q, want session, events and stream", sessionKeys(t, "s1"))
 		}
 		if err := s.DeleteSession(ctx, "s1"); err != nil {
 			t.Fatal(err)
@@ -318,71 +355,6 @@ func sessionKeys(t *testing.T, sid string) []string {
 		t.Fatal(err)
 	}
 	return keys
-}
-
-func TestStore_SigningKeySharedAcrossInstances(t *testing.T) {
-	ctx := context.Background()
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		instances := []store.Store{s, s}
-		if _, ok := s.(*store.Redis); ok {
-			instances[1] = newRedis(t) // a second gateway on the same Redis
-		}
-		keys := make([][]byte, 8)
-		errs := make([]error, len(keys))
-		var wg sync.WaitGroup
-		for i := range keys {
-			wg.Go(func() { keys[i], errs[i] = instances[i%2].SigningKey(ctx, "jwt") })
-		}
-		wg.Wait()
-		for i := range keys {
-			if errs[i] != nil {
-				t.Fatal(errs[i])
-			}
-			if len(keys[i]) != 32 || !bytes.Equal(keys[i], keys[0]) {
-				t.Fatalf("key %d = %x, want the same 32 bytes as key 0 (%x)", i, keys[i], keys[0])
-			}
-		}
-		keys[0][0]++ // must not alias the stored key
-		if again, _ := s.SigningKey(ctx, "jwt"); !bytes.Equal(again, keys[1]) {
-			t.Error("signing key changed after the caller modified its copy")
-		}
-		if other, _ := s.SigningKey(ctx, "other"); bytes.Equal(other, keys[1]) {
-			t.Error("different names share a key")
-		}
-		if d, ok := pttl(t, s, store.SigningKeyKey(testPrefix, "jwt")); ok && (d < 29*24*time.Hour || d > 30*24*time.Hour) {
-			t.Errorf("signing key PTTL = %v, want about 30 days", d)
-		}
-	})
-}
-
-func TestMemory_CloseStopsJanitor(t *testing.T) {
-	base := janitors()
-	m := store.NewMemory()
-	if got := janitors(); got != base+1 {
-		t.Fatalf("janitor goroutines after NewMemory = %d, want %d", got, base+1)
-	}
-	if err := m.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Close(); err != nil { // idempotent
-		t.Fatal(err)
-	}
-	// Close waits for the janitor to return, so no polling is needed.
-	if got := janitors(); got != base {
-		t.Errorf("janitor goroutines after Close = %d, want %d (leak)", got, base)
-	}
-	if err := m.Ping(context.Background()); err == nil {
-		t.Error("Ping after Close succeeded")
-	}
-}
-
-// janitors counts goroutines started by NewMemory (its janitor is the only
-// one). Matching the creator rather than the running function also counts
-// a janitor goroutine that has not been scheduled yet.
-func janitors() int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	return bytes.Count(buf, []byte("created by github.com/mcpgw/gateway/store.NewMemory"))
 }
 
 func TestStore_PingAndCloseTwice(t *testing.T) {

@@ -435,13 +435,24 @@ func TestConfig_RejectsConflictingHeaders(t *testing.T) {
 		"bad name":             {"add_headers: {\"X Y\": v}", `add_headers["X Y"]: "X Y" is not a valid header name`},
 		"bad passthrough name": {"passthrough_headers: [\"a:b\"]", `passthrough_headers[0]: "a:b" is not a valid header name`},
 		"case duplicate":       {"add_headers: {X-A: v, x-a: w}", "header X-A is set twice"},
-		"add and passthrough":  {"add_headers: {X-A: v}\n  passthrough_headers: [x-a]", "passthrough_headers: X-A is also in add_headers"},
-		"remove and add":       {"add_headers: {X-A: v}\n  remove_headers: [x-a]", "remove_headers: X-A is also added or passed through"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			checkErr(t, withBackends("one:\n  url: http://h\n  "+c.backend+"\n"), "virtual_hosts.demo.backends.one.", c.want)
 		})
+	}
+}
+
+// A header may be passed through and added (add overrides) or also
+// removed (remove wins): DESIGN.md's precedence, applied at request time.
+func TestConfig_AllowsOverlappingHeaderRulesWithPrecedence(t *testing.T) {
+	cfg, err := Parse([]byte(withBackends("one:\n  url: http://h\n  add_headers: {X-A: v}\n  passthrough_headers: [x-a, X-B]\n  remove_headers: [x-b]\n")), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := cfg.VirtualHosts["demo"].Backends["one"]
+	if b.AddHeaders["X-A"] != "v" || len(b.PassthroughHeaders) != 2 || b.RemoveHeaders[0] != "X-B" {
+		t.Fatalf("header rules not kept: %+v", b)
 	}
 }
 

@@ -73,6 +73,8 @@ func addTools(srv *mcp.Server, st *state) {
 		value := st.counter
 		st.mu.Unlock()
 		logCounter(ctx, req.Session, value)
+		// Subscribers of the counter resource learn it changed.
+		_ = srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: CounterURI})
 		return &mcp.CallToolResult{
 			Content:           []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(value)}},
 			StructuredContent: CounterValue{Value: value},

@@ -12,6 +12,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -82,7 +83,12 @@ type Client struct {
 
 // New returns a client for cfg. A bad URL is reported by Open, as an *Error.
 func New(cfg Config) *Client {
-	ht := http.DefaultTransport.(*http.Transport).Clone()
+	var ht *http.Transport
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		ht = dt.Clone() // proxy, dial and TLS defaults, without sharing its pool
+	} else {
+		ht = &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, TLSHandshakeTimeout: 10 * time.Second}
+	}
 	ht.MaxIdleConns = 256
 	ht.MaxIdleConnsPerHost = 64
 	ht.IdleConnTimeout = 90 * time.Second
@@ -102,9 +108,9 @@ func New(cfg Config) *Client {
 	u, err := url.Parse(cfg.URL)
 	switch {
 	case err != nil:
-		c.urlErr = fmt.Errorf("invalid URL")
+		c.urlErr = errors.New("invalid URL")
 	case u.Scheme != "http" && u.Scheme != "https", u.Host == "":
-		c.urlErr = fmt.Errorf("URL must be absolute http(s)")
+		c.urlErr = errors.New("URL must be absolute http(s)")
 	default:
 		c.url = u
 	}
@@ -169,8 +175,7 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 	if c.urlErr != nil {
 		return nil, c.newError("open", 0, c.urlErr)
 	}
-	conn := &Conn{c: c, headers: c.BuildHeaders(downstream)}
-	conn.life, conn.kill = context.WithCancel(context.Background())
+	conn := newConn(c, c.BuildHeaders(downstream))
 	openCtx, cancel := c.withTimeout(ctx)
 	defer cancel()
 
@@ -240,7 +245,7 @@ func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
 	if err := json.Unmarshal(resp.Result, &res); err != nil || res.ProtocolVersion == "" {
-		return conn.c.newError(op, 0, fmt.Errorf("malformed initialize result"))
+		return conn.c.newError(op, 0, errors.New("malformed initialize result"))
 	}
 	// The spec lets the server answer with another version; one we cannot
 	// speak means we must disconnect rather than guess the wire rules.

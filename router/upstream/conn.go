@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -23,6 +24,9 @@ type transport interface {
 	roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error)
 	// send delivers a notification or a response; no answer is expected.
 	send(ctx context.Context, msg jsonrpc.Message) error
+	// listen delivers the messages no call claims until ctx ends or the
+	// stream breaks (see Conn.Listen).
+	listen(ctx context.Context, handle func(context.Context, jsonrpc.Message)) error
 	// close releases the transport; keep preserves the backend session.
 	close(keep bool) error
 }
@@ -37,16 +41,53 @@ type Conn struct {
 	nextID  atomic.Int64
 	init    *InitResult
 
-	// life ends at Close: in-flight calls and the legacy GET stream hang
-	// off it, so nothing outlives the connection.
-	life      context.Context
-	kill      context.CancelFunc
-	closeOnce sync.Once
-
+	// Close first ends abort, failing in-flight operations (each call
+	// still tells the backend with notifications/cancelled), waits for the
+	// calls to return, then ends life, which bounds the cleanup messages
+	// (cancellations, auto-replies), and finally closes the transport.
+	abort, life     context.Context
+	stopOps, kill   context.CancelFunc
+	closeOnce       sync.Once
+	closing         bool          // guarded by mu
+	inflight        int           // calls running; guarded by mu
+	drained         chan struct{} // closed when inflight drops to 0 during Close; guarded by mu
+	sessionID       string        // guarded by mu
+	protocolVersion string        // guarded by mu
+	sessionGone     bool          // guarded by mu
 	mu              sync.Mutex
-	sessionID       string
-	protocolVersion string
-	sessionGone     bool
+}
+
+// closeWait bounds how long Close waits for in-flight calls to wind down
+// (they need at most cleanupTimeout to send notifications/cancelled); it
+// also keeps a Close called from inside onMessage from deadlocking.
+const closeWait = cleanupTimeout + 500*time.Millisecond
+
+func newConn(c *Client, headers http.Header) *Conn {
+	conn := &Conn{c: c, headers: headers}
+	conn.life, conn.kill = context.WithCancel(context.Background())
+	conn.abort, conn.stopOps = context.WithCancel(conn.life)
+	return conn
+}
+
+// begin registers an in-flight call; it fails once Close has started.
+func (conn *Conn) begin() bool {
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	if conn.closing {
+		return false
+	}
+	conn.inflight++
+	return true
+}
+
+func (conn *Conn) end() {
+	conn.mu.Lock()
+	defer conn.mu.Unlock()
+	conn.inflight--
+	if conn.inflight == 0 && conn.drained != nil {
+		close(conn.drained)
+		conn.drained = nil
+	}
 }
 
 // Init returns the handshake result, or nil when no handshake was made.
@@ -100,20 +141,23 @@ func (conn *Conn) newCall(method string, params json.RawMessage) *jsonrpc.Reques
 // server-to-client requests, which the caller answers with Reply. With a
 // nil onMessage, requests are answered here (ping with an empty result,
 // anything else with -32601) so the backend never waits for an answer
-// nobody will give.
+// nobody will give. onMessage runs on the calling goroutine and holds up
+// the stream while it runs: it may Reply, but must not wait on another
+// Call of the same Conn.
 //
 // If ctx ends (or Config.Timeout fires) first, Call sends
 // notifications/cancelled upstream, synchronously with a short detached
 // timeout so a following Close cannot overtake it, and returns an *Error
 // wrapping the context's error.
 func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessage, onMessage func(jsonrpc.Message)) (*jsonrpc.Response, error) {
-	if conn.life.Err() != nil {
+	if !conn.begin() {
 		return nil, conn.c.newError(method, 0, ErrClosed)
 	}
+	defer conn.end()
 	req := conn.newCall(method, params)
 	callCtx, cancel := conn.c.withTimeout(ctx)
 	defer cancel()
-	stop := context.AfterFunc(conn.life, cancel)
+	stop := context.AfterFunc(conn.abort, cancel)
 	defer stop()
 
 	resp, err := conn.t.roundTrip(callCtx, req, conn.dispatcher(onMessage))
@@ -123,7 +167,8 @@ func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessag
 	if callCtx.Err() == nil {
 		return nil, err
 	}
-	if conn.life.Err() != nil {
+	if conn.abort.Err() != nil {
+		conn.sendCancelled(ctx, req.ID, "connection closed")
 		return nil, conn.c.newError(method, 0, ErrClosed)
 	}
 	conn.sendCancelled(ctx, req.ID, cancelReason(callCtx))
@@ -145,16 +190,16 @@ func (conn *Conn) Reply(ctx context.Context, resp *jsonrpc.Response) error {
 }
 
 func (conn *Conn) deliver(ctx context.Context, op string, msg jsonrpc.Message) error {
-	if conn.life.Err() != nil {
+	if conn.abort.Err() != nil {
 		return conn.c.newError(op, 0, ErrClosed)
 	}
 	sctx, cancel := conn.c.withTimeout(ctx)
 	defer cancel()
-	stop := context.AfterFunc(conn.life, cancel)
+	stop := context.AfterFunc(conn.abort, cancel)
 	defer stop()
 	err := conn.t.send(sctx, msg)
 	if err != nil && sctx.Err() != nil {
-		if conn.life.Err() != nil {
+		if conn.abort.Err() != nil {
 			return conn.c.newError(op, 0, ErrClosed)
 		}
 		return conn.c.contextError(op, sctx)
@@ -165,11 +210,30 @@ func (conn *Conn) deliver(ctx context.Context, op string, msg jsonrpc.Message) e
 // Close ends the connection. For Streamable HTTP with a session id it
 // sends DELETE (bounded by ~2s) unless keep is set, which reuse mode uses
 // to keep the backend session for later requests; for legacy SSE it closes
-// the GET stream and waits for its reader. In-flight calls fail with
-// ErrClosed. Close is idempotent: later calls return nil.
+// the GET stream and waits for its reader. In-flight calls are cancelled
+// first (the backend gets notifications/cancelled for each) and fail with
+// ErrClosed. Close is idempotent: later calls return nil. Calling it from
+// onMessage delays it by closeWait.
 func (conn *Conn) Close(keep bool) error {
 	var err error
 	conn.closeOnce.Do(func() {
+		conn.mu.Lock()
+		conn.closing = true
+		var drained chan struct{}
+		if conn.inflight > 0 {
+			conn.drained = make(chan struct{})
+			drained = conn.drained
+		}
+		conn.mu.Unlock()
+		conn.stopOps()
+		if drained != nil {
+			t := time.NewTimer(closeWait)
+			select {
+			case <-drained:
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		conn.kill()
 		if conn.t != nil {
 			err = conn.t.close(keep)

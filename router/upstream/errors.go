@@ -79,18 +79,41 @@ func (c *Client) newError(op string, status int, err error) error {
 }
 
 // requestError classifies an error from http.Client.Do or from reading a
-// body. The *url.Error wrapper is dropped because its text holds the URL.
+// body. Network errors are summarised (the router shows Error() to MCP
+// clients, and net errors spell out internal addresses and resolvers); the
+// full error stays reachable through Unwrap for logs. The *url.Error
+// wrapper is dropped because its text holds the URL.
 func (c *Client) requestError(op string, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return c.newError(op, 0, &netError{"unreachable: " + dns.Err, err})
+	}
 	var oe *net.OpError
-	if errors.As(err, &oe) && oe.Op == "dial" {
-		return c.newError(op, 0, fmt.Errorf("unreachable: %w", err))
+	if errors.As(err, &oe) {
+		reason := "network error"
+		if oe.Err != nil {
+			reason = oe.Err.Error() // e.g. "connect: connection refused": no address
+		}
+		if oe.Op == "dial" {
+			return c.newError(op, 0, &netError{"unreachable: " + reason, err})
+		}
+		return c.newError(op, 0, &netError{oe.Op + ": " + reason, err})
 	}
 	return c.newError(op, 0, err)
 }
+
+// netError is a network failure whose message omits addresses.
+type netError struct {
+	msg string
+	err error
+}
+
+func (e *netError) Error() string { return e.msg }
+func (e *netError) Unwrap() error { return e.err }
 
 // contextError turns a finished context into an *Error: a Config.Timeout
 // expiry keeps its "timed out after" cause; otherwise the context's own

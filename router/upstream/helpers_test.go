@@ -78,10 +78,20 @@ func newBackend() *backend {
 			b.cancelled <- fmt.Sprint(context.Cause(ctx))
 			return nil, ctx.Err()
 		})
+	b.server.AddTool(&mcp.Tool{Name: "poll", InputSchema: emptyObject},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// SEP-1699: end the call's stream early; the client must resume it
+			// with GET + Last-Event-ID to see the rest.
+			tok := req.Params.GetProgressToken()
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1})
+			req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 10 * time.Millisecond})
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 2})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "polled"}}}, nil
+		})
 	b.server.AddTool(&mcp.Tool{Name: "rich", InputSchema: emptyObject},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{
-				Meta: mcp.Meta{"x-vendor/trace": map[string]any{"id": "t-1", "weights": []any{1, 2.5, -0.125}}},
+				Meta:    mcp.Meta{"x-vendor/trace": map[string]any{"id": "t-1", "weights": []any{1, 2.5, -0.125}}},
 				Content: []mcp.Content{&mcp.TextContent{Text: "<b>é & ü</b> \u2028"}},
 				StructuredContent: map[string]any{
 					"unknownField": map[string]any{"nested": []any{true, nil, "x\"y"}},
@@ -114,6 +124,9 @@ var (
 	modeSSE = mode{"legacy-sse", TransportSSE, func(s *mcp.Server) http.Handler {
 		return mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	}, false, true}
+	modeEventStore = mode{"streamable-event-store", TransportStreamableHTTP, func(s *mcp.Server) http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
+	}, true, true}
 	allModes = []mode{modeStreamable, modeStateless, modeJSON, modeSSE}
 )
 

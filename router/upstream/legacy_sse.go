@@ -33,6 +33,8 @@ type legacySSE struct {
 	mu      sync.Mutex
 	seq     uint64
 	pending map[jsonrpc.ID]*pendingCall
+	// listener takes notifications no call claims, while Listen runs.
+	listener func(jsonrpc.Message)
 }
 
 // pendingCall is one in-flight call waiting for messages from the stream.
@@ -166,6 +168,15 @@ func (l *legacySSE) route(msg jsonrpc.Message) bool {
 		case <-l.ctx.Done():
 			return false
 		}
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() {
+		l.mu.Lock()
+		fn := l.listener
+		l.mu.Unlock()
+		if fn != nil {
+			fn(msg)
+		}
+		return true
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 		l.wg.Add(1) // the reader holds the group, so this cannot race Wait

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpgw/gateway/localdev/demobackend"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,6 +39,10 @@ type BackendOptions struct {
 	NoPrompts, NoResources bool
 	// Instructions replaces the demo's default instructions.
 	Instructions string
+	// StreamingTools adds the tools that exercise traffic beyond plain
+	// request/response: progress, sampling, elicitation, roots, and a tool
+	// that blocks until cancelled (see streaming_tools.go).
+	StreamingTools bool
 }
 
 // Backend is a real go-sdk MCP server on an httptest server, with a
@@ -51,6 +56,11 @@ type Backend struct {
 	// features at run time or send notifications.
 	Server *mcp.Server
 
+	// Started and Cancelled receive the name of the "block" tool's call
+	// argument when it starts and when it observes cancellation (only with
+	// StreamingTools).
+	Started, Cancelled chan string
+
 	srv       *httptest.Server
 	cancel    context.CancelFunc
 	closeOnce sync.Once
@@ -61,6 +71,7 @@ type Backend struct {
 	failures map[string]int // method -> POSTs left to fail; -1: until cleared
 	down     bool
 	deletes  int
+	changed  chan struct{} // closed and replaced whenever a request is recorded
 }
 
 // StartBackend starts a backend that is closed when the test ends.
@@ -76,6 +87,12 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		NoPrompts:    opts.NoPrompts,
 		NoResources:  opts.NoResources,
 	})
+	b := &Backend{Server: srv}
+	if opts.StreamingTools {
+		b.Cancelled = make(chan string, 16)
+		b.Started = make(chan string, 16)
+		addStreamingTools(srv, b)
+	}
 	for i := range opts.ExtraTools {
 		addExtraTool(srv, fmt.Sprintf("t%02d", i))
 	}
@@ -93,12 +110,10 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		})
 	}
 
-	b := &Backend{
-		Server:   srv,
-		counts:   make(map[string]int),
-		headers:  make(map[string]http.Header),
-		failures: make(map[string]int),
-	}
+	b.counts = make(map[string]int)
+	b.headers = make(map[string]http.Header)
+	b.failures = make(map[string]int)
+	b.changed = make(chan struct{})
 	mux := http.NewServeMux()
 	mux.Handle(path, b.middleware(h))
 
@@ -143,6 +158,33 @@ func (b *Backend) Count(method string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.counts[method]
+}
+
+// WaitCount waits until Count(method) reaches n, or timeout passes; it
+// reports whether it did. It wakes on every recorded request (no polling),
+// so a test can wait for the gateway to have done something upstream.
+// Count("GET") counts standalone notification streams opened.
+func (b *Backend) WaitCount(method string, n int, timeout time.Duration) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		b.mu.Lock()
+		got, ch := b.counts[method], b.changed
+		b.mu.Unlock()
+		if got >= n {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
+func (b *Backend) notifyLocked() {
+	close(b.changed)
+	b.changed = make(chan struct{})
 }
 
 // LastHeaders returns a copy of the headers of the last POST with this
@@ -217,10 +259,13 @@ func (b *Backend) middleware(next http.Handler) http.Handler {
 			b.mu.Lock()
 			b.deletes++
 			fail = b.down
+			b.notifyLocked()
 			b.mu.Unlock()
 		default:
 			b.mu.Lock()
+			b.counts[r.Method]++ // "GET": standalone notification streams
 			fail = b.down
+			b.notifyLocked()
 			b.mu.Unlock()
 		}
 		if fail {
@@ -240,6 +285,7 @@ func (b *Backend) recordPost(methods []string, h http.Header) (fail bool) {
 		b.counts[m]++
 		b.headers[m] = h.Clone()
 	}
+	b.notifyLocked()
 	if b.down {
 		return true
 	}

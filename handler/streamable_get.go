@@ -1,0 +1,90 @@
+package handler
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/store"
+)
+
+// Header of the transport's resumability.
+const headerLastEventID = "Last-Event-ID"
+
+// keepAlive is how often an idle GET stream carries a comment, so proxies
+// and load balancers with idle timeouts keep it open.
+const keepAlive = 15 * time.Second
+
+// retryAfter is the reconnection delay announced to clients (SSE retry).
+const retryAfter = 2 * time.Second
+
+// serveGET opens the session's standalone SSE stream: notifications nobody
+// requested (resource updates, log messages, list changes), each with an
+// event id from the session's event log, so a client can resume with
+// Last-Event-ID on any instance.
+func (s *server) serveGET(w http.ResponseWriter, r *http.Request) {
+	if _, sseOK := accepts(r.Header.Values("Accept")); !sseOK || len(r.Header.Values("Accept")) == 0 {
+		writeHTTPError(w, http.StatusNotAcceptable, codeInvalidRequest, "Accept must include text/event-stream")
+		return
+	}
+	principal, _ := auth.FromContext(r.Context())
+	sess, ok := s.loadSession(w, r, principal)
+	if !ok {
+		return
+	}
+	events, err := s.opts.Router.OpenStream(r.Context(), sess, r.Header, r.Header.Get(headerLastEventID))
+	switch {
+	case errors.Is(err, router.ErrStreamBusy):
+		writeHTTPError(w, http.StatusConflict, codeInvalidRequest, "this session already has an open GET stream")
+		return
+	case errors.Is(err, store.ErrBadEventID):
+		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "malformed Last-Event-ID")
+		return
+	case err != nil:
+		s.log.Error("opening session stream failed", "error", err)
+		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
+		return
+	}
+	defer events.Close()
+
+	sw := newSSEWriter(w)
+	// Priming event (2025-11-25 transport): an id and empty data, so a
+	// client that loses the stream before any event can still resume.
+	if err := sw.event(events.PrimeID, retryAfter, nil); err != nil {
+		return
+	}
+	last := events.PrimeID
+	for _, e := range events.Replay {
+		if err := sw.event(e.ID, 0, e.Data); err != nil {
+			return
+		}
+		last = e.ID
+	}
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-events.Ended:
+			return
+		case e, ok := <-events.Live:
+			if !ok {
+				return // fell behind: the client resumes from the log
+			}
+			if last != "" && !router.EventIDAfter(e.ID, last) {
+				continue // already replayed
+			}
+			if err := sw.event(e.ID, 0, e.Data); err != nil {
+				return
+			}
+			last = e.ID
+		case <-tick.C:
+			if err := sw.comment("keep-alive"); err != nil {
+				return
+			}
+		}
+	}
+}

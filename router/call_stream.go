@@ -1,0 +1,227 @@
+package router
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/mcpgw/gateway/router/upstream"
+)
+
+// callStream handles what a backend sends on a call's stream besides the
+// response: progress (token mapped back to the client's), log messages and
+// other notifications, and server-to-client requests (sampling,
+// elicitation, roots), which go to the client under a gateway-issued id and
+// whose answers may come back through any instance.
+type callStream struct {
+	r      *Router
+	v      *vhost
+	c      *Call
+	ctx    context.Context
+	conn   *upstream.Conn
+	key    string // backend key
+	hook   *HookCall
+
+	// The backend sees upstreamToken; the client gets its own token back.
+	upstreamToken   string
+	downstreamToken json.RawMessage
+
+	wg sync.WaitGroup // server-to-client requests in flight
+}
+
+// newRandomID returns a random id with a readable prefix.
+func newRandomID(prefix string) string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// mapProgressToken replaces the client's progress token in the params
+// sent upstream with one the gateway issues for this call, registered
+// before the request is sent, so a notification carrying any other token
+// (another call's, or a backend's invention) matches nothing and is
+// dropped, and concurrent calls cannot see each other's progress.
+func (cs *callStream) mapProgressToken(params json.RawMessage) json.RawMessage {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return params
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(p["_meta"], &meta) != nil || meta == nil {
+		return params
+	}
+	tok, ok := meta["progressToken"]
+	if !ok || string(tok) == "null" {
+		return params
+	}
+	cs.downstreamToken = tok
+	cs.upstreamToken = newRandomID("mcpgw-p-")
+	meta["progressToken"], _ = json.Marshal(cs.upstreamToken)
+	p["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(p)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// onMessage runs on the upstream call's goroutine, in stream order.
+func (cs *callStream) onMessage(msg jsonrpc.Message) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return
+	}
+	if req.IsCall() {
+		cs.serverRequest(req)
+		return
+	}
+	switch req.Method {
+	case "notifications/progress":
+		cs.progress(req)
+	case "notifications/resources/updated":
+		if n := reprefixNotification(cs.v, cs.key, req); n != nil {
+			cs.send(n)
+		}
+	default: // notifications/message, list_changed, ...
+		cs.send(req)
+	}
+}
+
+func (cs *callStream) send(msg jsonrpc.Message) {
+	if cs.c.Stream != nil {
+		_ = cs.c.Stream.Send(msg)
+	}
+}
+
+func (cs *callStream) progress(req *jsonrpc.Request) {
+	if cs.upstreamToken == "" {
+		return
+	}
+	var p map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &p) != nil {
+		return
+	}
+	var tok string
+	if json.Unmarshal(p["progressToken"], &tok) != nil || tok != cs.upstreamToken {
+		return // not this call's token: dropped
+	}
+	p["progressToken"] = cs.downstreamToken
+	params, err := json.Marshal(p)
+	if err != nil {
+		return
+	}
+	if cs.hook != nil {
+		for _, h := range cs.r.opts.Hooks {
+			ph, ok := h.(ProgressHook)
+			if !ok {
+				continue
+			}
+			if params, err = ph.Progress(cs.ctx, cs.hook, params); err != nil {
+				return // a denied progress notification is dropped
+			}
+		}
+	}
+	cs.send(&jsonrpc.Request{Method: req.Method, Params: params})
+}
+
+// clientCapability is the client capability a server request needs.
+var clientCapability = map[string]string{
+	"sampling/createMessage": "sampling",
+	"elicitation/create":     "elicitation",
+	"roots/list":             "roots",
+}
+
+// serverRequest forwards a backend's request to the client. It does not
+// block the stream: the answer may take as long as a human needs.
+func (cs *callStream) serverRequest(req *jsonrpc.Request) {
+	reply := func(resp *jsonrpc.Response) {
+		resp.ID = req.ID
+		_ = cs.conn.Reply(context.WithoutCancel(cs.ctx), resp)
+	}
+	if req.Method == "ping" {
+		reply(&jsonrpc.Response{Result: json.RawMessage(`{}`)})
+		return
+	}
+	capName, known := clientCapability[req.Method]
+	switch {
+	case !known:
+		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "method %q is not forwarded to clients", req.Method)})
+		return
+	case !hasClientCapability(cs.c.Session.ClientCapabilities, capName):
+		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "the client did not advertise the %q capability", capName)})
+		return
+	case cs.c.Stream == nil:
+		reply(&jsonrpc.Response{Error: rpcError(CodeInternalError, "the client cannot receive requests on this call (it accepts no event stream)")})
+		return
+	}
+	cs.wg.Add(1)
+	go func() {
+		defer cs.wg.Done()
+		reply(cs.r.askClient(cs.ctx, cs.c, req))
+	}()
+}
+
+// askClient sends req to the client under a gateway-issued id and waits
+// for the answer, which any instance may receive (see Deliver).
+func (r *Router) askClient(ctx context.Context, c *Call, req *jsonrpc.Request) *jsonrpc.Response {
+	sid := c.Session.ID
+	gid := newRandomID("mcpgw-s-")
+	id, _ := jsonrpc.MakeID(gid)
+	key := idKey(id)
+	ch := r.inflight.addWaiter(sid, key)
+	defer r.inflight.removeWaiter(sid, key)
+	// Recorded before the client can see the request, so its answer, on any
+	// instance, finds where to go.
+	if err := r.opts.Store.AddPending(ctx, sid, key, r.opts.Store.InstanceID(), r.opts.SessionTTL); err != nil {
+		return &jsonrpc.Response{Error: rpcError(CodeInternalError, "cannot record the pending request")}
+	}
+	defer func() { _ = r.opts.Store.RemovePending(context.WithoutCancel(ctx), sid, key) }()
+	if err := c.Stream.Send(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params}); err != nil {
+		return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the client stream is gone")}
+	}
+	t := time.NewTimer(r.opts.ClientRequestTimeout)
+	defer t.Stop()
+	select {
+	case resp := <-ch:
+		return &jsonrpc.Response{Result: resp.Result, Error: resp.Error}
+	case <-t.C:
+		return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the client did not answer %s within %s", req.Method, r.opts.ClientRequestTimeout)}
+	case <-ctx.Done():
+		return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the call ended before the client answered %s", req.Method)}
+	}
+}
+
+func hasClientCapability(raw json.RawMessage, name string) bool {
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(raw, &caps) != nil {
+		return false
+	}
+	v, ok := caps[name]
+	return ok && string(v) != "null"
+}
+
+// reprefixNotification puts the backend prefix back on the URI of a
+// resources/updated notification from a backend of a multi-backend vhost.
+func reprefixNotification(v *vhost, key string, req *jsonrpc.Request) *jsonrpc.Request {
+	if v.single() {
+		return req
+	}
+	var p map[string]json.RawMessage
+	if json.Unmarshal(req.Params, &p) != nil {
+		return nil
+	}
+	var uri string
+	if json.Unmarshal(p["uri"], &uri) != nil || uri == "" {
+		return nil
+	}
+	p["uri"], _ = json.Marshal(prefix(key, uri))
+	params, err := json.Marshal(p)
+	if err != nil {
+		return nil
+	}
+	return &jsonrpc.Request{Method: req.Method, Params: params}
+}

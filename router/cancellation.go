@@ -1,0 +1,86 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/mcpgw/gateway/store"
+)
+
+// ErrNoPendingRequest is returned by Deliver for a client response whose id
+// matches no server-to-client request of the session.
+var ErrNoPendingRequest = errors.New("no server request with this id is pending")
+
+// Notify handles a client notification. notifications/cancelled stops the
+// request it names on whichever instance runs it: directly when it runs
+// here, else through the store, which both marks the request cancelled in
+// the session (for a request that has not arrived yet) and broadcasts the
+// cancel (for one running elsewhere).
+func (r *Router) Notify(ctx context.Context, c *Call) error {
+	switch c.Request.Method {
+	case "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if err := json.Unmarshal(orEmpty(c.Request.Params), &p); err != nil {
+			return nil // malformed notifications are ignored, as the spec asks
+		}
+		id, ok := rawIDKey(p.RequestID)
+		if !ok {
+			return nil
+		}
+		if r.inflight.cancelCall(c.Session.ID, id) {
+			return nil
+		}
+		msg := store.BusMessage{Kind: store.BusCancel, Session: c.Session.ID, ID: id}
+		return r.opts.Store.MarkCancelled(ctx, c.Session.ID, id, msg, r.opts.SessionTTL)
+	}
+	return nil
+}
+
+// Deliver routes the client's response to a server-to-client request to
+// the instance waiting for it.
+func (r *Router) Deliver(ctx context.Context, sess *store.Session, resp *jsonrpc.Response) error {
+	id := idKey(resp.ID)
+	if r.inflight.deliver(sess.ID, id, resp) {
+		return nil
+	}
+	owner, ok := sess.Pending[id]
+	if !ok {
+		return ErrNoPendingRequest
+	}
+	data, err := jsonrpc.EncodeMessage(resp)
+	if err != nil {
+		return err
+	}
+	return r.opts.Store.Publish(ctx, store.BusMessage{Kind: store.BusResponse, Session: sess.ID, ID: id, Data: data, To: owner})
+}
+
+// track registers a call so a cancel can reach it, and honours a cancel
+// that arrived before it (the mark in the loaded session). The returned
+// func unregisters the call and clears a mark acted on.
+func (r *Router) track(ctx context.Context, c *Call) (context.Context, func()) {
+	id := idKey(c.Request.ID)
+	ctx, cancel := context.WithCancelCause(ctx)
+	r.inflight.addCall(c.Session.ID, id, cancel)
+	marked := c.Session.Cancelled[id]
+	if marked {
+		cancel(errCancelledByClient)
+	}
+	return ctx, func() {
+		r.inflight.removeCall(c.Session.ID, id)
+		cancel(nil)
+		if marked || errors.Is(context.Cause(ctx), errCancelledByClient) {
+			// Best effort: a stale mark only costs a field until the TTL.
+			_ = r.opts.Store.ClearCancelled(context.WithoutCancel(ctx), c.Session.ID, id)
+		}
+	}
+}
+
+// cancelledResponse answers a call the client cancelled. The client has
+// stopped waiting; the answer only closes the HTTP exchange.
+func cancelledResponse(id jsonrpc.ID) *jsonrpc.Response {
+	return errorResponse(id, rpcError(CodeRequestCancelled, "request cancelled by the client"))
+}

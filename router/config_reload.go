@@ -1,0 +1,36 @@
+package router
+
+import "reflect"
+
+// Reload swaps in a new set of virtual hosts. Requests already running
+// finish on the old table; new ones use the new. Every GET stream of a
+// vhost whose backends changed gets tools, resources and prompts
+// list_changed notifications (the gateway's lists may have changed even if
+// no backend's did) and its backend listeners are rebuilt. It returns the
+// names of the vhosts that changed.
+//
+// Each instance reloads its own config, so each notifies the streams it
+// holds; no cross-instance traffic is needed.
+func (r *Router) Reload(vhosts map[string]*VirtualHost) []string {
+	next := newRoutingTable(vhosts)
+	prev := r.table.Swap(next)
+	changed := map[string]bool{}
+	var names []string
+	for name, v := range next.vhosts {
+		if old, ok := prev.vhosts[name]; !ok || !reflect.DeepEqual(old.backends, v.backends) {
+			changed[name] = true
+			names = append(names, name)
+		}
+	}
+	for name := range prev.vhosts {
+		if _, ok := next.vhosts[name]; !ok {
+			changed[name] = true
+			names = append(names, name)
+		}
+	}
+	prev.close()
+	if len(changed) > 0 {
+		r.streams.vhostChanged(changed)
+	}
+	return names
+}

@@ -1,0 +1,133 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/mcpgw/gateway/store"
+)
+
+// The in-flight registry knows the requests this process is running and
+// the server-to-client requests it is waiting on. It is process-local by
+// nature (a context.CancelFunc cannot live in Redis); what crosses
+// instances goes over the store's bus and is matched against it here.
+
+// errCancelledByClient is the cause of a call the client cancelled.
+var errCancelledByClient = errors.New("cancelled by the client")
+
+// CodeRequestCancelled answers a request the client cancelled, for
+// transports that need some answer to close the HTTP exchange.
+const CodeRequestCancelled = -32800
+
+type inflight struct {
+	mu      sync.Mutex
+	calls   map[string]context.CancelCauseFunc // session \x00 request id
+	waiters map[string]chan *jsonrpc.Response  // session \x00 gateway-issued id
+}
+
+func newInflight() *inflight {
+	return &inflight{calls: map[string]context.CancelCauseFunc{}, waiters: map[string]chan *jsonrpc.Response{}}
+}
+
+func slot(sid, id string) string { return sid + "\x00" + id }
+
+func (f *inflight) addCall(sid, id string, cancel context.CancelCauseFunc) {
+	f.mu.Lock()
+	f.calls[slot(sid, id)] = cancel
+	f.mu.Unlock()
+}
+
+func (f *inflight) removeCall(sid, id string) {
+	f.mu.Lock()
+	delete(f.calls, slot(sid, id))
+	f.mu.Unlock()
+}
+
+// cancelCall cancels a local call; it reports whether one was running.
+func (f *inflight) cancelCall(sid, id string) bool {
+	f.mu.Lock()
+	cancel, ok := f.calls[slot(sid, id)]
+	f.mu.Unlock()
+	if ok {
+		cancel(errCancelledByClient)
+	}
+	return ok
+}
+
+func (f *inflight) addWaiter(sid, id string) chan *jsonrpc.Response {
+	ch := make(chan *jsonrpc.Response, 1)
+	f.mu.Lock()
+	f.waiters[slot(sid, id)] = ch
+	f.mu.Unlock()
+	return ch
+}
+
+func (f *inflight) removeWaiter(sid, id string) {
+	f.mu.Lock()
+	delete(f.waiters, slot(sid, id))
+	f.mu.Unlock()
+}
+
+// deliver hands a client's response to the local waiter, if any. It never
+// blocks: a waiter takes exactly one response.
+func (f *inflight) deliver(sid, id string, resp *jsonrpc.Response) bool {
+	f.mu.Lock()
+	ch, ok := f.waiters[slot(sid, id)]
+	if ok {
+		delete(f.waiters, slot(sid, id))
+	}
+	f.mu.Unlock()
+	if ok {
+		ch <- resp
+	}
+	return ok
+}
+
+// idKey is the canonical text of a JSON-RPC id: `7` or `"abc"`. Ids from
+// requests and from the requestId of notifications/cancelled both go
+// through jsonrpc.MakeID, so 7 and 7.0 name the same request.
+func idKey(id jsonrpc.ID) string {
+	switch v := id.Raw().(type) {
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case string:
+		return strconv.Quote(v)
+	}
+	return ""
+}
+
+// rawIDKey canonicalises an id given as raw JSON.
+func rawIDKey(raw json.RawMessage) (string, bool) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil || v == nil {
+		return "", false
+	}
+	id, err := jsonrpc.MakeID(v)
+	if err != nil {
+		return "", false
+	}
+	return idKey(id), true
+}
+
+// onBus dispatches what other instances (and this one) publish. It runs on
+// the store's bus goroutine and must not block.
+func (r *Router) onBus(m store.BusMessage) {
+	if m.To != "" && m.To != r.opts.Store.InstanceID() {
+		return
+	}
+	switch m.Kind {
+	case store.BusCancel:
+		r.inflight.cancelCall(m.Session, m.ID)
+	case store.BusResponse:
+		msg, err := jsonrpc.DecodeMessage(m.Data)
+		if resp, ok := msg.(*jsonrpc.Response); err == nil && ok {
+			r.inflight.deliver(m.Session, m.ID, resp)
+		}
+	case store.BusStreamTaken, store.BusSubscriptions, store.BusNotify:
+		r.streams.onBus(m)
+	}
+}
