@@ -4,7 +4,7 @@ GO      ?= go
 BIN     ?= bin
 GOFLAGS ?=
 
-.PHONY: run test build vet fmt clean
+.PHONY: run test build vet fmt clean conformance
 
 run: ## demo gateway: in-memory store, two demo backends, no auth
 	$(GO) run ./cmd/gateway --demo
@@ -25,3 +25,8 @@ fmt:
 
 clean:
 	rm -rf $(BIN)
+
+MCPGW_CACHE ?= .cache/conformance
+
+conformance: ## MCP conformance suite vs 2 gateways on Redis behind a round-robin proxy (SCENARIO=name for one)
+	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) ./scripts/conformance.sh

@@ -27,13 +27,19 @@ func TestMain(m *testing.M) {
 // newStore opens a Redis store on the shared test server, with a key
 // prefix of its own so tests do not see each other's keys.
 func newStore(t *testing.T) store.Store {
+	st, _ := newPrefixedStore(t)
+	return st
+}
+
+func newPrefixedStore(t *testing.T) (store.Store, string) {
 	t.Helper()
-	st, err := store.NewRedis(redisSrv.URL(), store.RedisOptions{KeyPrefix: "t" + fmt.Sprint(time.Now().UnixNano())})
+	prefix := "t" + fmt.Sprint(time.Now().UnixNano())
+	st, err := store.NewRedis(redisSrv.URL(), store.RedisOptions{KeyPrefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	return st
+	return st, prefix
 }
 
 // fixture is a router over real backends and a real Redis store.
@@ -42,6 +48,7 @@ type fixture struct {
 	store    store.Store
 	router   *router.Router
 	vhost    string
+	prefix   string // store key prefix, for a second instance on the same keys
 	backends map[string]*testsupport.Backend
 }
 
@@ -60,7 +67,7 @@ func newFixtureOpts(t *testing.T, opts router.Options, specs ...backendSpec) *fi
 	t.Helper()
 	f := &fixture{t: t, vhost: "vh", backends: map[string]*testsupport.Backend{}}
 	if opts.Store == nil {
-		opts.Store = newStore(t)
+		opts.Store, f.prefix = newPrefixedStore(t)
 	}
 	f.store = opts.Store
 	vh := &router.VirtualHost{Name: f.vhost, Backends: map[string]*router.Backend{}}

@@ -11,13 +11,17 @@ import (
 // The streaming tools exercise every message that is not a plain
 // request/response, so gateway tests can follow each across instances:
 //
-//	progress {steps}  sends `steps` progress notifications, then returns "done"
+//	progress {steps, stray} sends `steps` progress notifications (and one with
+//	                  a foreign token if stray), then returns "done"
 //	sample   {prompt} asks the client for a completion (sampling/createMessage)
 //	confirm  {question} asks the client for input (elicitation/create)
 //	roots    {}       asks the client for its roots (roots/list)
 //	block    {tag}    signals Started, waits for cancellation, signals Cancelled
 type progressArgs struct {
 	Steps int `json:"steps"`
+	// Stray also sends a progress notification with a token the client
+	// never issued, which the gateway must drop.
+	Stray bool `json:"stray,omitempty"`
 }
 type sampleArgs struct {
 	Prompt string `json:"prompt"`
@@ -37,6 +41,9 @@ func addStreamingTools(srv *mcp.Server, b *Backend) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "progress", Description: "Report progress steps, then finish."},
 		func(ctx context.Context, req *mcp.CallToolRequest, args progressArgs) (*mcp.CallToolResult, any, error) {
 			token := req.Params.GetProgressToken()
+			if args.Stray {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "not-yours", Progress: 1})
+			}
 			for i := 1; i <= args.Steps; i++ {
 				if token != nil {
 					if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{

@@ -1,0 +1,256 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (@modelcontextprotocol/conformance)
+# against the gateway, deployed the way production runs it: two gateway
+# instances on one Redis behind a round-robin proxy with no affinity, in
+# front of the go-sdk's conformance "everything" server.
+#
+#   conformance CLI ──► rrproxy ──┬─► gateway #1 ──┬─► everything-server (stateful)
+#                                 └─► gateway #2 ──┘
+#                                        └── redis ──┘ (sessions, snapshots, bus)
+#
+# Usage: scripts/conformance.sh          (or: make conformance)
+#
+# Environment:
+#   MCPGW_CACHE          cache dir for Node, the suite, binaries and run logs
+#                        (default: .cache/conformance in the repository)
+#   CONFORMANCE_VERSION  suite version, pinned (default 0.1.16)
+#   SCENARIO             run only this scenario (default: the whole suite)
+#   SUITE                active (default: excludes the suite's "pending" ones) | all | pending
+#   GATEWAY_BIN          use this gateway binary instead of building ./cmd/gateway
+#   BACKEND_BIN          use this everything-server binary instead of building it
+#   RRPROXY_BIN          use this rrproxy binary instead of building ./localdev/cmd/rrproxy
+#   BACKEND_SESSION      the backend's `session:` mode in the gateway config
+#                        (per-request, the default, or reuse)
+#   GATEWAY_LOG_LEVEL    gateway --log-level (default debug: one line per request)
+#   SUITE_TIMEOUT        seconds before the whole suite run is killed (default 1800)
+#
+# Exit status: 0 when every check of every scenario passed, 1 otherwise.
+# Everything a run produced (config, process logs, the suite's output and
+# checks.json per scenario) stays in $MCPGW_CACHE/runs/<timestamp>.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+CACHE=${MCPGW_CACHE:-.cache/conformance}
+CONFORMANCE_VERSION=${CONFORMANCE_VERSION:-0.1.16}
+NODE_MAJOR=22
+SCENARIO=${SCENARIO:-}
+SUITE=${SUITE:-active}
+BACKEND_SESSION=${BACKEND_SESSION:-per-request}
+GATEWAY_LOG_LEVEL=${GATEWAY_LOG_LEVEL:-debug}
+SUITE_TIMEOUT=${SUITE_TIMEOUT:-1800}
+GO=${GO:-go}
+GO_SDK=github.com/modelcontextprotocol/go-sdk
+
+mkdir -p "$CACHE"
+CACHE=$(cd "$CACHE" && pwd)
+NPM_DIR=$CACHE/npm
+BIN_DIR=$CACHE/bin
+RUN=$CACHE/runs/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$BIN_DIR" "$RUN"
+ln -sfn "$RUN" "$CACHE/runs/latest"
+# Keep the ten most recent runs.
+ls -1d "$CACHE"/runs/2* 2>/dev/null | head -n -10 | xargs -r rm -rf
+
+log() { printf '\033[1mconformance:\033[0m %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+T0=$SECONDS
+
+# ---------------------------------------------------------------------------
+# 1. Node 22 and the suite, installed from npm into the cache (reused).
+# ---------------------------------------------------------------------------
+NODE=$NPM_DIR/node_modules/node/bin/node
+SUITE_PKG=$NPM_DIR/node_modules/@modelcontextprotocol/conformance
+
+installed_version() { # prints the installed suite's version, or nothing
+  [ -f "$SUITE_PKG/package.json" ] && [ -x "$NODE" ] || return 0
+  "$NODE" -p "require('$SUITE_PKG/package.json').version" 2>/dev/null || true
+}
+node_major() { [ -x "$NODE" ] && "$NODE" -p 'process.versions.node.split(".")[0]' 2>/dev/null || true; }
+
+if [ "$(node_major)" != "$NODE_MAJOR" ] || [ "$(installed_version)" != "$CONFORMANCE_VERSION" ]; then
+  command -v npm >/dev/null || die "npm is required to install Node $NODE_MAJOR and the suite"
+  log "installing node@$NODE_MAJOR and @modelcontextprotocol/conformance@$CONFORMANCE_VERSION into $NPM_DIR"
+  mkdir -p "$NPM_DIR"
+  # node@22 is the Node binary packaged for npm (its install script fetches
+  # the platform package); engine warnings come from running npm on older Node.
+  npm install --prefix "$NPM_DIR" --save-exact --no-audit --no-fund --loglevel=error \
+    "node@$NODE_MAJOR" "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >&2
+  [ "$(node_major)" = "$NODE_MAJOR" ] ||
+    die "no Node $NODE_MAJOR at $NODE after npm install (were install scripts blocked? see npm's warnings)"
+  [ "$(installed_version)" = "$CONFORMANCE_VERSION" ] || die "suite $CONFORMANCE_VERSION not installed in $SUITE_PKG"
+fi
+# The suite's bin has a `#!/usr/bin/env node` line: put Node 22 first on PATH.
+export PATH="$NPM_DIR/node_modules/.bin:$PATH"
+log "node $("$NODE" --version), conformance $(installed_version)"
+
+# ---------------------------------------------------------------------------
+# 2. Binaries: the gateway, the go-sdk conformance server, the proxy.
+# ---------------------------------------------------------------------------
+build() { # build <output> <package>
+  log "go build $2"
+  "$GO" build -o "$1" "$2" || die "building $2 failed (set GATEWAY_BIN/BACKEND_BIN/RRPROXY_BIN to use prebuilt binaries)"
+}
+if [ -z "${GATEWAY_BIN:-}" ]; then GATEWAY_BIN=$BIN_DIR/gateway; build "$GATEWAY_BIN" ./cmd/gateway; fi
+if [ -z "${BACKEND_BIN:-}" ]; then BACKEND_BIN=$BIN_DIR/everything-server; build "$BACKEND_BIN" "$GO_SDK/conformance/everything-server"; fi
+if [ -z "${RRPROXY_BIN:-}" ]; then RRPROXY_BIN=$BIN_DIR/rrproxy; build "$RRPROXY_BIN" ./localdev/cmd/rrproxy; fi
+for b in "$GATEWAY_BIN" "$BACKEND_BIN" "$RRPROXY_BIN" "$(command -v redis-server || echo redis-server)"; do
+  [ -x "$b" ] || die "$b: not an executable (redis-server comes with: apt-get install redis-server)"
+done
+
+# ---------------------------------------------------------------------------
+# 3. Processes. Every one started is recorded and stopped on exit.
+# ---------------------------------------------------------------------------
+PIDS=()
+cleanup() {
+  local rc=$?
+  if [ ${#PIDS[@]} -gt 0 ]; then
+    log "stopping ${#PIDS[@]} processes"
+    kill -TERM "${PIDS[@]}" 2>/dev/null || true
+    for _ in $(seq 50); do # up to 5s for a graceful stop
+      kill -0 "${PIDS[@]}" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "${PIDS[@]}" 2>/dev/null || true
+    wait "${PIDS[@]}" 2>/dev/null || true
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+free_port() { # a loopback port that was free a moment ago
+  "$NODE" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+# start <name> <cmd...>: runs cmd in the background, output in $RUN/<name>.log
+start() {
+  local name=$1; shift
+  "$@" >"$RUN/$name.log" 2>&1 &
+  PIDS+=($!)
+  LAST_PID=$!
+}
+
+# wait_for <name> <pid> <test-command...>: until the test succeeds (20s max)
+wait_for() {
+  local name=$1 pid=$2; shift 2
+  for _ in $(seq 200); do
+    "$@" && return 0
+    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$RUN/$name.log" >&2; die "$name exited during start-up (log: $RUN/$name.log)"; }
+    sleep 0.1
+  done
+  tail -n 20 "$RUN/$name.log" >&2
+  die "$name not ready after 20s (log: $RUN/$name.log)"
+}
+log_has() { grep -q -- "$2" "$RUN/$1.log"; }
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# The address a process printed in its "...: listening on http://ADDR" line.
+listen_url() { grep -m1 -o "listening on http://[^ ]*" "$RUN/$1.log" | sed 's/^listening on //'; }
+
+# Redis: no persistence, loopback only.
+REDIS_PORT=$(free_port)
+start redis redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no
+wait_for redis "$LAST_PID" log_has redis "Ready to accept connections"
+log "redis on 127.0.0.1:$REDIS_PORT"
+
+# The conformance backend, stateful: it keeps sessions, so it can send
+# server-to-client requests and notifications. It serves every path.
+BACKEND_PORT=$(free_port)
+start backend "$BACKEND_BIN" -stateless=false -http "127.0.0.1:$BACKEND_PORT"
+wait_for backend "$LAST_PID" port_open "$BACKEND_PORT"
+log "everything-server on 127.0.0.1:$BACKEND_PORT"
+
+# One vhost, one backend: identifiers pass through unchanged, which is what
+# the suite expects (test_simple_text, test://static-text, ...).
+cat >"$RUN/gateway.yaml" <<EOF
+# Generated by scripts/conformance.sh
+allowed_hosts: [localhost, 127.0.0.1]   # the suite checks a 403 for a foreign Host
+auth:
+  mode: none
+virtual_hosts:
+  conformance:
+    backends:
+      conformance:
+        url: http://127.0.0.1:$BACKEND_PORT/mcp
+        session: $BACKEND_SESSION
+EOF
+
+GATEWAYS=()
+for i in 1 2; do
+  start "gateway$i" "$GATEWAY_BIN" --config "$RUN/gateway.yaml" --listen 127.0.0.1:0 \
+    --redis-url "redis://127.0.0.1:$REDIS_PORT" --log-level "$GATEWAY_LOG_LEVEL"
+  wait_for "gateway$i" "$LAST_PID" log_has "gateway$i" "mcpgw: listening on http://"
+  GATEWAYS+=("$(listen_url "gateway$i")")
+  log "gateway #$i on ${GATEWAYS[-1]}"
+done
+
+start rrproxy "$RRPROXY_BIN" --listen 127.0.0.1:0 --target "${GATEWAYS[0]}" --target "${GATEWAYS[1]}"
+wait_for rrproxy "$LAST_PID" log_has rrproxy "rrproxy: listening on http://"
+# A loopback URL: the DNS-rebinding scenario only applies to localhost servers.
+URL=$(listen_url rrproxy)/servers/conformance/mcp
+log "round-robin proxy: $URL"
+log "started in $((SECONDS - T0))s; logs in $RUN"
+
+# ---------------------------------------------------------------------------
+# 4. The suite. It prints each check and a summary, writes
+#    <results>/server-<scenario>-<time>/checks.json, and exits 1 on a failure.
+# ---------------------------------------------------------------------------
+args=(server --url "$URL" --output-dir "$RUN/results")
+if [ -n "$SCENARIO" ]; then args+=(--scenario "$SCENARIO"); else args+=(--suite "$SUITE"); fi
+log "running: conformance ${args[*]}"
+T1=$SECONDS
+set +e
+timeout --foreground "$SUITE_TIMEOUT" conformance "${args[@]}" 2>&1 | tee "$RUN/suite.log"
+suite_rc=${PIPESTATUS[0]}
+set -e
+SUITE_SECS=$((SECONDS - T1))
+[ "$suite_rc" = 124 ] && log "the suite timed out after ${SUITE_TIMEOUT}s"
+
+# ---------------------------------------------------------------------------
+# 5. Summary: one line per scenario, and every failed check with its message.
+# ---------------------------------------------------------------------------
+summary_rc=0
+"$NODE" - "$RUN/results" "$RUN/suite.log" >"$RUN/summary.txt" <<'JS' || summary_rc=$?
+const fs = require('fs'), path = require('path');
+const [resultsDir, logFile] = process.argv.slice(2);
+const log = fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8').replace(/\x1b\[[0-9;]*m/g, '') : '';
+// Scenarios in the order the suite ran them, then their checks.json.
+const order = [...log.matchAll(/^(?:=== Running scenario: (\S+) ===|Running client scenario '([^']+)')/gm)]
+  .map(m => m[1] || m[2]).filter((s, i, a) => a.indexOf(s) === i);
+const results = {};
+for (const d of fs.existsSync(resultsDir) ? fs.readdirSync(resultsDir) : []) {
+  const m = d.match(/^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$/);
+  const f = path.join(resultsDir, d, 'checks.json');
+  if (m && fs.existsSync(f)) results[m[1]] = JSON.parse(fs.readFileSync(f, 'utf8'));
+}
+for (const s of Object.keys(results)) if (!order.includes(s)) order.push(s);
+let failedScenarios = 0;
+const out = [];
+for (const s of order) {
+  const checks = results[s];
+  if (!checks) { // the scenario threw before producing checks
+    const m = log.match(new RegExp(`Failed to run scenario ${s}:(.*)`));
+    out.push(`FAIL  ${s}: did not complete:${m ? m[1] : ' no checks.json (see suite.log)'}`);
+    failedScenarios++;
+    continue;
+  }
+  const n = st => checks.filter(c => c.status === st).length;
+  const failed = n('FAILURE'), warned = n('WARNING');
+  if (failed) failedScenarios++;
+  out.push(`${failed ? 'FAIL' : 'PASS'}  ${s}: ${n('SUCCESS')} passed, ${failed} failed` + (warned ? `, ${warned} warnings` : ''));
+  for (const c of checks.filter(c => c.status === 'FAILURE' || c.status === 'WARNING'))
+    out.push(`        ${c.status === 'FAILURE' ? 'failed ' : 'warning'} ${c.id}: ${(c.errorMessage || c.description || '').replace(/\s+/g, ' ')}`);
+}
+out.push('', `${order.length - failedScenarios}/${order.length} scenarios passed, ${failedScenarios} failed`);
+console.log(out.join('\n'));
+process.exit(failedScenarios || order.length === 0 ? 1 : 0);
+JS
+echo
+echo "=== conformance summary (gateway via round-robin proxy, 2 instances) ==="
+cat "$RUN/summary.txt"
+echo "suite: ${SUITE_SECS}s, total: $((SECONDS - T0))s; logs and checks.json in $RUN"
+
+if [ "$suite_rc" != 0 ] || [ "$summary_rc" != 0 ]; then exit 1; fi
