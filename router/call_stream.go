@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // callStream handles what a backend sends on a call's stream besides the
@@ -18,13 +18,13 @@ import (
 // elicitation, roots), which go to the client under a gateway-issued id and
 // whose answers may come back through any instance.
 type callStream struct {
-	r      *Router
-	v      *vhost
-	c      *Call
-	ctx    context.Context
-	conn   *upstream.Conn
-	key    string // backend key
-	hook   *HookCall
+	r    *Router
+	v    *vhost
+	c    *Call
+	ctx  context.Context
+	conn *upstream.Conn
+	key  string // backend key
+	hook *HookCall
 
 	// The backend sees upstreamToken; the client gets its own token back.
 	upstreamToken   string

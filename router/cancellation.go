@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // ErrNoPendingRequest is returned by Deliver for a client response whose id

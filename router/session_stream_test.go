@@ -58,7 +58,9 @@ func uriOf(n *jsonrpc.Request) string {
 // addTool makes a go-sdk backend send notifications/tools/list_changed.
 func addTool(f *fixture, backend, name string) {
 	f.backends[backend].Server.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 }
 
 func TestStream_SubscriptionUpdatesReachTheStreamOnAnotherInstance(t *testing.T) {
