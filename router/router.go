@@ -117,6 +117,11 @@ func (r *Router) Close() {
 	r.table.Load().close()
 }
 
+// EndStreams ends every GET stream this instance holds and releases their
+// claims, so clients reconnect (and resume) on another instance. Servers
+// call it when shutting down, before waiting for connections to drain.
+func (r *Router) EndStreams() { r.streams.closeAll() }
+
 // HasVHost reports whether a virtual host is configured.
 func (r *Router) HasVHost(name string) bool {
 	_, ok := r.table.Load().vhosts[name]

@@ -51,7 +51,7 @@ RUN=$CACHE/runs/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$BIN_DIR" "$RUN"
 ln -sfn "$RUN" "$CACHE/runs/latest"
 # Keep the ten most recent runs.
-ls -1d "$CACHE"/runs/2* 2>/dev/null | head -n -10 | xargs -r rm -rf
+{ ls -1d "$CACHE"/runs/2* 2>/dev/null | head -n -10 | xargs -r rm -rf; } || true
 
 log() { printf '\033[1mconformance:\033[0m %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -93,7 +93,12 @@ build() { # build <output> <package>
   log "go build $2"
   "$GO" build -o "$1" "$2" || die "building $2 failed (set GATEWAY_BIN/BACKEND_BIN/RRPROXY_BIN to use prebuilt binaries)"
 }
-if [ -z "${GATEWAY_BIN:-}" ]; then GATEWAY_BIN=$BIN_DIR/gateway; build "$GATEWAY_BIN" ./cmd/gateway; fi
+GATEWAY_FROM="prebuilt ${GATEWAY_BIN:-}"
+if [ -z "${GATEWAY_BIN:-}" ]; then
+  GATEWAY_BIN=$BIN_DIR/gateway
+  build "$GATEWAY_BIN" ./cmd/gateway
+  GATEWAY_FROM="tree at $(git describe --always --dirty 2>/dev/null || echo '?')"
+fi
 if [ -z "${BACKEND_BIN:-}" ]; then BACKEND_BIN=$BIN_DIR/everything-server; build "$BACKEND_BIN" "$GO_SDK/conformance/everything-server"; fi
 if [ -z "${RRPROXY_BIN:-}" ]; then RRPROXY_BIN=$BIN_DIR/rrproxy; build "$RRPROXY_BIN" ./localdev/cmd/rrproxy; fi
 for b in "$GATEWAY_BIN" "$BACKEND_BIN" "$RRPROXY_BIN" "$(command -v redis-server || echo redis-server)"; do
@@ -227,7 +232,7 @@ for (const d of fs.existsSync(resultsDir) ? fs.readdirSync(resultsDir) : []) {
   if (m && fs.existsSync(f)) results[m[1]] = JSON.parse(fs.readFileSync(f, 'utf8'));
 }
 for (const s of Object.keys(results)) if (!order.includes(s)) order.push(s);
-let failedScenarios = 0;
+let failedScenarios = 0, naScenarios = 0;
 const out = [];
 for (const s of order) {
   const checks = results[s];
@@ -238,18 +243,27 @@ for (const s of order) {
     continue;
   }
   const n = st => checks.filter(c => c.status === st).length;
-  const failed = n('FAILURE'), warned = n('WARNING');
+  const passed = n('SUCCESS'), failed = n('FAILURE'), warned = n('WARNING');
   if (failed) failedScenarios++;
-  out.push(`${failed ? 'FAIL' : 'PASS'}  ${s}: ${n('SUCCESS')} passed, ${failed} failed` + (warned ? `, ${warned} warnings` : ''));
-  for (const c of checks.filter(c => c.status === 'FAILURE' || c.status === 'WARNING'))
-    out.push(`        ${c.status === 'FAILURE' ? 'failed ' : 'warning'} ${c.id}: ${(c.errorMessage || c.description || '').replace(/\s+/g, ' ')}`);
+  // N/A: the scenario ran but decided none of its checks applied.
+  const label = failed ? 'FAIL' : passed ? 'PASS' : 'N/A ';
+  if (!failed && !passed) naScenarios++;
+  out.push(`${label}  ${s}: ${passed} passed, ${failed} failed` + (warned ? `, ${warned} warnings` : ''));
+  const one = t => String(t || '').replace(/\s+/g, ' ');
+  for (const c of checks) {
+    if (c.status === 'FAILURE') out.push(`        failed  ${c.id}: ${one(c.errorMessage || c.description)}`);
+    else if (c.status === 'WARNING') out.push(`        warning ${c.id}: ${one(c.errorMessage || c.description)}`);
+    // INFO checks with a message say why a part of the scenario was skipped.
+    else if (c.status === 'INFO' && c.details && c.details.message) out.push(`        note    ${c.id}: ${one(c.details.message)}`);
+  }
 }
-out.push('', `${order.length - failedScenarios}/${order.length} scenarios passed, ${failedScenarios} failed`);
+out.push('', `${order.length} scenarios: ${order.length - failedScenarios - naScenarios} passed, ` +
+  `${naScenarios} not applicable, ${failedScenarios} failed`);
 console.log(out.join('\n'));
 process.exit(failedScenarios || order.length === 0 ? 1 : 0);
 JS
 echo
-echo "=== conformance summary (gateway via round-robin proxy, 2 instances) ==="
+echo "=== conformance summary: 2 gateway instances ($GATEWAY_FROM) behind round-robin, backend session: $BACKEND_SESSION ==="
 cat "$RUN/summary.txt"
 echo "suite: ${SUITE_SECS}s, total: $((SECONDS - T0))s; logs and checks.json in $RUN"
 

@@ -39,11 +39,18 @@ type cluster struct {
 
 // newCluster writes a config with one "demo" vhost over two real backends.
 func newCluster(t *testing.T) *cluster {
+	return newClusterWith(t, testsupport.BackendOptions{})
+}
+
+// newClusterWith is newCluster with backends built from opts.
+func newClusterWith(t *testing.T, opts testsupport.BackendOptions) *cluster {
 	t.Helper()
 	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"),
 		backends: map[string]*testsupport.Backend{}, prefix: fmt.Sprintf("e%d", time.Now().UnixNano())}
 	for _, k := range []string{"gateway-one", "gateway-two"} {
-		c.backends[k] = testsupport.StartBackend(t, testsupport.BackendOptions{Name: k})
+		o := opts
+		o.Name = k
+		c.backends[k] = testsupport.StartBackend(t, o)
 	}
 	cfg := fmt.Sprintf(`session_ttl: 10m
 allowed_hosts: [127.0.0.1, localhost]
@@ -63,10 +70,15 @@ virtual_hosts:
         url: %s
 `, jwtSecretEnv, c.backends["gateway-one"].URL, c.backends["gateway-two"].URL)
 	c.config = filepath.Join(t.TempDir(), "gateway.yaml")
-	if err := os.WriteFile(c.config, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	c.writeConfig(cfg)
 	return c
+}
+
+func (c *cluster) writeConfig(cfg string) {
+	c.t.Helper()
+	if err := os.WriteFile(c.config, []byte(cfg), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // start launches one more gateway instance on the shared Redis.

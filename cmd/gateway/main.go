@@ -4,7 +4,8 @@
 //	gateway --demo
 //
 // Flags override environment variables (MCPGW_CONFIG, MCPGW_LISTEN,
-// MCPGW_REDIS_URL, MCPGW_LOG_LEVEL). Without a Redis URL the gateway keeps
+// MCPGW_REDIS_URL, MCPGW_LOG_LEVEL). The config's virtual_hosts reload on
+// SIGHUP and when the file changes. Without a Redis URL the gateway keeps
 // sessions in memory and must run as a single instance.
 package main
 
@@ -37,6 +38,7 @@ func main() {
 type options struct {
 	config, listen, redisURL, logLevel string
 	demo                               bool
+	reloadEvery                        time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -47,6 +49,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.listen, "listen", envOr("MCPGW_LISTEN", ":8080"), "listen `address` (env MCPGW_LISTEN)")
 	fs.StringVar(&o.redisURL, "redis-url", os.Getenv("MCPGW_REDIS_URL"), "Redis `URL`: redis://, rediss://, redis+cluster://, redis+sentinel:// (env MCPGW_REDIS_URL); empty = in-memory store, single instance")
 	fs.StringVar(&o.logLevel, "log-level", envOr("MCPGW_LOG_LEVEL", "info"), "log `level`: debug, info, warn, error (env MCPGW_LOG_LEVEL)")
+	fs.DurationVar(&o.reloadEvery, "reload-interval", 5*time.Second, "how often to check the config file for changes (0: only on SIGHUP)")
 	fs.BoolVar(&o.demo, "demo", false, "run two in-process demo backends behind a \"demo\" vhost with no auth")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -103,6 +106,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second}
+	// GET streams never end on their own: end them first so Shutdown can
+	// drain; their clients resume on another instance.
+	srv.RegisterOnShutdown(a.Router.EndStreams)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 
@@ -112,6 +118,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "mcpgw: listening on %s\n", base)
 	if o.demo {
 		printDemoHelp(stdout, base)
+	} else {
+		go watchConfig(ctx, o.config, o.reloadEvery, a, log)
 	}
 
 	select {

@@ -120,6 +120,7 @@ func StartGateway(t testing.TB, bin string, args []string, env []string) *Gatewa
 	var once sync.Once
 	announce := func(url string) { once.Do(func() { ready <- url }) }
 	cmd := exec.Command(bin, append(slices.Clone(args), "--listen", "127.0.0.1:0")...)
+	dieWithParent(cmd)
 	cmd.Env = append(os.Environ(), env...)
 	// The line is expected on stdout, but stderr is watched as well since
 	// that is where the log package writes by default.
@@ -261,4 +262,9 @@ func readyURL(line string) (string, bool) {
 		return "", false
 	}
 	return url, true
+}
+
+// Signal sends sig to the process (e.g. SIGHUP to reload its config).
+func (p *GatewayProcess) Signal(sig os.Signal) {
+	_ = p.cmd.Process.Signal(sig)
 }

@@ -1,0 +1,205 @@
+package tests
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpgw/gateway/tests/testsupport"
+)
+
+const capsAll = `{"sampling":{},"elicitation":{},"roots":{"listChanged":true}}`
+
+func (c *rawClient) initializeCaps(base, caps string) {
+	c.t.Helper()
+	r, h := c.post(base, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"raw","version":"1"}}}`)
+	if r.status != 200 || r.Error != nil {
+		c.t.Fatalf("initialize: %d %+v", r.status, r.Error)
+	}
+	c.sid = h.Get("Mcp-Session-Id")
+}
+
+func TestStreams_CancelSentToAnotherInstanceReachesTheBackend(t *testing.T) {
+	c := newClusterWith(t, testsupport.BackendOptions{StreamingTools: true})
+	a, b := c.start(), c.start()
+	cl := &rawClient{t: t, token: c.token("alice")}
+	cl.initializeCaps(a.URL, `{}`)
+
+	done := make(chan *rpcResult, 1)
+	go func() {
+		done <- cl.call(a.URL, "tools/call", map[string]any{"name": "gateway-one-block", "arguments": map[string]any{"tag": "e2e"}})
+	}()
+	one := c.backends["gateway-one"]
+	select {
+	case <-one.Started:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the call never started")
+	}
+	// cl.next was 1 when the call above was numbered.
+	if r, _ := cl.post(b.URL, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}`); r.status != http.StatusAccepted {
+		t.Fatalf("cancel: %d", r.status)
+	}
+	select {
+	case tag := <-one.Cancelled:
+		if tag != "e2e" {
+			t.Fatalf("cancelled %q", tag)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the backend never saw the cancellation sent to the other instance")
+	}
+	if r := <-done; r.Error == nil || r.Error.Code != -32800 {
+		t.Fatalf("cancelled call answered %+v", r)
+	}
+}
+
+func TestStreams_SamplingAnsweredOnTheOtherInstance(t *testing.T) {
+	c := newClusterWith(t, testsupport.BackendOptions{StreamingTools: true})
+	a, b := c.start(), c.start()
+	cl := &rawClient{t: t, token: c.token("alice")}
+	cl.initializeCaps(a.URL, capsAll)
+
+	s := cl.callStreaming(a.URL, 10, "tools/call", map[string]any{"name": "gateway-two-sample", "arguments": map[string]any{"prompt": "6x7?"}})
+	req := s.next()
+	if req.method() != "sampling/createMessage" {
+		t.Fatalf("first event %s, want the sampling request", req.Data)
+	}
+	id := req.msg["id"]
+	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"role":"assistant","content":{"type":"text","text":"42"},"model":"m"}}`, id)
+	if r, _ := cl.post(b.URL, answer); r.status != http.StatusAccepted {
+		t.Fatalf("answer POSTed to the other instance: %d", r.status)
+	}
+	final := s.next()
+	if !strings.Contains(final.Data, "model said: 42") {
+		t.Fatalf("final result %s", final.Data)
+	}
+	// Answering again: nobody waits any more.
+	if r, _ := cl.post(b.URL, answer); r.status != http.StatusBadRequest {
+		t.Fatalf("second answer: %d, want 400", r.status)
+	}
+}
+
+func TestStreams_ProgressOnAPostStream(t *testing.T) {
+	c := newClusterWith(t, testsupport.BackendOptions{StreamingTools: true})
+	a := c.start()
+	cl := &rawClient{t: t, token: c.token("alice")}
+	cl.initializeCaps(a.URL, `{}`)
+	s := cl.callStreaming(a.URL, 3, "tools/call", map[string]any{"name": "gateway-one-progress",
+		"arguments": map[string]any{"steps": 2}, "_meta": map[string]any{"progressToken": "mine"}})
+	for i := 1; i <= 2; i++ {
+		ev := s.next()
+		if ev.method() != "notifications/progress" || !strings.Contains(ev.Data, `"progressToken":"mine"`) {
+			t.Fatalf("event %d: %s", i, ev.Data)
+		}
+	}
+	if final := s.next(); !strings.Contains(final.Data, `"done"`) {
+		t.Fatalf("final %s", final.Data)
+	}
+}
+
+func TestStreams_SubscribeHereStreamThereResumeElsewhere(t *testing.T) {
+	c := newClusterWith(t, testsupport.BackendOptions{StreamingTools: true})
+	a, b := c.start(), c.start()
+	cl := &rawClient{t: t, token: c.token("alice")}
+	cl.initializeCaps(a.URL, `{}`)
+	one := c.backends["gateway-one"]
+
+	cl.mustCall(a.URL, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"})
+	gets := one.Count("GET")
+	st := cl.stream(b.URL, "")
+	prime := st.nextRaw()
+	if prime.ID == "" || prime.Data != "" {
+		t.Fatalf("priming event %+v: want an id and empty data", prime)
+	}
+	if !one.WaitCount("GET", gets+1, 15*time.Second) {
+		t.Fatal("instance B opened no backend listener")
+	}
+	cl.mustCall(a.URL, "tools/call", map[string]any{"name": "gateway-one-increment"})
+	ev := st.next()
+	if ev.method() != "notifications/resources/updated" || !strings.Contains(ev.Data, "gateway-one-test://counter") {
+		t.Fatalf("event %s", ev.Data)
+	}
+
+	// Second stream of the session on the same instance: refused.
+	if res := cl.open(http.MethodGet, b.URL, "", map[string]string{"Accept": "text/event-stream"}); res.StatusCode != http.StatusConflict {
+		t.Fatalf("second GET stream: %d, want 409", res.StatusCode)
+	} else {
+		res.Body.Close()
+	}
+
+	// Drop the stream; events keep reaching the log; resume on A.
+	st.close()
+	for range 2 {
+		cl.mustCall(a.URL, "tools/call", map[string]any{"name": "gateway-one-increment"})
+	}
+	var resumed *sseStream
+	var missed []sseEvent
+	// B's lingering listener logs the two updates on its own schedule: read
+	// from a fresh resume until both are there.
+	if !testsupport.Eventually(t, 15*time.Second, func() bool {
+		if resumed != nil {
+			resumed.close()
+		}
+		resumed = cl.stream(a.URL, ev.ID)
+		resumed.nextRaw() // priming
+		missed = nil
+		for len(missed) < 2 {
+			select {
+			case e, ok := <-resumed.events:
+				if !ok {
+					return false
+				}
+				if e.msg != nil {
+					missed = append(missed, e)
+				}
+			case <-time.After(300 * time.Millisecond):
+				return false
+			}
+		}
+		return true
+	}) {
+		t.Fatalf("missed events not replayed: %+v", missed)
+	}
+	if missed[0].ID == missed[1].ID || missed[0].ID <= ev.ID {
+		t.Fatalf("replayed ids %q %q after %q", missed[0].ID, missed[1].ID, ev.ID)
+	}
+	// Live events continue on the resumed stream.
+	cl.mustCall(b.URL, "tools/call", map[string]any{"name": "gateway-one-increment"})
+	if live := resumed.next(); live.method() != "notifications/resources/updated" {
+		t.Fatalf("live after resume: %s", live.Data)
+	}
+}
+
+func TestStreams_ConfigReloadEmitsListChanged(t *testing.T) {
+	c := newCluster(t)
+	a := c.start()
+	cl := &rawClient{t: t, token: c.token("alice")}
+	cl.initialize(a.URL)
+	st := cl.stream(a.URL, "")
+	st.nextRaw()
+	cfg, err := readFile(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.writeConfig(strings.Replace(cfg, "Public.Tool", "Stats.Tool", 1))
+	a.Signal(sighup)
+	for _, want := range []string{"notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"} {
+		if ev := st.next(); ev.method() != want {
+			t.Fatalf("got %s, want %s", ev.Data, want)
+		}
+	}
+	tools := cl.mustCall(a.URL, "tools/list", nil)
+	if !strings.Contains(toJSON(tools), "Stats.Tool") {
+		t.Fatalf("reloaded alias not in force: %v", tools)
+	}
+}
+
+var sighup = syscall.SIGHUP
+
+func readFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
+}
