@@ -127,7 +127,7 @@ func (r *Router) onBus(m store.BusMessage) {
 		if resp, ok := msg.(*jsonrpc.Response); err == nil && ok {
 			r.inflight.deliver(m.Session, m.ID, resp)
 		}
-	case store.BusStreamTaken, store.BusSubscriptions, store.BusNotify:
+	case store.BusStreamTaken, store.BusSubscriptions, store.BusNotify, store.BusSessionEnded:
 		r.streams.onBus(m)
 	}
 }

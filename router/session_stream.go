@@ -276,6 +276,8 @@ func (h *streamHub) onBus(m store.BusMessage) {
 		}
 	case store.BusSubscriptions:
 		go ss.restartListeners()
+	case store.BusSessionEnded:
+		go ss.finish(false) // the claim went with the session's keys
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"runtime"
 	"testing"
 	"time"
 
@@ -211,5 +212,62 @@ func TestLogging_LevelSetOnOneInstanceAppliesOnAnother(t *testing.T) {
 	result(t, handle(t, other, f.store, sid, mustID(2), "tools/call", map[string]any{"name": "gateway-one-increment"}, s))
 	if len(s.notifications("notifications/message")) != 1 {
 		t.Fatalf("log level not applied on the other instance: %+v", s.msgs)
+	}
+}
+
+func TestStream_DeleteEndsTheStreamAndItsListenersEverywhere(t *testing.T) {
+	f := streamingFixture(t, router.Options{})
+	holder := f.secondInstance(router.Options{})
+	sid := f.initCaps(`{}`)
+	one := f.backends["gateway-one"]
+	result(t, f.call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
+	ev := openStream(t, holder, f.store, sid, "")
+	defer ev.Close()
+	if !one.WaitCount("GET", 1, waitFor) {
+		t.Fatal("no listener")
+	}
+	deletes := one.Deletes()
+	sess, _ := f.store.LoadSession(t.Context(), sid, time.Hour)
+	if err := f.router.DeleteSession(t.Context(), sess); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ev.Ended:
+	case <-time.After(waitFor):
+		t.Fatal("the stream on the other instance outlived its session")
+	}
+	// The listener's backend session was ended too: no subscription lingers.
+	if !testsupport.Eventually(t, waitFor, func() bool { return one.Deletes() > deletes }) {
+		t.Fatal("the listener's backend session was not deleted")
+	}
+}
+
+func TestStream_RouterCloseLeavesNoGoroutines(t *testing.T) {
+	f := streamingFixture(t, router.Options{})
+	sid := f.initCaps(`{}`)
+	result(t, f.call(sid, "tools/list", nil))
+	before := runtime.NumGoroutine()
+
+	st, err := store.NewRedis(redisSrv.URL(), store.RedisOptions{KeyPrefix: f.prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := router.New(map[string]*router.VirtualHost{f.vhost: {Name: f.vhost, Backends: map[string]*router.Backend{
+		"gateway-one": {Key: "gateway-one", URL: f.backends["gateway-one"].URL, Timeout: waitFor},
+		"gateway-two": {Key: "gateway-two", URL: f.backends["gateway-two"].URL, Timeout: waitFor},
+	}}}, router.Options{Store: st})
+	ev := openStream(t, r, f.store, sid, "")
+	if !f.backends["gateway-one"].WaitCount("GET", 1, waitFor) {
+		t.Fatal("no listener")
+	}
+	result(t, handle(t, r, f.store, sid, mustID(3), "tools/call", map[string]any{"name": "gateway-one-progress",
+		"arguments": map[string]any{"steps": 2}, "_meta": map[string]any{"progressToken": 1}}, &recStream{}))
+	ev.Close()
+	r.Close()
+	st.Close()
+	<-ev.Ended
+	if !testsupport.Eventually(t, waitFor, func() bool { return runtime.NumGoroutine() <= before }) {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("goroutines: %d before, %d after Close\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 	}
 }

@@ -9,6 +9,7 @@
 #                                        └── redis ──┘ (sessions, snapshots, bus)
 #
 # Usage: scripts/conformance.sh          (or: make conformance)
+#        SCENARIO=tools-call-sampling scripts/conformance.sh
 #
 # Environment:
 #   MCPGW_CACHE          cache dir for Node, the suite, binaries and run logs
@@ -23,6 +24,10 @@
 #                        (per-request, the default, or reuse)
 #   GATEWAY_LOG_LEVEL    gateway --log-level (default debug: one line per request)
 #   SUITE_TIMEOUT        seconds before the whole suite run is killed (default 1800)
+#   GATEWAY_INSTANCES    gateway instances behind the proxy (default 2). With 2, a
+#                        request and the client's reply to its sampling request
+#                        can keep landing on the same instance (see docs/conformance.md);
+#                        3 moves them apart.
 #
 # Exit status: 0 when every check of every scenario passed, 1 otherwise.
 # Everything a run produced (config, process logs, the suite's output and
@@ -40,6 +45,8 @@ SUITE=${SUITE:-active}
 BACKEND_SESSION=${BACKEND_SESSION:-per-request}
 GATEWAY_LOG_LEVEL=${GATEWAY_LOG_LEVEL:-debug}
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-1800}
+GATEWAY_INSTANCES=${GATEWAY_INSTANCES:-2}
+[[ $GATEWAY_INSTANCES =~ ^[1-9][0-9]*$ ]] || { echo "GATEWAY_INSTANCES must be a positive number" >&2; exit 2; }
 GO=${GO:-go}
 GO_SDK=github.com/modelcontextprotocol/go-sdk
 
@@ -110,17 +117,19 @@ done
 # ---------------------------------------------------------------------------
 PIDS=()
 cleanup() {
-  local rc=$?
-  if [ ${#PIDS[@]} -gt 0 ]; then
-    log "stopping ${#PIDS[@]} processes"
-    kill -TERM "${PIDS[@]}" 2>/dev/null || true
-    for _ in $(seq 50); do # up to 5s for a graceful stop
-      kill -0 "${PIDS[@]}" 2>/dev/null || break
+  local rc=$? i pid
+  [ ${#PIDS[@]} -gt 0 ] && log "stopping ${#PIDS[@]} processes"
+  # Newest first: the proxy and gateways stop while Redis is still there.
+  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
+    pid=${PIDS[i]}
+    kill -TERM "$pid" 2>/dev/null || continue
+    for _ in $(seq 50); do # up to 5s for a graceful stop, then SIGKILL
+      kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
     done
-    kill -KILL "${PIDS[@]}" 2>/dev/null || true
-    wait "${PIDS[@]}" 2>/dev/null || true
-  fi
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   exit "$rc"
 }
 trap cleanup EXIT
@@ -184,7 +193,7 @@ virtual_hosts:
 EOF
 
 GATEWAYS=()
-for i in 1 2; do
+for i in $(seq "$GATEWAY_INSTANCES"); do
   start "gateway$i" "$GATEWAY_BIN" --config "$RUN/gateway.yaml" --listen 127.0.0.1:0 \
     --redis-url "redis://127.0.0.1:$REDIS_PORT" --log-level "$GATEWAY_LOG_LEVEL"
   wait_for "gateway$i" "$LAST_PID" log_has "gateway$i" "mcpgw: listening on http://"
@@ -192,7 +201,9 @@ for i in 1 2; do
   log "gateway #$i on ${GATEWAYS[-1]}"
 done
 
-start rrproxy "$RRPROXY_BIN" --listen 127.0.0.1:0 --target "${GATEWAYS[0]}" --target "${GATEWAYS[1]}"
+targets=()
+for g in "${GATEWAYS[@]}"; do targets+=(--target "$g"); done
+start rrproxy "$RRPROXY_BIN" --listen 127.0.0.1:0 "${targets[@]}"
 wait_for rrproxy "$LAST_PID" log_has rrproxy "rrproxy: listening on http://"
 # A loopback URL: the DNS-rebinding scenario only applies to localhost servers.
 URL=$(listen_url rrproxy)/servers/conformance/mcp
@@ -263,7 +274,7 @@ console.log(out.join('\n'));
 process.exit(failedScenarios || order.length === 0 ? 1 : 0);
 JS
 echo
-echo "=== conformance summary: 2 gateway instances ($GATEWAY_FROM) behind round-robin, backend session: $BACKEND_SESSION ==="
+echo "=== conformance summary: $GATEWAY_INSTANCES gateway instances ($GATEWAY_FROM) behind round-robin, backend session: $BACKEND_SESSION ==="
 cat "$RUN/summary.txt"
 echo "suite: ${SUITE_SECS}s, total: $((SECONDS - T0))s; logs and checks.json in $RUN"
 

@@ -174,6 +174,8 @@ const (
 	BusStreamTaken = "stream-taken"
 	// BusSubscriptions: the session's resource subscriptions changed.
 	BusSubscriptions = "subscriptions"
+	// BusSessionEnded: the session was deleted; its stream holder stops.
+	BusSessionEnded = "session-ended"
 )
 
 // BusMessage is what instances tell each other.
