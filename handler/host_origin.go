@@ -3,14 +3,16 @@ package handler
 import (
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
 // checkHostOrigin rejects requests whose Host is not allowed (DNS
 // rebinding: a browser tricked into calling a local gateway still sends the
 // attacker's host name) and requests from browser origins not on the list.
-// Requests without an Origin header (non-browser clients) pass the origin
-// check.
+// A same-origin request (Origin names the very host the request was sent
+// to, which the Host check has already vetted) is allowed too. Requests
+// without an Origin header (non-browser clients) pass the origin check.
 func checkHostOrigin(hosts, origins []string) func(http.Handler) http.Handler {
 	allowedHost := map[string]bool{}
 	for _, h := range hosts {
@@ -26,7 +28,7 @@ func checkHostOrigin(hosts, origins []string) func(http.Handler) http.Handler {
 				writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, "host not allowed")
 				return
 			}
-			if o := r.Header.Get("Origin"); o != "" && !allowedOrigin[strings.ToLower(o)] {
+			if o := r.Header.Get("Origin"); o != "" && !allowedOrigin[strings.ToLower(o)] && !sameOrigin(o, r.Host) {
 				writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, "origin not allowed")
 				return
 			}
@@ -46,4 +48,10 @@ func hostAllowed(allowed map[string]bool, host string) bool {
 		return allowed[h] || allowed[strings.Trim(h, "[]")]
 	}
 	return allowed[strings.Trim(host, "[]")]
+}
+
+// sameOrigin reports whether an Origin header names the request's Host.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
 }

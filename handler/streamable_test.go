@@ -41,6 +41,8 @@ func TestTransport_StatusCodesAndErrors(t *testing.T) {
 		{"initialize notification", req{body: `{"jsonrpc":"2.0","method":"initialize","params":{}}`}, 400, -32600, "id"},
 		{"initialize without version", req{body: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`}, 200, -32602, "protocolVersion"},
 		{"unknown method", req{body: `{"jsonrpc":"2.0","id":4,"method":"frobnicate"}`, session: sid}, 200, -32601, "frobnicate"},
+		{"same origin passes", req{body: list, session: sid, headers: map[string]string{"Host": "localhost:1234", "Origin": "http://localhost:1234"}}, 200, 0, "tools"},
+		{"same host other port is another origin", req{body: list, session: sid, headers: map[string]string{"Host": "localhost:1234", "Origin": "http://localhost:9999"}}, 403, -32600, "origin"},
 		{"allowed origin passes", req{body: list, session: sid, headers: map[string]string{"Origin": "https://app.example"}}, 200, 0, "tools"},
 		{"notification accepted", req{body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, session: sid}, 202, 0, ""},
 		{"cancel for an unknown request accepted", req{body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`, session: sid}, 202, 0, ""},
