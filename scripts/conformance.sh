@@ -24,10 +24,12 @@
 #                        (per-request, the default, or reuse)
 #   GATEWAY_LOG_LEVEL    gateway --log-level (default debug: one line per request)
 #   SUITE_TIMEOUT        seconds before the whole suite run is killed (default 1800)
-#   GATEWAY_INSTANCES    gateway instances behind the proxy (default 2). With 2, a
-#                        request and the client's reply to its sampling request
-#                        can keep landing on the same instance (see docs/conformance.md);
-#                        3 moves them apart.
+#   GATEWAY_INSTANCES    gateway instances behind the proxy (default 2); which
+#                        instance gets a tools/call and which gets the client's
+#                        reply to its sampling request depends on request order,
+#                        so 3 is a useful second opinion (see docs/conformance.md)
+#   DIRECT=1             baseline: run the suite against the backend itself, with
+#                        no gateway, to tell gateway failures from backend ones
 #
 # Exit status: 0 when every check of every scenario passed, 1 otherwise.
 # Everything a run produced (config, process logs, the suite's output and
@@ -60,7 +62,11 @@ ln -sfn "$RUN" "$CACHE/runs/latest"
 # Keep the ten most recent runs.
 { ls -1d "$CACHE"/runs/2* 2>/dev/null | head -n -10 | xargs -r rm -rf; } || true
 
-log() { printf '\033[1mconformance:\033[0m %s\n' "$*" >&2; }
+if [ -t 2 ]; then
+  log() { printf '\033[1mconformance:\033[0m %s\n' "$*" >&2; }
+else
+  log() { printf 'conformance: %s\n' "$*" >&2; }
+fi
 die() { log "error: $*"; exit 1; }
 
 T0=$SECONDS
@@ -192,22 +198,29 @@ virtual_hosts:
         session: $BACKEND_SESSION
 EOF
 
-GATEWAYS=()
-for i in $(seq "$GATEWAY_INSTANCES"); do
-  start "gateway$i" "$GATEWAY_BIN" --config "$RUN/gateway.yaml" --listen 127.0.0.1:0 \
-    --redis-url "redis://127.0.0.1:$REDIS_PORT" --log-level "$GATEWAY_LOG_LEVEL"
-  wait_for "gateway$i" "$LAST_PID" log_has "gateway$i" "mcpgw: listening on http://"
-  GATEWAYS+=("$(listen_url "gateway$i")")
-  log "gateway #$i on ${GATEWAYS[-1]}"
-done
+if [ "${DIRECT:-}" = 1 ]; then
+  # Baseline: no gateways, no proxy; the backend serves every path.
+  URL=http://127.0.0.1:$BACKEND_PORT/mcp
+  SETUP="DIRECT=1: the backend alone, no gateway"
+else
+  GATEWAYS=()
+  for i in $(seq "$GATEWAY_INSTANCES"); do
+    start "gateway$i" "$GATEWAY_BIN" --config "$RUN/gateway.yaml" --listen 127.0.0.1:0 \
+      --redis-url "redis://127.0.0.1:$REDIS_PORT" --log-level "$GATEWAY_LOG_LEVEL"
+    wait_for "gateway$i" "$LAST_PID" log_has "gateway$i" "mcpgw: listening on http://"
+    GATEWAYS+=("$(listen_url "gateway$i")")
+    log "gateway #$i on ${GATEWAYS[-1]}"
+  done
 
-targets=()
-for g in "${GATEWAYS[@]}"; do targets+=(--target "$g"); done
-start rrproxy "$RRPROXY_BIN" --listen 127.0.0.1:0 "${targets[@]}"
-wait_for rrproxy "$LAST_PID" log_has rrproxy "rrproxy: listening on http://"
-# A loopback URL: the DNS-rebinding scenario only applies to localhost servers.
-URL=$(listen_url rrproxy)/servers/conformance/mcp
-log "round-robin proxy: $URL"
+  targets=()
+  for g in "${GATEWAYS[@]}"; do targets+=(--target "$g"); done
+  start rrproxy "$RRPROXY_BIN" --listen 127.0.0.1:0 "${targets[@]}"
+  wait_for rrproxy "$LAST_PID" log_has rrproxy "rrproxy: listening on http://"
+  # A loopback URL: the DNS-rebinding scenario only applies to localhost servers.
+  URL=$(listen_url rrproxy)/servers/conformance/mcp
+  SETUP="$GATEWAY_INSTANCES gateway instances ($GATEWAY_FROM) behind round-robin, backend session: $BACKEND_SESSION"
+fi
+log "testing $URL"
 log "started in $((SECONDS - T0))s; logs in $RUN"
 
 # ---------------------------------------------------------------------------
@@ -274,7 +287,7 @@ console.log(out.join('\n'));
 process.exit(failedScenarios || order.length === 0 ? 1 : 0);
 JS
 echo
-echo "=== conformance summary: $GATEWAY_INSTANCES gateway instances ($GATEWAY_FROM) behind round-robin, backend session: $BACKEND_SESSION ==="
+echo "=== conformance summary: $SETUP ==="
 cat "$RUN/summary.txt"
 echo "suite: ${SUITE_SECS}s, total: $((SECONDS - T0))s; logs and checks.json in $RUN"
 
