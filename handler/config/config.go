@@ -53,9 +53,23 @@ type Config struct {
 	// cursor_secret_env; nil when that field is absent. Never log it.
 	CursorSecret []byte
 	Auth         Auth
+	// Streams tunes notifications and server-to-client traffic.
+	Streams Streams
 	// VirtualHosts is keyed by vhost name: Backend.Key filled, defaults
 	// applied, header names canonicalised.
 	VirtualHosts map[string]*router.VirtualHost
+}
+
+// Streams tunes GET streams and server-to-client requests. Zero values
+// mean the router's defaults.
+type Streams struct {
+	// EventLogSize bounds each session's event log (resumable events).
+	EventLogSize int
+	// Linger keeps a dropped GET stream's backend listeners running.
+	Linger time.Duration
+	// ClientRequestTimeout bounds how long a backend's sampling,
+	// elicitation or roots request waits for the client.
+	ClientRequestTimeout time.Duration
 }
 
 // Auth is the downstream authentication setting.
@@ -117,8 +131,15 @@ type rawConfig struct {
 	AllowedOrigins  []string             `yaml:"allowed_origins"`
 	MaxBodyBytes    *int64               `yaml:"max_body_bytes"`
 	CursorSecretEnv string               `yaml:"cursor_secret_env"`
+	Streams         *rawStreams          `yaml:"streams"`
 	Auth            *rawAuth             `yaml:"auth"`
 	VirtualHosts    map[string]*rawVHost `yaml:"virtual_hosts"`
+}
+
+type rawStreams struct {
+	EventLogSize         *int64  `yaml:"event_log_size"`
+	Linger               *string `yaml:"linger"`
+	ClientRequestTimeout *string `yaml:"client_request_timeout"`
 }
 
 type rawAuth struct {

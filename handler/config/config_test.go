@@ -490,3 +490,21 @@ func TestConfig_SecretsNeverAppearInErrors(t *testing.T) {
 		t.Run(string(rune('a'+i)), func(t *testing.T) { checkErr(t, y) })
 	}
 }
+
+func TestConfig_StreamsSection(t *testing.T) {
+	cfg, err := Parse([]byte("streams:\n  event_log_size: 50\n  linger: 10s\n  client_request_timeout: 2m\n"+minimal), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Streams.EventLogSize != 50 || cfg.Streams.Linger != 10*time.Second || cfg.Streams.ClientRequestTimeout != 2*time.Minute {
+		t.Fatalf("streams = %+v", cfg.Streams)
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"streams:\n  event_log_size: 0\n", "streams.event_log_size"},
+		{"streams:\n  linger: soon\n", "streams.linger"},
+		{"streams:\n  client_request_timeout: 0s\n", "streams.client_request_timeout"},
+		{"streams:\n  bogus: 1\n", "bogus"},
+	} {
+		checkErr(t, bad.yaml+minimal, bad.want)
+	}
+}

@@ -66,6 +66,16 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		cfg.CursorSecret = v.secretEnv("cursor_secret_env", raw.CursorSecretEnv)
 	}
 	cfg.Auth = v.auth(raw.Auth, baseDir)
+	if st := raw.Streams; st != nil {
+		if st.EventLogSize != nil {
+			if *st.EventLogSize < 1 || *st.EventLogSize > 1_000_000 {
+				v.errf("streams.event_log_size", "must be between 1 and 1000000, not %d", *st.EventLogSize)
+			}
+			cfg.Streams.EventLogSize = int(*st.EventLogSize)
+		}
+		cfg.Streams.Linger = v.duration("streams.linger", st.Linger, 0, time.Millisecond)
+		cfg.Streams.ClientRequestTimeout = v.duration("streams.client_request_timeout", st.ClientRequestTimeout, 0, time.Second)
+	}
 
 	cfg.VirtualHosts = map[string]*router.VirtualHost{}
 	if len(raw.VirtualHosts) == 0 {

@@ -50,6 +50,10 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger) (*App, error) 
 		CursorSecret: cfg.CursorSecret,
 		Logger:       log,
 		Info:         router.Implementation{Name: "mcpgw", Title: "MCP gateway", Version: Version},
+
+		EventLogSize:         cfg.Streams.EventLogSize,
+		StreamLinger:         cfg.Streams.Linger,
+		ClientRequestTimeout: cfg.Streams.ClientRequestTimeout,
 	})
 	h := handler.New(handler.Options{
 		Router:         rt,
