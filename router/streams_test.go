@@ -294,3 +294,16 @@ func mustStringID(s string) jsonrpc.ID {
 	}
 	return id
 }
+
+func TestServerRequests_ClientThatNeverAnswersTimesOutClearly(t *testing.T) {
+	f := streamingFixture(t, router.Options{ClientRequestTimeout: 200 * time.Millisecond})
+	sid := f.initCaps(capsAll)
+	res := result(t, handle(t, f.router, f.store, sid, mustID(1), "tools/call", map[string]any{"name": "gateway-one-sample", "arguments": map[string]any{"prompt": "q"}}, &recStream{}))
+	if got := text(t, res); !strings.Contains(got, "did not answer sampling/createMessage within 200ms") {
+		t.Fatalf("tool saw %q, want a clear timeout", got)
+	}
+	sess, _ := f.store.LoadSession(t.Context(), sid, time.Hour)
+	if len(sess.Pending) != 0 {
+		t.Fatalf("timed-out request still pending: %v", sess.Pending)
+	}
+}
