@@ -32,7 +32,8 @@ func (r *Router) clientInfo() json.RawMessage {
 	return b
 }
 
-// open connects to one backend for one request. When the session's
+// open connects to one backend with a full handshake (the listeners of a
+// GET stream use it: they need a backend session of their own). When the session's
 // snapshot of that backend records a failure (or is missing because the
 // backend was added to config later), the handshake doubles as the re-probe:
 // the returned snapshot is non-nil and should be persisted.
@@ -60,13 +61,22 @@ func (r *Router) reprobeDue(snap *store.BackendSnapshot) bool {
 
 // probe runs the initialize handshake against one backend and records what
 // it answered, or why it failed.
+//
+// In `session: reuse` mode the backend session opened by the probe is kept
+// and its id stored, so later requests, on any instance, send on it.
 func (r *Router) probe(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header) *store.BackendSnapshot {
-	init, err := v.clients[key].Initialize(ctx, r.handshake(sess, nil), hdr)
+	conn, err := v.clients[key].Open(ctx, r.handshake(sess, nil), hdr)
 	if err != nil {
 		r.log.Warn("backend initialize failed", "vhost", v.name, "backend", key, "error", err)
 		return failedSnapshot(key, err)
 	}
-	return snapshotFrom(key, init)
+	snap := snapshotFrom(key, conn.Init())
+	keep := v.backends[key].Session == SessionReuse && conn.SessionID() != ""
+	if keep {
+		snap.SessionID = conn.SessionID()
+	}
+	_ = conn.Close(keep)
+	return snap
 }
 
 func failedSnapshot(key string, err error) *store.BackendSnapshot {
@@ -105,9 +115,8 @@ func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snap
 	if len(snaps) == 0 {
 		return
 	}
-	for _, s := range snaps {
-		sess.Backends[s.Key] = s
-	}
+	// sess itself is not updated: list fan-out calls this concurrently, and
+	// the rest of the request does not need the new snapshot.
 	if err := r.opts.Store.PutBackends(ctx, sess.ID, snaps, r.opts.SessionTTL); err != nil {
 		r.log.Warn("storing backend snapshots failed", "session_backends", len(snaps), "error", err)
 	}

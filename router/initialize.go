@@ -95,6 +95,7 @@ func (r *Router) DeleteSession(ctx context.Context, sess *store.Session) error {
 	if err := r.opts.Store.DeleteSession(ctx, sess.ID); err != nil {
 		return err
 	}
+	r.endBackendSessions(ctx, sess)
 	if err := r.opts.Store.Publish(ctx, store.BusMessage{Kind: store.BusSessionEnded, Session: sess.ID}); err != nil {
 		r.log.Warn("announcing session end failed", "error", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"sync"
 
-	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -30,13 +30,12 @@ const MetaSkippedBackends = "mcpgw/skippedBackends"
 
 // pageResult is one backend's answer to one list page.
 type pageResult struct {
-	key      string
-	queried  bool // false: backend lacks the capability, or was not due
-	failed   bool
-	result   map[string]json.RawMessage
-	items    []json.RawMessage
-	next     string
-	snapshot *store.BackendSnapshot // changed snapshot to persist, if any
+	key     string
+	queried bool // false: backend lacks the capability, or was not due
+	failed  bool
+	result  map[string]json.RawMessage
+	items   []json.RawMessage
+	next    string
 }
 
 // list fans a list method out to every eligible backend concurrently and
@@ -82,14 +81,6 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	}
 	wg.Wait()
 
-	var changed []*store.BackendSnapshot
-	for _, res := range results {
-		if res.snapshot != nil {
-			changed = append(changed, res.snapshot)
-		}
-	}
-	r.persistSnapshots(ctx, c.Session, changed)
-
 	raw, err := r.mergePages(ctx, v, op, positions, results)
 	if err != nil {
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "building %s result: %v", op.method, err))
@@ -109,23 +100,22 @@ func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key,
 		return res
 	}
 	res.queried = true
-	conn, newSnap, err := r.open(ctx, v, key, c.Session, c.Header)
-	res.snapshot = newSnap
-	if err != nil {
-		r.log.Warn("backend skipped", "method", op.method, "vhost", v.name, "backend", key, "error", err)
-		res.failed = true
-		return res
-	}
-	defer conn.Close(false)
-	if newSnap != nil && !has(newSnap, op.capability) {
-		res.queried = false
-		return res
-	}
 	var params json.RawMessage
 	if cursor != "" {
 		params, _ = json.Marshal(map[string]string{"cursor": cursor})
 	}
-	resp, err := conn.Call(ctx, op.method, params, nil)
+	var lacks bool
+	resp, err := r.withBackend(ctx, v, key, c.Session, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+		if init := conn.Init(); init != nil && !snap.OK() && !has(snapshotFrom(key, init), op.capability) {
+			lacks = true // re-probed just now: it does not have this list
+			return &jsonrpc.Response{}, nil
+		}
+		return conn.Call(ctx, op.method, params, nil)
+	})
+	if lacks {
+		res.queried = false
+		return res
+	}
 	if err != nil || resp.Error != nil {
 		if err == nil {
 			err = resp.Error

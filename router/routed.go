@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -53,23 +53,19 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		params = hc.Params
 	}
 
-	conn, newSnap, err := r.open(ctx, v, t.backend, c.Session, c.Header)
-	if newSnap != nil {
-		r.persistSnapshots(ctx, c.Session, []*store.BackendSnapshot{newSnap})
-	}
-	if err != nil {
-		return errorResponse(c.Request.ID, backendError(t.backend, err))
-	}
-	defer conn.Close(false)
-	r.applyLogLevel(ctx, conn, c.Session, t.backend)
-	callCtx, endCall := context.WithCancel(ctx)
-	cs := &callStream{r: r, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc}
-	if c.Stream != nil {
-		params = cs.mapProgressToken(params)
-	}
-	resp, err := conn.Call(callCtx, method, params, cs.onMessage)
-	endCall() // server-to-client requests still waiting give up
-	cs.wg.Wait()
+	resp, err := r.withBackend(ctx, v, t.backend, c.Session, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+		callCtx, endCall := context.WithCancel(ctx)
+		defer endCall()
+		cs := &callStream{r: r, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc}
+		p := params
+		if c.Stream != nil {
+			p = cs.mapProgressToken(params)
+		}
+		resp, err := conn.Call(callCtx, method, p, cs.onMessage)
+		endCall() // server-to-client requests still waiting give up
+		cs.wg.Wait()
+		return resp, err
+	})
 	if err != nil {
 		return errorResponse(c.Request.ID, backendError(t.backend, err))
 	}

@@ -200,6 +200,7 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 			conn.sessionID, conn.protocolVersion = h.SessionID, h.ProtocolVersion
 		case h.SkipInitialize:
 			conn.protocolVersion = h.ProtocolVersion
+			conn.expectStateless = true
 		default:
 			err = conn.handshake(openCtx, h)
 		}

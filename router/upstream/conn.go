@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,6 +55,10 @@ type Conn struct {
 	sessionID       string        // guarded by mu
 	protocolVersion string        // guarded by mu
 	sessionGone     bool          // guarded by mu
+	// expectStateless is set when the handshake was skipped because the
+	// backend was known to issue no session: a session id in an answer
+	// then means it wants a handshake after all (ErrHandshakeRequired).
+	expectStateless bool
 	mu              sync.Mutex
 }
 
@@ -162,6 +167,9 @@ func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessag
 
 	resp, err := conn.t.roundTrip(callCtx, req, conn.dispatcher(onMessage))
 	if err == nil {
+		if conn.expectStateless && wantsHandshake(resp) {
+			return nil, conn.c.newError(method, 0, ErrHandshakeRequired)
+		}
 		return resp, nil
 	}
 	if callCtx.Err() == nil {
@@ -300,4 +308,18 @@ func opOf(msg jsonrpc.Message) string {
 		return r.Method
 	}
 	return "response"
+}
+
+// wantsHandshake recognises the answer of a stateful server to a request
+// sent without a session: a JSON-RPC error saying it is not initialized
+// (the go-sdk answers `method "x" is invalid during session
+// initialization`). Servers that answer HTTP 400 or 404 instead are caught
+// by status. Such a server ran nothing, so a retry with a handshake is safe.
+func wantsHandshake(resp *jsonrpc.Response) bool {
+	var werr *jsonrpc.Error
+	if resp == nil || !errors.As(resp.Error, &werr) {
+		return false
+	}
+	msg := strings.ToLower(werr.Message)
+	return strings.Contains(msg, "initializ") && (strings.Contains(msg, "session") || strings.Contains(msg, "not "))
 }

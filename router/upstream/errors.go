@@ -17,6 +17,12 @@ import (
 // It is always wrapped in an *Error.
 var ErrSessionGone = errors.New("backend session not found")
 
+// ErrHandshakeRequired reports that a backend sent requests without a
+// handshake (Handshake.SkipInitialize) answered with a session id: it is
+// not stateless (any more) and ran nothing. The caller should open again
+// with the full handshake.
+var ErrHandshakeRequired = errors.New("backend requires the initialize handshake")
+
 // ErrClosed reports use of a Conn after Close, or a call aborted by Close.
 var ErrClosed = errors.New("connection closed")
 

@@ -88,6 +88,12 @@ func (s *streamable) roundTrip(ctx context.Context, req *jsonrpc.Request, handle
 	if hresp.StatusCode < 200 || hresp.StatusCode > 299 {
 		return s.badStatus(req, hresp, sid)
 	}
+	if s.conn.expectStateless && req.Method != "initialize" {
+		if id := hresp.Header.Get(headerSessionID); id != "" {
+			s.abandonSession(id)
+			return nil, c.newError(op, hresp.StatusCode, ErrHandshakeRequired)
+		}
+	}
 	if req.Method == "initialize" {
 		if id := hresp.Header.Get(headerSessionID); id != "" {
 			if !visibleASCII(id) {
@@ -333,4 +339,27 @@ func visibleASCII(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// abandonSession ends, best effort and in the background, a session a
+// backend opened for a request that skipped the handshake, so it does not
+// linger on the backend until its idle timeout.
+func (s *streamable) abandonSession(id string) {
+	if !visibleASCII(id) {
+		return
+	}
+	c := s.conn.c
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.url.String(), nil)
+		if err != nil {
+			return
+		}
+		hreq.Header = s.conn.headers.Clone()
+		hreq.Header.Set(headerSessionID, id)
+		if hresp, err := c.hc.Do(hreq); err == nil {
+			hresp.Body.Close()
+		}
+	}()
 }

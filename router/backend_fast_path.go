@@ -1,0 +1,125 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A per-request backend connection costs a handshake (initialize,
+// notifications/initialized) and a DELETE around every call: three extra
+// round trips. Two fast paths avoid them, both driven by the snapshot in
+// the store, so every instance takes them without coordination:
+//
+//   - a backend that issued no session id at initialize (a stateless
+//     server) gets requests directly, with the snapshot's protocol version;
+//   - a backend configured with `session: reuse` keeps one backend session
+//     per gateway session, its id stored in the snapshot, so any instance
+//     sends on it.
+//
+// Either way a refusal (the backend forgot the session, or wants a
+// handshake after all) falls back to the full handshake once, and the
+// snapshot is rewritten so later requests, on every instance, learn it.
+
+// backendCall runs one exchange on an open connection. It may be called
+// twice when the fast path is refused before the backend ran anything.
+type backendCall func(conn *upstream.Conn) (*jsonrpc.Response, error)
+
+// withBackend opens a connection to backend key (fast path when the
+// snapshot allows), runs fn, and releases the connection.
+func (r *Router) withBackend(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
+	snap := sess.Backends[key]
+	reuse := v.backends[key].Session == SessionReuse
+	if h, ok := r.fastHandshake(v, key, sess, snap, reuse); ok {
+		conn, err := v.clients[key].Open(ctx, h, hdr) // no round trip: nothing to shake hands about
+		if err == nil {
+			r.applyLogLevel(ctx, conn, sess, key)
+			resp, err := fn(conn)
+			_ = conn.Close(reuse)
+			if !refusedFastPath(err) {
+				return resp, err
+			}
+			r.log.Debug("backend refused the fast path; full handshake", "backend", key, "error", err)
+		}
+	}
+
+	conn, err := v.clients[key].Open(ctx, r.handshake(sess, snap), hdr)
+	if err != nil {
+		if !snap.OK() {
+			r.persistSnapshots(ctx, sess, []*store.BackendSnapshot{failedSnapshot(key, err)})
+		}
+		return nil, err
+	}
+	if init := conn.Init(); init != nil {
+		next := snapshotFrom(key, init)
+		if reuse {
+			next.SessionID = conn.SessionID()
+		}
+		if snapshotChanged(snap, next) {
+			r.persistSnapshots(ctx, sess, []*store.BackendSnapshot{next})
+		}
+	}
+	r.applyLogLevel(ctx, conn, sess, key)
+	resp, err := fn(conn)
+	_ = conn.Close(reuse && conn.SessionID() != "")
+	return resp, err
+}
+
+// fastHandshake returns the handshake that skips initialize, if the
+// snapshot allows one.
+func (r *Router) fastHandshake(v *vhost, key string, sess *store.Session, snap *store.BackendSnapshot, reuse bool) (upstream.Handshake, bool) {
+	if !snap.OK() || v.backends[key].Transport == TransportSSE {
+		return upstream.Handshake{}, false // legacy SSE: the stream is the session
+	}
+	h := r.handshake(sess, snap)
+	switch {
+	case reuse && snap.SessionID != "":
+		h.SessionID = snap.SessionID
+	case snap.Stateless:
+		h.SkipInitialize = true
+	default:
+		return upstream.Handshake{}, false
+	}
+	return h, true
+}
+
+// refusedFastPath reports a failure that means "handshake first": the
+// backend forgot the reused session (404), or a backend thought stateless
+// rejected a request without one (400/404). In both cases it ran nothing.
+func refusedFastPath(err error) bool {
+	if errors.Is(err, upstream.ErrSessionGone) || errors.Is(err, upstream.ErrHandshakeRequired) {
+		return true
+	}
+	var ue *upstream.Error
+	return errors.As(err, &ue) && (ue.Status == http.StatusBadRequest || ue.Status == http.StatusNotFound)
+}
+
+// snapshotChanged reports whether a fresh handshake learned something the
+// stored snapshot does not say.
+func snapshotChanged(old, next *store.BackendSnapshot) bool {
+	return !old.OK() || old.Stateless != next.Stateless || old.SessionID != next.SessionID ||
+		old.ProtocolVersion != next.ProtocolVersion || string(old.Capabilities) != string(next.Capabilities)
+}
+
+// endBackendSessions ends the backend sessions a gateway session kept
+// (`session: reuse`), best effort, when the client deletes its session.
+func (r *Router) endBackendSessions(ctx context.Context, sess *store.Session) {
+	v, ok := r.table.Load().vhosts[sess.VHost]
+	if !ok {
+		return
+	}
+	for key, snap := range sess.Backends {
+		if !snap.OK() || snap.SessionID == "" || v.clients[key] == nil {
+			continue
+		}
+		h := r.handshake(sess, snap)
+		h.SessionID = snap.SessionID
+		if conn, err := v.clients[key].Open(ctx, h, nil); err == nil {
+			_ = conn.Close(false) // sends DELETE
+		}
+	}
+}
