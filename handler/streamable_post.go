@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -209,17 +210,20 @@ func decodeMessage(body []byte) (jsonrpc.Message, *decodeError) {
 	if len(trimmed) == 0 {
 		return nil, &decodeError{codeParseError, "empty request body"}
 	}
-	if !json.Valid(trimmed) {
-		return nil, &decodeError{codeParseError, "request body is not valid JSON"}
-	}
 	if trimmed[0] == '[' {
+		if !json.Valid(trimmed) {
+			return nil, &decodeError{codeParseError, "request body is not valid JSON"}
+		}
 		return nil, &decodeError{codeInvalidRequest, "JSON-RPC batches are not supported"}
 	}
-	if trimmed[0] != '{' {
-		return nil, &decodeError{codeInvalidRequest, "request body must be a JSON-RPC object"}
-	}
-	msg, err := jsonrpc.DecodeMessage(trimmed)
+	msg, err := wire.Decode(trimmed)
 	if err != nil {
+		if errors.Is(err, wire.ErrParse) {
+			return nil, &decodeError{codeParseError, "request body is not valid JSON"}
+		}
+		if trimmed[0] != '{' {
+			return nil, &decodeError{codeInvalidRequest, "request body must be a JSON-RPC object"}
+		}
 		return nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message"}
 	}
 	switch m := msg.(type) {

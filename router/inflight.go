@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/mcpgw/gateway/router/wire"
 	"strconv"
 	"sync"
 
@@ -123,7 +124,7 @@ func (r *Router) onBus(m store.BusMessage) {
 	case store.BusCancel:
 		r.inflight.cancelCall(m.Session, m.ID)
 	case store.BusResponse:
-		msg, err := jsonrpc.DecodeMessage(m.Data)
+		msg, err := wire.Decode(m.Data)
 		if resp, ok := msg.(*jsonrpc.Response); err == nil && ok {
 			r.inflight.deliver(m.Session, m.ID, resp)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpgw/gateway/router/wire"
 	"io"
 	"net/http"
 	"net/url"
@@ -144,7 +145,7 @@ func (l *legacySSE) read(r *sseReader) error {
 		if ev.Name != "message" || len(ev.Data) == 0 {
 			continue
 		}
-		msg, err := jsonrpc.DecodeMessage(ev.Data)
+		msg, err := wire.Decode(ev.Data)
 		if err != nil {
 			return fmt.Errorf("malformed JSON-RPC message: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpgw/gateway/router/wire"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -79,7 +80,7 @@ func (s *streamable) listen(ctx context.Context, handle func(context.Context, js
 		if ev.Name != "message" || len(ev.Data) == 0 {
 			continue
 		}
-		msg, err := jsonrpc.DecodeMessage(ev.Data)
+		msg, err := wire.Decode(ev.Data)
 		if err != nil {
 			return c.newError(op, 0, fmt.Errorf("malformed JSON-RPC message: %w", err))
 		}

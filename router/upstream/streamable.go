@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpgw/gateway/router/wire"
 	"io"
 	"mime"
 	"net/http"
@@ -135,7 +136,7 @@ func (s *streamable) readJSON(ctx context.Context, req *jsonrpc.Request, body io
 	}
 	var ours *jsonrpc.Response
 	for _, raw := range raws {
-		msg, err := jsonrpc.DecodeMessage(raw)
+		msg, err := wire.Decode(raw)
 		if err != nil {
 			return nil, c.newError(op, 0, fmt.Errorf("malformed JSON-RPC message: %w", err))
 		}
@@ -213,7 +214,7 @@ func (s *streamable) consume(ctx context.Context, r *sseReader, req *jsonrpc.Req
 		if ev.Name != "message" || len(ev.Data) == 0 {
 			continue // e.g. a priming event that only carries an id
 		}
-		msg, err := jsonrpc.DecodeMessage(ev.Data)
+		msg, err := wire.Decode(ev.Data)
 		if err != nil {
 			return nil, progressed, true, fmt.Errorf("malformed JSON-RPC message: %w", err)
 		}
@@ -249,7 +250,7 @@ func (s *streamable) resume(ctx context.Context, op, lastID string) (io.ReadClos
 // passes through as the Response.
 func (s *streamable) badStatus(req *jsonrpc.Request, hresp *http.Response, sid string) (*jsonrpc.Response, error) {
 	data, _ := io.ReadAll(io.LimitReader(hresp.Body, maxErrorBody))
-	if msg, err := jsonrpc.DecodeMessage(bytes.TrimSpace(data)); err == nil {
+	if msg, err := wire.Decode(bytes.TrimSpace(data)); err == nil {
 		if r, ok := msg.(*jsonrpc.Response); ok && r.ID == req.ID && r.Error != nil {
 			return r, nil
 		}
