@@ -27,9 +27,10 @@ func (r *Router) handshake(sess *store.Session, snap *store.BackendSnapshot) ups
 	}
 }
 
+// clientInfo is the gateway's identity in backend handshakes, encoded once.
 func (r *Router) clientInfo() json.RawMessage {
-	b, _ := json.Marshal(r.opts.Info)
-	return b
+	r.infoOnce.Do(func() { r.infoJSON, _ = json.Marshal(r.opts.Info) })
+	return r.infoJSON
 }
 
 // open connects to one backend with a full handshake (the listeners of a

@@ -70,6 +70,9 @@ type Router struct {
 	log   *slog.Logger
 	table atomic.Pointer[routingTable]
 
+	infoOnce sync.Once
+	infoJSON json.RawMessage
+
 	inflight *inflight
 	streams  *streamHub
 	stopBus  func()

@@ -94,7 +94,7 @@ func TestStore_EventLogIsBounded(t *testing.T) {
 			t.Errorf("after trimmed id:\n%q\nwant\n%q", got, want)
 		}
 		if _, ok := s.(*store.Redis); ok {
-			if n := srv.Client().XLen(context.Background(), store.EventsKey(testPrefix, "s1")).Val(); n != 3 {
+			if n := target.admin.XLen(context.Background(), store.EventsKey(testPrefix, "s1")).Val(); n != 3 {
 				t.Errorf("XLEN = %d, want 3", n)
 			}
 		}

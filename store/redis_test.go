@@ -12,12 +12,13 @@ import (
 	"github.com/mcpgw/gateway/store"
 )
 
-func TestRedis_EveryKeyHasTTL(t *testing.T) {
+func TestRedis_EveryKeyHasTTL(t *testing.T) { everyKeyHasTTL(t) }
+
+// everyKeyHasTTL runs against target; cluster_test.go runs it on the cluster.
+func everyKeyHasTTL(t *testing.T) {
 	ctx := context.Background()
 	r := newRedis(t)
-	if err := srv.FlushAll(); err != nil {
-		t.Fatal(err)
-	}
+	target.flush(t)
 	create(t, r, sampleSession("s1"), time.Minute)
 	if _, err := r.SigningKey(ctx, "jwt"); err != nil {
 		t.Fatal(err)
@@ -27,9 +28,12 @@ func TestRedis_EveryKeyHasTTL(t *testing.T) {
 			t.Fatalf("%s: %v", op, err)
 		}
 	}
-	keys, err := srv.Client().Keys(ctx, "*").Result()
-	if err != nil || len(keys) != 4 {
-		t.Fatalf("keys = %q, %v; want the session, its events and stream claim, and the signing key", keys, err)
+	var keys []string
+	for _, byNode := range target.scan(t, "*") {
+		keys = append(keys, byNode...)
+	}
+	if len(keys) != 4 {
+		t.Fatalf("keys = %q; want the session, its events and stream claim, and the signing key", keys)
 	}
 	for _, k := range keys {
 		if d, _ := pttl(t, r, k); d <= 0 {
@@ -38,7 +42,11 @@ func TestRedis_EveryKeyHasTTL(t *testing.T) {
 	}
 }
 
-func TestStore_LoadSessionIsOneRoundTripTwoCommands(t *testing.T) {
+func TestStore_LoadSessionIsOneRoundTripTwoCommands(t *testing.T) { loadSessionIsOneRoundTrip(t) }
+
+// loadSessionIsOneRoundTrip runs against target; cluster_test.go runs it
+// on the cluster.
+func loadSessionIsOneRoundTrip(t *testing.T) {
 	r := newRedis(t)
 	create(t, r, sampleSession("s1"), time.Minute)
 	ctx := context.Background()
@@ -63,24 +71,28 @@ func TestStore_LoadSessionIsOneRoundTripTwoCommands(t *testing.T) {
 	}
 }
 
-// commandCalls totals INFO commandstats calls, minus INFO itself.
+// commandCalls totals INFO commandstats calls over every node of target,
+// minus INFO itself and CLUSTER subcommands (a cluster client's topology
+// queries, never a store operation).
 func commandCalls(t *testing.T) int {
 	t.Helper()
-	info, err := srv.Client().Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
 	total := 0
-	for line := range strings.Lines(info) {
-		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !ok || name == "cmdstat_info" {
-			continue
-		}
-		n, err := strconv.Atoi(stats[:strings.IndexByte(stats, ',')])
+	for _, node := range target.nodes {
+		info, err := node.Info(context.Background(), "commandstats").Result()
 		if err != nil {
-			t.Fatalf("bad commandstats line %q", line)
+			t.Fatal(err)
 		}
-		total += n
+		for line := range strings.Lines(info) {
+			name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+			if !ok || name == "cmdstat_info" || strings.HasPrefix(name, "cmdstat_cluster|") {
+				continue
+			}
+			n, err := strconv.Atoi(stats[:strings.IndexByte(stats, ',')])
+			if err != nil {
+				t.Fatalf("bad commandstats line %q", line)
+			}
+			total += n
+		}
 	}
 	return total
 }

@@ -20,16 +20,33 @@ const testPrefix = "mcpgwtest"
 // parallel, and each Redis subtest starts from an empty server.
 var srv *testsupport.RedisServer
 
+// cluster is a three-node Redis Cluster shared the same way, or nil with
+// clusterErr saying why it could not start (see cluster_test.go).
+var (
+	cluster    *testsupport.RedisCluster
+	clusterErr error
+)
+
 func TestMain(m *testing.M) {
 	srv = testsupport.MustStartRedis()
+	// A cluster that cannot start fails the tests that need it, with the
+	// reason, rather than every test of the package.
+	cluster, clusterErr = testsupport.StartRedisCluster()
+	target = singleTarget()
 	code := m.Run()
+	if cluster != nil {
+		cluster.Stop()
+	}
 	srv.Stop()
 	os.Exit(code)
 }
 
+// newRedis returns a store on the Redis deployment of the running test
+// (target): the single server unless forEachStore's cluster subtest or
+// useCluster chose the cluster.
 func newRedis(t *testing.T) *store.Redis {
 	t.Helper()
-	r, err := store.NewRedis(srv.URL(), store.RedisOptions{KeyPrefix: testPrefix})
+	r, err := store.NewRedis(target.url, store.RedisOptions{KeyPrefix: testPrefix})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,8 +54,10 @@ func newRedis(t *testing.T) *store.Redis {
 	return r
 }
 
-// forEachStore runs the same contract test against both implementations.
-// Redis-specific assertions type-assert the store to *store.Redis.
+// forEachStore runs the same contract test against the memory store, the
+// Redis store on one server, and the Redis store on a Redis Cluster.
+// Redis-specific assertions type-assert the store to *store.Redis and
+// inspect it through target.
 func forEachStore(t *testing.T, fn func(t *testing.T, s store.Store)) {
 	t.Run("memory", func(t *testing.T) {
 		m := store.NewMemory()
@@ -46,9 +65,11 @@ func forEachStore(t *testing.T, fn func(t *testing.T, s store.Store)) {
 		fn(t, m)
 	})
 	t.Run("redis", func(t *testing.T) {
-		if err := srv.FlushAll(); err != nil {
-			t.Fatal(err)
-		}
+		useTarget(t, singleTarget())
+		fn(t, newRedis(t))
+	})
+	t.Run("cluster", func(t *testing.T) {
+		useCluster(t)
 		fn(t, newRedis(t))
 	})
 }
@@ -95,7 +116,7 @@ func pttl(t *testing.T, s store.Store, key string) (time.Duration, bool) {
 	if _, ok := s.(*store.Redis); !ok {
 		return 0, false
 	}
-	d, err := srv.Client().PTTL(context.Background(), key).Result()
+	d, err := target.admin.PTTL(context.Background(), key).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,16 +364,13 @@ func TestStore_DeleteRemovesEveryKey(t *testing.T) {
 	})
 }
 
-// sessionKeys SCANs for every key carrying session sid's hash tag.
+// sessionKeys SCANs every node of target for the keys carrying session
+// sid's hash tag.
 func sessionKeys(t *testing.T, sid string) []string {
 	t.Helper()
 	var keys []string
-	iter := srv.Client().Scan(context.Background(), 0, "*{"+sid+"}*", 100).Iterator()
-	for iter.Next(context.Background()) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
+	for _, byNode := range target.scan(t, "*{"+sid+"}*") {
+		keys = append(keys, byNode...)
 	}
 	return keys
 }
