@@ -30,3 +30,8 @@ MCPGW_CACHE ?= .cache/conformance
 
 conformance: ## MCP conformance suite vs 2 gateways on Redis behind a round-robin proxy (SCENARIO=name for one)
 	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) ./scripts/conformance.sh
+
+.PHONY: bench
+
+bench: ## standard benchmark: gateway vs direct backends, one table (BENCH_DURATION=5s per round; see BENCHMARKS.md)
+	GO=$(GO) ./scripts/bench.sh
