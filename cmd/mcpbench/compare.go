@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+)
+
+// Comparison is the outcome of alternating rounds against two URLs: A is
+// the baseline (a backend, say) and B the candidate (the gateway in front
+// of it). Each round's B figures are set against the A round just before
+// it, and the medians of those per-round ratios are the headline: two
+// neighbouring rounds see the same machine noise, and the median shrugs off
+// one bad pair.
+type Comparison struct {
+	Workload    string       `json:"workload"`
+	Concurrency int          `json:"concurrency"`
+	A           Side         `json:"a"`
+	B           Side         `json:"b"`
+	Rounds      []Ratios     `json:"rounds"` // one per complete A/B pair
+	Median      Ratios       `json:"median"` // median over Rounds of each figure
+	Interrupted bool         `json:"interrupted,omitempty"`
+	Config      compareInput `json:"config"`
+}
+
+type compareInput struct {
+	Rounds    int     `json:"rounds"`
+	DurationS float64 `json:"duration_s,omitempty"`
+	Requests  int64   `json:"requests,omitempty"`
+	WarmupS   float64 `json:"warmup_s"`
+}
+
+// Side is every round of one URL and the median of its figures.
+type Side struct {
+	URL    string    `json:"url"`
+	Rounds []*Result `json:"rounds"`
+	Median Figures   `json:"median"`
+}
+
+// Figures are the headline numbers of a run.
+type Figures struct {
+	RPS   float64 `json:"rps"`
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+}
+
+// Ratios set B against A. A ratio whose denominator is zero is reported as 0.
+type Ratios struct {
+	Round           int     `json:"round,omitempty"`
+	ThroughputRatio float64 `json:"throughput_ratio"` // B req/s ÷ A req/s
+	P50AddedMs      float64 `json:"p50_added_ms"`     // B p50 − A p50
+	P99AddedMs      float64 `json:"p99_added_ms"`     // B p99 − A p99
+	P50Ratio        float64 `json:"p50_ratio"`        // B p50 ÷ A p50
+	P99Ratio        float64 `json:"p99_ratio"`        // B p99 ÷ A p99
+}
+
+// Compare runs cfg against cfg.URL (A) and urlB (B) in alternating rounds,
+// A B A B ..., each a full Run (own sessions, warm-up, measurement).
+// Cancelling ctx stops it and returns what was measured, marked
+// Interrupted; only complete pairs enter the ratios.
+func Compare(ctx context.Context, cfg Config, urlB string, rounds int) (*Comparison, error) {
+	if rounds <= 0 {
+		rounds = 1
+	}
+	if err := checkURL(urlB); err != nil {
+		return nil, err
+	}
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	cmp := &Comparison{
+		Workload: cfg.Workload, Concurrency: cfg.Concurrency,
+		A: Side{URL: cfg.URL}, B: Side{URL: urlB},
+		Config: compareInput{Rounds: rounds, DurationS: cfg.Duration.Seconds(), Requests: cfg.Requests, WarmupS: cfg.Warmup.Seconds()},
+	}
+	for i := 1; i <= rounds && ctx.Err() == nil; i++ {
+		var pair [2]*Result
+		for j, side := range []*Side{&cmp.A, &cmp.B} {
+			c := cfg
+			c.URL = side.URL
+			c.Label = fmt.Sprintf("%c round %d/%d", 'A'+j, i, rounds)
+			res, err := Run(ctx, c)
+			if err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				return nil, fmt.Errorf("%c: %w", 'A'+j, err)
+			}
+			side.Rounds = append(side.Rounds, res)
+			pair[j] = res
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if pair[0] != nil && pair[1] != nil && pair[0].OK > 0 && pair[1].OK > 0 {
+			r := ratiosOf(pair[0], pair[1])
+			r.Round = i
+			cmp.Rounds = append(cmp.Rounds, r)
+		}
+	}
+	cmp.Interrupted = ctx.Err() != nil
+	cmp.A.Median = medianFigures(cmp.A.Rounds)
+	cmp.B.Median = medianFigures(cmp.B.Rounds)
+	cmp.Median = medianRatios(cmp.Rounds)
+	return cmp, nil
+}
+
+func ratiosOf(a, b *Result) Ratios {
+	return Ratios{
+		ThroughputRatio: safeDiv(b.RPS, a.RPS),
+		P50AddedMs:      b.LatencyMs.P50 - a.LatencyMs.P50,
+		P99AddedMs:      b.LatencyMs.P99 - a.LatencyMs.P99,
+		P50Ratio:        safeDiv(b.LatencyMs.P50, a.LatencyMs.P50),
+		P99Ratio:        safeDiv(b.LatencyMs.P99, a.LatencyMs.P99),
+	}
+}
+
+func safeDiv(x, y float64) float64 {
+	if y == 0 || math.IsNaN(x) || math.IsNaN(y) {
+		return 0
+	}
+	return x / y
+}
+
+// pick applies median to one figure of each element, 0 for none.
+func pick[T any](xs []T, f func(T) float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	v := make([]float64, len(xs))
+	for i, x := range xs {
+		v[i] = f(x)
+	}
+	return median(v)
+}
+
+func medianFigures(rs []*Result) Figures {
+	var ok []*Result
+	for _, r := range rs {
+		if r.OK > 0 {
+			ok = append(ok, r)
+		}
+	}
+	return Figures{
+		RPS:   pick(ok, func(r *Result) float64 { return r.RPS }),
+		P50Ms: pick(ok, func(r *Result) float64 { return r.LatencyMs.P50 }),
+		P99Ms: pick(ok, func(r *Result) float64 { return r.LatencyMs.P99 }),
+	}
+}
+
+func medianRatios(rs []Ratios) Ratios {
+	return Ratios{
+		ThroughputRatio: pick(rs, func(r Ratios) float64 { return r.ThroughputRatio }),
+		P50AddedMs:      pick(rs, func(r Ratios) float64 { return r.P50AddedMs }),
+		P99AddedMs:      pick(rs, func(r Ratios) float64 { return r.P99AddedMs }),
+		P50Ratio:        pick(rs, func(r Ratios) float64 { return r.P50Ratio }),
+		P99Ratio:        pick(rs, func(r Ratios) float64 { return r.P99Ratio }),
+	}
+}

@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file is a minimal MCP client over Streamable HTTP, written for load:
+// one POST per JSON-RPC message, an answer as application/json or as a
+// text/event-stream read until the response with the request's id, the
+// Mcp-Session-Id and MCP-Protocol-Version headers, and a DELETE at the end.
+// It never opens the standalone GET stream, decodes only the envelope of a
+// result, and reuses its read buffers, so the generator spends its CPU on
+// sending requests rather than on itself.
+
+// Error kinds, the first word of ErrorKind keys in reports.
+const (
+	KindHTTP      = "http"       // a non-2xx status: "http 404"
+	KindJSONRPC   = "jsonrpc"    // a JSON-RPC error response: "jsonrpc -32602"
+	KindToolError = "tool-error" // a tools/call result with isError: true
+	KindTransport = "transport"  // connect, write or read failed
+	KindTimeout   = "timeout"    // the request took longer than -timeout
+	KindProtocol  = "protocol"   // an answer that is not a valid MCP response
+)
+
+// RequestError is a failed MCP request, classified for the error counts.
+type RequestError struct {
+	Kind    string // one of the Kind constants
+	Status  int    // HTTP status for KindHTTP
+	Code    int64  // JSON-RPC error code for KindJSONRPC
+	Method  string
+	Message string // the server's message (or the start of its body)
+	Err     error  // the underlying error for transport and timeout errors
+}
+
+// Key is the label errors are counted under: "http 503", "jsonrpc -32601",
+// "transport", ...
+func (e *RequestError) Key() string {
+	switch e.Kind {
+	case KindHTTP:
+		return KindHTTP + " " + strconv.Itoa(e.Status)
+	case KindJSONRPC:
+		return KindJSONRPC + " " + strconv.FormatInt(e.Code, 10)
+	}
+	return e.Kind
+}
+
+func (e *RequestError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Method)
+	b.WriteString(": ")
+	switch e.Kind {
+	case KindHTTP:
+		fmt.Fprintf(&b, "HTTP %d %s", e.Status, http.StatusText(e.Status))
+	case KindJSONRPC:
+		fmt.Fprintf(&b, "JSON-RPC error %d", e.Code)
+	case KindToolError:
+		b.WriteString("tool returned isError")
+	default:
+		b.WriteString(e.Kind)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// errorKey classifies any error for the error counts.
+func errorKey(err error) string {
+	var re *RequestError
+	if errors.As(err, &re) {
+		return re.Key()
+	}
+	return KindTransport
+}
+
+// ClientConfig is shared by every session a run opens.
+type ClientConfig struct {
+	URL     string
+	HTTP    *http.Client
+	Headers http.Header // extra headers on every request (Authorization, ...)
+	// Proto is the protocolVersion sent in initialize; the version the
+	// server answers with goes in MCP-Protocol-Version afterwards.
+	Proto string
+}
+
+// Client is one MCP session. It is not safe for concurrent use: each
+// worker has its own.
+type Client struct {
+	cfg       *ClientConfig
+	sessionID string
+	proto     string // negotiated, "" before initialize
+	nextID    int64
+	br        *bufio.Reader // for event streams, made on first use
+	body      bytes.Buffer  // a JSON answer, reused
+	data      []byte        // an SSE event's data, reused
+	env       envelope      // the decoded answer, reused
+}
+
+// NewClient returns a client with no session yet: call Initialize.
+func NewClient(cfg *ClientConfig) *Client {
+	return &Client{cfg: cfg}
+}
+
+// SessionID is the Mcp-Session-Id the server issued ("" for a stateless server).
+func (c *Client) SessionID() string { return c.sessionID }
+
+// ProtocolVersion is the version the server chose in initialize.
+func (c *Client) ProtocolVersion() string { return c.proto }
+
+// Initialize opens the session: initialize, then notifications/initialized.
+// Errors carry the server's own message (JSON-RPC error or HTTP body).
+func (c *Client) Initialize(ctx context.Context) error {
+	c.sessionID, c.proto = "", ""
+	params, _ := json.Marshal(map[string]any{
+		"protocolVersion": c.cfg.Proto,
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]any{"name": "mcpbench", "version": "1"},
+	})
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	raw, hdr, err := c.call(ctx, "initialize", params)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || res.ProtocolVersion == "" {
+		return &RequestError{Kind: KindProtocol, Method: "initialize", Message: "result has no protocolVersion: " + snippet(raw)}
+	}
+	c.sessionID = hdr.Get("Mcp-Session-Id")
+	c.proto = res.ProtocolVersion
+	return c.Notify(ctx, "notifications/initialized", nil)
+}
+
+// Call sends a request and returns its result, which stays valid until the
+// next call on c. A JSON-RPC error is a *RequestError of KindJSONRPC.
+func (c *Client) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	raw, _, err := c.call(ctx, method, params)
+	return raw, err
+}
+
+// Notify sends a notification; the server answers 202 with no body.
+func (c *Client) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	resp, err := c.post(ctx, method, encodeMessage(0, method, params, false))
+	if err != nil {
+		return err
+	}
+	defer closeBody(resp)
+	if resp.StatusCode/100 != 2 {
+		return httpError(method, resp)
+	}
+	return nil
+}
+
+// Close ends the session with DELETE (a stateless server issued no session
+// and gets nothing). A 405 is fine: the server does not let clients end
+// sessions.
+func (c *Client) Close(ctx context.Context) error {
+	if c.sessionID == "" {
+		return nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.cfg.URL, nil)
+	if err != nil {
+		return err
+	}
+	c.setHeaders(req)
+	c.sessionID = ""
+	resp, err := c.cfg.HTTP.Do(req)
+	if err != nil {
+		return transportError(ctx, "DELETE", err)
+	}
+	defer closeBody(resp)
+	if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusMethodNotAllowed {
+		return httpError("DELETE", resp)
+	}
+	return nil
+}
+
+// call POSTs one request and finds its response in the answer.
+func (c *Client) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, http.Header, error) {
+	c.nextID++
+	id := c.nextID
+	resp, err := c.post(ctx, method, encodeMessage(id, method, params, true))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer closeBody(resp)
+	if resp.StatusCode/100 != 2 {
+		return nil, nil, httpError(method, resp)
+	}
+	ct := resp.Header.Get("Content-Type")
+	var e *envelope
+	switch {
+	case hasMediaType(ct, "application/json"):
+		c.body.Reset()
+		if _, err := c.body.ReadFrom(resp.Body); err != nil {
+			return nil, nil, transportError(ctx, method, err)
+		}
+		e = &c.env
+		e.reset()
+		if err := json.Unmarshal(c.body.Bytes(), e); err != nil {
+			return nil, nil, &RequestError{Kind: KindProtocol, Method: method, Message: "not a JSON-RPC message: " + snippet(c.body.Bytes())}
+		}
+	case hasMediaType(ct, "text/event-stream"):
+		if e, err = c.readSSE(ctx, method, resp.Body, id); err != nil {
+			return nil, nil, err
+		}
+	default:
+		return nil, nil, &RequestError{Kind: KindProtocol, Method: method,
+			Message: fmt.Sprintf("HTTP %d with Content-Type %q", resp.StatusCode, ct)}
+	}
+	result, err := e.result(method, id)
+	return result, resp.Header, err
+}
+
+func (c *Client) post(ctx context.Context, method string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header["Content-Type"] = contentTypeJSON
+	req.Header["Accept"] = acceptBoth
+	c.setHeaders(req)
+	resp, err := c.cfg.HTTP.Do(req)
+	if err != nil {
+		return nil, transportError(ctx, method, err)
+	}
+	return resp, nil
+}
+
+var (
+	contentTypeJSON = []string{"application/json"}
+	acceptBoth      = []string{"application/json, text/event-stream"}
+)
+
+func (c *Client) setHeaders(req *http.Request) {
+	for k, vs := range c.cfg.Headers {
+		req.Header[k] = vs
+	}
+	if c.sessionID != "" {
+		req.Header["Mcp-Session-Id"] = []string{c.sessionID}
+	}
+	if c.proto != "" {
+		req.Header["Mcp-Protocol-Version"] = []string{c.proto}
+	}
+}
+
+// streamEndWait bounds the wait for the end of an event stream after the
+// response: a server should end it there, but one that keeps it open must
+// not stall the worker.
+const streamEndWait = time.Second
+
+// readSSE reads events until the JSON-RPC response with the given id;
+// notifications and server requests on the way are skipped. It then reads
+// the stream to its end (servers close it after the response), so the
+// connection can be reused; a stream still open after streamEndWait is
+// closed instead, and its connection is lost.
+func (c *Client) readSSE(ctx context.Context, method string, body io.ReadCloser, id int64) (*envelope, error) {
+	if c.br == nil {
+		c.br = bufio.NewReaderSize(body, 16<<10)
+	} else {
+		c.br.Reset(body)
+	}
+	defer c.br.Reset(nil)
+	c.data = c.data[:0]
+	hasData := false
+	for {
+		line, err := c.br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			// A line longer than the buffer: collect it whole.
+			long := append([]byte(nil), line...)
+			for err == bufio.ErrBufferFull {
+				line, err = c.br.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err != nil && err != io.EOF {
+			return nil, transportError(ctx, method, err)
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			v = bytes.TrimPrefix(v, []byte(" "))
+			if hasData {
+				c.data = append(c.data, '\n')
+			}
+			c.data, hasData = append(c.data, v...), true
+		}
+		// A blank line ends an event; so does the end of the stream.
+		if (len(line) == 0 || err == io.EOF) && hasData {
+			e := &c.env
+			e.reset()
+			if json.Unmarshal(c.data, e) != nil {
+				return nil, &RequestError{Kind: KindProtocol, Method: method, Message: "event is not a JSON-RPC message: " + snippet(c.data)}
+			}
+			if e.Method == "" && idEquals(e.ID, id) {
+				if err == nil {
+					t := time.AfterFunc(streamEndWait, func() { body.Close() })
+					_, _ = io.Copy(io.Discard, c.br)
+					t.Stop()
+				}
+				return e, nil
+			}
+			c.data, hasData = c.data[:0], false
+		}
+		if err == io.EOF {
+			return nil, &RequestError{Kind: KindProtocol, Method: method, Message: "event stream ended without a response"}
+		}
+	}
+}
+
+// envelope is the part of a JSON-RPC message the client looks at.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// reset empties e but keeps the capacity of its buffers: json.Unmarshal
+// appends into a RawMessage's existing array.
+func (e *envelope) reset() {
+	e.ID, e.Result, e.Method, e.Error = e.ID[:0], e.Result[:0], "", nil
+}
+
+// result returns the result of the response to request id.
+func (e *envelope) result(method string, id int64) (json.RawMessage, error) {
+	if e.Error != nil {
+		return nil, &RequestError{Kind: KindJSONRPC, Method: method, Code: e.Error.Code, Message: e.Error.Message}
+	}
+	if !idEquals(e.ID, id) {
+		return nil, &RequestError{Kind: KindProtocol, Method: method, Message: fmt.Sprintf("response id %s, want %d", e.ID, id)}
+	}
+	if len(e.Result) == 0 {
+		return nil, &RequestError{Kind: KindProtocol, Method: method, Message: "response has neither result nor error"}
+	}
+	return e.Result, nil
+}
+
+func idEquals(raw json.RawMessage, id int64) bool {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 1 && raw[0] == '"' { // an echoed id must keep its type, but be lenient
+		raw = raw[1 : len(raw)-1]
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	return err == nil && n == id
+}
+
+// encodeMessage builds a JSON-RPC request (withID) or notification.
+func encodeMessage(id int64, method string, params json.RawMessage, withID bool) []byte {
+	// A fresh slice per message: the transport may still be reading the
+	// previous body when its response has already arrived.
+	b := make([]byte, 0, 64+len(method)+len(params))
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	if withID {
+		b = append(b, `"id":`...)
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b = strconv.AppendQuote(b, method) // method names are plain ASCII
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+func hasMediaType(contentType, want string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), want)
+}
+
+// httpError reads the start of the body: servers put their reason there.
+func httpError(method string, resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	msg := strings.TrimSpace(string(b))
+	// A JSON-RPC error in the body says it best.
+	var e envelope
+	if json.Unmarshal(b, &e) == nil && e.Error != nil {
+		msg = fmt.Sprintf("JSON-RPC error %d: %s", e.Error.Code, e.Error.Message)
+	}
+	return &RequestError{Kind: KindHTTP, Status: resp.StatusCode, Method: method, Message: oneLine(msg, 200)}
+}
+
+func transportError(ctx context.Context, method string, err error) error {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		if ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return &RequestError{Kind: KindTimeout, Method: method, Err: err}
+		}
+	}
+	// Drop the "Post \"URL\":" prefix: the URL is in every report already.
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return &RequestError{Kind: KindTransport, Method: method, Err: err}
+}
+
+// closeBody drains what is left (bounded) so the connection is reused.
+func closeBody(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+}
+
+func snippet(b []byte) string { return oneLine(string(b), 200) }
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// newHTTPClient returns an HTTP client whose idle pool holds a connection
+// for every worker, so a run measures requests rather than TCP handshakes.
+// Proxies from the environment are ignored: a benchmark talks to the URL.
+func newHTTPClient(conns int, timeout time.Duration) *http.Client {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: conns + 4,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		TLSHandshakeTimeout: 10 * time.Second,
+	}
+	return &http.Client{Transport: tr, Timeout: timeout}
+}

@@ -1,0 +1,316 @@
+#!/usr/bin/env bash
+# The standard benchmark run (issue #5): the gateway against its backends
+# called directly, on loopback, in one run, with mcpbench alternating rounds
+# A B A B ... so both sides see the same machine. Prints ONE table on stdout:
+#
+#   | scenario | direct req/s | gateway req/s | ratio | p50 added | p99 added | p50 × |
+#
+#   call-stateful   tools/call echo, stateful backend, session per-request (default)
+#   call-stateless  tools/call echo, stateless backend
+#   call-reuse      tools/call echo, stateful backend, `session: reuse`
+#   list-fanout     tools/list walk over a vhost of 8 backends (B) vs 1 backend (A),
+#                   both through the gateway, every backend paging by 2: p50 × is 8/1
+#   list-fanout-c1  the same with one worker: the latency of a lone walk, where
+#                   the fan-out's concurrency shows (at c=16 two cores are
+#                   saturated and latency follows the 8× backend work)
+#
+# then the store traffic per routed request (Redis INFO commandstats) and the
+# cost of 10,000 idle sessions (gateway RSS, Redis used_memory per session).
+#
+#   mcpbench ──► demo-backend (direct)
+#   mcpbench ──► gateway ──► demo-backend(s)
+#                   └── redis
+#
+# Usage: scripts/bench.sh            (or: make bench)
+#
+# Environment:
+#   BENCH_DURATION      measured time of each round (default 5s)
+#   BENCH_WARMUP        warm-up of each round, not counted (default 1s)
+#   BENCH_ROUNDS        rounds per side (default 3)
+#   BENCH_CONCURRENCY   workers, each with its own session (default 16)
+#   BENCH_IDLE_SESSIONS sessions opened for the idle-session figure (default 10000; 0: skip)
+#   BENCH_STORE_REQUESTS requests of the larger store-traffic run (default 2000; 0: skip)
+#   BENCH_SCENARIOS     which table rows to run (default: all five, space-separated)
+#   MCPGW_BENCH_CACHE   where binaries and runs go (default .cache/bench)
+#   GO                  the go command (default go)
+#
+# Everything a run produced (config, process logs, each scenario's report
+# and JSON) stays in $MCPGW_BENCH_CACHE/<timestamp>; `latest` points to it.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+DURATION=${BENCH_DURATION:-5s}
+WARMUP=${BENCH_WARMUP:-1s}
+ROUNDS=${BENCH_ROUNDS:-3}
+CONC=${BENCH_CONCURRENCY:-16}
+IDLE_SESSIONS=${BENCH_IDLE_SESSIONS:-10000}
+STORE_REQUESTS=${BENCH_STORE_REQUESTS:-2000}
+SCENARIOS=${BENCH_SCENARIOS:-call-stateful call-stateless call-reuse list-fanout list-fanout-c1}
+FANOUT=8
+PAGE_SIZE=2
+GO=${GO:-go}
+
+CACHE=${MCPGW_BENCH_CACHE:-.cache/bench}
+mkdir -p "$CACHE"
+CACHE=$(cd "$CACHE" && pwd)
+BIN=$CACHE/bin
+RUN=$CACHE/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$BIN" "$RUN"
+ln -sfn "$RUN" "$CACHE/latest"
+# Keep the ten most recent runs.
+{ ls -1d "$CACHE"/2* 2>/dev/null | head -n -10 | xargs -r rm -rf; } || true
+
+if [ -t 2 ]; then
+  log() { printf '\033[1mbench:\033[0m %s\n' "$*" >&2; }
+else
+  log() { printf 'bench: %s\n' "$*" >&2; }
+fi
+die() { log "error: $*"; exit 1; }
+T0=$SECONDS
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---------------------------------------------------------------------------
+# 1. Binaries.
+# ---------------------------------------------------------------------------
+log "go build ./cmd/gateway ./cmd/mcpbench ./localdev/cmd/demo-backend"
+"$GO" build -o "$BIN/" ./cmd/gateway ./cmd/mcpbench ./localdev/cmd/demo-backend || die "go build failed"
+command -v redis-server >/dev/null || die "redis-server not found (apt-get install redis-server)"
+command -v redis-cli >/dev/null || die "redis-cli not found (apt-get install redis-tools)"
+MCPBENCH=$BIN/mcpbench
+
+# ---------------------------------------------------------------------------
+# 2. Processes. Every one started is recorded and stopped on exit.
+# ---------------------------------------------------------------------------
+PIDS=()
+cleanup() {
+  local rc=$? i pid
+  [ ${#PIDS[@]} -gt 0 ] && log "stopping ${#PIDS[@]} processes"
+  # Newest first: the gateway stops while Redis and the backends are there.
+  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
+    pid=${PIDS[i]}
+    kill -TERM "$pid" 2>/dev/null || continue
+    for _ in $(seq 50); do # up to 5s for a graceful stop, then SIGKILL
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# start <name> <cmd...>: runs cmd in the background, output in $RUN/<name>.log
+start() {
+  local name=$1; shift
+  "$@" >"$RUN/$name.log" 2>&1 &
+  PIDS+=($!)
+  LAST_PID=$!
+}
+
+# wait_for <name> <pid> <test-command...>: until the test succeeds (20s max)
+wait_for() {
+  local name=$1 pid=$2; shift 2
+  for _ in $(seq 200); do
+    "$@" && return 0
+    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$RUN/$name.log" >&2; die "$name exited during start-up (log: $RUN/$name.log)"; }
+    sleep 0.1
+  done
+  tail -n 20 "$RUN/$name.log" >&2
+  die "$name not ready after 20s (log: $RUN/$name.log)"
+}
+log_has() { grep -q -- "$2" "$RUN/$1.log"; }
+# The URL a process printed in its "listening on http://..." line.
+listen_url() { grep -m1 -o "listening on http://[^ ]*" "$RUN/$1.log" | sed 's/^listening on //'; }
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# Redis: no persistence, loopback only, on a free port (retried if taken
+# between the check and the bind).
+for attempt in 1 2 3 4 5; do
+  REDIS_PORT=$((20000 + RANDOM % 40000))
+  port_free "$REDIS_PORT" || continue
+  start redis redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no
+  REDIS_PID=$LAST_PID
+  for _ in $(seq 100); do
+    log_has redis "Ready to accept connections" && break 2
+    kill -0 "$REDIS_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  [ "$attempt" = 5 ] && { tail -n 5 "$RUN/redis.log" >&2; die "redis-server did not start (log: $RUN/redis.log)"; }
+done
+rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
+log "redis on 127.0.0.1:$REDIS_PORT"
+
+# backend <name> [demo-backend flags]: starts a demo backend on a free port
+# and sets URL to its MCP endpoint.
+backend() {
+  local name=$1; shift
+  start "$name" "$BIN/demo-backend" --listen 127.0.0.1:0 --name "$name" "$@"
+  wait_for "$name" "$LAST_PID" log_has "$name" "listening on http://"
+  URL=$(listen_url "$name")
+}
+backend stateful; B_STATEFUL=$URL
+backend stateless --stateless; B_STATELESS=$URL
+backend reuse; B_REUSE=$URL
+FAN=()
+for i in $(seq "$FANOUT"); do
+  backend "fan$i" --page-size "$PAGE_SIZE"; FAN+=("$URL")
+done
+log "$((3 + FANOUT)) demo backends up"
+
+{
+  echo "# Generated by scripts/bench.sh"
+  echo "auth:"
+  echo "  mode: none"
+  echo "virtual_hosts:"
+  echo "  stateful:   {backends: {echo: {url: \"$B_STATEFUL\"}}}"
+  echo "  stateless:  {backends: {echo: {url: \"$B_STATELESS\"}}}"
+  echo "  reuse:      {backends: {echo: {url: \"$B_REUSE\", session: reuse}}}"
+  echo "  fan1:       {backends: {b1: {url: \"${FAN[0]}\"}}}"
+  echo "  fan$FANOUT:"
+  echo "    backends:"
+  for i in $(seq "$FANOUT"); do echo "      b$i: {url: \"${FAN[i - 1]}\"}"; done
+} >"$RUN/gateway.yaml"
+
+start gateway "$BIN/gateway" --config "$RUN/gateway.yaml" --listen 127.0.0.1:0 \
+  --redis-url "redis://127.0.0.1:$REDIS_PORT" --log-level warn --reload-interval 0
+GATEWAY_PID=$LAST_PID
+wait_for gateway "$GATEWAY_PID" log_has gateway "mcpgw: listening on http://"
+GW=$(listen_url gateway)
+log "gateway on $GW (pid $GATEWAY_PID); started in $((SECONDS - T0))s; logs in $RUN"
+
+# ---------------------------------------------------------------------------
+# 3. The table: each scenario is one mcpbench comparison, A = direct, B = gateway.
+# ---------------------------------------------------------------------------
+QUIET=-quiet
+[ -t 2 ] && QUIET= # the progress line, rewritten in place, on a terminal only
+
+# compare <scenario> <A url> <B url> [mcpbench flags]
+compare() {
+  local name=$1 a=$2 b=$3; shift 3
+  log "$name: $ROUNDS rounds of $DURATION (+$WARMUP warm-up) per side"
+  "$MCPBENCH" $QUIET -c "$CONC" -d "$DURATION" -warmup "$WARMUP" -rounds "$ROUNDS" \
+    -json "$RUN/$name.json" "$@" "$a" "$b" >"$RUN/$name.txt" ||
+    { cat "$RUN/$name.txt" >&2; die "$name failed"; }
+  sed 's/^/    /' "$RUN/$name.txt" >&2
+  ROWS+=("$name=$RUN/$name.json")
+}
+
+ROWS=()
+for s in $SCENARIOS; do
+  case $s in
+  call-stateful) compare "$s" "$B_STATEFUL" "$GW/servers/stateful/mcp" ;;
+  call-stateless) compare "$s" "$B_STATELESS" "$GW/servers/stateless/mcp" ;;
+  call-reuse) compare "$s" "$B_REUSE" "$GW/servers/reuse/mcp" ;;
+  list-fanout) compare "$s" "$GW/servers/fan1/mcp" "$GW/servers/fan$FANOUT/mcp" -workload list ;;
+  list-fanout-c1) compare "$s" "$GW/servers/fan1/mcp" "$GW/servers/fan$FANOUT/mcp" -workload list -c 1 ;;
+  *) die "unknown scenario $s (BENCH_SCENARIOS)" ;;
+  esac
+done
+
+# ---------------------------------------------------------------------------
+# 4. Store traffic per routed request: Redis counters around two runs of
+#    different lengths; the difference divided by the difference in requests
+#    leaves out what does not scale with requests (initialize, DELETE,
+#    background work).
+# ---------------------------------------------------------------------------
+# store_snapshot <file>: "total <n>", "reads <n>" and "<command> <calls>" lines
+store_snapshot() {
+  {
+    rcli INFO stats | tr -d '\r' | awk -F: '$1=="total_commands_processed"{print "total", $2} $1=="total_reads_processed"{print "reads", $2}'
+    rcli INFO commandstats | tr -d '\r' | sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),.*/\1 \2/p'
+  } >"$1"
+}
+# store_delta <before> <after> <out>: after - before per key
+store_delta() {
+  awk 'NR==FNR{b[$1]=$2; next} {d=$2-b[$1]; if (d) print $1, d}' "$1" "$2" >"$3"
+}
+
+STORE_LINES=()
+store_traffic() { # store_traffic <vhost>
+  local vhost=$1 small=$((STORE_REQUESTS / 4)) url="$GW/servers/$1/mcp" d=$RUN/store-$1
+  store_snapshot "$d.0"
+  "$MCPBENCH" -quiet -c "$CONC" -warmup 0 -n "$small" -json "$d.small.json" "$url" >/dev/null || die "store run on $vhost failed"
+  store_snapshot "$d.1"
+  "$MCPBENCH" -quiet -c "$CONC" -warmup 0 -n "$STORE_REQUESTS" -json "$d.large.json" "$url" >/dev/null || die "store run on $vhost failed"
+  store_snapshot "$d.2"
+  store_delta "$d.0" "$d.1" "$d.small"
+  store_delta "$d.1" "$d.2" "$d.large"
+  # (large - small) / (STORE_REQUESTS - small), per key, largest first
+  awk -v n=$((STORE_REQUESTS - small)) 'NR==FNR{s[$1]=$2; next} {l[$1]=$2}
+    END { for (k in l) s[k] = s[k]; for (k in s) printf "%s %.4f\n", k, (l[k] - s[k]) / n }' \
+    "$d.small" "$d.large" | sort -k2,2nr -k1,1 >"$d.per-request"
+  STORE_LINES+=("$(awk -v vhost="$vhost" '
+    $1=="total"{total=$2; next} $1=="reads"{reads=$2; next}
+    $2 >= 0.005 || $2 <= -0.005 {by = by sprintf("%s%s %.2f", by == "" ? "" : ", ", tolower($1), $2)}
+    END {printf "| %s | %.2f | %.2f | %s |", vhost, total, reads, by}' "$d.per-request")")
+}
+if [ "$STORE_REQUESTS" -gt 0 ]; then
+  log "store traffic: $((STORE_REQUESTS / 4)) then $STORE_REQUESTS tools/call per vhost, Redis counters around each"
+  for v in stateful stateless reuse; do store_traffic "$v"; done
+fi
+
+# ---------------------------------------------------------------------------
+# 5. Idle sessions: open many sessions through the gateway (initialize only,
+#    never deleted) and see what they cost the gateway process and Redis.
+#    Twice: the first batch also grows the heap to the high-water mark of a
+#    32-way initialize burst; what a second batch adds is what sessions
+#    themselves cost the process (nothing, for a stateless gateway).
+# ---------------------------------------------------------------------------
+rss_kb() { awk '$1=="VmRSS:"{print $2}' "/proc/$GATEWAY_PID/status"; }
+redis_mem() { rcli INFO memory | tr -d '\r' | awk -F: '$1=="used_memory"{print $2}'; }
+idle_batch() { # idle_batch <n>: sets RSS, MEM, KEYS after the batch, TOOK_MS
+  local t0
+  t0=$(date +%s%N)
+  "$MCPBENCH" -quiet -workload init -c 32 -warmup 0 -n "$IDLE_SESSIONS" -json "$RUN/idle-sessions-$1.json" \
+    "$GW/servers/stateful/mcp" >"$RUN/idle-sessions-$1.txt" || { cat "$RUN/idle-sessions-$1.txt" >&2; die "idle sessions failed"; }
+  TOOK_MS=$((($(date +%s%N) - t0) / 1000000))
+  sleep 2 # let the gateway settle (GC, idle connections)
+  RSS=$(rss_kb); MEM=$(redis_mem); KEYS=$(rcli DBSIZE)
+}
+IDLE_LINE=
+if [ "$IDLE_SESSIONS" -gt 0 ]; then
+  log "idle sessions: opening 2 × $IDLE_SESSIONS through the gateway (c=32)"
+  rss0=$(rss_kb); mem0=$(redis_mem); keys0=$(rcli DBSIZE)
+  idle_batch 1; rss1=$RSS mem1=$MEM keys1=$KEYS took=$TOOK_MS
+  idle_batch 2; rss2=$RSS
+  IDLE_LINE=$(awk -v n="$IDLE_SESSIONS" -v r0="$rss0" -v r1="$rss1" -v r2="$rss2" -v m0="$mem0" -v m1="$mem1" \
+    -v k0="$keys0" -v k1="$keys1" -v s="$took" 'BEGIN {
+    printf "%d idle sessions (initialize only, c=32, opened in %.1fs): ", n, s / 1000
+    printf "gateway RSS %.1f MB → %.1f MB (%+.1f MB), %d more: → %.1f MB (%+.1f MB, %.0f bytes/session); ", r0/1024, r1/1024, (r1-r0)/1024, n, r2/1024, (r2-r1)/1024, (r2-r1)*1024/n
+    printf "Redis used_memory %+.1f MB = %.0f bytes/session, %.2f keys/session", (m1-m0)/1048576, (m1-m0)/n, (k1-k0)/n }')
+fi
+
+# ---------------------------------------------------------------------------
+# 6. The report: stdout, and $RUN/table.md.
+# ---------------------------------------------------------------------------
+{
+  echo "mcpbench standard run, $(date -u '+%Y-%m-%d %H:%M UTC'), tree $(git describe --always --dirty 2>/dev/null || echo '?')"
+  echo "$(nproc) CPUs ($(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo)), $(free -h | awk '/^Mem:/{print $2}') RAM, $("$GO" env GOVERSION), redis $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p'), loopback; load average $LOAD0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+  echo "c=$CONC, $ROUNDS rounds × $DURATION (+$WARMUP warm-up) per side, alternating A B A B; medians of the per-round ratios"
+  echo
+  if [ ${#ROWS[@]} -gt 0 ]; then
+    "$MCPBENCH" summary "${ROWS[@]}"
+    case " $SCENARIOS " in *" list-fanout"*)
+      echo
+      echo "list-fanout: \"direct\" = a gateway vhost of 1 backend, \"gateway\" = a vhost of $FANOUT backends (each paging by $PAGE_SIZE); p50 × is the latency ratio $FANOUT/1; list-fanout-c1 runs one worker." ;;
+    esac
+  fi
+  if [ ${#STORE_LINES[@]} -gt 0 ]; then
+    echo
+    echo "Store traffic per routed tools/call (Redis counters, difference of a $((STORE_REQUESTS / 4))- and a $STORE_REQUESTS-request run):"
+    echo
+    echo "| vhost | commands | socket reads (≈ round trips) | by command |"
+    echo "| --- | ---: | ---: | --- |"
+    printf '%s\n' "${STORE_LINES[@]}"
+  fi
+  if [ -n "$IDLE_LINE" ]; then
+    echo
+    echo "$IDLE_LINE"
+  fi
+} | tee "$RUN/table.md"
+log "done in $((SECONDS - T0))s; reports and JSON in $RUN"
