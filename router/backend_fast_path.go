@@ -39,7 +39,7 @@ func (r *Router) withBackend(ctx context.Context, v *vhost, key string, sess *st
 		if err == nil {
 			r.applyLogLevel(ctx, conn, sess, key)
 			resp, err := fn(conn)
-			_ = conn.Close(reuse)
+			r.release(conn, reuse)
 			if !refusedFastPath(err) {
 				return resp, err
 			}
@@ -65,8 +65,20 @@ func (r *Router) withBackend(ctx context.Context, v *vhost, key string, sess *st
 	}
 	r.applyLogLevel(ctx, conn, sess, key)
 	resp, err := fn(conn)
-	_ = conn.Close(reuse && conn.SessionID() != "")
+	r.release(conn, reuse && conn.SessionID() != "")
 	return resp, err
+}
+
+// release closes a connection after its exchange. The backend's DELETE
+// (per-request sessions) runs in the background: the answer is already
+// known, so the client need not wait a round trip for the cleanup.
+// Router.Close waits for these.
+func (r *Router) release(conn *upstream.Conn, keep bool) {
+	if keep || conn.SessionID() == "" {
+		_ = conn.Close(keep) // nothing to send
+		return
+	}
+	r.cleanup.Go(func() { _ = conn.Close(false) })
 }
 
 // fastHandshake returns the handshake that skips initialize, if the

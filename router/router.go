@@ -73,6 +73,7 @@ type Router struct {
 	infoOnce sync.Once
 	infoJSON json.RawMessage
 
+	cleanup  sync.WaitGroup // background backend DELETEs (see release)
 	inflight *inflight
 	streams  *streamHub
 	stopBus  func()
@@ -117,6 +118,7 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 func (r *Router) Close() {
 	r.stopBus()
 	r.streams.closeAll()
+	r.cleanup.Wait()
 	r.table.Load().close()
 }
 
