@@ -35,3 +35,33 @@ conformance: ## MCP conformance suite vs 2 gateways on Redis behind a round-robi
 
 bench: ## standard benchmark: gateway vs direct backends, one table (BENCH_DURATION=5s per round; see BENCHMARKS.md)
 	GO=$(GO) ./scripts/bench.sh
+
+# ---- AWS Lambda (template.yaml, docs/deploy-lambda.md) ----------------------
+# `sam build` runs `make build-<FunctionLogicalId>` with ARTIFACTS_DIR set: the
+# artifact is one static arm64 binary named bootstrap (provided.al2023), plus
+# the config file when one is bundled. LAMBDA_CONFIG names it (a path inside
+# the repository, copied to the same path in the bundle; default: MCPGW_CONFIG
+# when that is a relative path, i.e. points into the bundle); LAMBDA_EXTRA_FILES
+# adds files it refers to, e.g. a JWT public key:
+#   LAMBDA_CONFIG=deploy/gateway.yaml LAMBDA_EXTRA_FILES=deploy/jwt.pem sam build
+LAMBDA_GOENV       = GOOS=linux GOARCH=arm64 CGO_ENABLED=0
+LAMBDA_GOFLAGS     = -tags lambda.norpc -trimpath -ldflags='-s -w'
+LAMBDA_CONFIG      ?= $(if $(filter /%,$(MCPGW_CONFIG)),,$(MCPGW_CONFIG))
+LAMBDA_EXTRA_FILES ?=
+
+.PHONY: lambda build-GatewayFunction build-HttpApiFunction
+
+build-GatewayFunction build-HttpApiFunction: ## what `sam build` runs for each function (needs ARTIFACTS_DIR)
+	@test -n "$(ARTIFACTS_DIR)" || { echo "ARTIFACTS_DIR is not set (sam build sets it)" >&2; exit 1; }
+	$(LAMBDA_GOENV) $(GO) build $(LAMBDA_GOFLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./cmd/lambda
+	@for f in $(LAMBDA_CONFIG) $(LAMBDA_EXTRA_FILES); do \
+	  case "$$f" in /*|../*|*/../*) echo "lambda: $$f: give a relative path inside the repository" >&2; exit 1;; esac; \
+	  test -f "$$f" || { echo "lambda: $$f: no such file" >&2; exit 1; }; \
+	  mkdir -p "$(ARTIFACTS_DIR)/$$(dirname "$$f")" && cp "$$f" "$(ARTIFACTS_DIR)/$$f" && echo "lambda: bundled $$f"; \
+	done
+
+lambda: ## Lambda bundle for arm64: bin/lambda/bootstrap, zipped into bin/lambda/gateway.zip
+	rm -rf $(BIN)/lambda
+	$(MAKE) --no-print-directory build-GatewayFunction ARTIFACTS_DIR=$(CURDIR)/$(BIN)/lambda
+	$(GO) run ./cmd/lambda/zipbundle.go -o $(BIN)/lambda/gateway.zip $(BIN)/lambda
+	@echo "lambda: $(BIN)/lambda/gateway.zip (aws lambda update-function-code --zip-file fileb://$(BIN)/lambda/gateway.zip ...)"

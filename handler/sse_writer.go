@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"strconv"
 	"sync"
@@ -74,7 +75,17 @@ func (s *sseWriter) event(id string, retry time.Duration, data []byte) error {
 	if _, err := s.w.Write(s.buf.Bytes()); err != nil {
 		return err
 	}
-	return s.rc.Flush()
+	return s.flush()
+}
+
+// flush pushes buffered bytes to the client. A writer that cannot flush
+// (http.ErrNotSupported) writes through already (Lambda's streaming
+// response writer does), so that is not a broken stream.
+func (s *sseWriter) flush() error {
+	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
 }
 
 // comment writes a keep-alive comment line.
@@ -85,7 +96,7 @@ func (s *sseWriter) comment(text string) error {
 	if _, err := s.w.Write([]byte(": " + text + "\n\n")); err != nil {
 		return err
 	}
-	return s.rc.Flush()
+	return s.flush()
 }
 
 func (s *sseWriter) isStarted() bool {

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// JSON-RPC error codes used by this package's own answers.
+const (
+	codeInvalidRequest = -32600
+	codeInternalError  = -32603
+)
+
+// writeJSONRPCError answers with an HTTP status and a JSON-RPC error body
+// (id null), the shape of the handler's own transport-level errors, which
+// every MCP client can display.
+func writeJSONRPCError(w http.ResponseWriter, status, code int, msg string) {
+	body, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      nil,
+		"error":   map[string]any{"code": code, "message": msg},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(body, '\n'))
+}

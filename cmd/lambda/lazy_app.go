@@ -1,0 +1,64 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcpgw/gateway/cmd/internal/app"
+)
+
+// lazyApp assembles the gateway on the first request and serves every
+// request with it; an execution environment builds it once.
+//
+// Why not at init: assembling the router subscribes to the store's bus,
+// which with Redis dials the server and waits for the SUBSCRIBE
+// confirmation (up to 10 s when the server is unreachable). Lambda allows
+// an init 10 s, and a store that is down would turn into an init timeout
+// and a retried init on every request; here it is a slow first request
+// whose store operations then fail with a clear error. The config and the
+// store URL were validated at init, so building rarely fails; when it does
+// the request gets 503 and the next one tries again.
+type lazyApp struct {
+	build func() (*app.App, error)
+	log   *slog.Logger
+
+	mu  sync.Mutex
+	app atomic.Pointer[app.App]
+}
+
+func (l *lazyApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a, err := l.get()
+	if err != nil {
+		l.log.Error("mcpgw lambda: assembling the gateway failed", "error", err)
+		writeJSONRPCError(w, http.StatusServiceUnavailable, codeInternalError, "the gateway could not start: "+err.Error())
+		return
+	}
+	a.Handler.ServeHTTP(w, r)
+}
+
+func (l *lazyApp) get() (*app.App, error) {
+	if a := l.app.Load(); a != nil {
+		return a, nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if a := l.app.Load(); a != nil {
+		return a, nil
+	}
+	a, err := l.build()
+	if err != nil {
+		return nil, err
+	}
+	l.app.Store(a)
+	return a, nil
+}
+
+// close releases the gateway if it was built (tests; Lambda simply
+// freezes and eventually ends the process).
+func (l *lazyApp) close() {
+	if a := l.app.Load(); a != nil {
+		_ = a.Close()
+	}
+}

@@ -1,0 +1,185 @@
+// Command lambda serves the MCP gateway on AWS Lambda: the same
+// http.Handler as cmd/gateway (built by cmd/internal/app), behind a Lambda
+// Function URL with response streaming, or behind API Gateway or an
+// Application Load Balancer through buffering adapters.
+//
+// Build it as the "bootstrap" of a provided.al2023 function:
+//
+//	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap ./cmd/lambda
+//
+// Environment (docs/deploy-lambda.md has the whole story):
+//
+//	MCPGW_LAMBDA_MODE   url (default): Function URL, InvokeMode RESPONSE_STREAM
+//	                    apigw-v2: API Gateway HTTP API (payload format 2.0)
+//	                    apigw-v1: API Gateway REST API (proxy integration)
+//	                    alb:      Application Load Balancer target group
+//	MCPGW_CONFIG        config file path; relative paths are relative to the
+//	                    working directory, which on Lambda is the bundle root
+//	MCPGW_CONFIG_YAML   the config itself, inline (instead of MCPGW_CONFIG)
+//	MCPGW_REDIS_URL     the shared store; without it sessions live in one
+//	                    execution environment only, which breaks as soon as
+//	                    Lambda runs two
+//	MCPGW_LOG_LEVEL     debug, info, warn, error (default: Lambda's
+//	                    AWS_LAMBDA_LOG_LEVEL when set, else info)
+//	MCPGW_LAMBDA_STRIP_BASE_PATH  buffered modes: a path prefix to remove
+//	                    first (a named API stage, a base path mapping)
+//	MCPGW_LAMBDA_STREAM_MAX  url mode: the longest a GET stream stays open
+//	                    in one invocation (Go duration; default: until
+//	                    shortly before the function's time limit)
+//
+// Secrets referenced by the config (auth.jwt.hs_secret_env, ${ENV} in
+// add_headers) are read from the environment like everywhere else.
+//
+// Everything that can be done once is done at init: the config is parsed
+// and validated there, and a bad one stops the init with one log line and
+// exit status 1, so Lambda reports an init error. The store is not touched
+// at init; the gateway is assembled on the first request (see lazyApp).
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcpgw/gateway/cmd/internal/app"
+	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/handler/config"
+	"github.com/mcpgw/gateway/store"
+)
+
+func main() {
+	start := time.Now()
+	log := newLogger(os.Stderr, os.Getenv)
+	fn, err := setup(os.Getenv, log)
+	if err != nil {
+		// One line that says what is wrong; Lambda reports the init error.
+		log.Error("mcpgw lambda: init failed: " + strings.ReplaceAll(err.Error(), "\n", "; "))
+		os.Exit(1)
+	}
+	log.Info("mcpgw lambda: initialized",
+		"mode", string(fn.mode),
+		"init_duration_ms", float64(time.Since(start).Microseconds())/1000,
+		"config", fn.cfg.Source,
+		"store", fn.storeKind)
+	fn.mode.start(fn.handler, fn.basePath)
+}
+
+// function is the gateway as one Lambda function serves it.
+type function struct {
+	mode      mode
+	cfg       *config.Config
+	storeKind string // "redis" or "memory", for the init log line
+	basePath  string // buffered modes: prefix removed from every path
+	// handler is the gateway's handler wrapped for the mode.
+	handler http.Handler
+	lazy    *lazyApp
+}
+
+// setup reads the environment, parses and validates the config and wraps
+// the (lazily built) gateway for the mode. It does no network I/O.
+func setup(getenv func(string) string, log *slog.Logger) (*function, error) {
+	m, err := parseMode(getenv(envMode))
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return nil, err
+	}
+	// app.Build validates these too, but only on the first request: check
+	// them now so that a mistake is an init error, not a failing request.
+	if _, err := auth.New(cfg.Auth); err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Source, err)
+	}
+	redisURL := strings.TrimSpace(getenv(envRedisURL))
+	storeKind := "memory"
+	if redisURL != "" {
+		if _, err := store.ParseRedisURL(redisURL); err != nil {
+			return nil, fmt.Errorf("%s: %w", envRedisURL, err)
+		}
+		storeKind = "redis"
+	} else {
+		log.Warn("mcpgw lambda: " + envRedisURL + " is not set: sessions live in one execution environment only and are lost when Lambda starts another; set it for anything but a single-environment trial")
+	}
+	streamMax, err := parseDurationEnv(getenv, envStreamMax)
+	if err != nil {
+		return nil, err
+	}
+
+	basePath := strings.TrimSpace(getenv(envStripBasePath))
+	if basePath != "" && !m.buffered() {
+		log.Warn("mcpgw lambda: " + envStripBasePath + " applies to the buffered modes only; ignored in mode url")
+	}
+
+	lazy := &lazyApp{log: log, build: func() (*app.App, error) { return app.Build(cfg, redisURL, log) }}
+	h := m.wrap(lazy, streamMax, log)
+	return &function{
+		mode:      m,
+		cfg:       cfg,
+		storeKind: storeKind,
+		basePath:  basePath,
+		handler:   h,
+		lazy:      lazy,
+	}, nil
+}
+
+// Environment variables read by the function.
+const (
+	envMode          = "MCPGW_LAMBDA_MODE"
+	envConfig        = "MCPGW_CONFIG"
+	envConfigYAML    = "MCPGW_CONFIG_YAML"
+	envRedisURL      = "MCPGW_REDIS_URL"
+	envLogLevel      = "MCPGW_LOG_LEVEL"
+	envLambdaLevel   = "AWS_LAMBDA_LOG_LEVEL" // set by Lambda's advanced logging controls
+	envStripBasePath = "MCPGW_LAMBDA_STRIP_BASE_PATH"
+	envStreamMax     = "MCPGW_LAMBDA_STREAM_MAX"
+)
+
+// newLogger logs JSON lines to w (stderr: CloudWatch Logs), at the level
+// of MCPGW_LOG_LEVEL, else of Lambda's AWS_LAMBDA_LOG_LEVEL, else info.
+// An unknown level falls back to info with a warning rather than failing
+// the init over a log setting.
+func newLogger(w io.Writer, getenv func(string) string) *slog.Logger {
+	lv := new(slog.LevelVar)
+	log := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lv}))
+	name, raw := envLogLevel, getenv(envLogLevel)
+	if raw == "" {
+		name, raw = envLambdaLevel, getenv(envLambdaLevel)
+	}
+	if raw == "" {
+		return log
+	}
+	// Lambda's levels include TRACE and FATAL, which slog does not have.
+	switch strings.ToUpper(strings.TrimSpace(raw)) {
+	case "TRACE":
+		lv.Set(slog.LevelDebug)
+		return log
+	case "FATAL":
+		lv.Set(slog.LevelError)
+		return log
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(strings.TrimSpace(raw))); err != nil {
+		log.Warn("mcpgw lambda: ignoring unknown log level", "variable", name, "value", raw)
+		return log
+	}
+	lv.Set(level)
+	return log
+}
+
+// parseDurationEnv reads an optional non-negative Go duration.
+func parseDurationEnv(getenv func(string) string, name string) (time.Duration, error) {
+	raw := strings.TrimSpace(getenv(name))
+	if raw == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s: %q is not a duration such as 5m or 90s", name, raw)
+	}
+	return d, nil
+}

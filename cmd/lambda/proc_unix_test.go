@@ -1,0 +1,20 @@
+//go:build unix && !linux
+
+package main
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcessGroup puts cmd in a process group of its own, so that
+// killProcessGroup ends the children it starts too.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+func killProcessGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
