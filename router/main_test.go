@@ -26,12 +26,12 @@ func TestMain(m *testing.M) {
 
 // newStore opens a Redis store on the shared test server, with a key
 // prefix of its own so tests do not see each other's keys.
-func newStore(t *testing.T) store.Store {
+func newStore(t testing.TB) store.Store {
 	st, _ := newPrefixedStore(t)
 	return st
 }
 
-func newPrefixedStore(t *testing.T) (store.Store, string) {
+func newPrefixedStore(t testing.TB) (store.Store, string) {
 	t.Helper()
 	prefix := "t" + fmt.Sprint(time.Now().UnixNano())
 	st, err := store.NewRedis(redisSrv.URL(), store.RedisOptions{KeyPrefix: prefix})
@@ -44,7 +44,7 @@ func newPrefixedStore(t *testing.T) (store.Store, string) {
 
 // fixture is a router over real backends and a real Redis store.
 type fixture struct {
-	t        *testing.T
+	t        testing.TB
 	store    store.Store
 	router   *router.Router
 	vhost    string
@@ -59,11 +59,11 @@ type backendSpec struct {
 	adjust  func(*router.Backend)
 }
 
-func newFixture(t *testing.T, specs ...backendSpec) *fixture {
+func newFixture(t testing.TB, specs ...backendSpec) *fixture {
 	return newFixtureOpts(t, router.Options{}, specs...)
 }
 
-func newFixtureOpts(t *testing.T, opts router.Options, specs ...backendSpec) *fixture {
+func newFixtureOpts(t testing.TB, opts router.Options, specs ...backendSpec) *fixture {
 	t.Helper()
 	f := &fixture{t: t, vhost: "vh", backends: map[string]*testsupport.Backend{}}
 	if opts.Store == nil {
@@ -120,7 +120,7 @@ func (f *fixture) callHdr(sid string, hdr http.Header, method string, params any
 	return callOn(f.t, f.router, f.store, sid, hdr, method, params)
 }
 
-func callOn(t *testing.T, r *router.Router, st store.Store, sid string, hdr http.Header, method string, params any) *jsonrpc.Response {
+func callOn(t testing.TB, r *router.Router, st store.Store, sid string, hdr http.Header, method string, params any) *jsonrpc.Response {
 	t.Helper()
 	sess, err := st.LoadSession(context.Background(), sid, time.Hour)
 	if err != nil {
@@ -138,7 +138,7 @@ func callOn(t *testing.T, r *router.Router, st store.Store, sid string, hdr http
 }
 
 // result decodes a successful response or fails the test.
-func result(t *testing.T, resp *jsonrpc.Response) map[string]any {
+func result(t testing.TB, resp *jsonrpc.Response) map[string]any {
 	t.Helper()
 	if resp.Error != nil {
 		t.Fatalf("unexpected error: %v", resp.Error)
@@ -151,7 +151,7 @@ func result(t *testing.T, resp *jsonrpc.Response) map[string]any {
 }
 
 // rpcErr returns the JSON-RPC error of a response or fails the test.
-func rpcErr(t *testing.T, resp *jsonrpc.Response) *jsonrpc.Error {
+func rpcErr(t testing.TB, resp *jsonrpc.Response) *jsonrpc.Error {
 	t.Helper()
 	if resp.Error == nil {
 		t.Fatalf("expected an error, got result %s", resp.Result)
@@ -164,7 +164,7 @@ func rpcErr(t *testing.T, resp *jsonrpc.Response) *jsonrpc.Error {
 }
 
 // names lists the "name" of each item of a list result field.
-func names(t *testing.T, res map[string]any, field string) []string {
+func names(t testing.TB, res map[string]any, field string) []string {
 	t.Helper()
 	items, _ := res[field].([]any)
 	var out []string
@@ -175,7 +175,7 @@ func names(t *testing.T, res map[string]any, field string) []string {
 }
 
 // text returns the first text content of a tools/call result.
-func text(t *testing.T, res map[string]any) string {
+func text(t testing.TB, res map[string]any) string {
 	t.Helper()
 	content, _ := res["content"].([]any)
 	if len(content) == 0 {
