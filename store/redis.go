@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,6 +53,7 @@ type Redis struct {
 	prefix     string
 	instanceID string
 	bus        redisBus
+	plaintext  bool // the URL asked for no TLS: a closed connection may mean a TLS-only server
 
 	closeOnce sync.Once
 	closeErr  error
@@ -82,7 +85,8 @@ func NewRedis(rawURL string, opts RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Redis{client: cfg.NewClient(), prefix: prefix, instanceID: newInstanceID()}, nil
+	return &Redis{client: cfg.NewClient(), prefix: prefix, instanceID: newInstanceID(),
+		plaintext: strings.HasPrefix(rawURL, "redis://") || strings.HasPrefix(rawURL, "redis+")}, nil
 }
 
 // SessionKey is the Redis key of session sid's hash. The {sid} hash tag
@@ -248,6 +252,9 @@ func (r *Redis) SigningKey(ctx context.Context, name string) ([]byte, error) {
 // Ping checks that Redis answers.
 func (r *Redis) Ping(ctx context.Context) error {
 	if err := r.client.Ping(ctx).Err(); err != nil {
+		if r.plaintext && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+			return fmt.Errorf("store: ping redis: %w (the server closed the connection: if it only speaks TLS, use a rediss:// URL)", err)
+		}
 		return fmt.Errorf("store: ping redis: %w", err)
 	}
 	return nil

@@ -100,6 +100,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer a.Close()
+	// Say at once when the store is not reachable: the gateway still
+	// starts (Redis may come up later), but /readyz answers 503 until then.
+	pingCtx, cancelPing := context.WithTimeout(ctx, 3*time.Second)
+	if err := a.Store.Ping(pingCtx); err != nil {
+		log.Warn("session store not reachable yet; /readyz answers 503 until it is", "error", err)
+	}
+	cancelPing()
 
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {

@@ -283,6 +283,9 @@ func TestStore_PlaintextURLOnTLSPortFails(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), "store: ping redis: ") {
 		t.Errorf("error %q does not say which operation failed", err)
 	}
+	if !strings.Contains(err.Error(), "rediss://") {
+		t.Errorf("error %q does not suggest rediss://", err)
+	}
 }
 
 // TestStore_RejectsUntrustedServerCertificate checks that rediss:// really
