@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
 )
 
@@ -29,6 +30,9 @@ type Options struct {
 	AllowedOrigins []string
 	MaxBodyBytes   int64
 	Logger         *slog.Logger
+	// Metrics, when set, instruments the MCP endpoint and is served on
+	// GET /metrics; nil disables both.
+	Metrics *metrics.Metrics
 }
 
 // New returns the gateway's http.Handler: the one handler that runs under
@@ -45,8 +49,15 @@ func New(opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
+	if opts.Metrics != nil {
+		// Outside the MCP chain, like the probes: a scraper sends no
+		// allowed Host, Origin or token. Exact path, so no vhost path
+		// reaches it; keep it off the public network (see docs).
+		mux.Handle("GET /metrics", opts.Metrics.Handler())
+	}
 
 	mcp := chain(http.HandlerFunc(s.serveMCP),
+		opts.Metrics.Middleware(opts.Router.HasVHost), // first: refusals count too
 		checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins),
 		s.requireVHost,
 		auth.Middleware(opts.Auth, "mcpgw"),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/store"
 )
@@ -48,6 +49,8 @@ func (s *server) serveGET(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer events.Close()
+	s.opts.Metrics.StreamOpened(metrics.StreamGET)
+	defer s.opts.Metrics.StreamClosed(metrics.StreamGET)
 
 	sw := newSSEWriter(w)
 	// Priming event (2025-11-25 transport): an id and empty data, so a

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/wire"
 	"github.com/mcpgw/gateway/store"
@@ -51,6 +52,11 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	if herr != nil {
 		writeHTTPError(w, http.StatusBadRequest, herr.code, herr.msg)
 		return
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		metrics.SetRPCMethod(r.Context(), req.Method)
+	} else {
+		metrics.SetRPCMethod(r.Context(), "response")
 	}
 	if pv := r.Header.Get(headerProtocolVersion); pv != "" && !slices.Contains(router.SupportedProtocolVersions, pv) {
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "unsupported MCP-Protocol-Version "+quote(pv))
@@ -111,10 +117,11 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 	call := &router.Call{Session: sess, Header: r.Header, Request: req}
 	var ps *postStream
 	if sseOK {
-		ps = &postStream{sw: newSSEWriter(w)}
+		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics}
+		defer ps.end()
 		call.Stream = ps
 		if !jsonOK || hasProgressToken(req.Params) {
-			ps.sw.start(nil)
+			ps.begin()
 		}
 	}
 	resp := s.opts.Router.Handle(r.Context(), call)
@@ -133,8 +140,10 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 // postStream is the router's view of a POST's SSE stream.
 type postStream struct {
 	sw     *sseWriter
+	m      *metrics.Metrics
 	mu     sync.Mutex
 	closed bool
+	opened bool // counted in m's open streams
 }
 
 func (p *postStream) Send(msg jsonrpc.Message) error {
@@ -147,7 +156,34 @@ func (p *postStream) Send(msg jsonrpc.Message) error {
 	if p.closed {
 		return errStreamClosed
 	}
+	p.openedLocked()
 	return p.sw.event("", 0, data)
+}
+
+// begin starts the event stream before the call runs.
+func (p *postStream) begin() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.openedLocked()
+	p.sw.start(nil)
+}
+
+// openedLocked counts the stream as open the first time an event (or
+// begin) starts it: most POSTs that accept SSE never stream at all.
+func (p *postStream) openedLocked() {
+	if !p.opened {
+		p.opened = true
+		p.m.StreamOpened(metrics.StreamPOST)
+	}
+}
+
+// end uncounts the stream once its last event is written.
+func (p *postStream) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.opened {
+		p.m.StreamClosed(metrics.StreamPOST)
+	}
 }
 
 func (p *postStream) close() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -30,8 +31,23 @@ import (
 type backendCall func(conn *upstream.Conn) (*jsonrpc.Response, error)
 
 // withBackend opens a connection to backend key (fast path when the
-// snapshot allows), runs fn, and releases the connection.
-func (r *Router) withBackend(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
+// snapshot allows), runs fn, and releases the connection. method names the
+// exchange for Options.Observer, which sees it once, fallback included: an
+// operator cares how long the client waited on the backend, not how many
+// tries it took.
+func (r *Router) withBackend(ctx context.Context, v *vhost, key, method string, sess *store.Session, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
+	obs := r.opts.Observer
+	if obs == nil {
+		return r.exchange(ctx, v, key, sess, hdr, fn)
+	}
+	start := time.Now()
+	resp, err := r.exchange(ctx, v, key, sess, hdr, fn)
+	obs.BackendCall(v.name, key, method, time.Since(start), outcome(resp, err))
+	return resp, err
+}
+
+// exchange is withBackend without the observation.
+func (r *Router) exchange(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
 	snap := sess.Backends[key]
 	reuse := v.backends[key].Session == SessionReuse
 	if h, ok := r.fastHandshake(v, key, sess, snap, reuse); ok {

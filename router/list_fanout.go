@@ -105,7 +105,7 @@ func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key,
 		params, _ = json.Marshal(map[string]string{"cursor": cursor})
 	}
 	var lacks bool
-	resp, err := r.withBackend(ctx, v, key, c.Session, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+	resp, err := r.withBackend(ctx, v, key, op.method, c.Session, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		if init := conn.Init(); init != nil && !snap.OK() && !has(snapshotFrom(key, init), op.capability) {
 			lacks = true // re-probed just now: it does not have this list
 			return &jsonrpc.Response{}, nil

@@ -62,6 +62,9 @@ type Options struct {
 	// GET stream drops (default 30s), so a client reconnecting with
 	// Last-Event-ID, on any instance, misses nothing.
 	StreamLinger time.Duration
+	// Observer, when set, learns the duration and outcome of every backend
+	// exchange of a list or routed request (metrics); nil costs nothing.
+	Observer Observer
 }
 
 // Router serves the MCP methods of every configured virtual host.

@@ -115,7 +115,7 @@ func setup(getenv func(string) string, log *slog.Logger) (*function, error) {
 		log.Warn("mcpgw lambda: " + envStripBasePath + " applies to the buffered modes only; ignored in mode url")
 	}
 
-	lazy := &lazyApp{log: log, build: func() (*app.App, error) { return app.Build(cfg, redisURL, log) }}
+	lazy := &lazyApp{log: log, build: func() (*app.App, error) { return app.Build(cfg, redisURL, log, app.WithoutMetrics()) }}
 	h := m.wrap(lazy, streamMax, log)
 	return &function{
 		mode:      m,

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpgw/gateway/handler"
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/handler/config"
+	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/store"
 )
@@ -26,9 +27,23 @@ type App struct {
 	Store   store.Store
 }
 
+// Option adjusts what Build assembles.
+type Option func(*buildOptions)
+
+type buildOptions struct{ noMetrics bool }
+
+// WithoutMetrics leaves out Prometheus metrics and GET /metrics: for entry
+// points where the listener is public and scraping makes no sense (a Lambda
+// Function URL, whose execution environments come and go).
+func WithoutMetrics() Option { return func(o *buildOptions) { o.noMetrics = true } }
+
 // Build opens the store (Redis when redisURL is set, else in-memory) and
 // wires router and handler. The caller must Close the App.
-func Build(cfg *config.Config, redisURL string, log *slog.Logger) (*App, error) {
+func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Option) (*App, error) {
+	var bo buildOptions
+	for _, o := range options {
+		o(&bo)
+	}
 	verifier, err := auth.New(cfg.Auth)
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
@@ -44,6 +59,14 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger) (*App, error) 
 		log.Warn("no Redis URL set: using the embedded in-memory store; sessions live in this process only, so run a single instance")
 		st = store.NewMemory()
 	}
+	// Metrics are on by default: collecting costs little, and an operator
+	// should not need a redeploy to start scraping.
+	var m *metrics.Metrics
+	var observer router.Observer // a nil interface: the router skips timing
+	if !bo.noMetrics {
+		m = metrics.New()
+		observer = m
+	}
 	rt := router.New(cfg.VirtualHosts, router.Options{
 		Store:        st,
 		SessionTTL:   cfg.SessionTTL,
@@ -54,6 +77,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger) (*App, error) 
 		EventLogSize:         cfg.Streams.EventLogSize,
 		StreamLinger:         cfg.Streams.Linger,
 		ClientRequestTimeout: cfg.Streams.ClientRequestTimeout,
+		Observer:             observer,
 	})
 	h := handler.New(handler.Options{
 		Router:         rt,
@@ -62,6 +86,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger) (*App, error) 
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Logger:         log,
+		Metrics:        m,
 	})
 	return &App{Handler: h, Router: rt, Store: st}, nil
 }

@@ -1,0 +1,49 @@
+package router
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Observer learns how each backend exchange went. It lets a metrics
+// package count backend traffic without the router importing it (the
+// arrows stay one-way: handler/metrics implements this interface).
+// BackendCall runs on the request path, so it must be cheap and must not
+// block.
+type Observer interface {
+	BackendCall(vhost, backend, method string, d time.Duration, outcome string)
+}
+
+// Outcomes of a backend exchange, as passed to Observer.BackendCall. The
+// set is closed so a metric label built from it stays bounded.
+const (
+	// OutcomeOK: the backend answered with a result.
+	OutcomeOK = "ok"
+	// OutcomeRPCError: the backend answered with a JSON-RPC error.
+	OutcomeRPCError = "rpc_error"
+	// OutcomeTimeout: the backend's timeout or the caller's deadline fired.
+	OutcomeTimeout = "timeout"
+	// OutcomeCancelled: the client cancelled or went away first.
+	OutcomeCancelled = "cancelled"
+	// OutcomeTransportError: no answer (connect, HTTP status, protocol).
+	OutcomeTransportError = "transport_error"
+)
+
+// outcome classifies what withBackend returns.
+func outcome(resp *jsonrpc.Response, err error) string {
+	switch {
+	case err == nil && resp != nil && resp.Error != nil:
+		return OutcomeRPCError
+	case err == nil:
+		return OutcomeOK
+	case errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	case errors.Is(err, context.Canceled):
+		return OutcomeCancelled
+	default:
+		return OutcomeTransportError
+	}
+}
