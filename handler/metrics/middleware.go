@@ -34,7 +34,7 @@ func (m *Metrics) Middleware(knownVHost func(string) bool) func(http.Handler) ht
 			if !knownVHost(vhost) {
 				vhost = "unknown"
 			}
-			code := t.rec.status
+			code := t.rec.Status
 			if code == 0 {
 				code = http.StatusOK // nothing written: net/http sends 200
 			}
@@ -60,7 +60,7 @@ func SetRPCMethod(ctx context.Context, method string) {
 // copy that WithContext cannot avoid.
 type tracked struct {
 	ctx rpcContext
-	rec statusWriter
+	rec StatusWriter
 }
 
 type ctxKey struct{}
@@ -80,25 +80,27 @@ func (c *rpcContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// statusWriter remembers the status code. Unwrap lets
-// http.ResponseController reach the real writer, so SSE flushes work.
-type statusWriter struct {
+// StatusWriter remembers the status code a handler wrote (the request log
+// uses it too). Unwrap lets http.ResponseController reach the real
+// writer, so SSE flushes work.
+type StatusWriter struct {
 	http.ResponseWriter
-	status int
+	// Status is the code written, 0 until the handler writes anything.
+	Status int
 }
 
-func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
+func (s *StatusWriter) WriteHeader(code int) {
+	if s.Status == 0 {
+		s.Status = code
 	}
 	s.ResponseWriter.WriteHeader(code)
 }
 
-func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
+func (s *StatusWriter) Write(b []byte) (int, error) {
+	if s.Status == 0 {
+		s.Status = http.StatusOK
 	}
 	return s.ResponseWriter.Write(b)
 }
 
-func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+func (s *StatusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
