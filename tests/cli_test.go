@@ -68,3 +68,24 @@ func TestCLI_DemoServesARealClient(t *testing.T) {
 		t.Fatalf("demo did not print a command to try:\n%s", p.Output())
 	}
 }
+
+// The go-sdk client with no options: it probes server/discover (protocol
+// 2026-07-28) first, falls back to initialize, and opens the standalone GET
+// stream. All of that must work against the gateway.
+func TestCLI_DefaultGoSDKClientConnects(t *testing.T) {
+	bin := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
+	p := testsupport.StartGateway(t, bin, []string{"--demo"}, nil)
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "default", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: mcpURL(p.URL)}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, p.Output())
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Fatalf("negotiated %q", v)
+	}
+	if tools, err := cs.ListTools(ctx, nil); err != nil || len(tools.Tools) != 6 {
+		t.Fatalf("tools/list: %v %v", err, tools)
+	}
+}
