@@ -220,24 +220,5 @@ func sample(f map[string]*dto.MetricFamily, name, labels string) (float64, bool)
 		k, v, _ := strings.Cut(kv, "=")
 		want[k] = v
 	}
-next:
-	for _, mt := range f[name].GetMetric() {
-		if len(mt.GetLabel()) != len(want) {
-			continue
-		}
-		for _, lp := range mt.GetLabel() {
-			if v, ok := want[lp.GetName()]; !ok || v != lp.GetValue() {
-				continue next
-			}
-		}
-		switch {
-		case mt.Counter != nil:
-			return mt.GetCounter().GetValue(), true
-		case mt.Gauge != nil:
-			return mt.GetGauge().GetValue(), true
-		case mt.Histogram != nil:
-			return float64(mt.GetHistogram().GetSampleCount()), true
-		}
-	}
-	return 0, false
+	return testsupport.MetricValue(f, name, want)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/tests/testsupport"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -35,33 +36,8 @@ func scrape(t *testing.T, m *metrics.Metrics) map[string]*dto.MetricFamily {
 	return fams
 }
 
-// value returns the sample of family name whose labels are exactly want:
-// a counter's or gauge's value, a histogram's count.
 func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, mt := range f.GetMetric() {
-		if len(mt.GetLabel()) != len(want) {
-			continue
-		}
-		for _, lp := range mt.GetLabel() {
-			if v, ok := want[lp.GetName()]; !ok || v != lp.GetValue() {
-				continue next
-			}
-		}
-		switch {
-		case mt.Counter != nil:
-			return mt.GetCounter().GetValue(), true
-		case mt.Gauge != nil:
-			return mt.GetGauge().GetValue(), true
-		case mt.Histogram != nil:
-			return float64(mt.GetHistogram().GetSampleCount()), true
-		}
-	}
-	return 0, false
+	return testsupport.MetricValue(fams, name, want)
 }
 
 // serve runs one request through the middleware on the MCP pattern, with

@@ -113,12 +113,16 @@ func startRedis(bin string) (*RedisServer, error) {
 
 // waitReady polls PING with a growing backoff: redis-server gives no other
 // readiness signal. It gives up early if the process has exited.
-func (s *RedisServer) waitReady() error {
+func (s *RedisServer) waitReady() error { return waitForPing(s.client, s.exited) }
+
+// waitForPing polls client's PING until it answers, redisReadyTimeout
+// passes, or exited is closed (the server died).
+func waitForPing(client *redis.Client, exited <-chan struct{}) error {
 	deadline := time.Now().Add(redisReadyTimeout)
 	backoff := 5 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := s.client.Ping(ctx).Err()
+		err := client.Ping(ctx).Err()
 		cancel()
 		if err == nil {
 			return nil
@@ -127,7 +131,7 @@ func (s *RedisServer) waitReady() error {
 			return fmt.Errorf("not ready after %v: %w", redisReadyTimeout, err)
 		}
 		select {
-		case <-s.exited:
+		case <-exited:
 			return errExited
 		case <-time.After(backoff):
 		}

@@ -1,7 +1,6 @@
 package testsupport
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -131,29 +130,8 @@ func startTLSRedis(bin, dir string, pool *x509.CertPool) (*TLSRedis, error) {
 	return s, nil
 }
 
-// waitReady polls PING over TLS with a growing backoff: redis-server gives
-// no other readiness signal. It gives up early if the process has exited.
-func (s *TLSRedis) waitReady() error {
-	deadline := time.Now().Add(redisReadyTimeout)
-	backoff := 5 * time.Millisecond
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := s.client.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %v: %w", redisReadyTimeout, err)
-		}
-		select {
-		case <-s.exited:
-			return errExited
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 200*time.Millisecond)
-	}
-}
+// waitReady polls PING over TLS until the server answers.
+func (s *TLSRedis) waitReady() error { return waitForPing(s.client, s.exited) }
 
 // URL is the server's rediss:// URL. The host is the IP address the
 // certificate names, so go-redis verifies it against the IP SAN.
