@@ -62,12 +62,9 @@ ln -sfn "$RUN" "$CACHE/latest"
 # Keep the ten most recent runs.
 { ls -1d "$CACHE"/2* 2>/dev/null | head -n -10 | xargs -r rm -rf; } || true
 
-if [ -t 2 ]; then
-  log() { printf '\033[1mbench:\033[0m %s\n' "$*" >&2; }
-else
-  log() { printf 'bench: %s\n' "$*" >&2; }
-fi
-die() { log "error: $*"; exit 1; }
+TOOL=bench
+# shellcheck source=lib/processes.sh
+source "$ROOT/scripts/lib/processes.sh"
 T0=$SECONDS
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -81,51 +78,9 @@ command -v redis-cli >/dev/null || die "redis-cli not found (apt-get install red
 MCPBENCH=$BIN/mcpbench
 
 # ---------------------------------------------------------------------------
-# 2. Processes. Every one started is recorded and stopped on exit.
+# 2. Processes (started with lib/processes.sh: stopped on exit).
 # ---------------------------------------------------------------------------
-PIDS=()
-cleanup() {
-  local rc=$? i pid
-  [ ${#PIDS[@]} -gt 0 ] && log "stopping ${#PIDS[@]} processes"
-  # Newest first: the gateway stops while Redis and the backends are there.
-  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
-    pid=${PIDS[i]}
-    kill -TERM "$pid" 2>/dev/null || continue
-    for _ in $(seq 50); do # up to 5s for a graceful stop, then SIGKILL
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  done
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
-# start <name> <cmd...>: runs cmd in the background, output in $RUN/<name>.log
-start() {
-  local name=$1; shift
-  "$@" >"$RUN/$name.log" 2>&1 &
-  PIDS+=($!)
-  LAST_PID=$!
-}
-
-# wait_for <name> <pid> <test-command...>: until the test succeeds (20s max)
-wait_for() {
-  local name=$1 pid=$2; shift 2
-  for _ in $(seq 200); do
-    "$@" && return 0
-    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$RUN/$name.log" >&2; die "$name exited during start-up (log: $RUN/$name.log)"; }
-    sleep 0.1
-  done
-  tail -n 20 "$RUN/$name.log" >&2
-  die "$name not ready after 20s (log: $RUN/$name.log)"
-}
-log_has() { grep -q -- "$2" "$RUN/$1.log"; }
-# The URL a process printed in its "listening on http://..." line.
-listen_url() { grep -m1 -o "listening on http://[^ ]*" "$RUN/$1.log" | sed 's/^listening on //'; }
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # Redis: no persistence, loopback only, on a free port (retried if taken
