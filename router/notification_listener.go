@@ -32,67 +32,89 @@ func (l *listenerSet) stop() {
 }
 
 // restartListeners replaces the session's listeners with a set built from
-// the session's current state in the store.
-func (ss *sessionStream) restartListeners() {
+// the session's current state in the store. The channel it returns is
+// closed once every new listener is receiving (or has failed its first
+// try): from then on nothing the backends send is missed.
+func (ss *sessionStream) restartListeners() <-chan struct{} {
+	// One restart at a time: two racing restarts would each replace the
+	// listeners they saw, and one generation would run on, unstopped,
+	// logging every notification twice.
+	ss.restartMu.Lock()
+	defer ss.restartMu.Unlock()
 	r := ss.hub.r
+	ready := make(chan struct{})
 	ss.mu.Lock()
 	old := ss.listeners
 	ss.listeners = nil
+	ss.ready = ready
 	finished := ss.finished
 	ss.mu.Unlock()
 	if old != nil {
 		old.stop()
 	}
 	if finished {
-		return
+		close(ready)
+		return ready
 	}
 	sess, err := r.opts.Store.LoadSession(ss.ctx, ss.sid, r.opts.SessionTTL)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			go ss.finish(true)
 		}
-		return
+		close(ready)
+		return ready
 	}
 	v, ok := r.table.Load().vhosts[sess.VHost]
 	if !ok {
-		return
+		close(ready)
+		return ready
 	}
 	lctx, cancel := context.WithCancel(ss.ctx)
 	set := &listenerSet{cancel: cancel}
+	var up sync.WaitGroup
 	for _, key := range v.keys {
 		subs := subscriptionsOf(v, key, sess.Subscriptions)
 		if !wantsListener(sess.Backends[key], len(subs) > 0, sess.LogLevel != "") {
 			continue
 		}
+		up.Add(1)
 		set.wg.Add(1)
 		go func() {
 			defer set.wg.Done()
-			ss.listen(lctx, v, key, sess, subs)
+			ss.listen(lctx, v, key, sess, subs, sync.OnceFunc(up.Done))
 		}()
 	}
+	go func() {
+		up.Wait()
+		close(ready)
+	}()
 	ss.mu.Lock()
 	if ss.finished {
 		ss.mu.Unlock()
 		set.stop()
-		return
+		return ready
 	}
 	ss.listeners = set
+	ss.wg.Add(1) // under ss.mu, before finish can Wait
 	ss.mu.Unlock()
-	ss.wg.Add(1)
 	go func() { // stop this generation when the hold ends
 		defer ss.wg.Done()
 		<-lctx.Done()
 		set.stop()
 	}()
+	return ready
 }
 
 // listen keeps one backend listener running, reconnecting with backoff,
-// until ctx ends or the backend says it offers no stream.
-func (ss *sessionStream) listen(ctx context.Context, v *vhost, key string, sess *store.Session, subs []string) {
+// until ctx ends or the backend says it offers no stream. It calls up once
+// the first connection is receiving, or when the first try fails.
+func (ss *sessionStream) listen(ctx context.Context, v *vhost, key string, sess *store.Session, subs []string, up func()) {
+	defer up()
 	r := ss.hub.r
 	backoff := 500 * time.Millisecond
 	for ctx.Err() == nil {
-		err := ss.listenOnce(ctx, v, key, sess, subs)
+		err := ss.listenOnce(ctx, v, key, sess, subs, up)
+		up()
 		if errors.Is(err, upstream.ErrNoStream) || ctx.Err() != nil {
 			return
 		}
@@ -108,7 +130,7 @@ func (ss *sessionStream) listen(ctx context.Context, v *vhost, key string, sess 
 	}
 }
 
-func (ss *sessionStream) listenOnce(ctx context.Context, v *vhost, key string, sess *store.Session, subs []string) error {
+func (ss *sessionStream) listenOnce(ctx context.Context, v *vhost, key string, sess *store.Session, subs []string, up func()) error {
 	r := ss.hub.r
 	conn, _, err := r.open(ctx, v, key, sess, ss.hdr)
 	if err != nil {
@@ -132,7 +154,7 @@ func (ss *sessionStream) listenOnce(ctx context.Context, v *vhost, key string, s
 			return // belong to calls, never to the GET stream
 		}
 		ss.emit(n)
-	})
+	}, up)
 }
 
 // subscriptionsOf returns the backend-side URIs of the session's

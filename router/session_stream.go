@@ -22,7 +22,15 @@ import (
 //
 // When the client drops the stream, its listeners linger (StreamLinger) so
 // events keep reaching the log until the client is back. A GET on another
-// instance takes the claim over and tells the old holder to stop.
+// instance takes the claim over and tells the old holder to stop, but only
+// once its own listeners are up (make before break), so no notification
+// falls between the two holders.
+//
+// The log, not the listener, is what a client is sent: the holder streams
+// every event after the last one it sent, so events another instance logs
+// (the old holder, until it stops) reach the client in log order too. Near
+// a takeover both holders may log the same backend notification: delivery
+// is at least once, never lossy.
 
 // ErrStreamBusy is returned for a second GET stream of a session on an
 // instance that already serves one.
@@ -32,6 +40,11 @@ const (
 	claimTTL     = 60 * time.Second
 	claimRefresh = 20 * time.Second
 	liveBuffer   = 256
+	// takeoverWait bounds how long a new holder waits for its listeners
+	// before telling the old holder to stop.
+	takeoverWait = 5 * time.Second
+	// emitTimeout bounds logging and announcing one notification.
+	emitTimeout = 5 * time.Second
 )
 
 // SessionEvents is one attached GET stream.
@@ -70,7 +83,6 @@ type sessionStream struct {
 	hub   *streamHub
 	sid   string
 	vhost string
-	owner string // "<instance>/<nonce>", as claimed in the store
 	hdr   http.Header
 
 	ctx    context.Context // the hold's lifetime: listeners and refresher
@@ -78,8 +90,13 @@ type sessionStream struct {
 	ended  chan struct{}
 	wg     sync.WaitGroup
 
+	restartMu sync.Mutex // serializes restartListeners
+
 	mu        sync.Mutex // orders append+deliver; guards the fields below
+	owner     string     // "<instance>/<nonce>", as last claimed in the store
 	live      chan store.Event
+	sent      string          // id of the newest event the attached client has
+	ready     <-chan struct{} // closed once the current listeners are up
 	linger    *time.Timer
 	listeners *listenerSet
 	finished  bool
@@ -92,9 +109,12 @@ func (r *Router) OpenStream(ctx context.Context, sess *store.Session, hdr http.H
 	ss := h.sessions[sess.ID]
 	if ss != nil {
 		ss.mu.Lock()
-		busy := ss.live != nil
-		ss.mu.Unlock()
-		if busy {
+		switch {
+		case ss.finished: // on its way out: start afresh
+			ss.mu.Unlock()
+			ss = nil
+		case ss.live != nil:
+			ss.mu.Unlock()
 			h.mu.Unlock()
 			return nil, ErrStreamBusy
 		}
@@ -103,23 +123,32 @@ func (r *Router) OpenStream(ctx context.Context, sess *store.Session, hdr http.H
 	if created {
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		ss = &sessionStream{hub: h, sid: sess.ID, vhost: sess.VHost, hdr: hdr.Clone(),
-			owner: r.opts.Store.InstanceID() + "/" + newRandomID(""),
-			ctx:   sctx, cancel: cancel, ended: make(chan struct{})}
+			ctx: sctx, cancel: cancel, ended: make(chan struct{})}
 		h.sessions[sess.ID] = ss
+		ss.mu.Lock()
 	}
-	// Attach before reading the log: an event appended in between is then
-	// both replayed and live, and the writer drops the duplicate by id.
+	h.mu.Unlock()
+	// Attach, take a fresh owner id and read the log under ss.mu: an event
+	// logged meanwhile waits for the lock and is then sent after what the
+	// log read returned; a late "taken" message for the old id is ignored.
 	live := make(chan store.Event, liveBuffer)
-	ss.mu.Lock()
 	ss.live = live
 	if ss.linger != nil {
 		ss.linger.Stop()
 		ss.linger = nil
 	}
+	oldOwner := ss.owner
+	ss.owner = r.opts.Store.InstanceID() + "/" + newRandomID("")
+	ev := &SessionEvents{Live: live, Ended: ss.ended, ss: ss, live: live}
+	err := ev.position(ctx, r, sess.ID, lastEventID)
+	if err == nil {
+		ss.sent = ev.PrimeID
+	}
 	ss.mu.Unlock()
-	h.mu.Unlock()
-
-	fail := func(err error) (*SessionEvents, error) {
+	if err == nil {
+		err = ss.claim(ctx, created, oldOwner)
+	}
+	if err != nil {
 		if created {
 			ss.finish(true)
 		} else {
@@ -127,37 +156,67 @@ func (r *Router) OpenStream(ctx context.Context, sess *store.Session, hdr http.H
 		}
 		return nil, err
 	}
-	ev := &SessionEvents{Live: live, Ended: ss.ended, ss: ss, live: live}
-	if lastEventID != "" {
-		replay, err := r.opts.Store.EventsAfter(ctx, sess.ID, lastEventID, r.opts.EventLogSize)
-		if err != nil {
-			return fail(err)
-		}
-		ev.Replay = replay
-		ev.PrimeID = lastEventID
-		if n := len(replay); n > 0 {
-			ev.PrimeID = replay[n-1].ID
-		}
-	} else {
-		id, err := r.opts.Store.LatestEventID(ctx, sess.ID)
-		if err != nil {
-			return fail(err)
-		}
-		ev.PrimeID = id
-	}
-	if created {
-		prev, err := r.opts.Store.ClaimStream(ctx, sess.ID, ss.owner, claimTTL)
-		if err != nil {
-			return fail(err)
-		}
-		if inst, _, _ := strings.Cut(prev, "/"); prev != "" && inst != r.opts.Store.InstanceID() {
-			_ = r.opts.Store.Publish(ctx, store.BusMessage{Kind: store.BusStreamTaken, Session: sess.ID, ID: prev, To: inst})
-		}
-		ss.wg.Add(1)
-		go ss.refresh()
-		ss.restartListeners()
-	}
 	return ev, nil
+}
+
+// position fills in where the client resumes: the logged events after
+// lastEventID, or the log's end for a fresh stream.
+func (ev *SessionEvents) position(ctx context.Context, r *Router, sid, lastEventID string) error {
+	if lastEventID == "" {
+		id, err := r.opts.Store.LatestEventID(ctx, sid)
+		ev.PrimeID = id
+		return err
+	}
+	replay, err := r.opts.Store.EventsAfter(ctx, sid, lastEventID, r.opts.EventLogSize)
+	if err != nil {
+		return err
+	}
+	ev.Replay = replay
+	ev.PrimeID = lastEventID
+	if n := len(replay); n > 0 {
+		ev.PrimeID = replay[n-1].ID
+	}
+	return nil
+}
+
+// claim makes this instance the session's stream holder (starting its
+// listeners if the hold is new) and, once the listeners are up, tells the
+// previous holder to stop. Every attach claims under a fresh owner id
+// (old is the one before): a lingering hold that another instance took
+// over meanwhile takes the stream back, and the other's late "taken"
+// message for the old id cannot end it.
+func (ss *sessionStream) claim(ctx context.Context, created bool, old string) error {
+	st := ss.hub.r.opts.Store
+	owner := ss.ownerID()
+	prev, err := st.ClaimStream(ctx, ss.sid, owner, claimTTL)
+	if err != nil {
+		return err
+	}
+	var ready <-chan struct{}
+	if created {
+		ss.spawn(ss.refresh)
+		ready = ss.restartListeners()
+	} else {
+		ss.mu.Lock()
+		ready = ss.ready
+		ss.mu.Unlock()
+	}
+	inst, _, _ := strings.Cut(prev, "/")
+	if prev == "" || prev == old || inst == st.InstanceID() {
+		return nil
+	}
+	ss.spawn(func() {
+		t := time.NewTimer(takeoverWait)
+		defer t.Stop()
+		select {
+		case <-ready:
+		case <-t.C:
+		case <-ss.ctx.Done():
+			return
+		}
+		_ = st.Publish(ss.ctx, store.BusMessage{Kind: store.BusStreamTaken, Session: ss.sid, ID: prev, To: inst})
+	})
+	return nil
 }
 
 // detach is called when the client's GET ends; listeners linger.
@@ -168,14 +227,33 @@ func (ss *sessionStream) detach(live chan store.Event) {
 		return
 	}
 	ss.live = nil
-	ss.linger = time.AfterFunc(ss.hub.r.opts.StreamLinger, func() { ss.finish(true) })
+	ss.lingerLocked()
+}
+
+// lingerLocked schedules the end of a detached hold. The timer may fire
+// just as a client reattaches: finishing then needs the hold still detached.
+func (ss *sessionStream) lingerLocked() {
+	ss.linger = time.AfterFunc(ss.hub.r.opts.StreamLinger, func() {
+		ss.finishIf(true, func() bool { return ss.live == nil })
+	})
+}
+
+// ownedBy is a finishIf condition: the hold is still claimed as owner.
+func (ss *sessionStream) ownedBy(owner string) func() bool {
+	return func() bool { return ss.owner == owner }
 }
 
 // finish ends the hold: listeners stop, the GET (if any) ends, and the
 // claim is released unless another instance has taken it.
-func (ss *sessionStream) finish(release bool) {
+func (ss *sessionStream) finish(release bool) { ss.finishIf(release, nil) }
+
+// finishIf finishes the hold if cond, checked under ss.mu, holds (nil:
+// always). Reasons to finish that are seen outside the lock (a takeover
+// message, a lost claim, a linger timer) can be overtaken by a client
+// reattaching; the condition re-checks them atomically.
+func (ss *sessionStream) finishIf(release bool, cond func() bool) {
 	ss.mu.Lock()
-	if ss.finished {
+	if ss.finished || (cond != nil && !cond()) {
 		ss.mu.Unlock()
 		return
 	}
@@ -198,14 +276,34 @@ func (ss *sessionStream) finish(release bool) {
 	if release {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_ = h.r.opts.Store.ReleaseStream(ctx, ss.sid, ss.owner)
+		_ = h.r.opts.Store.ReleaseStream(ctx, ss.sid, ss.ownerID())
 	}
+}
+
+// spawn runs fn on a goroutine that finish waits for, unless the hold has
+// already finished.
+func (ss *sessionStream) spawn(fn func()) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.finished {
+		return
+	}
+	ss.wg.Add(1)
+	go func() {
+		defer ss.wg.Done()
+		fn()
+	}()
+}
+
+func (ss *sessionStream) ownerID() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.owner
 }
 
 // refresh keeps the claim alive; losing it means another instance took
 // the stream over.
 func (ss *sessionStream) refresh() {
-	defer ss.wg.Done()
 	t := time.NewTicker(claimRefresh)
 	defer t.Stop()
 	for {
@@ -213,46 +311,85 @@ func (ss *sessionStream) refresh() {
 		case <-ss.ctx.Done():
 			return
 		case <-t.C:
-			held, err := ss.hub.r.opts.Store.RefreshStream(ss.ctx, ss.sid, ss.owner, claimTTL)
+			owner := ss.ownerID()
+			held, err := ss.hub.r.opts.Store.RefreshStream(ss.ctx, ss.sid, owner, claimTTL)
 			if err == nil && !held {
-				go ss.finish(false)
-				return
+				go ss.finishIf(false, ss.ownedBy(owner))
 			}
 		}
 	}
 }
 
-// emit logs a notification and sends it to the attached client.
+// emit logs a notification and sends the attached client what it has not
+// had yet. Without an attached client the other instances are told, in
+// case one of them streams the session now.
 func (ss *sessionStream) emit(n *jsonrpc.Request) {
 	data, err := jsonrpc.EncodeMessage(n)
 	if err != nil {
 		return
 	}
 	r := ss.hub.r
+	// A notification received is logged and announced even if the hold
+	// ends meanwhile (a takeover cancels ss.ctx): the new holder needs it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ss.ctx), emitTimeout)
+	defer cancel()
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
 	if ss.finished {
+		ss.mu.Unlock()
 		return
 	}
-	id, err := r.opts.Store.AppendEvent(ss.ctx, ss.sid, data, r.opts.EventLogSize, r.opts.SessionTTL)
+	id, err := r.opts.Store.AppendEvent(ctx, ss.sid, data, r.opts.EventLogSize, r.opts.SessionTTL)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		ss.mu.Unlock()
+		go ss.finish(true) // the session is gone
+		return
+	case err != nil:
+		ss.mu.Unlock()
+		r.log.Warn("event log append failed", "error", err)
+		return
+	case ss.live != nil:
+		ss.sendLocked()
+		ss.mu.Unlock()
+		return
+	}
+	ss.mu.Unlock()
+	// Lingering, or taken over: whoever streams the session catches up.
+	if err := r.opts.Store.Publish(ctx, store.BusMessage{Kind: store.BusNotify, Session: ss.sid, ID: id}); err != nil {
+		r.log.Warn("publishing a logged event failed", "error", err)
+	}
+}
+
+// catchUp sends the attached client what others logged since.
+func (ss *sessionStream) catchUp() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.live != nil && !ss.finished {
+		ss.sendLocked()
+	}
+}
+
+// sendLocked sends the attached client the logged events after ss.sent.
+func (ss *sessionStream) sendLocked() {
+	r := ss.hub.r
+	evs, err := r.opts.Store.EventsAfter(ss.ctx, ss.sid, ss.sent, r.opts.EventLogSize)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			go ss.finish(true) // the session is gone
-		} else {
-			r.log.Warn("event log append failed", "error", err)
+		if ss.ctx.Err() == nil {
+			r.log.Warn("event log read failed", "error", err)
 		}
 		return
 	}
-	if ss.live == nil {
-		return // lingering: the log keeps it for the client's return
-	}
-	select {
-	case ss.live <- store.Event{ID: id, Data: data}:
-	default:
-		// The client is too slow: end its stream; it resumes from the log.
-		close(ss.live)
-		ss.live = nil
-		ss.linger = time.AfterFunc(r.opts.StreamLinger, func() { ss.finish(true) })
+	for _, e := range evs {
+		select {
+		case ss.live <- e:
+			ss.sent = e.ID
+		default:
+			// The client is too slow: end its stream; it resumes from the log.
+			close(ss.live)
+			ss.live = nil
+			ss.lingerLocked()
+			return
+		}
 	}
 }
 
@@ -271,11 +408,11 @@ func (h *streamHub) onBus(m store.BusMessage) {
 	}
 	switch m.Kind {
 	case store.BusStreamTaken:
-		if m.ID == ss.owner {
-			go ss.finish(false)
-		}
+		go ss.finishIf(false, ss.ownedBy(m.ID))
 	case store.BusSubscriptions:
 		go ss.restartListeners()
+	case store.BusNotify:
+		go ss.catchUp()
 	case store.BusSessionEnded:
 		go ss.finish(false) // the claim went with the session's keys
 	}

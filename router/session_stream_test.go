@@ -153,6 +153,41 @@ func TestStream_ResumeOnAnotherInstanceGetsMissedEventsOnceInOrder(t *testing.T)
 	}
 }
 
+// A takeover is make-before-break: an update sent right after the client
+// reattaches elsewhere, before the new holder's listeners are up, reaches
+// the client through the old holder's log entry.
+func TestStream_TakeoverLosesNoUpdate(t *testing.T) {
+	f := streamingFixture(t, router.Options{})
+	second := f.secondInstance(router.Options{})
+	sid := f.initCaps(`{}`)
+	one := f.backends["gateway-one"]
+	result(t, f.call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
+
+	gets := one.Count("GET")
+	first := openStream(t, f.router, f.store, sid, "")
+	if !one.WaitCount("GET", gets+1, waitFor) {
+		t.Fatal("no listener")
+	}
+	first.Close()
+	for round := range 5 {
+		moved := openStream(t, second, f.store, sid, "")
+		// No wait for the new holder's listener: the update must not fall
+		// between the two holders.
+		result(t, f.call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
+		if _, n := nextEvent(t, moved); n.Method != "notifications/resources/updated" {
+			t.Fatalf("round %d: got %s, want the update", round, n.Method)
+		}
+		moved.Close()
+		// And back again, so every round is a takeover.
+		back := openStream(t, f.router, f.store, sid, "")
+		result(t, f.call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
+		if _, n := nextEvent(t, back); n.Method != "notifications/resources/updated" {
+			t.Fatalf("round %d back: got %s, want the update", round, n.Method)
+		}
+		back.Close()
+	}
+}
+
 func TestStream_SecondStreamOnOneInstanceIsRefused(t *testing.T) {
 	f := streamingFixture(t, router.Options{})
 	sid := f.initCaps(`{}`)

@@ -168,7 +168,9 @@ const (
 	// BusResponse: the client answered server-to-client request ID; Data
 	// is the JSON-RPC response.
 	BusResponse = "response"
-	// BusNotify: a notification (Data) for the session's GET stream.
+	// BusNotify: event ID was appended to the session's event log by an
+	// instance with no client attached; the instance streaming the
+	// session, if any, sends its client what it has not had yet.
 	BusNotify = "notify"
 	// BusStreamTaken: another instance now holds the session's GET stream.
 	BusStreamTaken = "stream-taken"

@@ -54,8 +54,13 @@ func readSSE(t *testing.T, res *http.Response) *sseStream {
 
 // next returns the next event that carries a message (priming events and
 // keep-alives are skipped).
+//
+// The 15s bound is one deadline, not one per event: keep-alive comments
+// (every 15s on an idle stream) must not keep a missing event waited for.
 func (s *sseStream) next() sseEvent {
 	s.t.Helper()
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
 	for {
 		select {
 		case ev, ok := <-s.events:
@@ -65,7 +70,7 @@ func (s *sseStream) next() sseEvent {
 			if ev.msg != nil {
 				return ev
 			}
-		case <-time.After(15 * time.Second):
+		case <-deadline.C:
 			s.t.Fatal("no event within 15s")
 		}
 	}

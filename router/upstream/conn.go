@@ -27,7 +27,7 @@ type transport interface {
 	send(ctx context.Context, msg jsonrpc.Message) error
 	// listen delivers the messages no call claims until ctx ends or the
 	// stream breaks (see Conn.Listen).
-	listen(ctx context.Context, handle func(context.Context, jsonrpc.Message)) error
+	listen(ctx context.Context, handle func(context.Context, jsonrpc.Message), ready func()) error
 	// close releases the transport; keep preserves the backend session.
 	close(keep bool) error
 }

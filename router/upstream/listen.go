@@ -23,7 +23,10 @@ var ErrNoStream = errors.New("backend offers no notification stream")
 // Per-request connections never listen; the gateway instance that holds a
 // session's GET stream keeps one listening connection per backend. Listen
 // returns why it stopped: ctx's error, ErrNoStream, or an *Error.
-func (conn *Conn) Listen(ctx context.Context, onNotify func(*jsonrpc.Request)) error {
+//
+// onReady, if not nil, is called once the backend has accepted the stream:
+// from then on nothing it sends unsolicited is missed.
+func (conn *Conn) Listen(ctx context.Context, onNotify func(*jsonrpc.Request), onReady func()) error {
 	if !conn.begin() {
 		return conn.c.newError("listen", 0, ErrClosed)
 	}
@@ -43,7 +46,10 @@ func (conn *Conn) Listen(ctx context.Context, onNotify func(*jsonrpc.Request)) e
 		}
 		onNotify(req)
 	}
-	err := conn.t.listen(lctx, handle)
+	if onReady == nil {
+		onReady = func() {}
+	}
+	err := conn.t.listen(lctx, handle, onReady)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -51,7 +57,7 @@ func (conn *Conn) Listen(ctx context.Context, onNotify func(*jsonrpc.Request)) e
 }
 
 // listen opens the standalone GET stream of the backend session.
-func (s *streamable) listen(ctx context.Context, handle func(context.Context, jsonrpc.Message)) error {
+func (s *streamable) listen(ctx context.Context, handle func(context.Context, jsonrpc.Message), ready func()) error {
 	c, op := s.conn.c, "listen"
 	hreq, sid, err := s.newRequest(ctx, http.MethodGet, nil)
 	if err != nil {
@@ -71,6 +77,7 @@ func (s *streamable) listen(ctx context.Context, handle func(context.Context, js
 	case mediaType(hresp.Header.Get("Content-Type")) != "text/event-stream":
 		return c.newError(op, 0, fmt.Errorf("unexpected Content-Type %q", hresp.Header.Get("Content-Type")))
 	}
+	ready()
 	r := newSSEReader(hresp.Body, c.cfg.MaxMessageBytes)
 	for {
 		ev, err := r.Next()
@@ -89,7 +96,7 @@ func (s *streamable) listen(ctx context.Context, handle func(context.Context, js
 }
 
 // listen takes the messages of the legacy stream that no call claims.
-func (l *legacySSE) listen(ctx context.Context, handle func(context.Context, jsonrpc.Message)) error {
+func (l *legacySSE) listen(ctx context.Context, handle func(context.Context, jsonrpc.Message), ready func()) error {
 	l.mu.Lock()
 	if l.listener != nil {
 		l.mu.Unlock()
@@ -97,6 +104,7 @@ func (l *legacySSE) listen(ctx context.Context, handle func(context.Context, jso
 	}
 	l.listener = func(msg jsonrpc.Message) { handle(ctx, msg) }
 	l.mu.Unlock()
+	ready() // the legacy stream has been open since the handshake
 	defer func() {
 		l.mu.Lock()
 		l.listener = nil
