@@ -40,6 +40,9 @@ type Backend struct {
 	// ToolNameAliases maps a downstream alias to the backend's tool name.
 	ToolNameAliases map[string]string
 	Session         SessionMode
+	// ListCacheTTL, when positive, caches this backend's list pages on
+	// each instance for that long (see list_cache.go); 0 turns it off.
+	ListCacheTTL time.Duration
 }
 
 // VirtualHost is one /servers/{name}/mcp endpoint and its backends.

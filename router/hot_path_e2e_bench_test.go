@@ -1,7 +1,10 @@
 package router_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/tests/testsupport"
@@ -30,6 +33,40 @@ func BenchmarkHandle_ToolsCall(b *testing.B) {
 			for b.Loop() {
 				if resp := f.call(sid, "tools/call", args); resp.Error != nil {
 					b.Fatal(resp.Error)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHandle_ToolsListCached walks tools/list (2 pages) over vhosts of
+// 1 and 8 backends whose pages are all cached: what is left is the
+// gateway's own work per walk (session load, cursor, merge, encoding).
+func BenchmarkHandle_ToolsListCached(b *testing.B) {
+	for _, n := range []int{1, 8} {
+		b.Run(fmt.Sprintf("backends=%d", n), func(b *testing.B) {
+			specs := make([]backendSpec, n)
+			for i := range specs {
+				specs[i] = backendSpec{key: fmt.Sprintf("b%d", i+1), opts: testsupport.BackendOptions{PageSize: 2},
+					adjust: func(be *router.Backend) { be.ListCacheTTL = time.Hour }}
+			}
+			f := newFixture(b, specs...)
+			sid, _ := f.initialize(nil)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				var params any
+				for {
+					resp := f.call(sid, "tools/list", params)
+					if resp.Error != nil {
+						b.Fatal(resp.Error)
+					}
+					var page struct{ NextCursor string }
+					_ = json.Unmarshal(resp.Result, &page)
+					if page.NextCursor == "" {
+						break
+					}
+					params = map[string]any{"cursor": page.NextCursor}
 				}
 			}
 		})

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/mcpgw/gateway/router/wire"
 	"strconv"
+	"strings"
 	"sync"
+
+	"github.com/mcpgw/gateway/router/wire"
 
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -130,5 +132,9 @@ func (r *Router) onBus(m store.BusMessage) {
 		}
 	case store.BusStreamTaken, store.BusSubscriptions, store.BusNotify, store.BusSessionEnded:
 		r.streams.onBus(m)
+	case store.BusListChanged:
+		if vh, key, ok := strings.Cut(m.ID, "/"); ok {
+			r.dropListCache(vh, key)
+		}
 	}
 }

@@ -36,6 +36,15 @@ type pageResult struct {
 	result  map[string]json.RawMessage
 	items   []json.RawMessage
 	next    string
+	// named holds items renamed by the publishing rule, when computed
+	// ahead (cached pages are renamed once, when cached).
+	named []namedItem
+}
+
+// namedItem is a list item as published downstream, with its name.
+type namedItem struct {
+	name string
+	item json.RawMessage
 }
 
 // list fans a list method out to every eligible backend concurrently and
@@ -77,7 +86,11 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 			results[i] = &pageResult{key: key}
 			continue
 		}
-		wg.Go(func() { results[i] = r.listOne(ctx, v, c, op, key, pos.Cursor) })
+		if p := r.cachedPage(v, c, op, key, pos.Cursor); p != nil {
+			results[i] = p
+			continue
+		}
+		wg.Go(func() { results[i] = r.listCached(ctx, v, c, op, key, pos.Cursor) })
 	}
 	wg.Wait()
 

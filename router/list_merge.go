@@ -39,12 +39,15 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, positions 
 		if res.next != "" {
 			more = true
 		}
-		for _, item := range res.items {
-			renamed, name, err := r.renameItem(v, op, res.key, item)
-			if err != nil {
+		named := res.named
+		if named == nil {
+			var err error
+			if named, err = r.renameAll(v, op, res.key, res.items); err != nil {
 				return nil, err
 			}
-			entries = append(entries, entry{name: name, key: res.key, item: renamed})
+		}
+		for _, n := range named {
+			entries = append(entries, entry{name: n.name, key: res.key, item: n.item})
 		}
 	}
 	if !v.single() {
@@ -70,10 +73,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, positions 
 	for i, e := range entries {
 		items[i] = e.item
 	}
-	var err error
-	if out[op.field], err = json.Marshal(items); err != nil {
-		return nil, err
-	}
+	out[op.field] = rawArray(items)
 	delete(out, "nextCursor")
 	// More pages exist when a backend said so. A walk whose only unfinished
 	// backends are failing ends here (they are named in _meta): a client
@@ -98,7 +98,68 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, positions 
 		meta[MetaSkippedBackends], _ = json.Marshal(skipped)
 		out["_meta"], _ = json.Marshal(meta)
 	}
-	return json.Marshal(out)
+	return rawObject(out), nil
+}
+
+// renameAll applies the publishing rule to a page's items.
+func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMessage) ([]namedItem, error) {
+	named := make([]namedItem, len(items))
+	for i, item := range items {
+		renamed, name, err := r.renameItem(v, op, key, item)
+		if err != nil {
+			return nil, err
+		}
+		named[i] = namedItem{name: name, item: renamed}
+	}
+	return named, nil
+}
+
+// rawArray and rawObject assemble JSON from values that are valid JSON
+// already (backend bytes the upstream decoder checked, or our own
+// encoding): encoding/json would check and compact every byte again.
+func rawArray(items []json.RawMessage) json.RawMessage {
+	n := 2
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendRaw(b, it)
+	}
+	return append(b, ']')
+}
+
+func rawObject(m map[string]json.RawMessage) json.RawMessage {
+	keys := make([]string, 0, len(m))
+	n := 2
+	for k, v := range m {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 4
+	}
+	sort.Strings(keys)
+	b := make([]byte, 0, n)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		kb, _ := json.Marshal(k)
+		b = append(b, kb...)
+		b = append(b, ':')
+		b = appendRaw(b, m[k])
+	}
+	return append(b, '}')
+}
+
+func appendRaw(b []byte, v json.RawMessage) []byte {
+	if len(v) == 0 {
+		return append(b, "null"...)
+	}
+	return append(b, v...)
 }
 
 // renameItem applies the publishing rule to one list item and returns it

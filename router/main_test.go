@@ -50,6 +50,7 @@ type fixture struct {
 	vhost    string
 	prefix   string // store key prefix, for a second instance on the same keys
 	backends map[string]*testsupport.Backend
+	config   *router.VirtualHost // what the router was given, for a second instance
 }
 
 type backendSpec struct {
@@ -87,6 +88,7 @@ func newFixtureOpts(t testing.TB, opts router.Options, specs ...backendSpec) *fi
 		}
 		vh.Backends[s.key] = cfg
 	}
+	f.config = vh
 	f.router = router.New(map[string]*router.VirtualHost{f.vhost: vh}, opts)
 	t.Cleanup(f.router.Close)
 	return f

@@ -152,6 +152,10 @@ func (ss *sessionStream) listenOnce(ctx context.Context, v *vhost, key string, s
 			}
 		case "notifications/progress", "notifications/cancelled":
 			return // belong to calls, never to the GET stream
+		case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
+			if v.backends[key].ListCacheTTL > 0 {
+				r.listChanged(ctx, v.name, key)
+			}
 		}
 		ss.emit(n)
 	}, up)

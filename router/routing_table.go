@@ -15,6 +15,7 @@ type vhost struct {
 	split    *splitter
 	aliases  *aliasTable
 	clients  map[string]*upstream.Client
+	lists    *listCache // pages of backends with ListCacheTTL; dies with the table
 }
 
 // single reports whether identifiers pass through unchanged.
@@ -33,6 +34,7 @@ func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
 			backends: vh.Backends,
 			clients:  map[string]*upstream.Client{},
 			aliases:  newAliasTable(vh.Backends),
+			lists:    newListCache(),
 		}
 		for key, b := range vh.Backends {
 			v.keys = append(v.keys, key)

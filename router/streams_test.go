@@ -98,17 +98,13 @@ func notify(t *testing.T, r *router.Router, st store.Store, sid, method string, 
 // gateway instance, as far as the router can tell.
 func (f *fixture) secondInstance(opts router.Options) *router.Router {
 	f.t.Helper()
-	vh := &router.VirtualHost{Name: f.vhost, Backends: map[string]*router.Backend{}}
-	for k, b := range f.backends {
-		vh.Backends[k] = &router.Backend{Key: k, URL: b.URL, Timeout: 5 * time.Second}
-	}
 	st, err := store.NewRedis(redisSrv.URL(), store.RedisOptions{KeyPrefix: f.prefix})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { st.Close() })
 	opts.Store = st
-	r := router.New(map[string]*router.VirtualHost{f.vhost: vh}, opts)
+	r := router.New(map[string]*router.VirtualHost{f.vhost: f.config}, opts)
 	f.t.Cleanup(r.Close)
 	return r
 }

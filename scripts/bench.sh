@@ -13,6 +13,7 @@
 #   list-fanout-c1  the same with one worker: the latency of a lone walk, where
 #                   the fan-out's concurrency shows (at c=16 two cores are
 #                   saturated and latency follows the 8× backend work)
+#   list-fanout-cached  list-fanout with `list_cache: 1m` on every backend
 #
 # then the store traffic per routed request (Redis INFO commandstats) and the
 # cost of 10,000 idle sessions (gateway RSS, Redis used_memory per session).
@@ -47,7 +48,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 CONC=${BENCH_CONCURRENCY:-16}
 IDLE_SESSIONS=${BENCH_IDLE_SESSIONS:-10000}
 STORE_REQUESTS=${BENCH_STORE_REQUESTS:-2000}
-SCENARIOS=${BENCH_SCENARIOS:-call-stateful call-stateless call-reuse list-fanout list-fanout-c1}
+SCENARIOS=${BENCH_SCENARIOS:-call-stateful call-stateless call-reuse list-fanout list-fanout-c1 list-fanout-cached}
 FANOUT=8
 PAGE_SIZE=2
 GO=${GO:-go}
@@ -129,6 +130,10 @@ log "$((3 + FANOUT)) demo backends up"
   echo "  fan$FANOUT:"
   echo "    backends:"
   for i in $(seq "$FANOUT"); do echo "      b$i: {url: \"${FAN[i - 1]}\"}"; done
+  echo "  cfan1:      {backends: {b1: {url: \"${FAN[0]}\", list_cache: 1m}}}"
+  echo "  cfan$FANOUT:"
+  echo "    backends:"
+  for i in $(seq "$FANOUT"); do echo "      b$i: {url: \"${FAN[i - 1]}\", list_cache: 1m}"; done
 } >"$RUN/gateway.yaml"
 
 start gateway "$BIN/gateway" --config "$RUN/gateway.yaml" --listen 127.0.0.1:0 \
@@ -163,6 +168,7 @@ for s in $SCENARIOS; do
   call-reuse) compare "$s" "$B_REUSE" "$GW/servers/reuse/mcp" ;;
   list-fanout) compare "$s" "$GW/servers/fan1/mcp" "$GW/servers/fan$FANOUT/mcp" -workload list ;;
   list-fanout-c1) compare "$s" "$GW/servers/fan1/mcp" "$GW/servers/fan$FANOUT/mcp" -workload list -c 1 ;;
+  list-fanout-cached) compare "$s" "$GW/servers/cfan1/mcp" "$GW/servers/cfan$FANOUT/mcp" -workload list ;;
   *) die "unknown scenario $s (BENCH_SCENARIOS)" ;;
   esac
 done

@@ -178,6 +178,9 @@ const (
 	BusSubscriptions = "subscriptions"
 	// BusSessionEnded: the session was deleted; its stream holder stops.
 	BusSessionEnded = "session-ended"
+	// BusListChanged: backend ID ("<vhost>/<key>") announced a list
+	// change; instances drop its cached list pages. Session is empty.
+	BusListChanged = "list-changed"
 )
 
 // BusMessage is what instances tell each other.

@@ -169,6 +169,7 @@ type rawBackend struct {
 	RemoveHeaders      []string          `yaml:"remove_headers"`
 	ToolNameAliases    map[string]string `yaml:"tool_name_aliases"`
 	Session            string            `yaml:"session"`
+	ListCache          *string           `yaml:"list_cache"`
 }
 
 // Load reads and validates the configuration file at path. Relative paths

@@ -150,6 +150,7 @@ func TestConfig_FullExampleParsesWithDefaults(t *testing.T) {
 	}
 	old := cfg.VirtualHosts["legacy"].Backends["old"]
 	if old.Transport != router.TransportSSE || old.Session != router.SessionReuse || old.Timeout != 5*time.Second ||
+		old.ListCacheTTL != 30*time.Second ||
 		!reflect.DeepEqual(old.RemoveHeaders, []string{"User-Agent"}) {
 		t.Errorf("legacy backend: %+v", *old)
 	}
@@ -163,7 +164,7 @@ func TestConfig_AppliesDefaults(t *testing.T) {
 		len(cfg.AllowedHosts) != 0, len(cfg.AllowedOrigins) != 0, cfg.Auth.Mode != ModeNone, cfg.Auth.JWT != nil:
 		t.Errorf("top-level defaults: %+v", cfg)
 	case b.Key != "one", b.Transport != router.TransportStreamableHTTP, b.Session != router.SessionPerRequest,
-		b.Timeout != DefaultTimeout, b.AddHeaders == nil, b.ToolNameAliases == nil:
+		b.Timeout != DefaultTimeout, b.AddHeaders == nil, b.ToolNameAliases == nil, b.ListCacheTTL != 0:
 		t.Errorf("backend defaults: %+v", *b)
 	}
 	if cfg.VirtualHosts["demo"].Name != "demo" {
@@ -321,6 +322,8 @@ func TestConfig_RejectsBadEnumsAndDurations(t *testing.T) {
 		"timeout syntax":  {b("timeout: 30"), `virtual_hosts.demo.backends.one.timeout: "30" is not a duration`},
 		"timeout zero":    {b("timeout: 0s"), "virtual_hosts.demo.backends.one.timeout: must be positive"},
 		"timeout neg":     {b("timeout: -1s"), "virtual_hosts.demo.backends.one.timeout: must be positive"},
+		"list cache neg":  {b("list_cache: -5s"), "virtual_hosts.demo.backends.one.list_cache: must not be negative"},
+		"list cache unit": {b("list_cache: 30"), `virtual_hosts.demo.backends.one.list_cache: "30" is not a duration`},
 		"ttl syntax":      {"session_ttl: forever\n" + minimal, `session_ttl: "forever" is not a duration`},
 		"ttl zero":        {"session_ttl: 0s\n" + minimal, "session_ttl: must be positive"},
 		"ttl under 1s":    {"session_ttl: 500ms\n" + minimal, "session_ttl: must be at least 1s"},

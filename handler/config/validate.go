@@ -309,6 +309,7 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 		Transport:       router.TransportStreamableHTTP,
 		Timeout:         v.duration(joinPath(path, "timeout"), raw.Timeout, DefaultTimeout, time.Nanosecond),
 		Session:         router.SessionPerRequest,
+		ListCacheTTL:    v.duration(joinPath(path, "list_cache"), raw.ListCache, 0, 0),
 		AddHeaders:      map[string]string{},
 		ToolNameAliases: map[string]string{},
 	}
