@@ -106,18 +106,26 @@ func TestStream_SubscriptionUpdatesReachTheStreamOnAnotherInstance(t *testing.T)
 	}
 }
 
-func TestStream_ResumeOnAnotherInstanceGetsMissedEventsOnceInOrder(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	second := f.secondInstance(router.Options{})
-	sid := f.initCaps(`{}`)
+// subscribedOnTwo sets up two instances on one store and a session
+// subscribed to gateway-one's counter, whose stream the first instance
+// holds with its listener up.
+func subscribedOnTwo(t *testing.T) (f *fixture, second *router.Router, sid string, ev *router.SessionEvents) {
+	t.Helper()
+	f = streamingFixture(t, router.Options{})
+	second = f.secondInstance(router.Options{})
+	sid = f.initCaps(`{}`)
 	one := f.backends["gateway-one"]
 	result(t, f.call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
-
 	gets := one.Count("GET")
-	ev := openStream(t, f.router, f.store, sid, "")
+	ev = openStream(t, f.router, f.store, sid, "")
 	if !one.WaitCount("GET", gets+1, waitFor) {
 		t.Fatal("no listener")
 	}
+	return f, second, sid, ev
+}
+
+func TestStream_ResumeOnAnotherInstanceGetsMissedEventsOnceInOrder(t *testing.T) {
+	f, second, sid, ev := subscribedOnTwo(t)
 	result(t, f.call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
 	seen, _ := nextEvent(t, ev)
 	ev.Close() // the client drops the stream; listeners linger
@@ -157,17 +165,7 @@ func TestStream_ResumeOnAnotherInstanceGetsMissedEventsOnceInOrder(t *testing.T)
 // reattaches elsewhere, before the new holder's listeners are up, reaches
 // the client through the old holder's log entry.
 func TestStream_TakeoverLosesNoUpdate(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	second := f.secondInstance(router.Options{})
-	sid := f.initCaps(`{}`)
-	one := f.backends["gateway-one"]
-	result(t, f.call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
-
-	gets := one.Count("GET")
-	first := openStream(t, f.router, f.store, sid, "")
-	if !one.WaitCount("GET", gets+1, waitFor) {
-		t.Fatal("no listener")
-	}
+	f, second, sid, first := subscribedOnTwo(t)
 	first.Close()
 	for round := range 5 {
 		moved := openStream(t, second, f.store, sid, "")
