@@ -330,14 +330,12 @@ func (ss *sessionStream) emit(n *jsonrpc.Request) {
 	}
 	r := ss.hub.r
 	// A notification received is logged and announced even if the hold
-	// ends meanwhile (a takeover cancels ss.ctx): the new holder needs it.
+	// has ended meanwhile (a takeover finishes it, cancelling ss.ctx, while
+	// its listeners still deliver what they got): the new holder's
+	// listeners may have come up just after the backend sent it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ss.ctx), emitTimeout)
 	defer cancel()
 	ss.mu.Lock()
-	if ss.finished {
-		ss.mu.Unlock()
-		return
-	}
 	id, err := r.opts.Store.AppendEvent(ctx, ss.sid, data, r.opts.EventLogSize, r.opts.SessionTTL)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
