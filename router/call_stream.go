@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -185,14 +186,44 @@ func (r *Router) askClient(ctx context.Context, c *Call, req *jsonrpc.Request) *
 	}
 	t := time.NewTimer(r.opts.ClientRequestTimeout)
 	defer t.Stop()
-	select {
-	case resp := <-ch:
-		return &jsonrpc.Response{Result: resp.Result, Error: resp.Error}
-	case <-t.C:
-		return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the client did not answer %s within %s", req.Method, r.opts.ClientRequestTimeout)}
-	case <-ctx.Done():
-		return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the call ended before the client answered %s", req.Method)}
+	// The answer normally arrives on ch (here, or over the bus); the poll
+	// finds one whose broadcast was lost in the session.
+	poll := time.NewTicker(answerPoll)
+	defer poll.Stop()
+	for {
+		select {
+		case resp := <-ch:
+			return &jsonrpc.Response{Result: resp.Result, Error: resp.Error}
+		case <-poll.C:
+			if resp := r.storedAnswer(ctx, sid, key); resp != nil {
+				return resp
+			}
+		case <-t.C:
+			return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the client did not answer %s within %s", req.Method, r.opts.ClientRequestTimeout)}
+		case <-ctx.Done():
+			return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the call ended before the client answered %s", req.Method)}
+		}
 	}
+}
+
+// answerPoll is how often a waiting server-to-client request looks for an
+// answer stored in the session (see Deliver): the bound on the delay a
+// lost bus message costs.
+const answerPoll = 2 * time.Second
+
+// storedAnswer returns the client's answer to key if another instance
+// stored it in the session.
+func (r *Router) storedAnswer(ctx context.Context, sid, key string) *jsonrpc.Response {
+	data, err := r.opts.Store.TakeAnswer(ctx, sid, key)
+	if err != nil || data == nil {
+		return nil
+	}
+	msg, err := wire.Decode(data)
+	resp, ok := msg.(*jsonrpc.Response)
+	if err != nil || !ok {
+		return nil
+	}
+	return &jsonrpc.Response{Result: resp.Result, Error: resp.Error}
 }
 
 func hasClientCapability(raw json.RawMessage, name string) bool {

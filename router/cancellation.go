@@ -41,7 +41,9 @@ func (r *Router) Notify(ctx context.Context, c *Call) error {
 }
 
 // Deliver routes the client's response to a server-to-client request to
-// the instance waiting for it.
+// the instance waiting for it: directly when it waits here, else stored in
+// the session and broadcast in one step, so an answer whose broadcast is
+// lost is still found by the waiter's poll.
 func (r *Router) Deliver(ctx context.Context, sess *store.Session, resp *jsonrpc.Response) error {
 	id := idKey(resp.ID)
 	if r.inflight.deliver(sess.ID, id, resp) {
@@ -55,7 +57,12 @@ func (r *Router) Deliver(ctx context.Context, sess *store.Session, resp *jsonrpc
 	if err != nil {
 		return err
 	}
-	return r.opts.Store.Publish(ctx, store.BusMessage{Kind: store.BusResponse, Session: sess.ID, ID: id, Data: data, To: owner})
+	msg := store.BusMessage{Kind: store.BusResponse, Session: sess.ID, ID: id, Data: data, To: owner}
+	err = r.opts.Store.PostAnswer(ctx, sess.ID, id, data, msg, r.opts.SessionTTL)
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrNoPendingRequest // answered meanwhile, or the session ended
+	}
+	return err
 }
 
 // track registers a call so a cancel can reach it, and honours a cancel

@@ -316,6 +316,9 @@ func (ss *sessionStream) refresh() {
 			if err == nil && !held {
 				go ss.finishIf(false, ss.ownedBy(owner))
 			}
+			// An event another instance logged whose announcement was
+			// lost (pub/sub is at most once) is sent now at the latest.
+			ss.catchUp()
 		}
 	}
 }

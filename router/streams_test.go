@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -301,5 +302,35 @@ func TestServerRequests_ClientThatNeverAnswersTimesOutClearly(t *testing.T) {
 	sess, _ := f.store.LoadSession(t.Context(), sid, time.Hour)
 	if len(sess.Pending) != 0 {
 		t.Fatalf("timed-out request still pending: %v", sess.Pending)
+	}
+}
+
+// An answer whose broadcast never reaches the waiting instance (pub/sub is
+// at most once) is still found: it was stored in the session with the
+// broadcast, and the waiter polls for it.
+func TestServerRequests_AnswerWhoseBroadcastIsLostStillArrives(t *testing.T) {
+	f := streamingFixture(t, router.Options{})
+	sid := f.initCaps(capsAll)
+	s := &recStream{}
+	s.onSend = func(m jsonrpc.Message) {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || !req.IsCall() {
+			return
+		}
+		raw := req.ID.Raw().(string)
+		key := strconv.Quote(raw) // the router's key for a string id
+		data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": raw,
+			"result": json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"lost"},"model":"m"}`)})
+		// Addressed to an instance that does not exist: the waiter never
+		// gets the message, as if the bus had dropped it.
+		msg := store.BusMessage{Kind: store.BusResponse, Session: sid, ID: key, Data: data, To: "nobody"}
+		if err := f.store.PostAnswer(context.Background(), sid, key, data, msg, time.Hour); err != nil {
+			t.Errorf("post answer: %v", err)
+		}
+	}
+	res := result(t, handle(t, f.router, f.store, sid, mustID(1), "tools/call",
+		map[string]any{"name": "gateway-one-sample", "arguments": map[string]any{"prompt": "q"}}, s))
+	if got := text(t, res); !strings.HasPrefix(got, "model said: lost") {
+		t.Fatalf("tool said %q", got)
 	}
 }

@@ -278,3 +278,49 @@ func isHex(s string) bool {
 	_, err := hex.DecodeString(s)
 	return err == nil
 }
+
+func TestStore_AnswerStoredAndBroadcastOnlyWhilePending(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		create(t, s, sampleSession("s1"), time.Minute)
+		got, _ := collect(t, s)
+		answer := []byte(`{"jsonrpc":"2.0","id":"gw-1","result":{}}`)
+		msg := store.BusMessage{Kind: store.BusResponse, Session: "s1", ID: "gw-1", Data: answer}
+		if err := s.PostAnswer(ctx, "s1", "gw-1", answer, msg, time.Minute); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("PostAnswer with nothing pending: err = %v, want ErrNotFound", err)
+		}
+		if err := s.AddPending(ctx, "s1", "gw-1", s.InstanceID(), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PostAnswer(ctx, "s1", "gw-1", answer, msg, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		// The broadcast comes first: nothing was published by the refused post.
+		if m := recv(t, got); m.Kind != store.BusResponse || string(m.Data) != string(answer) {
+			t.Errorf("broadcast = %+v", m)
+		}
+		// The stored copy is there for a waiter whose message was lost, once.
+		if a, err := s.TakeAnswer(ctx, "s1", "gw-1"); err != nil || string(a) != string(answer) {
+			t.Fatalf("TakeAnswer = %s, %v", a, err)
+		}
+		if a, err := s.TakeAnswer(ctx, "s1", "gw-1"); err != nil || a != nil {
+			t.Fatalf("second TakeAnswer = %s, %v, want nothing", a, err)
+		}
+		// RemovePending drops an answer nobody took.
+		if err := s.PostAnswer(ctx, "s1", "gw-1", answer, msg, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RemovePending(ctx, "s1", "gw-1"); err != nil {
+			t.Fatal(err)
+		}
+		if a, err := s.TakeAnswer(ctx, "s1", "gw-1"); err != nil || a != nil {
+			t.Fatalf("TakeAnswer after RemovePending = %s, %v", a, err)
+		}
+		if a, err := s.TakeAnswer(ctx, "missing", "gw-1"); err != nil || a != nil {
+			t.Fatalf("TakeAnswer on a missing session = %s, %v", a, err)
+		}
+		if _, still := load(t, s, "s1").Pending["gw-1"]; still {
+			t.Error("gw-1 still pending after RemovePending")
+		}
+	})
+}

@@ -49,6 +49,7 @@ type memSession struct {
 	subs      map[string]struct{}
 	cancelled map[string]bool
 	pending   map[string]string
+	answers   map[string][]byte
 	expires   time.Time
 }
 

@@ -49,7 +49,36 @@ func (m *Memory) AddPending(_ context.Context, id, requestID, instance string, t
 // RemovePending forgets requestID; a missing session or entry is not an
 // error. The expiry is left alone.
 func (m *Memory) RemovePending(_ context.Context, id, requestID string) error {
-	return m.deleteField(id, func(ms *memSession) { delete(ms.pending, requestID) })
+	return m.deleteField(id, func(ms *memSession) {
+		delete(ms.pending, requestID)
+		delete(ms.answers, requestID)
+	})
+}
+
+// PostAnswer stores the answer and queues msg under one lock, while
+// requestID is pending; ErrNotFound otherwise.
+func (m *Memory) PostAnswer(_ context.Context, id, requestID string, data []byte, msg BusMessage, ttl time.Duration) error {
+	return m.update(id, ttl, func(ms *memSession) error {
+		if _, ok := ms.pending[requestID]; !ok {
+			return ErrNotFound
+		}
+		if ms.answers == nil {
+			ms.answers = make(map[string][]byte)
+		}
+		ms.answers[requestID] = bytes.Clone(data)
+		m.enqueueLocked(msg)
+		return nil
+	})
+}
+
+// TakeAnswer returns and forgets the stored answer, if any.
+func (m *Memory) TakeAnswer(_ context.Context, id, requestID string) ([]byte, error) {
+	var out []byte
+	err := m.deleteField(id, func(ms *memSession) {
+		out = ms.answers[requestID]
+		delete(ms.answers, requestID)
+	})
+	return out, err
 }
 
 func (m *Memory) deleteField(id string, del func(*memSession)) error {

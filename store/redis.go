@@ -40,6 +40,7 @@ const (
 	prefixSub     = "s:"
 	prefixCancel  = "c:" // c:<reqID> = "1", see MarkCancelled
 	prefixPending = "p:" // p:<requestID> = instance id, see AddPending
+	prefixAnswer  = "a:" // a:<requestID> = the client's answer, see PostAnswer
 )
 
 // Redis is a Store on Redis (single node, Cluster or Sentinel). A session is
@@ -281,6 +282,18 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if #ARGV > 1 then redis.call('HSET', KEYS[1], unpack(ARGV, 2)) end
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1`)
+	// postAnswer: KEYS[1] session; ARGV ttl, p:<id>, a:<id>, answer,
+	// channel, bus payload.
+	postAnswer = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PUBLISH', ARGV[5], ARGV[6])
+return 1`)
+	takeField = redis.NewScript(`
+local v = redis.call('HGET', KEYS[1], ARGV[1])
+if v then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return v`)
 	hdelIfExists = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HDEL', KEYS[1], unpack(ARGV, 2))

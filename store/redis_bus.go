@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -70,13 +71,47 @@ func (r *Redis) AddPending(ctx context.Context, id, requestID, instance string, 
 	return r.update(ctx, "add pending", hsetIfExists, id, ttl, prefixPending+requestID, instance)
 }
 
-// RemovePending deletes p:<requestID>, like ClearCancelled: a missing
-// session or entry is not an error, and the TTL is left alone.
+// RemovePending deletes p:<requestID> and a stored answer, like
+// ClearCancelled: a missing session or entry is not an error, and the TTL
+// is left alone.
 func (r *Redis) RemovePending(ctx context.Context, id, requestID string) error {
-	if err := r.client.HDel(ctx, SessionKey(r.prefix, id), prefixPending+requestID).Err(); err != nil {
+	if err := r.client.HDel(ctx, SessionKey(r.prefix, id), prefixPending+requestID, prefixAnswer+requestID).Err(); err != nil {
 		return fmt.Errorf("store: remove pending: %w", err)
 	}
 	return nil
+}
+
+// PostAnswer sets a:<requestID>, refreshes the TTL and PUBLISHes msg in one
+// script, only while p:<requestID> exists.
+func (r *Redis) PostAnswer(ctx context.Context, id, requestID string, data []byte, msg BusMessage, ttl time.Duration) error {
+	if err := checkTTL(ttl); err != nil {
+		return err
+	}
+	payload, err := r.encodeBus(msg)
+	if err != nil {
+		return fmt.Errorf("store: post answer: %w", err)
+	}
+	ok, err := postAnswer.Run(ctx, r.client, []string{SessionKey(r.prefix, id)}, ttl.Milliseconds(),
+		prefixPending+requestID, prefixAnswer+requestID, data, BusChannel(r.prefix), payload).Int()
+	if err != nil {
+		return fmt.Errorf("store: post answer: %w", err)
+	}
+	if ok == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// TakeAnswer gets and deletes a:<requestID> in one script.
+func (r *Redis) TakeAnswer(ctx context.Context, id, requestID string) ([]byte, error) {
+	v, err := takeField.Run(ctx, r.client, []string{SessionKey(r.prefix, id)}, prefixAnswer+requestID).Text()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("store: take answer: %w", err)
+	}
+	return []byte(v), nil
 }
 
 // InstanceID is 16 random hex characters chosen when the store was created.

@@ -105,6 +105,14 @@ type Store interface {
 	// RemovePending, like ClearCancelled, never fails on an absent one.
 	AddPending(ctx context.Context, id, requestID, instance string, ttl time.Duration) error
 	RemovePending(ctx context.Context, id, requestID string) error
+	// PostAnswer stores the client's answer (data) to pending request
+	// requestID in the session and publishes msg, in one step, so an answer
+	// whose message is lost still reaches the waiter (see TakeAnswer).
+	// ErrNotFound if the session or the pending entry is absent.
+	PostAnswer(ctx context.Context, id, requestID string, data []byte, msg BusMessage, ttl time.Duration) error
+	// TakeAnswer returns and removes the stored answer to requestID, or nil
+	// if there is none (yet). RemovePending removes it as well.
+	TakeAnswer(ctx context.Context, id, requestID string) ([]byte, error)
 
 	// Publish broadcasts a message, with From set to InstanceID, to every
 	// gateway instance sharing the store (this one included). Delivery is
