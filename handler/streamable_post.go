@@ -48,6 +48,10 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "cannot read request body")
 		return
 	}
+	if isBatch(body) {
+		s.serveBatch(w, r, body, jsonOK, sseOK)
+		return
+	}
 	msg, herr := decodeMessage(body)
 	if herr != nil {
 		writeHTTPError(w, http.StatusBadRequest, herr.code, herr.msg)
@@ -245,12 +249,6 @@ func decodeMessage(body []byte) (jsonrpc.Message, *decodeError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return nil, &decodeError{codeParseError, "empty request body"}
-	}
-	if trimmed[0] == '[' {
-		if !json.Valid(trimmed) {
-			return nil, &decodeError{codeParseError, "request body is not valid JSON"}
-		}
-		return nil, &decodeError{codeInvalidRequest, "JSON-RPC batches are not supported"}
 	}
 	msg, err := wire.Decode(trimmed)
 	if err != nil {

@@ -1,0 +1,110 @@
+package handler_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const initBody20250326 = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"old","version":"1"}}}`
+
+// initialize20250326 opens a session of the one protocol version that has
+// batches.
+func (g *gw) initialize20250326() string {
+	g.t.Helper()
+	r := g.do(req{body: initBody20250326})
+	if r.status != http.StatusOK || r.rpc.Error != nil {
+		g.t.Fatalf("initialize: %d %s", r.status, r.body)
+	}
+	return r.header.Get("Mcp-Session-Id")
+}
+
+func TestBatch_RequestsAnsweredInOrderAsOneArray(t *testing.T) {
+	g := startGateway(t, gwOptions{})
+	sid := g.initialize20250326()
+	body := `[
+		{"jsonrpc":"2.0","method":"notifications/initialized"},
+		{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"gateway-one-echo","arguments":{"text":"second"}}},
+		{"jsonrpc":"2.0","id":7,"method":"tools/list"},
+		{"jsonrpc":"2.0","id":8,"method":"no/such/method"}
+	]`
+	r := g.do(req{body: body, session: sid, headers: map[string]string{"Mcp-Protocol-Version": "2025-03-26"}})
+	if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+		t.Fatalf("status %d %q: %s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	var out []struct {
+		ID     any             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct{ Code int64 }
+	}
+	if err := json.Unmarshal([]byte(r.body), &out); err != nil {
+		t.Fatalf("not a JSON array: %v: %s", err, r.body)
+	}
+	if len(out) != 3 || out[0].ID != "b" || out[1].ID != float64(7) || out[2].ID != float64(8) {
+		t.Fatalf("responses %s, want ids b, 7, 8 in order", r.body)
+	}
+	if !strings.Contains(string(out[0].Result), "second") || !strings.Contains(string(out[1].Result), "gateway-two-echo") {
+		t.Fatalf("results %s", r.body)
+	}
+	if out[2].Error == nil || out[2].Error.Code != -32601 {
+		t.Fatalf("unknown method in a batch: %s", r.body)
+	}
+}
+
+func TestBatch_SSEOnlyClientGetsOneEventPerResponse(t *testing.T) {
+	g := startGateway(t, gwOptions{})
+	sid := g.initialize20250326()
+	body := `[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"ping"}]`
+	r := g.do(req{body: body, session: sid, headers: map[string]string{"Accept": "text/event-stream"}})
+	if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("status %d %q: %s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	var ids []string
+	for _, line := range strings.Split(r.body, "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			var m struct{ ID json.RawMessage }
+			_ = json.Unmarshal([]byte(d), &m)
+			ids = append(ids, string(m.ID))
+		}
+	}
+	slices.Sort(ids)
+	if !slices.Equal(ids, []string{"1", "2"}) {
+		t.Fatalf("events for ids %v, want 1 and 2: %s", ids, r.body)
+	}
+}
+
+func TestBatch_BadBatchesGetClearErrors(t *testing.T) {
+	g := startGateway(t, gwOptions{})
+	old := g.initialize20250326()
+	current := g.initialize("alice", "demo")
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	cases := []struct {
+		name, session, body string
+		status              int
+		code                int64
+		contains            string
+	}{
+		{"empty", old, `[]`, 400, -32600, "empty"},
+		{"malformed", old, `[` + ping + `,`, 400, -32700, "JSON"},
+		{"bad element", old, `[` + ping + `,{"jsonrpc":"2.0","id":2}]`, 400, -32600, "batch element 1"},
+		{"nested", old, `[[` + ping + `]]`, 400, -32600, "nest"},
+		{"initialize inside", old, `[` + initBody20250326 + `]`, 400, -32600, "initialize"},
+		{"later protocol version", current, `[` + ping + `]`, 400, -32600, "2025-03-26"},
+		{"unknown session", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", `[` + ping + `]`, 404, -32001, "session"},
+		{"answer nobody waits for", old, `[{"jsonrpc":"2.0","id":"mcpgw-s-x","result":{}}]`, 400, -32600, "mcpgw-s-x"},
+		{"notifications only", old, `[{"jsonrpc":"2.0","method":"notifications/initialized"}]`, 202, 0, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := g.do(req{body: tc.body, session: tc.session})
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d: %s", r.status, tc.status, r.body)
+			}
+			if tc.code != 0 && (r.rpc.Error == nil || r.rpc.Error.Code != tc.code || !strings.Contains(r.rpc.Error.Message, tc.contains)) {
+				t.Fatalf("body %s: want error %d containing %q", r.body, tc.code, tc.contains)
+			}
+		})
+	}
+}
