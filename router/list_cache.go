@@ -130,7 +130,11 @@ func (r *Router) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) *p
 	if b.ListCacheTTL <= 0 || !c.Session.Backends[key].OK() {
 		return nil
 	}
-	return v.lists.lookup(listCacheKey(b, op.method, cursor, c.Header))
+	p := v.lists.lookup(listCacheKey(b, op.method, cursor, c.Header))
+	if o, ok := r.opts.Observer.(ListCacheObserver); ok {
+		o.ListCacheLookup(v.name, key, p != nil)
+	}
+	return p
 }
 
 // listCached is listOne through the backend's list cache, when it has one.

@@ -141,3 +141,30 @@ func TestListCache_ListChangedDropsPagesOnEveryInstance(t *testing.T) {
 		t.Fatal("the other instance kept serving its cached page after list_changed")
 	}
 }
+
+type cacheObs struct {
+	mu   sync.Mutex
+	hits map[bool]int
+}
+
+func (o *cacheObs) BackendCall(string, string, string, time.Duration, string) {}
+func (o *cacheObs) ListCacheLookup(_, _ string, hit bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.hits[hit]++
+}
+
+func TestListCache_LookupsReachTheObserver(t *testing.T) {
+	obs := &cacheObs{hits: map[bool]int{}}
+	f := newFixtureOpts(t, router.Options{Observer: obs},
+		backendSpec{key: "one", adjust: cached(time.Minute)}, backendSpec{key: "two"})
+	sid, _ := f.initialize(nil)
+	walk(t, f, sid, nil)
+	walk(t, f, sid, nil)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	// Only the cached backend is looked up: a miss, then a hit.
+	if obs.hits[false] != 1 || obs.hits[true] != 1 {
+		t.Fatalf("lookups %v, want one miss and one hit", obs.hits)
+	}
+}

@@ -17,6 +17,13 @@ type Observer interface {
 	BackendCall(vhost, backend, method string, d time.Duration, outcome string)
 }
 
+// ListCacheObserver is an optional extension of Observer: an Observer
+// that also implements it learns whether each page of a backend with a
+// list cache came from the cache (see list_cache.go).
+type ListCacheObserver interface {
+	ListCacheLookup(vhost, backend string, hit bool)
+}
+
 // Outcomes of a backend exchange, as passed to Observer.BackendCall. The
 // set is closed so a metric label built from it stays bounded.
 const (

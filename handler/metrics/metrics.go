@@ -35,6 +35,7 @@ type Metrics struct {
 
 	backendRequests *prometheus.CounterVec   // vhost, backend, outcome
 	backendDuration *prometheus.HistogramVec // vhost, backend
+	listCache       *prometheus.CounterVec   // vhost, backend, result
 
 	series seriesCache
 }
@@ -71,8 +72,13 @@ func New() *Metrics {
 		Buckets: durationBuckets,
 	}, []string{"vhost", "backend"})
 
+	m.listCache = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpgw_list_cache_lookups_total",
+		Help: "List pages looked up in a backend's list cache (list_cache), by virtual host, backend and result (hit, miss).",
+	}, []string{"vhost", "backend", "result"})
+
 	m.reg.MustRegister(m.requests, m.duration, m.inFlight, streams,
-		m.backendRequests, m.backendDuration,
+		m.backendRequests, m.backendDuration, m.listCache,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.series.init(m)
@@ -94,6 +100,19 @@ func (m *Metrics) BackendCall(vhost, backend, method string, d time.Duration, ou
 	}
 	m.backendRequests.WithLabelValues(vhost, backend, outcome).Inc()
 	m.backendDuration.WithLabelValues(vhost, backend).Observe(d.Seconds())
+}
+
+// ListCacheLookup implements router.ListCacheObserver; its labels come
+// from the configuration and a fixed pair.
+func (m *Metrics) ListCacheLookup(vhost, backend string, hit bool) {
+	if m == nil {
+		return
+	}
+	result := "miss"
+	if hit {
+		result = "hit"
+	}
+	m.listCache.WithLabelValues(vhost, backend, result).Inc()
 }
 
 // StreamKind tells the two kinds of SSE stream apart.
