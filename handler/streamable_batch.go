@@ -11,6 +11,7 @@ import (
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -135,7 +136,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 				call.Stream = ps
 			}
 			resp := s.opts.Router.Handle(r.Context(), call)
-			data, err := jsonrpc.EncodeMessage(resp)
+			data, err := wire.EncodeResponse(resp)
 			if err != nil {
 				data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode response"}})
 			}

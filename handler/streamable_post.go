@@ -132,7 +132,7 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 	if ps != nil {
 		ps.close()
 		if ps.sw.isStarted() {
-			if data, err := jsonrpc.EncodeMessage(resp); err == nil {
+			if data, err := wire.EncodeResponse(resp); err == nil {
 				_ = ps.sw.event("", 0, data)
 			}
 			return
@@ -216,7 +216,7 @@ func mustJSON(v any) []byte {
 // writeResponse answers a call as application/json when the client accepts
 // it, else as a one-event SSE stream.
 func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, jsonOK bool) {
-	data, err := jsonrpc.EncodeMessage(resp)
+	data, err := wire.EncodeResponse(resp)
 	if err != nil {
 		writeHTTPError(w, http.StatusInternalServerError, codeInternalError, "cannot encode response")
 		return

@@ -107,3 +107,16 @@ func TestHooks_PostRewritesAndDenies(t *testing.T) {
 		t.Fatal("post hook runs after the backend call")
 	}
 }
+
+// Results are written downstream byte for byte, so a post-hook that makes
+// something that is not JSON gets an internal error, not a broken answer.
+func TestHooks_PostResultThatIsNotJSONIsRefused(t *testing.T) {
+	var log []string
+	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{&recordingHook{name: "h", log: &log, rewriteOut: `{"content":[`}}},
+		backendSpec{key: "a"}, backendSpec{key: "b"})
+	sid, _ := f.initialize(nil)
+	e := rpcErr(t, f.call(sid, "tools/call", map[string]any{"name": "a-echo", "arguments": map[string]any{"text": "x"}}))
+	if e.Code != -32603 || !strings.Contains(e.Message, "not JSON") {
+		t.Fatalf("got %d %q", e.Code, e.Message)
+	}
+}

@@ -83,6 +83,11 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 				return errorResponse(c.Request.ID, hookError(err))
 			}
 		}
+		// Results are written downstream as they are (wire.EncodeResponse):
+		// what a hook made must be JSON.
+		if !json.Valid(result) {
+			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "a post-hook returned a result that is not JSON"))
+		}
 	}
 	switch method {
 	case "resources/subscribe":

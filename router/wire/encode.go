@@ -1,0 +1,39 @@
+package wire
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// EncodeResponse encodes a response like jsonrpc.EncodeMessage, but writes
+// a successful result's bytes as they are instead of re-validating and
+// compacting them through encoding/json: on a gateway the result is a
+// backend's answer, already checked when Decode parsed it, or JSON the
+// gateway built itself, and it is most of the bytes of most responses.
+// The caller guarantees resp.Result is valid JSON. Errors, and responses
+// without a usable id, go through the SDK's encoder.
+func EncodeResponse(resp *jsonrpc.Response) ([]byte, error) {
+	if resp.Error != nil || len(resp.Result) == 0 {
+		return jsonrpc.EncodeMessage(resp)
+	}
+	var id []byte
+	switch v := resp.ID.Raw().(type) {
+	case int64:
+		id = strconv.AppendInt(nil, v, 10)
+	case string:
+		var err error
+		if id, err = json.Marshal(v); err != nil {
+			return nil, err
+		}
+	default:
+		return jsonrpc.EncodeMessage(resp)
+	}
+	b := make([]byte, 0, len(resp.Result)+len(id)+32)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, resp.Result...)
+	return append(b, '}'), nil
+}

@@ -1,0 +1,78 @@
+package wire_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/mcpgw/gateway/router/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+func TestEncodeResponse_MeansWhatTheSDKWrites(t *testing.T) {
+	id := func(v any) jsonrpc.ID {
+		i, err := jsonrpc.MakeID(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	cases := map[string]*jsonrpc.Response{
+		"int id":             {ID: id(float64(7)), Result: json.RawMessage(`{"tools":[]}`)},
+		"string id":          {ID: id(`a"b\u2028`), Result: json.RawMessage(`{"x":1}`)},
+		"whitespace kept":    {ID: id("s"), Result: json.RawMessage("{ \"content\" : [ ] }")},
+		"error":              {ID: id(float64(1)), Error: &jsonrpc.Error{Code: -32602, Message: "bad"}},
+		"empty result":       {ID: id(float64(2)), Result: json.RawMessage(`{}`)},
+		"unicode in result":  {ID: id(float64(3)), Result: json.RawMessage(`{"text":"héllo \u00e9 <&>"}`)},
+		"nested raw strings": {ID: id(float64(4)), Result: json.RawMessage(`{"a":"]}\"{"}`)},
+	}
+	for name, resp := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := wire.EncodeResponse(resp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := jsonrpc.EncodeMessage(resp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var g, w any
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatalf("not JSON: %s", got)
+			}
+			_ = json.Unmarshal(want, &w)
+			if !reflect.DeepEqual(g, w) {
+				t.Fatalf("got %s, SDK writes %s", got, want)
+			}
+			// And it decodes back to the same response.
+			msg, err := wire.Decode(got)
+			if back, ok := msg.(*jsonrpc.Response); err != nil || !ok || back.ID != resp.ID {
+				t.Fatalf("round trip of %s: %v", got, err)
+			}
+		})
+	}
+}
+
+func BenchmarkEncodeResponse(b *testing.B) {
+	result := make([]byte, 0, 8<<10)
+	result = append(result, `{"tools":[`...)
+	for i := range 24 {
+		if i > 0 {
+			result = append(result, ',')
+		}
+		result = append(result, `{"name":"b1-echo","description":"Return the given text unchanged.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}`...)
+	}
+	result = append(result, `]}`...)
+	id, _ := jsonrpc.MakeID(float64(1))
+	resp := &jsonrpc.Response{ID: id, Result: result}
+	b.Run("sdk", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = jsonrpc.EncodeMessage(resp)
+		}
+	})
+	b.Run("wire", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = wire.EncodeResponse(resp)
+		}
+	})
+}
