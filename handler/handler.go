@@ -33,6 +33,10 @@ type Options struct {
 	// Metrics, when set, instruments the MCP endpoint and is served on
 	// GET /metrics; nil disables both.
 	Metrics *metrics.Metrics
+	// KeepAlive is how often an idle SSE stream carries a comment, so
+	// proxies and load balancers with idle timeouts keep it open: the GET
+	// stream, and a call's answer while the call runs (default 15s).
+	KeepAlive time.Duration
 }
 
 // New returns the gateway's http.Handler: the one handler that runs under
@@ -43,6 +47,9 @@ func New(opts Options) http.Handler {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.KeepAlive <= 0 {
+		opts.KeepAlive = DefaultKeepAlive
 	}
 	s := &server{opts: opts, log: opts.Logger}
 

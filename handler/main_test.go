@@ -38,12 +38,14 @@ type gw struct {
 	url   string // base URL
 	srv   *httptest.Server
 	store store.Store
+	one   *testsupport.Backend // gateway-one, with the streaming tools
 }
 
 type gwOptions struct {
-	maxBody int64
-	origins []string
-	hosts   []string
+	maxBody   int64
+	origins   []string
+	hosts     []string
+	keepAlive time.Duration
 }
 
 func startGateway(t *testing.T, o gwOptions) *gw {
@@ -53,7 +55,7 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	one := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-one"})
+	one := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-one", StreamingTools: true})
 	two := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-two"})
 	vhosts := map[string]*router.VirtualHost{
 		"demo": {Name: "demo", Backends: map[string]*router.Backend{
@@ -74,10 +76,10 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 		t.Fatal(err)
 	}
 	h := handler.New(handler.Options{Router: rt, Auth: v, MaxBodyBytes: o.maxBody,
-		AllowedOrigins: o.origins, AllowedHosts: o.hosts})
+		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &gw{t: t, url: srv.URL, srv: srv, store: st}
+	return &gw{t: t, url: srv.URL, srv: srv, store: st, one: one}
 }
 
 func (g *gw) token(sub string) string {

@@ -14,9 +14,8 @@ import (
 // Header of the transport's resumability.
 const headerLastEventID = "Last-Event-ID"
 
-// keepAlive is how often an idle GET stream carries a comment, so proxies
-// and load balancers with idle timeouts keep it open.
-const keepAlive = 15 * time.Second
+// DefaultKeepAlive is Options.KeepAlive's default.
+const DefaultKeepAlive = 15 * time.Second
 
 // retryAfter is the reconnection delay announced to clients (SSE retry).
 const retryAfter = 2 * time.Second
@@ -65,7 +64,7 @@ func (s *server) serveGET(w http.ResponseWriter, r *http.Request) {
 		}
 		last = e.ID
 	}
-	tick := time.NewTicker(keepAlive)
+	tick := time.NewTicker(s.opts.KeepAlive)
 	defer tick.Stop()
 	for {
 		select {

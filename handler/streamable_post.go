@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/handler/metrics"
@@ -127,6 +128,7 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 		if !jsonOK || hasProgressToken(req.Params) {
 			ps.begin()
 		}
+		defer ps.keepAlive(s.opts.KeepAlive)()
 	}
 	resp := s.opts.Router.Handle(r.Context(), call)
 	if ps != nil {
@@ -187,6 +189,37 @@ func (p *postStream) end() {
 	defer p.mu.Unlock()
 	if p.opened {
 		p.m.StreamClosed(metrics.StreamPOST)
+	}
+}
+
+// keepAlive writes a comment every interval while the call runs. A call
+// still running after one interval is switched to an event stream if it
+// was not one yet (the client accepts both): a long tool call must not
+// look idle to a proxy that cuts quiet connections. The returned func
+// stops it and waits.
+func (p *postStream) keepAlive(interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				if !p.closed {
+					p.openedLocked()
+					_ = p.sw.comment("keep-alive")
+				}
+				p.mu.Unlock()
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
 	}
 }
 

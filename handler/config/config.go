@@ -70,6 +70,9 @@ type Streams struct {
 	// ClientRequestTimeout bounds how long a backend's sampling,
 	// elicitation or roots request waits for the client.
 	ClientRequestTimeout time.Duration
+	// KeepAlive is how often an idle SSE stream (GET, or a running call's
+	// answer) carries a comment.
+	KeepAlive time.Duration
 }
 
 // Auth is the downstream authentication setting.
@@ -140,6 +143,7 @@ type rawStreams struct {
 	EventLogSize         *int64  `yaml:"event_log_size"`
 	Linger               *string `yaml:"linger"`
 	ClientRequestTimeout *string `yaml:"client_request_timeout"`
+	KeepAlive            *string `yaml:"keep_alive"`
 }
 
 type rawAuth struct {

@@ -495,17 +495,19 @@ func TestConfig_SecretsNeverAppearInErrors(t *testing.T) {
 }
 
 func TestConfig_StreamsSection(t *testing.T) {
-	cfg, err := Parse([]byte("streams:\n  event_log_size: 50\n  linger: 10s\n  client_request_timeout: 2m\n"+minimal), src)
+	cfg, err := Parse([]byte("streams:\n  event_log_size: 50\n  linger: 10s\n  client_request_timeout: 2m\n  keep_alive: 20s\n"+minimal), src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Streams.EventLogSize != 50 || cfg.Streams.Linger != 10*time.Second || cfg.Streams.ClientRequestTimeout != 2*time.Minute {
+	if cfg.Streams.EventLogSize != 50 || cfg.Streams.Linger != 10*time.Second || cfg.Streams.ClientRequestTimeout != 2*time.Minute ||
+		cfg.Streams.KeepAlive != 20*time.Second {
 		t.Fatalf("streams = %+v", cfg.Streams)
 	}
 	for _, bad := range []struct{ yaml, want string }{
 		{"streams:\n  event_log_size: 0\n", "streams.event_log_size"},
 		{"streams:\n  linger: soon\n", "streams.linger"},
 		{"streams:\n  client_request_timeout: 0s\n", "streams.client_request_timeout"},
+		{"streams:\n  keep_alive: 10ms\n", "streams.keep_alive: must be at least 100ms"},
 		{"streams:\n  bogus: 1\n", "bogus"},
 	} {
 		checkErr(t, bad.yaml+minimal, bad.want)

@@ -87,6 +87,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Logger:         log,
 		Metrics:        m,
+		KeepAlive:      cfg.Streams.KeepAlive,
 	})
 	return &App{Handler: h, Router: rt, Store: st}, nil
 }
