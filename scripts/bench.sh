@@ -258,7 +258,7 @@ fi
     "$MCPBENCH" summary "${ROWS[@]}"
     case " $SCENARIOS " in *" list-fanout"*)
       echo
-      echo "list-fanout: \"direct\" = a gateway vhost of 1 backend, \"gateway\" = a vhost of $FANOUT backends (each paging by $PAGE_SIZE); p50 × is the latency ratio $FANOUT/1; list-fanout-c1 runs one worker." ;;
+      echo "list-fanout: \"direct\" = a gateway vhost of 1 backend, \"gateway\" = a vhost of $FANOUT backends (each paging by $PAGE_SIZE); p50 × is the latency ratio $FANOUT/1; list-fanout-c1 runs one worker; list-fanout-cached has list_cache: 1m on every backend of both vhosts." ;;
     esac
   fi
   if [ ${#STORE_LINES[@]} -gt 0 ]; then
