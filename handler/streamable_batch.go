@@ -123,6 +123,8 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 		sw.start(nil)
 		s.opts.Metrics.StreamOpened(metrics.StreamPOST)
 		defer s.opts.Metrics.StreamClosed(metrics.StreamPOST)
+		// One stream for the batch, kept alive like a single call's.
+		defer (&postStream{sw: sw, opened: true}).keepAlive(s.opts.KeepAlive)()
 	}
 	responses := make([][]byte, len(calls))
 	var wg sync.WaitGroup
