@@ -38,7 +38,10 @@ const listCacheMax = 4096
 type listCache struct {
 	mu      sync.Mutex
 	entries map[string]listCacheEntry
-	flight  singleflight.Group
+	// gen counts each backend's invalidations: a fetch that began before
+	// one must not store what it got.
+	gen    map[string]uint64
+	flight singleflight.Group
 }
 
 type listCacheEntry struct {
@@ -47,7 +50,9 @@ type listCacheEntry struct {
 	expires time.Time
 }
 
-func newListCache() *listCache { return &listCache{entries: map[string]listCacheEntry{}} }
+func newListCache() *listCache {
+	return &listCache{entries: map[string]listCacheEntry{}, gen: map[string]uint64{}}
+}
 
 // listCacheKey identifies a page that may be shared between requests.
 func listCacheKey(b *Backend, method, cursor string, hdr http.Header) string {
@@ -86,18 +91,24 @@ func (c *listCache) page(key, backend string, ttl time.Duration, fetch func() *p
 		return p
 	}
 	v, _, _ := c.flight.Do(key, func() (any, error) {
+		c.mu.Lock()
+		gen := c.gen[backend]
+		c.mu.Unlock()
 		p := fetch()
 		if p.queried && !p.failed {
-			c.put(key, listCacheEntry{page: p, backend: backend, expires: time.Now().Add(ttl)})
+			c.put(key, gen, listCacheEntry{page: p, backend: backend, expires: time.Now().Add(ttl)})
 		}
 		return p, nil
 	})
 	return v.(*pageResult)
 }
 
-func (c *listCache) put(key string, e listCacheEntry) {
+func (c *listCache) put(key string, gen uint64, e listCacheEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.gen[e.backend] != gen {
+		return // invalidated while it was fetched
+	}
 	if len(c.entries) >= listCacheMax {
 		now := time.Now()
 		for k, old := range c.entries {
@@ -116,6 +127,7 @@ func (c *listCache) put(key string, e listCacheEntry) {
 func (c *listCache) invalidate(backend string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen[backend]++
 	for k, e := range c.entries {
 		if e.backend == backend {
 			delete(c.entries, k)
