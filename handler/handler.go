@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/handler/config"
 	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
 )
@@ -37,6 +38,9 @@ type Options struct {
 	// proxies and load balancers with idle timeouts keep it open: the GET
 	// stream, and a call's answer while the call runs (default 15s).
 	KeepAlive time.Duration
+	// ResourceMetadata, when set, is served as OAuth 2.0 Protected
+	// Resource Metadata and named in 401 challenges (resource_metadata.go).
+	ResourceMetadata *config.ResourceMetadata
 }
 
 // New returns the gateway's http.Handler: the one handler that runs under
@@ -63,11 +67,19 @@ func New(opts Options) http.Handler {
 		mux.Handle("GET /metrics", opts.Metrics.Handler())
 	}
 
+	var challenge func(*http.Request) string
+	if opts.ResourceMetadata != nil {
+		// Public documents, outside the MCP chain like the probes.
+		mux.HandleFunc("GET "+wellKnownPRM, s.serveResourceMetadata)
+		mux.HandleFunc("GET "+wellKnownPRM+"/servers/{vhost}/mcp", s.serveResourceMetadata)
+		challenge = s.challengeParams
+	}
+
 	mcp := chain(http.HandlerFunc(s.serveMCP),
 		opts.Metrics.Middleware(opts.Router.HasVHost), // first: refusals count too
 		checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins),
 		s.requireVHost,
-		auth.Middleware(opts.Auth, "mcpgw"),
+		auth.Middleware(opts.Auth, "mcpgw", challenge),
 	)
 	mux.Handle("/servers/{vhost}/mcp", mcp)
 	return logRequests(opts.Logger)(mux)

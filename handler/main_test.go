@@ -46,6 +46,7 @@ type gwOptions struct {
 	origins   []string
 	hosts     []string
 	keepAlive time.Duration
+	prm       *config.ResourceMetadata
 }
 
 func startGateway(t *testing.T, o gwOptions) *gw {
@@ -76,7 +77,7 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 		t.Fatal(err)
 	}
 	h := handler.New(handler.Options{Router: rt, Auth: v, MaxBodyBytes: o.maxBody,
-		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive})
+		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &gw{t: t, url: srv.URL, srv: srv, store: st, one: one}

@@ -138,7 +138,7 @@ func serve(t *testing.T, v Verifier, authz ...string) (*httptest.ResponseRecorde
 		req.Header.Add("Authorization", a)
 	}
 	rec := httptest.NewRecorder()
-	Middleware(v, realm)(next).ServeHTTP(rec, req)
+	Middleware(v, realm, nil)(next).ServeHTTP(rec, req)
 	return rec, got
 }
 
@@ -387,7 +387,7 @@ func TestAuth_NewRejectsUnusableSettings(t *testing.T) {
 func TestAuth_ChallengeEscapesRealm(t *testing.T) {
 	rec := httptest.NewRecorder()
 	next := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("next called") })
-	Middleware(mustVerifier(t, settings(newKeys(t).hmac, nil)), `a "b"\`)(next).
+	Middleware(mustVerifier(t, settings(newKeys(t).hmac, nil)), `a "b"\`, nil)(next).
 		ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	if got, want := rec.Header().Get("WWW-Authenticate"), `Bearer realm="a \"b\"\\"`; got != want {
 		t.Errorf("WWW-Authenticate %q, want %q", got, want)

@@ -17,16 +17,23 @@ const CodeUnauthorized = -32001
 // header is dropped, so nothing downstream can forward the caller's token.
 // On failure it answers 401 with a Bearer challenge for realm and a
 // JSON-RPC error body; the token never appears in the answer, and nothing
-// is logged.
-func Middleware(v Verifier, realm string) func(http.Handler) http.Handler {
+// is logged. params, if not nil, adds auth-params to the challenge for
+// the request (such as resource_metadata, see ChallengeParam).
+func Middleware(v Verifier, realm string, params func(*http.Request) string) func(http.Handler) http.Handler {
 	if v == nil {
 		panic("auth.Middleware: nil Verifier")
 	}
-	challenge := `Bearer realm="` + quoteEscape(realm) + `"`
+	base := `Bearer realm="` + quoteEscape(realm) + `"`
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p, err := v.Verify(r)
 			if err != nil || p == "" {
+				challenge := base
+				if params != nil {
+					if extra := params(r); extra != "" {
+						challenge += ", " + extra
+					}
+				}
 				unauthorized(w, challenge, err)
 				return
 			}
@@ -57,6 +64,12 @@ func unauthorized(w http.ResponseWriter, challenge string, err error) {
 	w.WriteHeader(http.StatusUnauthorized)
 	// msg is one of a few fixed ASCII strings: no JSON escaping needed.
 	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":` + strconv.Itoa(CodeUnauthorized) + `,"message":"` + msg + `"}}` + "\n"))
+}
+
+// ChallengeParam formats one auth-param of a challenge: name="value",
+// the value escaped as a quoted-string.
+func ChallengeParam(name, value string) string {
+	return name + `="` + quoteEscape(value) + `"`
 }
 
 // quoteEscape makes s safe inside a quoted-string (RFC 9110 §5.6.4):

@@ -81,6 +81,23 @@ type Auth struct {
 	Mode string
 	// JWT is set in ModeJWT, nil otherwise.
 	JWT *JWTSettings
+	// ResourceMetadata, when set (ModeJWT only), is published as OAuth 2.0
+	// Protected Resource Metadata (RFC 9728), as the MCP authorization
+	// spec asks, and named in every 401's challenge.
+	ResourceMetadata *ResourceMetadata
+}
+
+// ResourceMetadata tells OAuth clients where to get tokens for the gateway.
+type ResourceMetadata struct {
+	// AuthorizationServers are the issuer URLs of the authorization
+	// servers whose tokens the gateway accepts (at least one).
+	AuthorizationServers []string
+	// ScopesSupported, optional, lists the scopes clients may request.
+	ScopesSupported []string
+	// PublicURL, optional, is the gateway's base URL as clients reach it
+	// (scheme, host and any path prefix a proxy adds); without it the
+	// base URL is taken from each request.
+	PublicURL string
 }
 
 // JWTSettings configure bearer-token verification.
@@ -147,8 +164,15 @@ type rawStreams struct {
 }
 
 type rawAuth struct {
-	Mode string  `yaml:"mode"`
-	JWT  *rawJWT `yaml:"jwt"`
+	Mode             string               `yaml:"mode"`
+	JWT              *rawJWT              `yaml:"jwt"`
+	ResourceMetadata *rawResourceMetadata `yaml:"resource_metadata"`
+}
+
+type rawResourceMetadata struct {
+	AuthorizationServers []string `yaml:"authorization_servers"`
+	ScopesSupported      []string `yaml:"scopes_supported"`
+	PublicURL            string   `yaml:"public_url"`
 }
 
 type rawJWT struct {

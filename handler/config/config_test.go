@@ -513,3 +513,29 @@ func TestConfig_StreamsSection(t *testing.T) {
 		checkErr(t, bad.yaml+minimal, bad.want)
 	}
 }
+
+func TestConfig_ResourceMetadata(t *testing.T) {
+	withPRM := func(prm string) string {
+		return "auth:\n  mode: jwt\n  jwt:\n    issuer: i\n    audience: a\n    public_key_file: testdata/keys/jwt.pem\n" +
+			"  resource_metadata:\n" + indent(prm, "    ") +
+			"virtual_hosts:\n  demo:\n    backends:\n      one:\n        url: http://127.0.0.1:9001/mcp\n"
+	}
+	cfg := mustParse(t, withPRM("authorization_servers: [https://auth.example/realms/mcp]\nscopes_supported: [mcp]\npublic_url: https://gw.example.com/prod/\n"))
+	rm := cfg.Auth.ResourceMetadata
+	if rm == nil || !reflect.DeepEqual(rm.AuthorizationServers, []string{"https://auth.example/realms/mcp"}) ||
+		!reflect.DeepEqual(rm.ScopesSupported, []string{"mcp"}) || rm.PublicURL != "https://gw.example.com/prod" {
+		t.Fatalf("resource metadata %+v", rm)
+	}
+	if cfg := mustParse(t, withJWT("issuer: i\naudience: a\npublic_key_file: testdata/keys/jwt.pem\n")); cfg.Auth.ResourceMetadata != nil {
+		t.Fatal("resource metadata without the section")
+	}
+	for name, c := range map[string]struct{ yaml, want string }{
+		"no servers":   {withPRM("scopes_supported: [mcp]\n"), "auth.resource_metadata.authorization_servers: at least one"},
+		"bad server":   {withPRM("authorization_servers: [auth.example]\n"), "auth.resource_metadata.authorization_servers[0]"},
+		"bad scope":    {withPRM("authorization_servers: [https://a.example]\nscopes_supported: [\"a b\"]\n"), "auth.resource_metadata.scopes_supported[0]"},
+		"query in url": {withPRM("authorization_servers: [https://a.example]\npublic_url: https://gw.example?x=1\n"), "auth.resource_metadata.public_url: must not have a query"},
+		"auth none":    {"auth:\n  mode: none\n  resource_metadata:\n    authorization_servers: [https://a.example]\n" + minimal[strings.Index(minimal, "virtual_hosts:"):], "auth.resource_metadata: needs auth.mode jwt"},
+	} {
+		t.Run(name, func(t *testing.T) { checkErr(t, c.yaml, c.want) })
+	}
+}

@@ -168,6 +168,9 @@ func (v *validator) auth(raw *rawAuth, baseDir string) Auth {
 	switch raw.Mode {
 	case ModeNone:
 		// auth.jwt may stay in the file for switching modes; it is ignored.
+		if raw.ResourceMetadata != nil {
+			v.errf("auth.resource_metadata", "needs auth.mode jwt: there is no token to get")
+		}
 		return Auth{Mode: ModeNone}
 	case ModeJWT:
 	default:
@@ -232,7 +235,35 @@ func (v *validator) auth(raw *rawAuth, baseDir string) Auth {
 		}
 	}
 	a.JWT = s
+	a.ResourceMetadata = v.resourceMetadata(raw.ResourceMetadata)
 	return a
+}
+
+func (v *validator) resourceMetadata(raw *rawResourceMetadata) *ResourceMetadata {
+	if raw == nil {
+		return nil
+	}
+	const path = "auth.resource_metadata"
+	rm := &ResourceMetadata{ScopesSupported: raw.ScopesSupported}
+	if len(raw.AuthorizationServers) == 0 {
+		v.errf(path+".authorization_servers", "at least one authorization server (its issuer URL) is required")
+	}
+	for i, s := range raw.AuthorizationServers {
+		s = strings.TrimSpace(s)
+		rm.AuthorizationServers = append(rm.AuthorizationServers, v.backendURL(indexPath(path+".authorization_servers", i), s))
+	}
+	for i, sc := range raw.ScopesSupported {
+		if sc == "" || strings.ContainsAny(sc, " \"\\") {
+			v.errf(indexPath(path+".scopes_supported", i), "%q is not a scope (no spaces, quotes or backslashes)", sc)
+		}
+	}
+	if u := strings.TrimSpace(raw.PublicURL); u != "" {
+		rm.PublicURL = strings.TrimRight(v.backendURL(path+".public_url", u), "/")
+		if pu, err := url.Parse(u); err == nil && (pu.RawQuery != "" || pu.Fragment != "") {
+			v.errf(path+".public_url", "must not have a query or fragment")
+		}
+	}
+	return rm
 }
 
 func (v *validator) vhost(name string, raw *rawVHost) *router.VirtualHost {

@@ -88,6 +88,8 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		Logger:         log,
 		Metrics:        m,
 		KeepAlive:      cfg.Streams.KeepAlive,
+		// Only with JWT auth: validation refuses it otherwise.
+		ResourceMetadata: cfg.Auth.ResourceMetadata,
 	})
 	return &App{Handler: h, Router: rt, Store: st}, nil
 }

@@ -1,0 +1,76 @@
+package handler
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/handler/config"
+)
+
+// The MCP authorization spec asks a server that takes bearer tokens to
+// publish OAuth 2.0 Protected Resource Metadata (RFC 9728), so a client
+// that gets a 401 can find the authorization server to get a token from.
+// Each virtual host is its own resource, https://gw/servers/{vhost}/mcp,
+// with its document at the path-inserted well-known URL,
+// /.well-known/oauth-protected-resource/servers/{vhost}/mcp, named in the
+// 401's challenge; the root well-known URL describes the gateway's base
+// URL, for clients that look there.
+
+const wellKnownPRM = "/.well-known/oauth-protected-resource"
+
+// prmDocument is the RFC 9728 document.
+type prmDocument struct {
+	Resource               string   `json:"resource"`
+	AuthorizationServers   []string `json:"authorization_servers"`
+	ScopesSupported        []string `json:"scopes_supported,omitempty"`
+	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+}
+
+// baseURL is the gateway's URL as the client reached it: the configured
+// public URL, else the request's scheme and Host.
+func baseURL(rm *config.ResourceMetadata, r *http.Request) string {
+	if rm.PublicURL != "" {
+		return rm.PublicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ","); strings.TrimSpace(p) == "https" {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+// serveResourceMetadata answers the well-known URLs.
+func (s *server) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
+	rm := s.opts.ResourceMetadata
+	resource := baseURL(rm, r)
+	if vhost := r.PathValue("vhost"); vhost != "" {
+		if !s.opts.Router.HasVHost(vhost) {
+			writeHTTPError(w, http.StatusNotFound, codeInvalidRequest, "unknown virtual host")
+			return
+		}
+		resource += "/servers/" + vhost + "/mcp"
+	}
+	doc, _ := json.Marshal(prmDocument{Resource: resource, AuthorizationServers: rm.AuthorizationServers,
+		ScopesSupported: rm.ScopesSupported, BearerMethodsSupported: []string{"header"}})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "public, max-age=300")
+	h.Set("Access-Control-Allow-Origin", "*") // public metadata, for browser clients
+	_, _ = w.Write(doc)
+}
+
+// challengeParams names the vhost's metadata (and the scopes to ask for)
+// in a 401's WWW-Authenticate challenge.
+func (s *server) challengeParams(r *http.Request) string {
+	rm := s.opts.ResourceMetadata
+	params := auth.ChallengeParam("resource_metadata", baseURL(rm, r)+wellKnownPRM+"/servers/"+r.PathValue("vhost")+"/mcp")
+	if len(rm.ScopesSupported) > 0 {
+		params += ", " + auth.ChallengeParam("scope", strings.Join(rm.ScopesSupported, " "))
+	}
+	return params
+}
