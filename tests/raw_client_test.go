@@ -6,7 +6,17 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
+
+// e2eHTTP bounds the wait for response headers, so a gateway that never
+// answers fails the test in a minute rather than at the package timeout;
+// reading a stream's body is bounded by the SSE reader's own deadlines.
+var e2eHTTP = func() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = time.Minute
+	return &http.Client{Transport: tr}
+}()
 
 // rawClient speaks the Streamable HTTP transport by hand, so a test can
 // send each request of one session to a different gateway instance.
@@ -36,13 +46,22 @@ func (c *rawClient) post(base, body string) (*rpcResult, http.Header) {
 	if c.sid != "" {
 		req.Header.Set("Mcp-Session-Id", c.sid)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := e2eHTTP.Do(req)
 	if err != nil {
 		c.t.Fatalf("POST %s: %v", base, err)
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	out := &rpcResult{status: res.StatusCode}
+	if strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		// A call that ran past the keep-alive interval answers as a
+		// stream: the answer is its last event.
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				b = []byte(d)
+			}
+		}
+	}
 	_ = json.Unmarshal(b, out)
 	return out, res.Header
 }
@@ -83,7 +102,7 @@ func (c *rawClient) delete(base string) int {
 	req, _ := http.NewRequest(http.MethodDelete, mcpURL(base), nil)
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Mcp-Session-Id", c.sid)
-	res, err := http.DefaultClient.Do(req)
+	res, err := e2eHTTP.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}

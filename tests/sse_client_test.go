@@ -107,7 +107,7 @@ func (c *rawClient) open(method, base, body string, hdr map[string]string) *http
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := e2eHTTP.Do(req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
