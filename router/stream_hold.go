@@ -1,0 +1,161 @@
+package router
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/mcpgw/gateway/store"
+)
+
+// The lifecycle of this instance's hold on a session's GET stream: the
+// claim in the store (and the takeover of another instance's), the
+// refresh that keeps it, the linger after the client leaves, and the end
+// of the hold. A reason to end a hold is often seen outside the hold's
+// lock (a takeover message, a lost claim, a linger timer) and may be
+// overtaken by a client reattaching, so every one is re-checked under it
+// (finishIf).
+
+// claim makes this instance the session's stream holder (starting its
+// listeners if the hold is new) and, once the listeners are up, tells the
+// previous holder to stop. Every attach claims under a fresh owner id
+// (old is the one before): a lingering hold that another instance took
+// over meanwhile takes the stream back, and the other's late "taken"
+// message for the old id cannot end it.
+func (ss *sessionStream) claim(ctx context.Context, created bool, old string) error {
+	st := ss.hub.r.opts.Store
+	owner := ss.ownerID()
+	prev, err := st.ClaimStream(ctx, ss.sid, owner, claimTTL)
+	if err != nil {
+		return err
+	}
+	var ready <-chan struct{}
+	if created {
+		ss.spawn(ss.refresh)
+		ready = ss.restartListeners()
+	} else {
+		ss.mu.Lock()
+		ready = ss.ready
+		ss.mu.Unlock()
+	}
+	inst, _, _ := strings.Cut(prev, "/")
+	if prev == "" || prev == old || inst == st.InstanceID() {
+		return nil
+	}
+	ss.spawn(func() {
+		t := time.NewTimer(takeoverWait)
+		defer t.Stop()
+		select {
+		case <-ready:
+		case <-t.C:
+		case <-ss.ctx.Done():
+			return
+		}
+		_ = st.Publish(ss.ctx, store.BusMessage{Kind: store.BusStreamTaken, Session: ss.sid, ID: prev, To: inst})
+	})
+	return nil
+}
+
+// detach is called when the client's GET ends; listeners linger.
+func (ss *sessionStream) detach(live chan store.Event) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.live != live || ss.finished {
+		return
+	}
+	ss.live = nil
+	ss.lingerLocked()
+}
+
+// lingerLocked schedules the end of a detached hold. The timer may fire
+// just as a client reattaches: finishing then needs the hold still detached.
+func (ss *sessionStream) lingerLocked() {
+	ss.linger = time.AfterFunc(ss.hub.r.opts.StreamLinger, func() {
+		ss.finishIf(true, func() bool { return ss.live == nil })
+	})
+}
+
+// ownedBy is a finishIf condition: the hold is still claimed as owner.
+func (ss *sessionStream) ownedBy(owner string) func() bool {
+	return func() bool { return ss.owner == owner }
+}
+
+// finish ends the hold: listeners stop, the GET (if any) ends, and the
+// claim is released unless another instance has taken it.
+func (ss *sessionStream) finish(release bool) { ss.finishIf(release, nil) }
+
+// finishIf finishes the hold if cond, checked under ss.mu, holds (nil:
+// always). Reasons to finish that are seen outside the lock (a takeover
+// message, a lost claim, a linger timer) can be overtaken by a client
+// reattaching; the condition re-checks them atomically.
+func (ss *sessionStream) finishIf(release bool, cond func() bool) {
+	ss.mu.Lock()
+	if ss.finished || (cond != nil && !cond()) {
+		ss.mu.Unlock()
+		return
+	}
+	ss.finished = true
+	if ss.linger != nil {
+		ss.linger.Stop()
+	}
+	ss.live = nil
+	ss.mu.Unlock()
+
+	h := ss.hub
+	h.mu.Lock()
+	if h.sessions[ss.sid] == ss {
+		delete(h.sessions, ss.sid)
+	}
+	h.mu.Unlock()
+	close(ss.ended)
+	ss.cancel()
+	ss.wg.Wait()
+	if release {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = h.r.opts.Store.ReleaseStream(ctx, ss.sid, ss.ownerID())
+	}
+}
+
+// spawn runs fn on a goroutine that finish waits for, unless the hold has
+// already finished.
+func (ss *sessionStream) spawn(fn func()) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.finished {
+		return
+	}
+	ss.wg.Add(1)
+	go func() {
+		defer ss.wg.Done()
+		fn()
+	}()
+}
+
+func (ss *sessionStream) ownerID() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.owner
+}
+
+// refresh keeps the claim alive; losing it means another instance took
+// the stream over.
+func (ss *sessionStream) refresh() {
+	t := time.NewTicker(claimRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ss.ctx.Done():
+			return
+		case <-t.C:
+			owner := ss.ownerID()
+			held, err := ss.hub.r.opts.Store.RefreshStream(ss.ctx, ss.sid, owner, claimTTL)
+			if err == nil && !held {
+				go ss.finishIf(false, ss.ownedBy(owner))
+			}
+			// An event another instance logged whose announcement was
+			// lost (pub/sub is at most once) is sent now at the latest.
+			ss.catchUp()
+		}
+	}
+}
