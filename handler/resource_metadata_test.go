@@ -36,13 +36,8 @@ func TestResourceMetadata_ChallengeNamesTheVHostDocument(t *testing.T) {
 	if d := getJSON(t, wantURL, map[string]string{"X-Forwarded-Proto": "https"}); !strings.HasPrefix(d.Resource, "https://") {
 		t.Fatalf("resource behind a proxy %q", d.Resource)
 	}
-	res, err := http.Get(g.url + "/.well-known/oauth-protected-resource/servers/nope/mcp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusNotFound {
-		t.Fatalf("unknown vhost's document: %d", res.StatusCode)
+	if code := statusOf(t, g.url+"/.well-known/oauth-protected-resource/servers/nope/mcp"); code != http.StatusNotFound {
+		t.Fatalf("unknown vhost's document: %d", code)
 	}
 }
 
@@ -64,13 +59,8 @@ func TestResourceMetadata_AbsentUnlessConfigured(t *testing.T) {
 	if c := r.header.Get("WWW-Authenticate"); c != `Bearer realm="mcpgw"` {
 		t.Fatalf("challenge %q", c)
 	}
-	res, err := http.Get(g.url + "/.well-known/oauth-protected-resource")
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusNotFound {
-		t.Fatalf("metadata served without configuration: %d", res.StatusCode)
+	if code := statusOf(t, g.url+"/.well-known/oauth-protected-resource"); code != http.StatusNotFound {
+		t.Fatalf("metadata served without configuration: %d", code)
 	}
 }
 
@@ -100,4 +90,14 @@ func getJSON(t *testing.T, url string, hdr map[string]string) prmDoc {
 		t.Fatal(err)
 	}
 	return d
+}
+
+func statusOf(t *testing.T, url string) int {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
