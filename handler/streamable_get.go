@@ -20,6 +20,21 @@ const DefaultKeepAlive = 15 * time.Second
 // retryAfter is the reconnection delay announced to clients (SSE retry).
 const retryAfter = 2 * time.Second
 
+// eventLogFailed answers a failed read of the event log: 400 for a
+// Last-Event-ID the log never issued, 503 when the store is unreachable.
+func (s *server) eventLogFailed(w http.ResponseWriter, err error, what string) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, store.ErrBadEventID):
+		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "malformed Last-Event-ID")
+	default:
+		s.log.Error(what, "error", err)
+		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
+	}
+	return true
+}
+
 // serveGET opens the session's standalone SSE stream: notifications nobody
 // requested (resource updates, log messages, list changes), each with an
 // event id from the session's event log, so a client can resume with
@@ -34,17 +49,16 @@ func (s *server) serveGET(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if stream, after, ok := router.ParseCallEventID(r.Header.Get(headerLastEventID)); ok {
+		s.resumeCall(w, r, sess.ID, stream, after)
+		return
+	}
 	events, err := s.opts.Router.OpenStream(r.Context(), sess, r.Header, r.Header.Get(headerLastEventID))
-	switch {
-	case errors.Is(err, router.ErrStreamBusy):
+	if errors.Is(err, router.ErrStreamBusy) {
 		writeHTTPError(w, http.StatusConflict, codeInvalidRequest, "this session already has an open GET stream")
 		return
-	case errors.Is(err, store.ErrBadEventID):
-		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "malformed Last-Event-ID")
-		return
-	case err != nil:
-		s.log.Error("opening session stream failed", "error", err)
-		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
+	}
+	if s.eventLogFailed(w, err, "opening session stream failed") {
 		return
 	}
 	defer events.Close()

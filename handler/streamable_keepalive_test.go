@@ -18,12 +18,7 @@ func TestKeepAlive_LongCallBecomesAStreamWithComments(t *testing.T) {
 	// Bounded: without keep-alives the headers would wait for the call.
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
 	defer cancel()
-	hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.url+"/servers/demo/mcp",
-		strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"gateway-one-block","arguments":{"tag":"k"}}}`))
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json, text/event-stream")
-	hr.Header.Set("Authorization", "Bearer "+g.token("alice"))
-	hr.Header.Set("Mcp-Session-Id", sid)
+	hr := g.callRequest(ctx, sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"gateway-one-block","arguments":{"tag":"k"}}}`)
 	res, err := http.DefaultClient.Do(hr)
 	if err != nil {
 		t.Fatal(err)
@@ -55,4 +50,47 @@ func TestKeepAlive_LongCallBecomesAStreamWithComments(t *testing.T) {
 	if !strings.Contains(last, `"id":5`) || !strings.Contains(last, `"error"`) {
 		t.Fatalf("last event %q, want the cancelled call's answer", last)
 	}
+}
+
+// A client that drops the connection before it holds any event id cannot
+// resume the call, so the call ends with the connection: the backend sees
+// the cancellation.
+func TestDisconnect_BeforeAnyEventIDEndsTheCall(t *testing.T) {
+	g := startGateway(t, gwOptions{})
+	sid := g.initialize("alice", "demo")
+	ctx, cancel := context.WithCancel(t.Context())
+	hr := g.callRequest(ctx, sid, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"gateway-one-block","arguments":{"tag":"gone"}}}`)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if res, err := http.DefaultClient.Do(hr); err == nil {
+			res.Body.Close()
+		}
+	}()
+	select {
+	case <-g.one.Started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call never started")
+	}
+	cancel() // the client goes away
+	<-done
+	select {
+	case tag := <-g.one.Cancelled:
+		if tag != "gone" {
+			t.Fatalf("cancelled %q", tag)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the backend call outlived a client that cannot resume it")
+	}
+}
+
+// callRequest is a POST of body on session sid, bound to ctx, accepting
+// either answer type, for tests that read the response themselves.
+func (g *gw) callRequest(ctx context.Context, sid, body string) *http.Request {
+	hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.url+"/servers/demo/mcp", strings.NewReader(body))
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/json, text/event-stream")
+	hr.Header.Set("Authorization", "Bearer "+g.token("alice"))
+	hr.Header.Set("Mcp-Session-Id", sid)
+	return hr
 }

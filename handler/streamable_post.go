@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -118,24 +119,37 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 // as the call sends the client anything else (progress, log messages,
 // server-to-client requests), or from the start for a call that asked for
 // progress.
+//
+// An event stream is resumable (see router/call_resume.go): each event is
+// logged before it is sent, and once the client holds an event id the
+// call no longer ends with the connection.
 func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.Session, req *jsonrpc.Request, jsonOK, sseOK bool) {
 	call := &router.Call{Session: sess, Header: r.Header, Request: req}
+	ctx := r.Context()
 	var ps *postStream
 	if sseOK {
-		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics}
+		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics, log: s.callLogger(r.Context(), sess.ID)}
 		defer ps.end()
 		call.Stream = ps
 		if !jsonOK || hasProgressToken(req.Params) {
 			ps.begin()
 		}
 		defer ps.keepAlive(s.opts.KeepAlive)()
+		cctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+		defer cancel()
+		defer context.AfterFunc(r.Context(), func() {
+			if !ps.resumable() {
+				cancel() // the client cannot come back for it
+			}
+		})()
+		ctx = cctx
 	}
-	resp := s.opts.Router.Handle(r.Context(), call)
+	resp := s.opts.Router.Handle(ctx, call)
 	if ps != nil {
 		ps.close()
 		if ps.sw.isStarted() {
 			if data, err := wire.EncodeResponse(resp); err == nil {
-				_ = ps.sw.event("", 0, data)
+				ps.finish(data)
 			}
 			return
 		}
@@ -143,13 +157,31 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 	s.writeResponse(w, resp, jsonOK)
 }
 
+// callLogger returns the log function of a new resumable call stream.
+func (s *server) callLogger(ctx context.Context, sid string) func([]byte) (string, error) {
+	stream := router.NewCallStreamID()
+	ctx = context.WithoutCancel(ctx) // events are logged after a disconnect too
+	return func(data []byte) (string, error) {
+		id, err := s.opts.Router.LogCallEvent(ctx, sid, stream, data)
+		if err != nil {
+			s.log.Warn("logging a call's event failed; the stream is not resumable past it", "error", err)
+			return "", err
+		}
+		return router.CallEventID(stream, id), nil
+	}
+}
+
 // postStream is the router's view of a POST's SSE stream.
 type postStream struct {
-	sw     *sseWriter
-	m      *metrics.Metrics
+	sw *sseWriter
+	m  *metrics.Metrics
+	// log, when set, logs an event (nil data: a priming event) and returns
+	// its SSE id: the stream is then resumable.
+	log    func(data []byte) (string, error)
 	mu     sync.Mutex
 	closed bool
 	opened bool // counted in m's open streams
+	logged bool // the client holds an event id: it can resume the call
 }
 
 func (p *postStream) Send(msg jsonrpc.Message) error {
@@ -163,15 +195,55 @@ func (p *postStream) Send(msg jsonrpc.Message) error {
 		return errStreamClosed
 	}
 	p.openedLocked()
-	return p.sw.event("", 0, data)
+	return p.writeLocked(data)
 }
 
-// begin starts the event stream before the call runs.
+// writeLocked logs data, if the stream is resumable, and writes it with
+// its id. A write that fails after the event was logged is no error: the
+// client gets the event when it resumes.
+func (p *postStream) writeLocked(data []byte) error {
+	id := ""
+	if p.log != nil {
+		if lid, err := p.log(data); err == nil {
+			id = lid
+		}
+	}
+	var retry time.Duration
+	if data == nil {
+		retry = retryAfter // the priming event tells the client how soon to come back
+	}
+	err := p.sw.event(id, retry, data)
+	if id != "" {
+		p.logged = true
+		return nil
+	}
+	return err
+}
+
+// finish writes the call's answer as the stream's last event.
+func (p *postStream) finish(data []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.writeLocked(data)
+}
+
+// resumable reports whether the client holds an id to resume the call with.
+func (p *postStream) resumable() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logged
+}
+
+// begin starts the event stream before the call runs, with a priming
+// event (an id and empty data) when the stream is resumable.
 func (p *postStream) begin() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.openedLocked()
 	p.sw.start(nil)
+	if p.log != nil {
+		_ = p.writeLocked(nil)
+	}
 }
 
 // openedLocked counts the stream as open the first time an event (or
@@ -211,7 +283,11 @@ func (p *postStream) keepAlive(interval time.Duration) (stop func()) {
 				p.mu.Lock()
 				if !p.closed {
 					p.openedLocked()
-					_ = p.sw.comment("keep-alive")
+					if !p.sw.isStarted() && p.log != nil {
+						_ = p.writeLocked(nil) // switching to a stream: prime it
+					} else {
+						_ = p.sw.comment("keep-alive")
+					}
 				}
 				p.mu.Unlock()
 			}

@@ -36,6 +36,7 @@ func TestTransport_StatusCodesAndErrors(t *testing.T) {
 		{"GET needs text/event-stream", req{method: "GET", session: sid, headers: map[string]string{"Accept": "application/json"}}, 406, -32600, "text/event-stream"},
 		{"GET needs a session", req{method: "GET", headers: map[string]string{"Accept": "text/event-stream"}}, 400, -32600, "Mcp-Session-Id"},
 		{"GET with malformed Last-Event-ID", req{method: "GET", session: sid, headers: map[string]string{"Accept": "text/event-stream", "Last-Event-ID": "not-an-id"}}, 400, -32600, "Last-Event-ID"},
+		{"GET resuming a call with a malformed id", req{method: "GET", session: sid, headers: map[string]string{"Accept": "text/event-stream", "Last-Event-ID": "cabc_nope"}}, 400, -32600, "Last-Event-ID"},
 		{"response for an id nobody waits for", req{body: `{"jsonrpc":"2.0","id":"mcpgw-s-nobody","result":{}}`, session: sid}, 400, -32600, "mcpgw-s-nobody"},
 		{"PUT", req{method: "PUT", session: sid}, 405, -32600, ""},
 		{"initialize notification", req{body: `{"jsonrpc":"2.0","method":"initialize","params":{}}`}, 400, -32600, "id"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -171,11 +172,12 @@ func (ev *SessionEvents) position(ctx context.Context, r *Router, sid, lastEvent
 	if err != nil {
 		return err
 	}
-	ev.Replay = replay
 	ev.PrimeID = lastEventID
 	if n := len(replay); n > 0 {
 		ev.PrimeID = replay[n-1].ID
 	}
+	// Calls' streamed answers share the log; they are not this stream's.
+	ev.Replay = slices.DeleteFunc(replay, func(e store.Event) bool { return e.Stream != "" })
 	return nil
 }
 
@@ -237,6 +239,10 @@ func (ss *sessionStream) sendLocked() {
 		return
 	}
 	for _, e := range evs {
+		if e.Stream != "" {
+			ss.sent = e.ID // a call's streamed answer, not this stream's
+			continue
+		}
 		select {
 		case ss.live <- e:
 			ss.sent = e.ID

@@ -238,3 +238,25 @@ func TestStore_LatestEventIDIsTheResumePoint(t *testing.T) {
 		}
 	})
 }
+
+func TestStore_EventLogTagsEachStreamsEvents(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		create(t, s, sampleSession("s1"), time.Minute)
+		get, err := s.AppendEvent(ctx, "s1", []byte(`g`), 10, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		post, err := s.AppendStreamEvent(ctx, "s1", "call-1", []byte(`p`), 10, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []store.Event{{ID: get, Data: []byte(`g`)}, {ID: post, Data: []byte(`p`), Stream: "call-1"}}
+		if got := eventsAfter(t, s, "s1", "0-0", 0); !reflect.DeepEqual(got, want) {
+			t.Fatalf("events %q, want %q", got, want)
+		}
+		if _, err := s.AppendStreamEvent(ctx, "gone", "call-1", []byte(`p`), 10, time.Minute); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("append to a missing session: %v", err)
+		}
+	})
+}

@@ -16,8 +16,9 @@ type memLog struct {
 }
 
 type memEvent struct {
-	id   eventID
-	data []byte
+	id     eventID
+	data   []byte
+	stream string
 }
 
 // memClaim is the holder of a session's GET stream.
@@ -29,7 +30,12 @@ type memClaim struct {
 // AppendEvent appends a copy of data and keeps the newest maxLen events.
 // Event ids are "<unixMillis>-<seq>", like Redis stream ids, strictly
 // increasing across every log of the store (also when the clock steps back).
-func (m *Memory) AppendEvent(_ context.Context, id string, data []byte, maxLen int, ttl time.Duration) (string, error) {
+func (m *Memory) AppendEvent(ctx context.Context, id string, data []byte, maxLen int, ttl time.Duration) (string, error) {
+	return m.AppendStreamEvent(ctx, id, "", data, maxLen, ttl)
+}
+
+// AppendStreamEvent is AppendEvent with the event tagged as stream's.
+func (m *Memory) AppendStreamEvent(_ context.Context, id, stream string, data []byte, maxLen int, ttl time.Duration) (string, error) {
 	if err := checkTTL(ttl); err != nil {
 		return "", err
 	}
@@ -56,7 +62,7 @@ func (m *Memory) AppendEvent(_ context.Context, id string, data []byte, maxLen i
 		next = eventID{ms: m.lastID.ms, seq: m.lastID.seq + 1}
 	}
 	m.lastID = next
-	l.events = append(l.events, memEvent{id: next, data: data})
+	l.events = append(l.events, memEvent{id: next, data: data, stream: stream})
 	if drop := len(l.events) - maxLen; drop > 0 {
 		clear(l.events[:drop]) // let the dropped data be collected
 		l.events = l.events[drop:]
@@ -91,7 +97,7 @@ func (m *Memory) EventsAfter(_ context.Context, id, eventID string, limit int) (
 		if limit > 0 && len(events) == limit {
 			break
 		}
-		events = append(events, Event{ID: e.id.String(), Data: bytes.Clone(e.data)})
+		events = append(events, Event{ID: e.id.String(), Data: bytes.Clone(e.data), Stream: e.stream})
 	}
 	return events, nil
 }

@@ -20,6 +20,11 @@ import (
 // bounded cost for the log sizes SSE resumption needs; approximate trimming
 // (~) would only save that while letting the log overshoot by up to a node.
 func (r *Redis) AppendEvent(ctx context.Context, id string, data []byte, maxLen int, ttl time.Duration) (string, error) {
+	return r.AppendStreamEvent(ctx, id, "", data, maxLen, ttl)
+}
+
+// AppendStreamEvent adds the stream tag as the entry's "s" field.
+func (r *Redis) AppendStreamEvent(ctx context.Context, id, stream string, data []byte, maxLen int, ttl time.Duration) (string, error) {
 	if err := checkTTL(ttl); err != nil {
 		return "", err
 	}
@@ -27,7 +32,7 @@ func (r *Redis) AppendEvent(ctx context.Context, id string, data []byte, maxLen 
 		return "", fmt.Errorf("store: append event: maxLen %d must be at least 1", maxLen)
 	}
 	keys := []string{SessionKey(r.prefix, id), EventsKey(r.prefix, id)}
-	eventID, err := appendEvent.Run(ctx, r.client, keys, maxLen, ttl.Milliseconds(), data).Text()
+	eventID, err := appendEvent.Run(ctx, r.client, keys, maxLen, ttl.Milliseconds(), data, stream).Text()
 	if errors.Is(err, redis.Nil) {
 		return "", ErrNotFound
 	}
@@ -63,7 +68,8 @@ func (r *Redis) EventsAfter(ctx context.Context, id, eventID string, limit int) 
 	events := make([]Event, 0, len(msgs))
 	for _, m := range msgs {
 		d, _ := m.Values["d"].(string)
-		events = append(events, Event{ID: m.ID, Data: []byte(d)})
+		s, _ := m.Values["s"].(string)
+		events = append(events, Event{ID: m.ID, Data: []byte(d), Stream: s})
 	}
 	return events, nil
 }
@@ -124,7 +130,12 @@ var (
 	// Returns the entry id, or nil when the session is absent.
 	appendEvent = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-local id = redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[1], '*', 'd', ARGV[3])
+local id
+if ARGV[4] == '' then
+  id = redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[1], '*', 'd', ARGV[3])
+else
+  id = redis.call('XADD', KEYS[2], 'MAXLEN', '=', ARGV[1], '*', 'd', ARGV[3], 's', ARGV[4])
+end
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return id`)
 	// KEYS: session hash, claim; ARGV: owner, ttl ms. Returns the previous

@@ -134,6 +134,11 @@ type Store interface {
 	// (at most maxLen events, oldest dropped) and returns its event id.
 	// ErrNotFound if the session is absent.
 	AppendEvent(ctx context.Context, id string, data []byte, maxLen int, ttl time.Duration) (string, error)
+	// AppendStreamEvent is AppendEvent for an event of one of the session's
+	// other streams (a call's answer streamed on its POST), tagged with
+	// that stream's id so readers can tell the streams apart. The log and
+	// its ids are shared: ids order every stream's events together.
+	AppendStreamEvent(ctx context.Context, id, stream string, data []byte, maxLen int, ttl time.Duration) (string, error)
 	// EventsAfter returns the events logged after eventID (exclusive),
 	// oldest first, at most limit (limit < 1: no limit). An id older than
 	// the oldest retained event returns all retained events; a missing
@@ -167,6 +172,9 @@ var ErrBadEventID = errors.New("store: malformed event id")
 type Event struct {
 	ID   string
 	Data []byte
+	// Stream is the id of the stream the event belongs to: "" for the
+	// session's GET stream, else the tag given to AppendStreamEvent.
+	Stream string
 }
 
 // Bus message kinds.

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -202,4 +203,56 @@ var sighup = syscall.SIGHUP
 func readFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	return string(b), err
+}
+
+// A call's streamed answer is resumable on any instance: the client loses
+// the connection after the first progress event, reconnects to the other
+// instance with that event's id, and gets the rest, the answer last; the
+// call never stopped.
+func TestStreams_CallStreamResumedOnAnotherInstance(t *testing.T) {
+	c := newClusterWith(t, testsupport.BackendOptions{StreamingTools: true})
+	a, b := c.start(), c.start()
+	cl := &rawClient{t: t, token: c.token("alice")}
+	cl.initializeCaps(a.URL, `{}`)
+	s := cl.callStreaming(a.URL, 3, "tools/call", map[string]any{"name": "gateway-one-progress",
+		"arguments": map[string]any{"steps": 4, "delayMs": 200}, "_meta": map[string]any{"progressToken": "t"}})
+	first := s.next()
+	if first.method() != "notifications/progress" || !strings.Contains(first.ID, "_") {
+		t.Fatalf("first event %+v: want progress with a call-stream id", first)
+	}
+	s.close()
+
+	resumed := cl.stream(b.URL, first.ID)
+	var steps []string
+	for {
+		ev := resumed.next()
+		if ev.method() == "notifications/progress" {
+			var p struct{ Params struct{ Progress float64 } }
+			_ = json.Unmarshal([]byte(ev.Data), &p)
+			steps = append(steps, fmt.Sprint(p.Params.Progress))
+			continue
+		}
+		if !strings.Contains(ev.Data, `"done"`) || !strings.Contains(ev.Data, `"id":3`) {
+			t.Fatalf("last event %s, want the call's answer", ev.Data)
+		}
+		break
+	}
+	if strings.Join(steps, ",") != "2,3,4" {
+		t.Fatalf("resumed progress steps %v, want 2,3,4", steps)
+	}
+	// The answer ends the resumed stream.
+	deadline := time.After(15 * time.Second)
+	for {
+		select {
+		case ev, ok := <-resumed.events:
+			if !ok {
+				return
+			}
+			if ev.msg != nil {
+				t.Fatalf("event after the answer: %s", ev.Data)
+			}
+		case <-deadline:
+			t.Fatal("the resumed stream did not end after the answer")
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -22,6 +23,9 @@ type progressArgs struct {
 	// Stray also sends a progress notification with a token the client
 	// never issued, which the gateway must drop.
 	Stray bool `json:"stray,omitempty"`
+	// DelayMs waits this long before each step, so a test can act
+	// between steps.
+	DelayMs int `json:"delayMs,omitempty"`
 }
 type sampleArgs struct {
 	Prompt string `json:"prompt"`
@@ -45,6 +49,13 @@ func addStreamingTools(srv *mcp.Server, b *Backend) {
 				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: "not-yours", Progress: 1})
 			}
 			for i := 1; i <= args.Steps; i++ {
+				if args.DelayMs > 0 {
+					select {
+					case <-ctx.Done():
+						return nil, nil, ctx.Err()
+					case <-time.After(time.Duration(args.DelayMs) * time.Millisecond):
+					}
+				}
 				if token != nil {
 					if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
 						ProgressToken: token, Progress: float64(i), Total: float64(args.Steps), Message: fmt.Sprintf("step %d", i),
