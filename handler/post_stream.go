@@ -1,0 +1,167 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/mcpgw/gateway/handler/metrics"
+	"github.com/mcpgw/gateway/router"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A call's answer sent as an event stream: the router sends on it
+// (progress, server-to-client requests), each event is logged first so
+// the client can resume the call elsewhere (router/call_resume.go), and
+// keep-alives stop proxies from cutting a quiet call.
+
+// callLogger returns the log function of a new resumable call stream.
+func (s *server) callLogger(ctx context.Context, sid string) func([]byte) (string, error) {
+	stream := router.NewCallStreamID()
+	ctx = context.WithoutCancel(ctx) // events are logged after a disconnect too
+	return func(data []byte) (string, error) {
+		id, err := s.opts.Router.LogCallEvent(ctx, sid, stream, data)
+		if err != nil {
+			s.log.Warn("logging a call's event failed; the stream is not resumable past it", "error", err)
+			return "", err
+		}
+		return router.CallEventID(stream, id), nil
+	}
+}
+
+// postStream is the router's view of a POST's SSE stream.
+type postStream struct {
+	sw *sseWriter
+	m  *metrics.Metrics
+	// log, when set, logs an event (nil data: a priming event) and returns
+	// its SSE id: the stream is then resumable.
+	log    func(data []byte) (string, error)
+	mu     sync.Mutex
+	closed bool
+	opened bool // counted in m's open streams
+	logged bool // the client holds an event id: it can resume the call
+}
+
+func (p *postStream) Send(msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errStreamClosed
+	}
+	p.openedLocked()
+	return p.writeLocked(data)
+}
+
+// writeLocked logs data, if the stream is resumable, and writes it with
+// its id. A write that fails after the event was logged is no error: the
+// client gets the event when it resumes.
+func (p *postStream) writeLocked(data []byte) error {
+	id := ""
+	if p.log != nil {
+		if lid, err := p.log(data); err == nil {
+			id = lid
+		}
+	}
+	var retry time.Duration
+	if data == nil {
+		retry = retryAfter // the priming event tells the client how soon to come back
+	}
+	err := p.sw.event(id, retry, data)
+	if id != "" {
+		p.logged = true
+		return nil
+	}
+	return err
+}
+
+// finish writes the call's answer as the stream's last event.
+func (p *postStream) finish(data []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_ = p.writeLocked(data)
+}
+
+// resumable reports whether the client holds an id to resume the call with.
+func (p *postStream) resumable() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logged
+}
+
+// begin starts the event stream before the call runs, with a priming
+// event (an id and empty data) when the stream is resumable.
+func (p *postStream) begin() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.openedLocked()
+	p.sw.start(nil)
+	if p.log != nil {
+		_ = p.writeLocked(nil)
+	}
+}
+
+// openedLocked counts the stream as open the first time an event (or
+// begin) starts it: most POSTs that accept SSE never stream at all.
+func (p *postStream) openedLocked() {
+	if !p.opened {
+		p.opened = true
+		p.m.StreamOpened(metrics.StreamPOST)
+	}
+}
+
+// end uncounts the stream once its last event is written.
+func (p *postStream) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.opened {
+		p.m.StreamClosed(metrics.StreamPOST)
+	}
+}
+
+// keepAlive writes a comment every interval while the call runs. A call
+// still running after one interval is switched to an event stream if it
+// was not one yet (the client accepts both): a long tool call must not
+// look idle to a proxy that cuts quiet connections. The returned func
+// stops it and waits.
+func (p *postStream) keepAlive(interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				if !p.closed {
+					p.openedLocked()
+					if !p.sw.isStarted() && p.log != nil {
+						_ = p.writeLocked(nil) // switching to a stream: prime it
+					} else {
+						_ = p.sw.comment("keep-alive")
+					}
+				}
+				p.mu.Unlock()
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+func (p *postStream) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+}
+
+var errStreamClosed = errors.New("stream closed")
