@@ -126,35 +126,34 @@ func (p *postStream) end() {
 // keepAlive writes a comment every interval while the call runs. A call
 // still running after one interval is switched to an event stream if it
 // was not one yet (the client accepts both): a long tool call must not
-// look idle to a proxy that cuts quiet connections. The returned func
-// stops it and waits.
+// look idle to a proxy that cuts quiet connections. Once the returned
+// func has returned, nothing more is written.
 func (p *postStream) keepAlive(interval time.Duration) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				p.mu.Lock()
-				if !p.closed {
-					p.openedLocked()
-					if !p.sw.isStarted() && p.log != nil {
-						_ = p.writeLocked(nil) // switching to a stream: prime it
-					} else {
-						_ = p.sw.comment("keep-alive")
-					}
-				}
-				p.mu.Unlock()
-			}
+	// A timer, not a goroutine: nearly every call ends before it fires.
+	var t *time.Timer
+	stopped := false
+	tick := func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if stopped || p.closed {
+			return
 		}
-	})
+		p.openedLocked()
+		if !p.sw.isStarted() && p.log != nil {
+			_ = p.writeLocked(nil) // switching to a stream: prime it
+		} else {
+			_ = p.sw.comment("keep-alive")
+		}
+		t.Reset(interval)
+	}
+	p.mu.Lock()
+	t = time.AfterFunc(interval, tick)
+	p.mu.Unlock()
 	return func() {
-		close(done)
-		wg.Wait()
+		p.mu.Lock()
+		stopped = true // a tick waiting for the lock now writes nothing
+		p.mu.Unlock()
+		t.Stop()
 	}
 }
 
