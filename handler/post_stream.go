@@ -17,10 +17,15 @@ import (
 // keep-alives stop proxies from cutting a quiet call.
 
 // callLogger returns the log function of a new resumable call stream.
+// It runs under the stream's lock; the stream is named on first use, as
+// most calls never stream.
 func (s *server) callLogger(ctx context.Context, sid string) func([]byte) (string, error) {
-	stream := router.NewCallStreamID()
+	stream := ""
 	ctx = context.WithoutCancel(ctx) // events are logged after a disconnect too
 	return func(data []byte) (string, error) {
+		if stream == "" {
+			stream = router.NewCallStreamID()
+		}
 		id, err := s.opts.Router.LogCallEvent(ctx, sid, stream, data)
 		if err != nil {
 			s.log.Warn("logging a call's event failed; the stream is not resumable past it", "error", err)
