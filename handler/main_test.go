@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 	"github.com/mcpgw/gateway/handler"
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/handler/config"
+	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/store"
 	"github.com/mcpgw/gateway/tests/testsupport"
@@ -47,6 +49,9 @@ type gwOptions struct {
 	hosts     []string
 	keepAlive time.Duration
 	prm       *config.ResourceMetadata
+	metrics   *metrics.Metrics // also the router's observer
+	// oneTimeout is gateway-one's backend timeout (default 5s).
+	oneTimeout time.Duration
 }
 
 func startGateway(t *testing.T, o gwOptions) *gw {
@@ -60,14 +65,18 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 	two := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-two"})
 	vhosts := map[string]*router.VirtualHost{
 		"demo": {Name: "demo", Backends: map[string]*router.Backend{
-			"gateway-one": {Key: "gateway-one", URL: one.URL, Timeout: 5 * time.Second},
+			"gateway-one": {Key: "gateway-one", URL: one.URL, Timeout: cmp.Or(o.oneTimeout, 5*time.Second)},
 			"gateway-two": {Key: "gateway-two", URL: two.URL, Timeout: 5 * time.Second},
 		}},
 		"other": {Name: "other", Backends: map[string]*router.Backend{
 			"only": {Key: "only", URL: one.URL, Timeout: 5 * time.Second},
 		}},
 	}
-	rt := router.New(vhosts, router.Options{Store: st})
+	opts := router.Options{Store: st}
+	if o.metrics != nil {
+		opts.Observer = o.metrics
+	}
+	rt := router.New(vhosts, opts)
 	t.Cleanup(rt.Close)
 	v, err := auth.New(config.Auth{Mode: config.ModeJWT, JWT: &config.JWTSettings{
 		Issuer: "mcpgateway", Audience: "mcpgateway-api", HMACSecret: jwtSecret,
@@ -77,7 +86,7 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 		t.Fatal(err)
 	}
 	h := handler.New(handler.Options{Router: rt, Auth: v, MaxBodyBytes: o.maxBody,
-		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm})
+		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &gw{t: t, url: srv.URL, srv: srv, store: st, one: one}

@@ -6,17 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcpgw/gateway/handler"
-	"github.com/mcpgw/gateway/handler/auth"
-	"github.com/mcpgw/gateway/handler/config"
 	"github.com/mcpgw/gateway/handler/metrics"
-	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/store"
 	"github.com/mcpgw/gateway/tests/testsupport"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -28,31 +22,8 @@ import (
 // timeout, so every backend outcome can be provoked.
 func startMetricsGateway(t *testing.T) (*gw, *testsupport.Backend) {
 	t.Helper()
-	st, err := store.NewRedis(redisSrv.URL(), store.RedisOptions{KeyPrefix: fmt.Sprintf("m%d", time.Now().UnixNano())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	one := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-one", StreamingTools: true})
-	two := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-two"})
-	vhosts := map[string]*router.VirtualHost{"demo": {Name: "demo", Backends: map[string]*router.Backend{
-		"gateway-one": {Key: "gateway-one", URL: one.URL, Timeout: time.Second},
-		"gateway-two": {Key: "gateway-two", URL: two.URL, Timeout: 5 * time.Second},
-	}}}
-	m := metrics.New()
-	rt := router.New(vhosts, router.Options{Store: st, Observer: m})
-	t.Cleanup(rt.Close)
-	v, err := auth.New(config.Auth{Mode: config.ModeJWT, JWT: &config.JWTSettings{
-		Issuer: "mcpgateway", Audience: "mcpgateway-api", HMACSecret: jwtSecret,
-		Algorithms: []string{"HS256"}, Leeway: time.Second,
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(handler.New(handler.Options{Router: rt, Auth: v, Metrics: m,
-		AllowedHosts: []string{"127.0.0.1"}}))
-	t.Cleanup(srv.Close)
-	return &gw{t: t, url: srv.URL, srv: srv, store: st}, one
+	g := startGateway(t, gwOptions{metrics: metrics.New(), hosts: []string{"127.0.0.1"}, oneTimeout: time.Second})
+	return g, g.one
 }
 
 func TestMetrics_CountRealTraffic(t *testing.T) {
