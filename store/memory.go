@@ -308,15 +308,18 @@ func (m *Memory) update(id string, ttl time.Duration, fn func(*memSession) error
 // liveSession returns session id if it has not expired at now, dropping it
 // if it has. Called with m.mu held.
 func (m *Memory) liveSession(id string, now time.Time) *memSession {
-	ms, ok := m.sessions[id]
-	if !ok {
+	return live(m.sessions, id, now, func(ms *memSession) time.Time { return ms.expires })
+}
+
+// live returns entries[id] unless it has expired at now, in which case it
+// deletes it: every expiring map of the store is read through it.
+func live[V any](entries map[string]*V, id string, now time.Time, expires func(*V) time.Time) *V {
+	v, ok := entries[id]
+	if ok && !now.Before(expires(v)) {
+		delete(entries, id)
 		return nil
 	}
-	if !now.Before(ms.expires) {
-		delete(m.sessions, id)
-		return nil
-	}
-	return ms
+	return v
 }
 
 // copyRecord copies the session record without Backends, Subscriptions,

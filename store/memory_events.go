@@ -174,19 +174,9 @@ func (m *Memory) ReleaseStream(_ context.Context, id, owner string) error {
 // liveLog and liveClaim return the entry for id if it has not expired at
 // now, dropping it if it has. Called with m.mu held.
 func (m *Memory) liveLog(id string, now time.Time) *memLog {
-	l, ok := m.logs[id]
-	if ok && !now.Before(l.expires) {
-		delete(m.logs, id)
-		return nil
-	}
-	return l
+	return live(m.logs, id, now, func(l *memLog) time.Time { return l.expires })
 }
 
 func (m *Memory) liveClaim(id string, now time.Time) *memClaim {
-	c, ok := m.claims[id]
-	if ok && !now.Before(c.expires) {
-		delete(m.claims, id)
-		return nil
-	}
-	return c
+	return live(m.claims, id, now, func(c *memClaim) time.Time { return c.expires })
 }
