@@ -204,34 +204,29 @@ func TestSession_MovesBetweenLambdaAndPlainServer(t *testing.T) {
 	lam := &functionURL{rie: startRIE(t, f.lambdaEnv("url")...), domain: functionURLDomain}
 	plain := f.startPlain()
 
-	t.Run("lambda then plain", func(t *testing.T) {
-		c := f.client("dave")
-		c.initialize(lam, nil)
-		checkProgressReply(t, c.call(plain, "tools/call", progressParams("p-1", 2)), "p-1", 2)
-		if tools := toolNames(t, c.call(lam, "tools/list", nil)); len(tools) == 0 {
-			t.Error("no tools")
-		}
-		if st := c.delete(plain); st != http.StatusOK {
-			t.Fatalf("DELETE on the plain server: %d", st)
-		}
-		if r := c.request(lam, "tools/list", nil); r.status != http.StatusNotFound {
-			t.Errorf("Lambda after DELETE on the plain server: %d, want 404", r.status)
-		}
-	})
-	t.Run("plain then lambda", func(t *testing.T) {
-		c := f.client("erin")
-		c.initialize(plain, nil)
-		checkProgressReply(t, c.call(lam, "tools/call", progressParams("p-2", 2)), "p-2", 2)
-		if tools := toolNames(t, c.call(plain, "tools/list", nil)); len(tools) == 0 {
-			t.Error("no tools")
-		}
-		if st := c.delete(lam); st != http.StatusOK {
-			t.Fatalf("DELETE through Lambda: %d", st)
-		}
-		if r := c.request(plain, "tools/list", nil); r.status != http.StatusNotFound {
-			t.Errorf("plain server after DELETE through Lambda: %d, want 404", r.status)
-		}
-	})
+	for _, dir := range []struct {
+		name, user  string
+		start, next endpoint
+	}{
+		{"lambda then plain", "dave", lam, plain},
+		{"plain then lambda", "erin", plain, lam},
+	} {
+		t.Run(dir.name, func(t *testing.T) {
+			c := f.client(dir.user)
+			c.initialize(dir.start, nil)
+			token := "p-" + dir.user
+			checkProgressReply(t, c.call(dir.next, "tools/call", progressParams(token, 2)), token, 2)
+			if tools := toolNames(t, c.call(dir.start, "tools/list", nil)); len(tools) == 0 {
+				t.Error("no tools")
+			}
+			if st := c.delete(dir.next); st != http.StatusOK {
+				t.Fatalf("DELETE on the second endpoint: %d", st)
+			}
+			if r := c.request(dir.start, "tools/list", nil); r.status != http.StatusNotFound {
+				t.Errorf("first endpoint after DELETE on the second: %d, want 404", r.status)
+			}
+		})
+	}
 	t.Run("another principal gets 404", func(t *testing.T) {
 		c := f.client("frank")
 		c.initialize(lam, nil)
