@@ -38,18 +38,7 @@ type rpcResult struct {
 
 func (c *rawClient) post(base, body string) (*rpcResult, http.Header) {
 	c.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, mcpURL(base), strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	if c.sid != "" {
-		req.Header.Set("Mcp-Session-Id", c.sid)
-	}
-	res, err := e2eHTTP.Do(req)
-	if err != nil {
-		c.t.Fatalf("POST %s: %v", base, err)
-	}
+	res := c.open(http.MethodPost, base, body, nil)
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	out := &rpcResult{status: res.StatusCode}
