@@ -135,28 +135,29 @@ func (c *listCache) invalidate(backend string) {
 	}
 }
 
-// cachedPage returns the backend's page from its list cache when it has
-// one and the page is there: a hit costs no goroutine.
-func (r *Router) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) *pageResult {
+// cachedPage looks the backend's page up in its list cache: a hit costs
+// no goroutine. ck is the page's cache key, "" when the backend's pages
+// are not cached; listCached takes it on a miss.
+func (r *Router) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) (p *pageResult, ck string) {
 	b := v.backends[key]
 	if b.ListCacheTTL <= 0 || !c.Session.Backends[key].OK() {
-		return nil
+		return nil, ""
 	}
-	p := v.lists.lookup(listCacheKey(b, op.method, cursor, c.Header))
+	ck = listCacheKey(b, op.method, cursor, c.Header)
+	p = v.lists.lookup(ck)
 	if o, ok := r.opts.Observer.(ListCacheObserver); ok {
 		o.ListCacheLookup(v.name, key, p != nil)
 	}
-	return p
+	return p, ck
 }
 
-// listCached is listOne through the backend's list cache, when it has one.
-func (r *Router) listCached(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor string) *pageResult {
-	b := v.backends[key]
-	if b.ListCacheTTL <= 0 || !c.Session.Backends[key].OK() {
+// listCached is listOne through the backend's list cache under key ck
+// (from cachedPage; "" for a backend without one).
+func (r *Router) listCached(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor, ck string) *pageResult {
+	if ck == "" {
 		return r.listOne(ctx, v, c, op, key, cursor)
 	}
-	ck := listCacheKey(b, op.method, cursor, c.Header)
-	return v.lists.page(ck, key, b.ListCacheTTL, func() *pageResult {
+	return v.lists.page(ck, key, v.backends[key].ListCacheTTL, func() *pageResult {
 		// Shared by every caller waiting on this key: not cancelled by
 		// the first one leaving (the backend timeout still bounds it).
 		p := r.listOne(context.WithoutCancel(ctx), v, c, op, key, cursor)

@@ -86,11 +86,12 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 			results[i] = &pageResult{key: key}
 			continue
 		}
-		if p := r.cachedPage(v, c, op, key, pos.Cursor); p != nil {
+		p, ck := r.cachedPage(v, c, op, key, pos.Cursor)
+		if p != nil {
 			results[i] = p
 			continue
 		}
-		wg.Go(func() { results[i] = r.listCached(ctx, v, c, op, key, pos.Cursor) })
+		wg.Go(func() { results[i] = r.listCached(ctx, v, c, op, key, pos.Cursor, ck) })
 	}
 	wg.Wait()
 
