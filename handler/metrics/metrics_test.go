@@ -101,6 +101,9 @@ func TestBackendCallAndStreams(t *testing.T) {
 	m.StreamOpened(metrics.StreamPOST)
 	m.StreamOpened(metrics.StreamPOST)
 	m.StreamClosed(metrics.StreamPOST)
+	m.ListCacheLookup("demo", "one", false)
+	m.ListCacheLookup("demo", "one", true)
+	m.ListCacheLookup("demo", "one", true)
 
 	fams := scrape(t, m)
 	for _, c := range []struct {
@@ -113,6 +116,8 @@ func TestBackendCallAndStreams(t *testing.T) {
 		{"mcpgw_backend_request_duration_seconds", map[string]string{"vhost": "demo", "backend": "one"}, 2},
 		{"mcpgw_sse_streams_open", map[string]string{"kind": "get"}, 1},
 		{"mcpgw_sse_streams_open", map[string]string{"kind": "post"}, 1},
+		{"mcpgw_list_cache_lookups_total", map[string]string{"vhost": "demo", "backend": "one", "result": "miss"}, 1},
+		{"mcpgw_list_cache_lookups_total", map[string]string{"vhost": "demo", "backend": "one", "result": "hit"}, 2},
 	} {
 		if got, ok := value(fams, c.name, c.labels); !ok || got != c.want {
 			t.Errorf("%s%v = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
@@ -127,6 +132,7 @@ func TestNilMetricsIsANoOp(t *testing.T) {
 	m.BackendCall("demo", "one", "ping", time.Millisecond, router.OutcomeOK)
 	m.StreamOpened(metrics.StreamGET)
 	m.StreamClosed(metrics.StreamGET)
+	m.ListCacheLookup("demo", "one", true)
 	inner := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
 	if h := m.Middleware(func(string) bool { return true })(inner); h == nil {
 		t.Fatal("nil middleware")
