@@ -94,3 +94,29 @@ func (g *gw) callRequest(ctx context.Context, sid, body string) *http.Request {
 	hr.Header.Set("Mcp-Session-Id", sid)
 	return hr
 }
+
+// A batch's shared stream is kept alive like a single call's.
+func TestKeepAlive_BatchStreamGetsComments(t *testing.T) {
+	g := startGateway(t, gwOptions{keepAlive: 50 * time.Millisecond})
+	sid := g.initialize20250326()
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+	defer cancel()
+	hr := g.callRequest(ctx, sid, `[{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"gateway-one-block","arguments":{"tag":"b"}}}]`)
+	hr.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	lines := bufio.NewScanner(res.Body)
+	for lines.Scan() && lines.Text() != ": keep-alive" {
+	}
+	if lines.Err() != nil || lines.Text() != ": keep-alive" {
+		t.Fatalf("no keep-alive on the batch's stream: %v", lines.Err())
+	}
+	if r := g.do(req{body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`, session: sid}); r.status != http.StatusAccepted {
+		t.Fatalf("cancel: %d", r.status)
+	}
+	for lines.Scan() {
+	}
+}
