@@ -26,6 +26,10 @@ const cursorVersion = "mcpgw-cursor-v1"
 type cursorState struct {
 	Op    string `json:"o"` // list method, e.g. "tools/list"
 	VHost string `json:"v"`
+	// Principal binds the cursor to the caller who started the walk (a
+	// digest, see principalTag): another caller's cursor is refused like a
+	// forged one, so a leaked cursor reveals nothing of what its owner sees.
+	Principal string `json:"p"`
 	// Backends is the backend set of the walk (fixed at the first page,
 	// then amended: added backends join, removed ones are dropped).
 	Backends map[string]backendCursor `json:"b"`
@@ -68,6 +72,19 @@ func decodeCursor(key []byte, token string) (*cursorState, error) {
 		return nil, errBadCursor
 	}
 	return &st, nil
+}
+
+// principalTag is the digest of a principal a cursor carries: short, and
+// not the principal itself, since a cursor is readable by whoever holds it.
+func principalTag(principal string) string {
+	sum := sha256.Sum256([]byte("mcpgw-cursor-principal\x00" + principal))
+	return base64.RawURLEncoding.EncodeToString(sum[:12])
+}
+
+// accepts reports whether a decoded cursor may continue this walk: same
+// list method, same virtual host, same caller.
+func (st *cursorState) accepts(op, vhost, principal string) bool {
+	return st.Op == op && st.VHost == vhost && st.Principal == principalTag(principal)
 }
 
 func cursorMAC(key []byte, payload string) []byte {

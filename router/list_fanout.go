@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 
 	"github.com/mcpgw/gateway/router/upstream"
@@ -67,7 +68,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cursor key unavailable"))
 		}
 		st, err := decodeCursor(key, *p.Cursor)
-		if err != nil || st.Op != op.method || st.VHost != v.name {
+		if err != nil || !st.accepts(op.method, v.name, c.Session.Principal) {
 			return errorResponse(c.Request.ID, invalidParams("invalid cursor for %s on this virtual host", op.method))
 		}
 		// Keys no longer configured are dropped; new ones start at page one.
@@ -95,9 +96,14 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	}
 	wg.Wait()
 
-	raw, err := r.mergePages(ctx, v, op, positions, results)
-	if err != nil {
-		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "building %s result: %v", op.method, err))
+	raw, err := r.mergePages(ctx, v, op, c.Session.Principal, positions, results)
+	var stranded *strandedPagesError
+	switch {
+	case errors.As(err, &stranded):
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "%s", stranded.Error()))
+	case err != nil:
+		r.log.Error("building a list result failed", "method", op.method, "vhost", v.name, "error", err)
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "building the %s result failed", op.method))
 	}
 	return resultResponse(c.Request.ID, raw)
 }

@@ -3,7 +3,10 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // mergePages builds the downstream list result from one page of every
@@ -13,14 +16,14 @@ import (
 // A single-backend vhost passes names through unchanged and keeps the
 // backend's own order and result fields; only nextCursor is replaced by a
 // gateway cursor, so that cursors are uniform across vhosts.
-func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, positions map[string]backendCursor, results []*pageResult) (json.RawMessage, error) {
+func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, positions map[string]backendCursor, results []*pageResult) (json.RawMessage, error) {
 	type entry struct {
 		name, key string
 		item      json.RawMessage
 	}
 	var entries []entry
-	var skipped []string
-	next := &cursorState{Op: op.method, VHost: v.name, Backends: map[string]backendCursor{}}
+	var skipped, stranded []string
+	next := &cursorState{Op: op.method, VHost: v.name, Principal: principalTag(principal), Backends: map[string]backendCursor{}}
 	more := false
 	for _, res := range results {
 		switch {
@@ -33,6 +36,9 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, positions 
 			skipped = append(skipped, res.key)
 			// A failed backend keeps its position, so a later page retries it.
 			next.Backends[res.key] = positions[res.key]
+			if positions[res.key].Cursor != "" {
+				stranded = append(stranded, res.key) // mid-walk: it holds pages
+			}
 			continue
 		}
 		next.Backends[res.key] = backendCursor{Cursor: res.next, Done: res.next == ""}
@@ -75,9 +81,16 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, positions 
 	}
 	out[op.field] = rawArray(items)
 	delete(out, "nextCursor")
-	// More pages exist when a backend said so. A walk whose only unfinished
-	// backends are failing ends here (they are named in _meta): a client
-	// walking "until no cursor" must not loop forever on a dead backend.
+	// More pages exist when a backend said so. When none does but a backend
+	// that failed is mid-walk, its remaining pages exist too and only it
+	// can serve them: ending the walk would drop them without a word, so
+	// the page fails instead, and the client may retry the same cursor
+	// (every backend's position in it is unchanged). A backend that has
+	// failed since the first page was never part of the walk; it is named
+	// in _meta on every page, and the walk ends without it.
+	if !more && len(stranded) > 0 {
+		return nil, &strandedPagesError{method: op.method, backends: stranded}
+	}
 	if more {
 		key, err := r.cursorKey(ctx)
 		if err != nil {
@@ -99,6 +112,25 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, positions 
 		out["_meta"], _ = json.Marshal(meta)
 	}
 	return rawObject(out), nil
+}
+
+// strandedPagesError: the only backends with pages left failed.
+type strandedPagesError struct {
+	method   string
+	backends []string
+}
+
+func (e *strandedPagesError) Error() string {
+	return fmt.Sprintf("backend %s failed while it holds the remaining pages of %s; retry with the same cursor",
+		strings.Join(quoteAll(e.backends), ", "), e.method)
+}
+
+func quoteAll(keys []string) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = strconv.Quote(k)
+	}
+	return out
 }
 
 // renameAll applies the publishing rule to a page's items.

@@ -94,12 +94,19 @@ func newFixtureOpts(t testing.TB, opts router.Options, specs ...backendSpec) *fi
 	return f
 }
 
-// initialize opens a session and returns its id and the initialize result.
+// initialize opens a session of principal "alice" and returns its id and
+// the initialize result.
 func (f *fixture) initialize(hdr http.Header) (string, map[string]any) {
+	f.t.Helper()
+	return f.initializeAs("alice", hdr)
+}
+
+// initializeAs opens a session of principal.
+func (f *fixture) initializeAs(principal string, hdr http.Header) (string, map[string]any) {
 	f.t.Helper()
 	req := &jsonrpc.Request{ID: mustID(1), Method: "initialize",
 		Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}`)}
-	sess, resp := f.router.Initialize(context.Background(), f.vhost, "alice", hdr, req)
+	sess, resp := f.router.Initialize(context.Background(), f.vhost, principal, hdr, req)
 	if resp.Error != nil || sess == nil {
 		f.t.Fatalf("initialize: %v", resp.Error)
 	}

@@ -183,6 +183,72 @@ func TestPagination_BackendSetChangesBetweenPages(t *testing.T) {
 	}
 }
 
+// A cursor is bound to the caller who started the walk: another principal
+// on the same vhost presenting it is refused exactly like a forged cursor.
+func TestPagination_CursorBoundToPrincipal(t *testing.T) {
+	f := pagedBackends(t, router.Options{})
+	alice, _ := f.initializeAs("alice", nil)
+	bob, _ := f.initializeAs("bob", nil)
+	cur, ok := cursorOf(result(t, f.call(alice, "tools/list", nil)))
+	if !ok {
+		t.Fatal("no cursor on the first page")
+	}
+	e := rpcErr(t, f.call(bob, "tools/list", map[string]any{"cursor": cur}))
+	if e.Code != router.CodeInvalidParams {
+		t.Fatalf("bob with alice's cursor: got %d %q, want -32602", e.Code, e.Message)
+	}
+	// Alice's own cursor still works.
+	result(t, f.call(alice, "tools/list", map[string]any{"cursor": cur}))
+}
+
+// When the backend that holds the only remaining pages fails mid-walk, the
+// page is an error naming it, not an empty last page that would end the
+// walk without its items; the same cursor, retried, resumes the walk.
+func TestPagination_StrandedBackendFailsThePage(t *testing.T) {
+	f := pagedBackends(t, router.Options{})
+	sid, _ := f.initialize(nil)
+	p1 := result(t, f.call(sid, "tools/list", nil))
+	all := names(t, p1, "tools")
+	cur, _ := cursorOf(p1)
+
+	f.backends["long"].FailMethod("tools/list", 1)
+	e := rpcErr(t, f.call(sid, "tools/list", map[string]any{"cursor": cur}))
+	if e.Code != router.CodeInternalError || !strings.Contains(e.Message, `"long"`) {
+		t.Fatalf("got %d %q, want -32603 naming backend \"long\"", e.Code, e.Message)
+	}
+	for pages := 1; ; pages++ {
+		page := result(t, f.call(sid, "tools/list", map[string]any{"cursor": cur}))
+		all = append(all, names(t, page, "tools")...)
+		next, ok := cursorOf(page)
+		if !ok {
+			break
+		}
+		if pages > 10 {
+			t.Fatal("pagination does not end")
+		}
+		cur = next
+	}
+	if len(all) != 3+6 {
+		t.Fatalf("walk after the retry listed %d tools, want all 9: %v", len(all), all)
+	}
+}
+
+// A backend failing on the first page was never part of the walk: it is
+// named in _meta and the walk ends without it (not an error: the other
+// backends' items are all there is).
+func TestPagination_BackendFailingFromTheStartIsSkipped(t *testing.T) {
+	f := newFixture(t, backendSpec{key: "a"}, backendSpec{key: "b"})
+	sid, _ := f.initialize(nil)
+	f.backends["b"].FailMethod("tools/list", 1)
+	page := result(t, f.call(sid, "tools/list", nil))
+	if _, ok := cursorOf(page); ok {
+		t.Fatal("a cursor was issued though no backend has more pages")
+	}
+	if !strings.Contains(toJSON(page["_meta"]), `"b"`) {
+		t.Fatalf("_meta does not name the failed backend: %v", page["_meta"])
+	}
+}
+
 func filterPrefix(ns []string, p string) []string {
 	var out []string
 	for _, n := range ns {
