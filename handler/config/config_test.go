@@ -403,7 +403,10 @@ func TestConfig_RejectsBadAliases(t *testing.T) {
 func TestConfig_RejectsProtectedHeaders(t *testing.T) {
 	protected := []string{"Host", "content-length", "Content-Type", "ACCEPT", "Connection", "Keep-Alive",
 		"Proxy-Authenticate", "Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
-		"Mcp-Session-Id", "MCP-Protocol-Version", "Last-Event-ID"}
+		"Mcp-Session-Id", "MCP-Protocol-Version", "Last-Event-ID",
+		// The upstream client drops these too: config must refuse them
+		// rather than accept and silently ignore them.
+		"Accept-Encoding", "Mcp-Method", "Mcp-Name", "Mcp-Param-Region"}
 	for _, h := range protected {
 		t.Run(h, func(t *testing.T) {
 			canon := strings.ToLower(h)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/upstream"
 )
 
 // headerList canonicalises and de-duplicates header names, rejecting
@@ -23,7 +24,7 @@ func (v *validator) headerList(path string, list []string, forwarded bool) []str
 		case ProtectedHeader(c):
 			v.errf(p, "%s is a protected header and cannot be configured", c)
 			continue
-		case forwarded && (c == "Authorization" || c == "Cookie"):
+		case forwarded && upstream.Credential(c):
 			v.errf(p, "%s is never passed through to backends (set a backend credential with add_headers)", c)
 			continue
 		}
@@ -65,22 +66,12 @@ func (v *validator) addHeaders(path string, m map[string]string, b *router.Backe
 	}
 }
 
-// protectedHeaders can never be set, passed through or removed by config.
-var protectedHeaders = map[string]bool{
-	"Host": true, "Content-Length": true, "Content-Type": true, "Accept": true,
-	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
-	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	"Mcp-Session-Id": true, "Mcp-Protocol-Version": true, "Last-Event-Id": true,
-}
-
 // ProtectedHeader reports whether config may never set, pass through or
-// remove the header name (case-insensitive): Host, Content-Length,
-// Content-Type, Accept, hop-by-hop headers, Mcp-Session-Id,
-// Mcp-Protocol-Version and Last-Event-ID. Authorization and Cookie are not
-// protected here: they may be added, though never passed through.
-func ProtectedHeader(name string) bool {
-	return protectedHeaders[http.CanonicalHeaderKey(strings.TrimSpace(name))]
-}
+// remove the header name (case-insensitive). The list is the upstream
+// client's own (upstream.ProtectedHeader): whatever the client would drop
+// at request time, validation refuses at load time, so a configured header
+// is never silently ignored.
+func ProtectedHeader(name string) bool { return upstream.ProtectedHeader(name) }
 
 // validHeaderName reports whether s is an RFC 9110 token.
 func validHeaderName(s string) bool {

@@ -43,11 +43,20 @@ var neverPassthrough = map[string]bool{
 	"Cookie":        true,
 }
 
-// ProtectedHeader reports whether config may never pass through or add the
-// header name (case-insensitive). Config validation can share it.
+// ProtectedHeader reports whether config may never pass through, add or
+// remove the header name (case-insensitive). It is the one list: config
+// validation refuses exactly these names, so nothing configured is
+// dropped silently here.
 func ProtectedHeader(name string) bool {
 	k := http.CanonicalHeaderKey(strings.TrimSpace(name))
 	return protectedHeaders[k] || strings.HasPrefix(k, "Mcp-Param-")
+}
+
+// Credential reports whether the header carries the downstream caller's
+// credentials (Authorization, Cookie): config may add one for a backend,
+// never pass the caller's through.
+func Credential(name string) bool {
+	return neverPassthrough[http.CanonicalHeaderKey(strings.TrimSpace(name))]
 }
 
 // BuildHeaders applies the backend's header policy to a downstream request's
@@ -67,7 +76,7 @@ func (c *Client) BuildHeaders(downstream http.Header) http.Header {
 	hop := connectionTokens(downstream)
 	for _, name := range c.cfg.PassthroughHeaders {
 		k := http.CanonicalHeaderKey(strings.TrimSpace(name))
-		if k == "" || neverPassthrough[k] || ProtectedHeader(k) || hop[k] {
+		if k == "" || Credential(k) || ProtectedHeader(k) || hop[k] {
 			continue
 		}
 		if vs := downstream.Values(k); len(vs) > 0 {
