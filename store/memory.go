@@ -31,6 +31,7 @@ type Memory struct {
 	logs     map[string]*memLog   // event logs, by session id
 	claims   map[string]*memClaim // GET-stream claims, by session id
 	lastID   eventID              // the last event id issued, by any log
+	leases   map[string]time.Time // call streams' leases, by leaseSlot
 
 	instanceID string
 	bus        memBus
@@ -100,6 +101,7 @@ func (m *Memory) purge(now time.Time) {
 	maps.DeleteFunc(m.keys, func(_ string, k *memKey) bool { return !now.Before(k.expires) })
 	maps.DeleteFunc(m.logs, func(_ string, l *memLog) bool { return !now.Before(l.expires) })
 	maps.DeleteFunc(m.claims, func(_ string, c *memClaim) bool { return !now.Before(c.expires) })
+	m.purgeLeases(now)
 }
 
 // CreateSession replaces any session with the same ID, dropping its event

@@ -19,6 +19,10 @@ type memEvent struct {
 	id     eventID
 	data   []byte
 	stream string
+	// requestID (a call stream's first event) and answer (its last): see
+	// call_streams.go.
+	requestID []byte
+	answer    bool
 }
 
 // memClaim is the holder of a session's GET stream.
@@ -42,9 +46,14 @@ func (m *Memory) AppendStreamEvent(_ context.Context, id, stream string, data []
 	if maxLen < 1 {
 		return "", fmt.Errorf("store: append event: maxLen %d must be at least 1", maxLen)
 	}
-	data = bytes.Clone(data)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.appendLocked(id, memEvent{stream: stream, data: data}, maxLen, ttl)
+}
+
+// appendLocked appends e (its id assigned here, its data copied) with m.mu held.
+func (m *Memory) appendLocked(id string, e memEvent, maxLen int, ttl time.Duration) (string, error) {
+	e.data = bytes.Clone(e.data)
 	if m.closed {
 		return "", errClosed
 	}
@@ -62,7 +71,8 @@ func (m *Memory) AppendStreamEvent(_ context.Context, id, stream string, data []
 		next = eventID{ms: m.lastID.ms, seq: m.lastID.seq + 1}
 	}
 	m.lastID = next
-	l.events = append(l.events, memEvent{id: next, data: data, stream: stream})
+	e.id = next
+	l.events = append(l.events, e)
 	if drop := len(l.events) - maxLen; drop > 0 {
 		clear(l.events[:drop]) // let the dropped data be collected
 		l.events = l.events[drop:]

@@ -150,6 +150,24 @@ type Store interface {
 	// when the log is empty: the position a new stream starts from.
 	LatestEventID(ctx context.Context, id string) (string, error)
 
+	// StartCallStream logs the first event of call stream `stream` (tagged
+	// as AppendStreamEvent tags it) with the call's request id (JSON text),
+	// and gives the stream a lease of leaseTTL, in one step (see
+	// call_streams.go). ErrNotFound if the session is absent.
+	StartCallStream(ctx context.Context, id, stream string, requestID, data []byte, maxLen int, leaseTTL, ttl time.Duration) (string, error)
+	// RenewCallLease extends the stream's lease; false when it has lapsed
+	// or the stream has ended: a resume may already have given up on it.
+	RenewCallLease(ctx context.Context, id, stream string, leaseTTL time.Duration) (bool, error)
+	// EndCallStream logs the call's answer as the stream's last event and
+	// drops its lease, in one step. ErrNotFound if the session is absent.
+	EndCallStream(ctx context.Context, id, stream string, data []byte, maxLen int, ttl time.Duration) (string, error)
+	// CallStreamEventsAfter returns what is known of call stream `stream`
+	// and its logged events after eventID (at most limit; < 1: no limit),
+	// the lease read before the log. ErrNotFound when the log holds no
+	// event of the stream; ErrBadEventID for an id the log never issued
+	// (malformed, or after the newest event).
+	CallStreamEventsAfter(ctx context.Context, id, stream, eventID string, limit int) (*CallStream, []Event, error)
+
 	// ClaimStream makes owner the holder of the session's GET stream for
 	// ttl and returns the previous holder ("" if none). ErrNotFound if the
 	// session is absent.
