@@ -3,6 +3,7 @@ package handler
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -16,32 +17,16 @@ import (
 // the client can resume the call elsewhere (router/call_resume.go), and
 // keep-alives stop proxies from cutting a quiet call.
 
-// callLogger returns the log function of a new resumable call stream.
-// It runs under the stream's lock; the stream is named on first use, as
-// most calls never stream.
-func (s *server) callLogger(ctx context.Context, sid string) func([]byte) (string, error) {
-	stream := ""
-	ctx = context.WithoutCancel(ctx) // events are logged after a disconnect too
-	return func(data []byte) (string, error) {
-		if stream == "" {
-			stream = router.NewCallStreamID()
-		}
-		id, err := s.opts.Router.LogCallEvent(ctx, sid, stream, data)
-		if err != nil {
-			s.log.Warn("logging a call's event failed; the stream is not resumable past it", "error", err)
-			return "", err
-		}
-		return router.CallEventID(stream, id), nil
-	}
-}
-
 // postStream is the router's view of a POST's SSE stream.
 type postStream struct {
 	sw *sseWriter
 	m  *metrics.Metrics
-	// log, when set, logs an event (nil data: a priming event) and returns
-	// its SSE id: the stream is then resumable.
-	log    func(data []byte) (string, error)
+	// log, when set, logs each event (nil data: a priming event) before it
+	// is sent and gives it its SSE id: the stream is then resumable, on
+	// any instance (router/call_resume.go).
+	log    *router.CallLog
+	logCtx context.Context // events are logged after a disconnect too
+	errLog *slog.Logger
 	mu     sync.Mutex
 	closed bool
 	opened bool // counted in m's open streams
@@ -59,16 +44,25 @@ func (p *postStream) Send(msg jsonrpc.Message) error {
 		return errStreamClosed
 	}
 	p.openedLocked()
-	return p.writeLocked(data)
+	return p.writeLocked(data, false)
 }
 
 // writeLocked logs data, if the stream is resumable, and writes it with
 // its id. A write that fails after the event was logged is no error: the
-// client gets the event when it resumes.
-func (p *postStream) writeLocked(data []byte) error {
+// client gets the event when it resumes. final marks the call's answer,
+// the stream's last event.
+func (p *postStream) writeLocked(data []byte, final bool) error {
 	id := ""
 	if p.log != nil {
-		if lid, err := p.log(data); err == nil {
+		log := p.log.Append
+		if final {
+			log = p.log.End
+		}
+		lid, err := log(p.logCtx, data)
+		switch {
+		case err != nil:
+			p.errLog.Warn("logging a call's event failed; the stream is not resumable past it", "error", err)
+		default:
 			id = lid
 		}
 	}
@@ -88,7 +82,7 @@ func (p *postStream) writeLocked(data []byte) error {
 func (p *postStream) finish(data []byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_ = p.writeLocked(data)
+	_ = p.writeLocked(data, true)
 }
 
 // resumable reports whether the client holds an id to resume the call with.
@@ -106,7 +100,7 @@ func (p *postStream) begin() {
 	p.openedLocked()
 	p.sw.start(nil)
 	if p.log != nil {
-		_ = p.writeLocked(nil)
+		_ = p.writeLocked(nil, false)
 	}
 }
 
@@ -145,7 +139,7 @@ func (p *postStream) keepAlive(interval time.Duration) (stop func()) {
 		}
 		p.openedLocked()
 		if !p.sw.isStarted() && p.log != nil {
-			_ = p.writeLocked(nil) // switching to a stream: prime it
+			_ = p.writeLocked(nil, false) // switching to a stream: prime it
 		} else {
 			_ = p.sw.comment("keep-alive")
 		}

@@ -21,13 +21,16 @@ const DefaultKeepAlive = 15 * time.Second
 const retryAfter = 2 * time.Second
 
 // eventLogFailed answers a failed read of the event log: 400 for a
-// Last-Event-ID the log never issued, 503 when the store is unreachable.
+// Last-Event-ID the log never issued or naming a call stream it does not
+// hold, 503 when the store is unreachable.
 func (s *server) eventLogFailed(w http.ResponseWriter, err error, what string) bool {
 	switch {
 	case err == nil:
 		return false
 	case errors.Is(err, store.ErrBadEventID):
-		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "malformed Last-Event-ID")
+		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "Last-Event-ID names no event this session's log issued")
+	case errors.Is(err, router.ErrUnknownCallStream):
+		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "Last-Event-ID names no call stream of this session (it never existed, or its events have left the event log)")
 	default:
 		s.log.Error(what, "error", err)
 		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")

@@ -126,8 +126,10 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 	ctx := r.Context()
 	var ps *postStream
 	if sseOK {
-		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics, log: s.callLogger(r.Context(), sess.ID)}
+		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics, errLog: s.log,
+			log: s.opts.Router.NewCallLog(sess.ID, req.ID), logCtx: context.WithoutCancel(r.Context())}
 		defer ps.end()
+		defer ps.log.Close() // after finish: the answer is logged first
 		call.Stream = ps
 		if !jsonOK || hasProgressToken(req.Params) {
 			ps.begin()

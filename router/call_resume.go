@@ -2,9 +2,13 @@ package router
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
+	"time"
 
 	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // A call answered as an event stream (progress, server-to-client requests,
@@ -15,6 +19,12 @@ import (
 // GET and that id as Last-Event-ID, on any instance, and gets the rest of
 // that call's events, the answer last. The call itself keeps running on
 // the instance that started it (losing the connection is not a cancel).
+//
+// That instance holds a lease on the stream while the call runs (see
+// store/call_streams.go). If it dies, the lease lapses within
+// CallLeaseTTL and a resume, finding no answer in the log, ends with a
+// -32603 error for the call's request id instead of waiting for an answer
+// that will never come.
 
 // callEventSep joins a call stream's id and a log id in an SSE event id;
 // log ids ("<ms>-<seq>") never contain it.
@@ -30,27 +40,154 @@ func ParseCallEventID(id string) (stream, logID string, ok bool) {
 	return stream, logID, ok && stream != "" && logID != ""
 }
 
-// NewCallStreamID names a new call stream.
-func NewCallStreamID() string { return newRandomID("c") }
+// ErrUnknownCallStream is returned for a resume naming a call stream the
+// session's log holds no event of: it never existed, or has been trimmed.
+var ErrUnknownCallStream = errors.New("no such call stream in the session's event log")
 
-// LogCallEvent appends one event of call stream stream to the session's
-// log and returns its log id.
-func (r *Router) LogCallEvent(ctx context.Context, sid, stream string, data []byte) (string, error) {
-	return r.opts.Store.AppendStreamEvent(ctx, sid, stream, data, r.opts.EventLogSize, r.opts.SessionTTL)
+// CallLog logs the events of one call answered as an event stream. The
+// stream is named, recorded and leased when its first event is logged
+// (most calls never stream); from then on a goroutine renews the lease
+// until End or Close, which wait for it. A CallLog is not safe for
+// concurrent use: the call's stream writes one event at a time.
+type CallLog struct {
+	r     *Router
+	sid   string
+	reqID json.RawMessage
+
+	stream string        // "" until the first event
+	closed bool          // End or Close has run
+	stop   chan struct{} // closed by Close: the renewer returns
+	done   chan struct{} // closed when the renewer has returned
 }
 
-// CallEventsAfter returns the logged events of call stream stream after
-// log id after, oldest first. store.ErrBadEventID for a malformed id.
+// NewCallLog prepares the log of call reqID of session sid. Nothing is
+// stored until Append.
+func (r *Router) NewCallLog(sid string, reqID jsonrpc.ID) *CallLog {
+	raw, _ := json.Marshal(reqID.Raw())
+	return &CallLog{r: r, sid: sid, reqID: raw}
+}
+
+// Append logs one event (nil data: a priming event) and returns its SSE id.
+func (l *CallLog) Append(ctx context.Context, data []byte) (string, error) {
+	r := l.r
+	switch {
+	case l.closed:
+		return "", errCallLogEnded
+	case l.stream != "":
+		id, err := r.opts.Store.AppendStreamEvent(ctx, l.sid, l.stream, data, r.opts.EventLogSize, r.opts.SessionTTL)
+		if err != nil {
+			return "", err
+		}
+		return CallEventID(l.stream, id), nil
+	}
+	stream := newRandomID("c")
+	id, err := r.opts.Store.StartCallStream(ctx, l.sid, stream, l.reqID, data, r.opts.EventLogSize, r.opts.CallLeaseTTL, r.opts.SessionTTL)
+	if err != nil {
+		return "", err
+	}
+	l.stream = stream
+	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	go l.renew(l.stop, l.done)
+	return CallEventID(stream, id), nil
+}
+
+// End logs the call's answer as the stream's last event, drops the lease
+// and returns the answer's SSE id. Without an earlier event there is no
+// stream: End logs nothing and returns "".
+func (l *CallLog) End(ctx context.Context, data []byte) (string, error) {
+	if l.closed || l.stream == "" {
+		l.Close()
+		return "", nil
+	}
+	r := l.r
+	id, err := r.opts.Store.EndCallStream(ctx, l.sid, l.stream, data, r.opts.EventLogSize, r.opts.SessionTTL)
+	l.Close()
+	if err != nil {
+		return "", err
+	}
+	return CallEventID(l.stream, id), nil
+}
+
+// Close stops renewing the lease (which then lapses: a resume ends with
+// an error unless the answer was logged) and waits for the renewer.
+// Idempotent.
+func (l *CallLog) Close() {
+	if l.closed {
+		return
+	}
+	l.closed = true
+	if l.stop != nil {
+		close(l.stop)
+		<-l.done
+	}
+}
+
+var errCallLogEnded = errors.New("the call's event stream has ended")
+
+// renew keeps the stream's lease while the call runs. A renewal the store
+// refuses (the lease lapsed during a store outage) is not retried: resumes
+// may already have ended the stream with an error.
+func (l *CallLog) renew(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	r := l.r
+	every := max(r.opts.CallLeaseTTL/3, time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		ok, err := r.opts.Store.RenewCallLease(ctx, l.sid, l.stream, r.opts.CallLeaseTTL)
+		cancel()
+		switch {
+		case err != nil:
+			r.log.Warn("renewing a call stream's lease failed", "error", err)
+		case !ok:
+			r.log.Warn("a call stream's lease lapsed while the call ran; resumes end with an error")
+			return
+		}
+	}
+}
+
+// CallEventsAfter returns the logged events of call stream `stream` after
+// log id `after`, oldest first. When the call's instance is gone (its
+// lease lapsed) and no answer was logged, the last event returned is an
+// error answer for the call's request id, under the id `after` (nothing
+// new was logged), so the stream ends like an answered one.
+//
+// ErrUnknownCallStream for a stream the log holds nothing of;
+// store.ErrBadEventID for an id the log never issued.
 func (r *Router) CallEventsAfter(ctx context.Context, sid, stream, after string) ([]store.Event, error) {
-	evs, err := r.opts.Store.EventsAfter(ctx, sid, after, r.opts.EventLogSize)
+	cs, evs, err := r.opts.Store.CallStreamEventsAfter(ctx, sid, stream, after, r.opts.EventLogSize)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrUnknownCallStream
+	}
 	if err != nil {
 		return nil, err
 	}
-	out := evs[:0]
-	for _, e := range evs {
-		if e.Stream == stream {
-			out = append(out, e)
+	if cs.Lost() {
+		last := after
+		if n := len(evs); n > 0 {
+			last = evs[n-1].ID
 		}
+		evs = append(evs, store.Event{ID: last, Stream: stream, Data: lostCallAnswer(cs.RequestID)})
 	}
-	return out, nil
+	return evs, nil
+}
+
+// lostCallAnswer is the error answer of a call whose instance stopped
+// before it answered. An id trimmed from the log is answered as null.
+func lostCallAnswer(reqID json.RawMessage) []byte {
+	if len(reqID) == 0 {
+		reqID = json.RawMessage("null")
+	}
+	msg := map[string]any{"jsonrpc": "2.0", "id": reqID, "error": map[string]any{
+		"code":    CodeInternalError,
+		"message": "the gateway instance running this call stopped before it answered; the call's outcome is unknown",
+	}}
+	b, _ := json.Marshal(msg)
+	return b
 }

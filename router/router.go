@@ -62,6 +62,11 @@ type Options struct {
 	// GET stream drops (default 30s), so a client reconnecting with
 	// Last-Event-ID, on any instance, misses nothing.
 	StreamLinger time.Duration
+	// CallLeaseTTL is the lease of the instance running a call answered as
+	// an event stream, renewed every third of it while the call runs
+	// (default 10s): a resume on another instance gives up on a call whose
+	// instance has been gone this long.
+	CallLeaseTTL time.Duration
 	// Observer, when set, learns the duration and outcome of every backend
 	// exchange of a list or routed request (metrics); nil costs nothing.
 	Observer Observer
@@ -102,6 +107,9 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	}
 	if opts.EventLogSize <= 0 {
 		opts.EventLogSize = 1000
+	}
+	if opts.CallLeaseTTL <= 0 {
+		opts.CallLeaseTTL = 10 * time.Second
 	}
 	if opts.StreamLinger <= 0 {
 		opts.StreamLinger = 30 * time.Second

@@ -172,6 +172,17 @@ func (ev *SessionEvents) position(ctx context.Context, r *Router, sid, lastEvent
 	if err != nil {
 		return err
 	}
+	if len(replay) == 0 {
+		// Nothing follows it: it is the newest event, or one the log never
+		// issued (from the future), which would hide every later event.
+		newest, err := r.opts.Store.LatestEventID(ctx, sid)
+		if err != nil {
+			return err
+		}
+		if err := store.CheckResumeID(lastEventID, newest); err != nil {
+			return err
+		}
+	}
 	ev.PrimeID = lastEventID
 	if n := len(replay); n > 0 {
 		ev.PrimeID = replay[n-1].ID

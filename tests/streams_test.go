@@ -256,3 +256,55 @@ func TestStreams_CallStreamResumedOnAnotherInstance(t *testing.T) {
 		}
 	}
 }
+
+// A resumed call whose instance died never gets an answer: once the dead
+// instance's lease on the call lapses, the resume on the other instance
+// ends with a -32603 error for the call's request id, rather than keeping
+// the client waiting on keep-alives.
+func TestStreams_ResumedCallWhoseInstanceDiedEndsWithAnError(t *testing.T) {
+	c := newClusterWith(t, testsupport.BackendOptions{StreamingTools: true})
+	cfg, err := readFile(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.writeConfig("streams:\n  call_lease: 1s\n" + cfg)
+	a, b := c.start(), c.start()
+	cl := &rawClient{t: t, token: c.token("alice")}
+	cl.initializeCaps(a.URL, `{}`)
+	s := cl.callStreaming(a.URL, 4, "tools/call", map[string]any{"name": "gateway-one-block",
+		"arguments": map[string]any{"tag": "died"}, "_meta": map[string]any{"progressToken": "t"}})
+	prime := s.nextRaw()
+	if !strings.Contains(prime.ID, "_") {
+		t.Fatalf("first event %+v: want a priming event with a call-stream id", prime)
+	}
+	s.close()
+	a.Kill()
+
+	resumed := cl.stream(b.URL, prime.ID)
+	ev := resumed.next()
+	var answer struct {
+		ID    any `json:"id"`
+		Error *struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(ev.Data), &answer); err != nil || answer.Error == nil ||
+		answer.Error.Code != -32603 || fmt.Sprint(answer.ID) != "4" {
+		t.Fatalf("resumed stream gave %s, want a -32603 error for request 4", ev.Data)
+	}
+	// The error ends the stream, as an answer would.
+	for {
+		select {
+		case e, ok := <-resumed.events:
+			if !ok {
+				return
+			}
+			if e.msg != nil {
+				t.Fatalf("event after the terminal error: %s", e.Data)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("the resumed stream did not end after the terminal error")
+		}
+	}
+}

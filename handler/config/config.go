@@ -70,6 +70,10 @@ type Streams struct {
 	// ClientRequestTimeout bounds how long a backend's sampling,
 	// elicitation or roots request waits for the client.
 	ClientRequestTimeout time.Duration
+	// CallLease is how long a call answered as an event stream may go
+	// without its instance renewing its lease before a resume on another
+	// instance ends the stream with an error (the instance is gone).
+	CallLease time.Duration
 	// KeepAlive is how often an idle SSE stream (GET, or a running call's
 	// answer) carries a comment.
 	KeepAlive time.Duration
@@ -161,6 +165,7 @@ type rawStreams struct {
 	Linger               *string `yaml:"linger"`
 	ClientRequestTimeout *string `yaml:"client_request_timeout"`
 	KeepAlive            *string `yaml:"keep_alive"`
+	CallLease            *string `yaml:"call_lease"`
 }
 
 type rawAuth struct {

@@ -498,12 +498,12 @@ func TestConfig_SecretsNeverAppearInErrors(t *testing.T) {
 }
 
 func TestConfig_StreamsSection(t *testing.T) {
-	cfg, err := Parse([]byte("streams:\n  event_log_size: 50\n  linger: 10s\n  client_request_timeout: 2m\n  keep_alive: 20s\n"+minimal), src)
+	cfg, err := Parse([]byte("streams:\n  event_log_size: 50\n  linger: 10s\n  client_request_timeout: 2m\n  keep_alive: 20s\n  call_lease: 4s\n"+minimal), src)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Streams.EventLogSize != 50 || cfg.Streams.Linger != 10*time.Second || cfg.Streams.ClientRequestTimeout != 2*time.Minute ||
-		cfg.Streams.KeepAlive != 20*time.Second {
+		cfg.Streams.KeepAlive != 20*time.Second || cfg.Streams.CallLease != 4*time.Second {
 		t.Fatalf("streams = %+v", cfg.Streams)
 	}
 	for _, bad := range []struct{ yaml, want string }{
@@ -511,6 +511,7 @@ func TestConfig_StreamsSection(t *testing.T) {
 		{"streams:\n  linger: soon\n", "streams.linger"},
 		{"streams:\n  client_request_timeout: 0s\n", "streams.client_request_timeout"},
 		{"streams:\n  keep_alive: 10ms\n", "streams.keep_alive: must be at least 100ms"},
+		{"streams:\n  call_lease: 500ms\n", "streams.call_lease: must be at least 1s"},
 		{"streams:\n  bogus: 1\n", "bogus"},
 	} {
 		checkErr(t, bad.yaml+minimal, bad.want)

@@ -76,6 +76,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		cfg.Streams.Linger = v.duration("streams.linger", st.Linger, 0, time.Millisecond)
 		cfg.Streams.ClientRequestTimeout = v.duration("streams.client_request_timeout", st.ClientRequestTimeout, 0, time.Second)
 		cfg.Streams.KeepAlive = v.duration("streams.keep_alive", st.KeepAlive, 0, 100*time.Millisecond)
+		cfg.Streams.CallLease = v.duration("streams.call_lease", st.CallLease, 0, time.Second)
 	}
 
 	cfg.VirtualHosts = map[string]*router.VirtualHost{}

@@ -76,6 +76,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 
 		EventLogSize:         cfg.Streams.EventLogSize,
 		StreamLinger:         cfg.Streams.Linger,
+		CallLeaseTTL:         cfg.Streams.CallLease,
 		ClientRequestTimeout: cfg.Streams.ClientRequestTimeout,
 		Observer:             observer,
 	})
