@@ -21,7 +21,7 @@ func (r *Router) cursorKey(ctx context.Context) ([]byte, error) {
 	if r.key != nil && time.Now().Before(r.keyUntil) {
 		return r.key, nil
 	}
-	k, err := r.opts.Store.SigningKey(ctx, "cursor")
+	k, err := r.opts.Store.SigningKey(ctx, "cursor", nil)
 	if err != nil {
 		return nil, err
 	}

@@ -114,7 +114,7 @@ func TestCluster_SessionKeysShareOneSlot(t *testing.T) {
 	useCluster(t)
 	ctx := t.Context()
 	s := newRedis(t)
-	if _, err := s.SigningKey(ctx, "cursor"); err != nil { // a non-session key, for contrast
+	if _, err := s.SigningKey(ctx, "cursor", nil); err != nil { // a non-session key, for contrast
 		t.Fatal(err)
 	}
 	nodesUsed := map[int]bool{}

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"maps"
@@ -232,9 +231,12 @@ func (m *Memory) DeleteSession(_ context.Context, id string) error {
 	return nil
 }
 
-// SigningKey returns the named key, creating it on first use; each call
-// keeps it alive for another 30 days.
-func (m *Memory) SigningKey(_ context.Context, name string) ([]byte, error) {
+// SigningKey returns the named key, storing candidate (or a random key)
+// when there is none; each call keeps it alive for another 30 days.
+func (m *Memory) SigningKey(_ context.Context, name string, candidate []byte) ([]byte, error) {
+	if candidate != nil && len(candidate) != signingKeySize {
+		return nil, fmt.Errorf("store: signing key %q: candidate has %d bytes, want %d", name, len(candidate), signingKeySize)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -243,10 +245,11 @@ func (m *Memory) SigningKey(_ context.Context, name string) ([]byte, error) {
 	now := time.Now()
 	k, ok := m.keys[name]
 	if !ok || !now.Before(k.expires) {
-		k = &memKey{key: make([]byte, 32)}
-		if _, err := rand.Read(k.key); err != nil {
+		key, err := keyCandidate(candidate)
+		if err != nil {
 			return nil, fmt.Errorf("store: signing key %q: %w", name, err)
 		}
+		k = &memKey{key: key}
 		m.keys[name] = k
 	}
 	k.expires = now.Add(signingKeyTTL)

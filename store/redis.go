@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,10 +25,6 @@ type RedisOptions struct {
 
 // DefaultKeyPrefix is the key prefix used when RedisOptions.KeyPrefix is empty.
 const DefaultKeyPrefix = "mcpgw"
-
-// signingKeyTTL bounds how long an unused signing key survives; every
-// SigningKey call pushes it out again, so a key in use never expires.
-const signingKeyTTL = 30 * 24 * time.Hour
 
 // Hash fields of a session. The b: and s: prefixes keep backend keys and
 // URIs from colliding with each other or with the fixed fields.
@@ -218,20 +213,23 @@ func (r *Redis) DeleteSession(ctx context.Context, id string) error {
 	return nil
 }
 
-// SigningKey pipelines SET NX (only the first instance's random key wins)
-// and GETEX (read whichever won, refreshing its TTL), so every instance gets
+// SigningKey pipelines SET NX (only the first caller's candidate wins) and
+// GETEX (read whichever won, refreshing its TTL), so every instance gets
 // the same key in one round trip.
-func (r *Redis) SigningKey(ctx context.Context, name string) ([]byte, error) {
+func (r *Redis) SigningKey(ctx context.Context, name string, candidate []byte) ([]byte, error) {
+	if candidate != nil && len(candidate) != signingKeySize {
+		return nil, fmt.Errorf("store: signing key %q: candidate has %d bytes, want %d", name, len(candidate), signingKeySize)
+	}
 	key := SigningKeyKey(r.prefix, name)
 	// Retry covers the key expiring between SET NX and GETEX.
 	for range 3 {
-		candidate := make([]byte, 32)
-		if _, err := rand.Read(candidate); err != nil {
-			return nil, fmt.Errorf("store: signing key: %w", err)
+		offer, err := keyCandidate(candidate)
+		if err != nil {
+			return nil, fmt.Errorf("store: signing key %q: %w", name, err)
 		}
 		var get *redis.StringCmd
-		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.SetNX(ctx, key, candidate, signingKeyTTL)
+		_, err = r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.SetNX(ctx, key, offer, signingKeyTTL)
 			get = p.GetEx(ctx, key, signingKeyTTL)
 			return nil
 		})
@@ -242,8 +240,8 @@ func (r *Redis) SigningKey(ctx context.Context, name string) ([]byte, error) {
 			return nil, fmt.Errorf("store: signing key %q: %w", name, err)
 		}
 		v, _ := get.Bytes()
-		if len(v) != 32 {
-			return nil, fmt.Errorf("store: signing key %q: stored key has %d bytes, want 32", name, len(v))
+		if len(v) != signingKeySize {
+			return nil, fmt.Errorf("store: signing key %q: stored key has %d bytes, want %d", name, len(v), signingKeySize)
 		}
 		return v, nil
 	}

@@ -20,7 +20,7 @@ func everyKeyHasTTL(t *testing.T) {
 	r := newRedis(t)
 	target.flush(t)
 	create(t, r, sampleSession("s1"), time.Minute)
-	if _, err := r.SigningKey(ctx, "jwt"); err != nil {
+	if _, err := r.SigningKey(ctx, "jwt", nil); err != nil {
 		t.Fatal(err)
 	}
 	for op, write := range childWrites {

@@ -88,9 +88,12 @@ type Store interface {
 	// DeleteSession removes every key of the session (record, event log,
 	// stream claim). ErrNotFound if the record was absent.
 	DeleteSession(ctx context.Context, id string) error
-	// SigningKey returns a random 32-byte key shared by every instance,
-	// creating it on first use. Its TTL is refreshed on every call.
-	SigningKey(ctx context.Context, name string) ([]byte, error)
+	// SigningKey returns the 32-byte key called name that every instance
+	// shares, in one round trip, and refreshes its TTL. When the store
+	// holds none (first use, or the store lost its data), candidate
+	// becomes the key, or a random one when candidate is nil, unless
+	// another caller's got there first: every caller gets the key that won.
+	SigningKey(ctx context.Context, name string, candidate []byte) ([]byte, error)
 	// MarkCancelled records that the client cancelled request reqID and
 	// broadcasts msg (Kind BusCancel) in the same command, so an instance
 	// either receives the broadcast or sees the mark when it loads the

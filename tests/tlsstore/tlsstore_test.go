@@ -224,7 +224,7 @@ func TestStore_WorksOverTLS(t *testing.T) {
 		t.Errorf("second ClaimStream = %q, %v; want previous holder owner-a", prev, err)
 	}
 
-	key, err := s.SigningKey(ctx, "tls-test")
+	key, err := s.SigningKey(ctx, "tls-test", nil)
 	if err != nil || len(key) != 32 {
 		t.Errorf("SigningKey = %d bytes, %v; want 32 bytes", len(key), err)
 	}
