@@ -46,7 +46,7 @@ type memSession struct {
 	record    Session
 	backends  map[string]*BackendSnapshot
 	subs      map[string]struct{}
-	cancelled map[string]bool
+	cancelled map[string]time.Time // request id -> when its mark expires
 	pending   map[string]string
 	answers   map[string][]byte
 	expires   time.Time
@@ -110,19 +110,23 @@ func (m *Memory) CreateSession(_ context.Context, s *Session, ttl time.Duration)
 	if s == nil || s.ID == "" {
 		return errors.New("store: create session: missing session ID")
 	}
+	if err := checkClientMetadata(s); err != nil {
+		return err
+	}
+	now := time.Now()
 	ms := &memSession{
 		record:    copyRecord(s),
 		backends:  make(map[string]*BackendSnapshot, len(s.Backends)),
 		subs:      make(map[string]struct{}, len(s.Subscriptions)),
-		cancelled: make(map[string]bool, len(s.Cancelled)),
+		cancelled: make(map[string]time.Time, len(s.Cancelled)),
 		pending:   maps.Clone(s.Pending),
 	}
 	if ms.pending == nil {
 		ms.pending = make(map[string]string)
 	}
 	for reqID, ok := range s.Cancelled {
-		if ok {
-			ms.cancelled[reqID] = true
+		if ok && markable(reqID) {
+			ms.cancelled[reqID] = now.Add(DefaultCancelMarkTTL)
 		}
 	}
 	for k, b := range s.Backends {
@@ -138,7 +142,7 @@ func (m *Memory) CreateSession(_ context.Context, s *Session, ttl time.Duration)
 	if m.closed {
 		return errClosed
 	}
-	ms.expires = time.Now().Add(ttl)
+	ms.expires = now.Add(ttl)
 	m.sessions[s.ID] = ms
 	delete(m.logs, s.ID)
 	delete(m.claims, s.ID)
@@ -158,9 +162,7 @@ func (m *Memory) LoadSession(_ context.Context, id string, ttl time.Duration) (*
 			}
 		}
 		s.Subscriptions = slices.Sorted(maps.Keys(ms.subs))
-		if len(ms.cancelled) > 0 {
-			s.Cancelled = maps.Clone(ms.cancelled)
-		}
+		s.Cancelled = ms.liveMarks(time.Now())
 		if len(ms.pending) > 0 {
 			s.Pending = maps.Clone(ms.pending)
 		}
@@ -197,7 +199,13 @@ func (m *Memory) SetLogLevel(_ context.Context, id, level string, ttl time.Durat
 
 // AddSubscription records a subscription; adding it twice is a no-op.
 func (m *Memory) AddSubscription(_ context.Context, id, uri string, ttl time.Duration) error {
+	if err := checkSubscriptionURI(uri); err != nil {
+		return err
+	}
 	return m.update(id, ttl, func(ms *memSession) error {
+		if _, ok := ms.subs[uri]; !ok && len(ms.subs) >= MaxSubscriptions {
+			return errTooManySubs
+		}
 		ms.subs[uri] = struct{}{}
 		return nil
 	})

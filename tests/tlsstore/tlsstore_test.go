@@ -180,7 +180,7 @@ func TestStore_WorksOverTLS(t *testing.T) {
 	stop := s.Subscribe(func(m store.BusMessage) { msgs <- m })
 	defer stop()
 	cancel := store.BusMessage{Kind: store.BusCancel, Session: id, ID: "7", Data: json.RawMessage(`{"reason":"user"}`)}
-	if err := s.MarkCancelled(ctx, id, "7", cancel, time.Minute); err != nil {
+	if err := s.MarkCancelled(ctx, id, "7", cancel, time.Minute, time.Minute); err != nil {
 		t.Fatalf("MarkCancelled: %v", err)
 	}
 	wantMsg := cancel
