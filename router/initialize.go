@@ -35,6 +35,9 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	if p.ProtocolVersion == "" {
 		return nil, errorResponse(req.ID, invalidParams("initialize needs params.protocolVersion"))
 	}
+	if rerr := clientMetadataRefusal(p.ClientInfo, p.Capabilities); rerr != nil {
+		return nil, errorResponse(req.ID, rerr)
+	}
 	if len(p.Capabilities) == 0 || string(p.Capabilities) == "null" {
 		p.Capabilities = json.RawMessage(`{}`)
 	} else if p.Capabilities[0] != '{' {
