@@ -86,8 +86,10 @@ func (r *Router) track(ctx context.Context, c *Call) (context.Context, func()) {
 		r.inflight.removeCall(c.Session.ID, id)
 		cancel(nil)
 		if marked || errors.Is(context.Cause(ctx), errCancelledByClient) {
-			// Best effort: a stale mark only costs a field until the TTL.
-			_ = r.opts.Store.ClearCancelled(context.WithoutCancel(ctx), c.Session.ID, id)
+			// Best effort: a stale mark only lives until it expires.
+			if err := r.opts.Store.ClearCancelled(context.WithoutCancel(ctx), c.Session.ID, id); err != nil {
+				r.log.Warn("clearing a cancel mark failed", "error", err)
+			}
 		}
 	}
 }

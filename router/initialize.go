@@ -75,8 +75,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	wg.Wait()
 
 	if err := r.opts.Store.CreateSession(ctx, sess, r.opts.SessionTTL); err != nil {
-		r.log.Error("storing session failed", "vhost", vhostName, "error", err)
-		return nil, errorResponse(req.ID, rpcError(CodeInternalError, "session store unavailable"))
+		return nil, r.storeUnavailable(req.ID, err)
 	}
 
 	result := map[string]any{

@@ -99,7 +99,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		err = r.opts.Store.RemoveSubscription(ctx, c.Session.ID, t.public, r.opts.SessionTTL)
 	}
 	if err != nil {
-		return errorResponse(c.Request.ID, subscriptionStoreError(t.public, err))
+		return r.subscriptionStoreError(c.Request.ID, t.public, err)
 	}
 	if method == "resources/subscribe" || method == "resources/unsubscribe" {
 		// The instance holding the session's GET stream re-subscribes its

@@ -213,8 +213,11 @@ func (r *Router) setLevel(ctx context.Context, c *Call) *jsonrpc.Response {
 	default:
 		return errorResponse(c.Request.ID, invalidParams("unknown log level %q", p.Level))
 	}
-	if err := r.opts.Store.SetLogLevel(ctx, c.Session.ID, p.Level, r.opts.SessionTTL); err != nil {
-		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "storing log level failed"))
+	switch err := r.opts.Store.SetLogLevel(ctx, c.Session.ID, p.Level, r.opts.SessionTTL); {
+	case errors.Is(err, store.ErrNotFound):
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "the session has ended"))
+	case err != nil:
+		return r.storeUnavailable(c.Request.ID, err)
 	}
 	r.listenersChanged(ctx, c.Session.ID)
 	return resultResponse(c.Request.ID, json.RawMessage(`{}`))

@@ -27,15 +27,18 @@ func subscribeRefusal(sess *store.Session, uri string) *jsonrpc.Error {
 	return nil
 }
 
-// subscriptionStoreError answers a subscription the store did not record.
-func subscriptionStoreError(uri string, err error) *jsonrpc.Error {
+// subscriptionStoreError answers request id, a subscription of uri the
+// store did not record.
+func (r *Router) subscriptionStoreError(id jsonrpc.ID, uri string, err error) *jsonrpc.Response {
 	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return errorResponse(id, rpcError(CodeInternalError, "the session has ended"))
 	case !errors.Is(err, store.ErrLimit):
-		return rpcError(CodeInternalError, "recording subscription failed")
+		return r.storeUnavailable(id, err)
 	case len(uri) > store.MaxSubscriptionURIBytes:
-		return uriTooLong()
+		return errorResponse(id, uriTooLong())
 	default:
-		return tooManySubscriptions()
+		return errorResponse(id, tooManySubscriptions())
 	}
 }
 

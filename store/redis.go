@@ -22,6 +22,10 @@ type RedisOptions struct {
 	// can share a Redis. Default "mcpgw". It must not contain '{' or '}',
 	// which would move the Redis Cluster hash tag.
 	KeyPrefix string
+	// Timeout bounds every Redis command and pipeline the store sends,
+	// connection wait, dial and retries included (see redis_timeout.go);
+	// past it the operation fails. Default DefaultTimeout.
+	Timeout time.Duration
 }
 
 // DefaultKeyPrefix is the key prefix used when RedisOptions.KeyPrefix is empty.
@@ -78,11 +82,21 @@ func NewRedis(rawURL string, opts RedisOptions) (*Redis, error) {
 	if strings.ContainsAny(prefix, "{}") {
 		return nil, fmt.Errorf("store: key prefix %q must not contain '{' or '}'", prefix)
 	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	if timeout < 0 {
+		return nil, fmt.Errorf("store: timeout %v must not be negative", timeout)
+	}
 	cfg, err := ParseRedisURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	return &Redis{client: cfg.NewClient(), prefix: prefix, instanceID: newInstanceID(),
+	cfg.boundByContext()
+	client := cfg.NewClient()
+	client.AddHook(timeoutHook{timeout})
+	return &Redis{client: client, prefix: prefix, instanceID: newInstanceID(),
 		plaintext: strings.HasPrefix(rawURL, "redis://") || strings.HasPrefix(rawURL, "redis+")}, nil
 }
 

@@ -232,7 +232,7 @@ func (r *Redis) encodeBus(msg BusMessage) ([]byte, error) {
 	return json.Marshal(msg)
 }
 
-// markCancelled: KEYS[1] session hash; ARGV: ttl ms, field ('' = publish
+// markCancelled: KEYS[1] session hash; ARGV: ttl ms, field (empty: publish
 // only), channel, message, now (Unix µs), the mark's expiry (Unix µs), the
 // most live marks a session keeps. The session's marks are read with
 // HSCAN MATCH into a table (which also drops the duplicates SCAN may
