@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 
 	"github.com/mcpgw/gateway/router/upstream"
@@ -62,11 +63,10 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	// means "first page".
 	positions := map[string]backendCursor{}
 	if p.Cursor != nil {
-		key, err := r.cursorKey(ctx)
-		if err != nil {
-			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cursor key unavailable"))
+		st, err := r.openCursor(ctx, *p.Cursor)
+		if errors.Is(err, errStoreUnavailable) {
+			return r.storeUnavailable(c.Request.ID, err)
 		}
-		st, err := decodeCursor(key, *p.Cursor)
 		if err != nil || st.Op != op.method || st.VHost != v.name {
 			return errorResponse(c.Request.ID, invalidParams("invalid cursor for %s on this virtual host", op.method))
 		}
@@ -96,6 +96,9 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	wg.Wait()
 
 	raw, err := r.mergePages(ctx, v, op, positions, results)
+	if errors.Is(err, errStoreUnavailable) {
+		return r.storeUnavailable(c.Request.ID, err)
+	}
 	if err != nil {
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "building %s result: %v", op.method, err))
 	}

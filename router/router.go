@@ -81,9 +81,7 @@ type Router struct {
 	streams  *streamHub
 	stopBus  func()
 
-	keyMu    sync.Mutex
-	key      []byte
-	keyUntil time.Time
+	cursorKeys *sharedKey
 }
 
 // New compiles the virtual hosts into a routing table.
@@ -109,7 +107,8 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	if opts.Info.Name == "" {
 		opts.Info = Implementation{Name: "mcpgw", Version: "dev"}
 	}
-	r := &Router{opts: opts, log: opts.Logger, inflight: newInflight()}
+	r := &Router{opts: opts, log: opts.Logger, inflight: newInflight(),
+		cursorKeys: newSharedKey(opts.Store, cursorKeyName, opts.CursorSecret)}
 	r.streams = newStreamHub(r)
 	r.table.Store(newRoutingTable(vhosts))
 	r.stopBus = opts.Store.Subscribe(r.onBus)

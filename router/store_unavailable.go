@@ -1,6 +1,10 @@
 package router
 
-import "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+import (
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
 
 // A request whose store operation fails (the store is down, or slower than
 // its timeout) is answered -32603 "session store unavailable", and the
@@ -11,6 +15,10 @@ import "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 // msgStoreUnavailable is the message of every such answer.
 const msgStoreUnavailable = "session store unavailable"
+
+// errStoreUnavailable wraps a store failure that must fail the request,
+// from code that returns errors rather than responses.
+var errStoreUnavailable = errors.New(msgStoreUnavailable)
 
 // storeFailure marks a response in its Extra (which never reaches the wire).
 type storeFailure struct{}

@@ -67,17 +67,20 @@ func handleWithin(t *testing.T, r *router.Router, sess *store.Session, method st
 // unavailable", marked so the transport answers HTTP 503.
 func TestStoreUnavailable_FailsTheRequestMarkedFor503(t *testing.T) {
 	f, sess, pause := stalledFixture(t)
+	page2, _ := cursorOf(result(t, f.call(sess.ID, "tools/list", nil)))
 	pause()
 	for _, c := range []struct {
-		method string
-		params any
+		name, method string
+		params       any
 	}{
-		{"logging/setLevel", map[string]any{"level": "debug"}},
-		{"resources/subscribe", map[string]any{"uri": "gateway-two-test://counter"}},
+		{"log level", "logging/setLevel", map[string]any{"level": "debug"}},
+		{"subscription", "resources/subscribe", map[string]any{"uri": "gateway-two-test://counter"}},
+		{"signing a cursor", "tools/list", nil},
+		{"an unknown cursor, after the keys known here", "tools/list", map[string]any{"cursor": tamper(page2)}},
 	} {
 		resp := handleWithin(t, f.router, sess, c.method, c.params)
 		if e := rpcErr(t, resp); e.Code != router.CodeInternalError || e.Message != "session store unavailable" || !router.StoreUnavailable(resp) {
-			t.Errorf("%s: %d %q (marked %v), want -32603 session store unavailable, marked", c.method, e.Code, e.Message, router.StoreUnavailable(resp))
+			t.Errorf("%s: %d %q (marked %v), want -32603 session store unavailable, marked", c.name, e.Code, e.Message, router.StoreUnavailable(resp))
 		}
 	}
 	req := &jsonrpc.Request{ID: mustID(1), Method: "initialize",
