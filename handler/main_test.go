@@ -41,6 +41,9 @@ type gw struct {
 	srv   *httptest.Server
 	store store.Store
 	one   *testsupport.Backend // gateway-one, with the streaming tools
+	// client sends do's requests: http.DefaultClient unless
+	// gwOptions.clientTimeout is set.
+	client *http.Client
 }
 
 type gwOptions struct {
@@ -52,11 +55,16 @@ type gwOptions struct {
 	metrics   *metrics.Metrics // also the router's observer
 	// oneTimeout is gateway-one's backend timeout (default 5s).
 	oneTimeout time.Duration
+	// redis is the store's server (default: the shared one); storeTimeout
+	// its store.timeout; clientTimeout bounds every request of do.
+	redis                       *testsupport.RedisServer
+	storeTimeout, clientTimeout time.Duration
 }
 
 func startGateway(t *testing.T, o gwOptions) *gw {
 	t.Helper()
-	st, err := store.NewRedis(redisSrv.URL(), store.RedisOptions{KeyPrefix: fmt.Sprintf("h%d", time.Now().UnixNano())})
+	st, err := store.NewRedis(cmp.Or(o.redis, redisSrv).URL(),
+		store.RedisOptions{KeyPrefix: fmt.Sprintf("h%d", time.Now().UnixNano()), Timeout: o.storeTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +97,11 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &gw{t: t, url: srv.URL, srv: srv, store: st, one: one}
+	client := http.DefaultClient
+	if o.clientTimeout > 0 {
+		client = &http.Client{Timeout: o.clientTimeout}
+	}
+	return &gw{t: t, url: srv.URL, srv: srv, store: st, one: one, client: client}
 }
 
 func (g *gw) token(sub string) string {
@@ -153,7 +165,7 @@ func (g *gw) do(r req) *resp {
 		}
 		hr.Header.Set(k, v)
 	}
-	res, err := http.DefaultClient.Do(hr)
+	res, err := g.client.Do(hr)
 	if err != nil {
 		g.t.Fatal(err)
 	}

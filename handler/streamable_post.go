@@ -173,8 +173,13 @@ func mustJSON(v any) []byte {
 }
 
 // writeResponse answers a call as application/json when the client accepts
-// it, else as a one-event SSE stream.
+// it, else as a one-event SSE stream; a call the session store failed gets
+// HTTP 503.
 func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, jsonOK bool) {
+	if router.StoreUnavailable(resp) {
+		writeHTTPErrorID(w, http.StatusServiceUnavailable, resp.ID, codeInternalError, "session store unavailable")
+		return
+	}
 	data, err := wire.EncodeResponse(resp)
 	if err != nil {
 		writeHTTPError(w, http.StatusInternalServerError, codeInternalError, "cannot encode response")

@@ -35,7 +35,7 @@ func (r *Router) Notify(ctx context.Context, c *Call) error {
 			return nil
 		}
 		msg := store.BusMessage{Kind: store.BusCancel, Session: c.Session.ID, ID: id}
-		return r.opts.Store.MarkCancelled(ctx, c.Session.ID, id, msg, r.opts.SessionTTL)
+		return r.opts.Store.MarkCancelled(ctx, c.Session.ID, id, msg, cancelMarkTTL, r.opts.SessionTTL)
 	}
 	return nil
 }
@@ -65,6 +65,12 @@ func (r *Router) Deliver(ctx context.Context, sess *store.Session, resp *jsonrpc
 	return err
 }
 
+// cancelMarkTTL is how long a cancel for a request running nowhere is
+// remembered: the mark only serves a request that its cancel overtook (sent
+// first, on another connection, to another instance), which arrives within
+// seconds or not at all. An expired mark costs nothing; the store drops it.
+const cancelMarkTTL = store.DefaultCancelMarkTTL
+
 // track registers a call so a cancel can reach it, and honours a cancel
 // that arrived before it (the mark in the loaded session). The returned
 // func unregisters the call and clears a mark acted on.
@@ -80,8 +86,10 @@ func (r *Router) track(ctx context.Context, c *Call) (context.Context, func()) {
 		r.inflight.removeCall(c.Session.ID, id)
 		cancel(nil)
 		if marked || errors.Is(context.Cause(ctx), errCancelledByClient) {
-			// Best effort: a stale mark only costs a field until the TTL.
-			_ = r.opts.Store.ClearCancelled(context.WithoutCancel(ctx), c.Session.ID, id)
+			// Best effort: a stale mark only lives until it expires.
+			if err := r.opts.Store.ClearCancelled(context.WithoutCancel(ctx), c.Session.ID, id); err != nil {
+				r.log.Warn("clearing a cancel mark failed", "error", err)
+			}
 		}
 	}
 }

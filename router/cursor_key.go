@@ -2,29 +2,40 @@ package router
 
 import (
 	"context"
-	"time"
+	"fmt"
 )
 
-// cursorKeyTTL bounds how long an instance trusts its cached copy of the
-// shared cursor key before reading it again (which also refreshes the key's
-// TTL in the store, so it never expires while any instance is running).
-const cursorKeyTTL = 10 * time.Minute
+// Pagination cursors are signed with cursor_secret_env, or else with a key
+// shared through the store that every instance agrees on (sharedKey).
 
-// cursorKey returns the key that signs pagination cursors: the configured
-// secret, or the one every instance shares through the store.
+// cursorKeyName names the cursor key in the store.
+const cursorKeyName = "cursor"
+
+// cursorKey returns the key to sign a new cursor with. An error wraps
+// errStoreUnavailable: the store could not be read.
 func (r *Router) cursorKey(ctx context.Context) ([]byte, error) {
-	if len(r.opts.CursorSecret) > 0 {
-		return r.opts.CursorSecret, nil
-	}
-	r.keyMu.Lock()
-	defer r.keyMu.Unlock()
-	if r.key != nil && time.Now().Before(r.keyUntil) {
-		return r.key, nil
-	}
-	k, err := r.opts.Store.SigningKey(ctx, "cursor")
+	key, err := r.cursorKeys.signingKey(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: cursor key: %w", errStoreUnavailable, err)
 	}
-	r.key, r.keyUntil = k, time.Now().Add(cursorKeyTTL)
-	return k, nil
+	return key, nil
+}
+
+// openCursor verifies and decodes a client's cursor: errBadCursor when no
+// key it may have been signed with accepts it, an error wrapping
+// errStoreUnavailable when that took a store read that failed.
+func (r *Router) openCursor(ctx context.Context, token string) (*cursorState, error) {
+	var st *cursorState
+	ok, err := r.cursorKeys.verify(ctx, func(key []byte) bool {
+		var err error
+		st, err = decodeCursor(key, token)
+		return err == nil
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: cursor key: %w", errStoreUnavailable, err)
+	case !ok:
+		return nil, errBadCursor
+	}
+	return st, nil
 }

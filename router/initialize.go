@@ -35,6 +35,9 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	if p.ProtocolVersion == "" {
 		return nil, errorResponse(req.ID, invalidParams("initialize needs params.protocolVersion"))
 	}
+	if rerr := clientMetadataRefusal(p.ClientInfo, p.Capabilities); rerr != nil {
+		return nil, errorResponse(req.ID, rerr)
+	}
 	if len(p.Capabilities) == 0 || string(p.Capabilities) == "null" {
 		p.Capabilities = json.RawMessage(`{}`)
 	} else if p.Capabilities[0] != '{' {
@@ -72,8 +75,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	wg.Wait()
 
 	if err := r.opts.Store.CreateSession(ctx, sess, r.opts.SessionTTL); err != nil {
-		r.log.Error("storing session failed", "vhost", vhostName, "error", err)
-		return nil, errorResponse(req.ID, rpcError(CodeInternalError, "session store unavailable"))
+		return nil, r.storeUnavailable(req.ID, err)
 	}
 
 	result := map[string]any{

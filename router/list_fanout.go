@@ -63,11 +63,10 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	// means "first page".
 	positions := map[string]backendCursor{}
 	if p.Cursor != nil {
-		key, err := r.cursorKey(ctx)
-		if err != nil {
-			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cursor key unavailable"))
+		st, err := r.openCursor(ctx, *p.Cursor)
+		if errors.Is(err, errStoreUnavailable) {
+			return r.storeUnavailable(c.Request.ID, err)
 		}
-		st, err := decodeCursor(key, *p.Cursor)
 		if err != nil || !st.accepts(op.method, v.name, c.Session.Principal) {
 			return errorResponse(c.Request.ID, invalidParams("invalid cursor for %s on this virtual host", op.method))
 		}
@@ -99,6 +98,8 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	raw, err := r.mergePages(ctx, v, op, c.Session.Principal, positions, results)
 	var stranded *strandedPagesError
 	switch {
+	case errors.Is(err, errStoreUnavailable):
+		return r.storeUnavailable(c.Request.ID, err)
 	case errors.As(err, &stranded):
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "%s", stranded.Error()))
 	case err != nil:

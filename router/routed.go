@@ -33,6 +33,9 @@ type target struct {
 func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	method := c.Request.Method
 	t, rerr := r.resolve(v, method, c.Request.Params)
+	if rerr == nil && method == "resources/subscribe" {
+		rerr = subscribeRefusal(c.Session, t.public)
+	}
 	if rerr != nil {
 		return errorResponse(c.Request.ID, rerr)
 	}
@@ -96,7 +99,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		err = r.opts.Store.RemoveSubscription(ctx, c.Session.ID, t.public, r.opts.SessionTTL)
 	}
 	if err != nil {
-		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "recording subscription failed"))
+		return r.subscriptionStoreError(c.Request.ID, t.public, err)
 	}
 	if method == "resources/subscribe" || method == "resources/unsubscribe" {
 		// The instance holding the session's GET stream re-subscribes its

@@ -86,9 +86,7 @@ type Router struct {
 	streams  *streamHub
 	stopBus  func()
 
-	keyMu    sync.Mutex
-	key      []byte
-	keyUntil time.Time
+	cursorKeys *sharedKey
 }
 
 // New compiles the virtual hosts into a routing table.
@@ -117,7 +115,8 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	if opts.Info.Name == "" {
 		opts.Info = Implementation{Name: "mcpgw", Version: "dev"}
 	}
-	r := &Router{opts: opts, log: opts.Logger, inflight: newInflight()}
+	r := &Router{opts: opts, log: opts.Logger, inflight: newInflight(),
+		cursorKeys: newSharedKey(opts.Store, cursorKeyName, opts.CursorSecret)}
 	r.streams = newStreamHub(r)
 	r.table.Store(newRoutingTable(vhosts))
 	r.stopBus = opts.Store.Subscribe(r.onBus)
@@ -221,8 +220,11 @@ func (r *Router) setLevel(ctx context.Context, c *Call) *jsonrpc.Response {
 	default:
 		return errorResponse(c.Request.ID, invalidParams("unknown log level %q", p.Level))
 	}
-	if err := r.opts.Store.SetLogLevel(ctx, c.Session.ID, p.Level, r.opts.SessionTTL); err != nil {
-		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "storing log level failed"))
+	switch err := r.opts.Store.SetLogLevel(ctx, c.Session.ID, p.Level, r.opts.SessionTTL); {
+	case errors.Is(err, store.ErrNotFound):
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "the session has ended"))
+	case err != nil:
+		return r.storeUnavailable(c.Request.ID, err)
 	}
 	r.listenersChanged(ctx, c.Session.ID)
 	return resultResponse(c.Request.ID, json.RawMessage(`{}`))

@@ -52,7 +52,7 @@ func TestStore_CancelMarkSeenOnLoadAndBroadcast(t *testing.T) {
 		got, _ := collect(t, s)
 		reqID := `"abc"`
 		msg := store.BusMessage{Kind: store.BusCancel, Session: "s1", ID: reqID, Data: json.RawMessage(`{"reason":"user"}`)}
-		if err := s.MarkCancelled(ctx, "s1", reqID, msg, time.Minute); err != nil {
+		if err := s.MarkCancelled(ctx, "s1", reqID, msg, time.Minute, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		want := msg
@@ -89,7 +89,7 @@ func TestStore_MarkCancelledOnMissingSessionPublishesNothing(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		got, _ := collect(t, s)
 		msg := store.BusMessage{Kind: store.BusCancel, Session: "gone", ID: "1"}
-		if err := s.MarkCancelled(ctx, "gone", "1", msg, time.Minute); !errors.Is(err, store.ErrNotFound) {
+		if err := s.MarkCancelled(ctx, "gone", "1", msg, time.Minute, time.Minute); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("MarkCancelled: err = %v, want ErrNotFound", err)
 		}
 		// The bus is ordered: had the cancel been published, it would

@@ -114,7 +114,7 @@ func TestCluster_SessionKeysShareOneSlot(t *testing.T) {
 	useCluster(t)
 	ctx := t.Context()
 	s := newRedis(t)
-	if _, err := s.SigningKey(ctx, "cursor"); err != nil { // a non-session key, for contrast
+	if _, err := s.SigningKey(ctx, "cursor", nil); err != nil { // a non-session key, for contrast
 		t.Fatal(err)
 	}
 	nodesUsed := map[int]bool{}
@@ -129,7 +129,7 @@ func TestCluster_SessionKeysShareOneSlot(t *testing.T) {
 		}
 		// Touch the hash fields that other operations write, too.
 		msg := store.BusMessage{Kind: store.BusCancel, Session: sid, ID: "7"}
-		if err := s.MarkCancelled(ctx, sid, "7", msg, time.Minute); err != nil {
+		if err := s.MarkCancelled(ctx, sid, "7", msg, time.Minute, time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.AddPending(ctx, sid, "gw-7", s.InstanceID(), time.Minute); err != nil {

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"maps"
@@ -48,7 +47,7 @@ type memSession struct {
 	record    Session
 	backends  map[string]*BackendSnapshot
 	subs      map[string]struct{}
-	cancelled map[string]bool
+	cancelled map[string]time.Time // request id -> when its mark expires
 	pending   map[string]string
 	answers   map[string][]byte
 	expires   time.Time
@@ -113,19 +112,23 @@ func (m *Memory) CreateSession(_ context.Context, s *Session, ttl time.Duration)
 	if s == nil || s.ID == "" {
 		return errors.New("store: create session: missing session ID")
 	}
+	if err := checkClientMetadata(s); err != nil {
+		return err
+	}
+	now := time.Now()
 	ms := &memSession{
 		record:    copyRecord(s),
 		backends:  make(map[string]*BackendSnapshot, len(s.Backends)),
 		subs:      make(map[string]struct{}, len(s.Subscriptions)),
-		cancelled: make(map[string]bool, len(s.Cancelled)),
+		cancelled: make(map[string]time.Time, len(s.Cancelled)),
 		pending:   maps.Clone(s.Pending),
 	}
 	if ms.pending == nil {
 		ms.pending = make(map[string]string)
 	}
 	for reqID, ok := range s.Cancelled {
-		if ok {
-			ms.cancelled[reqID] = true
+		if ok && markable(reqID) {
+			ms.cancelled[reqID] = now.Add(DefaultCancelMarkTTL)
 		}
 	}
 	for k, b := range s.Backends {
@@ -141,7 +144,7 @@ func (m *Memory) CreateSession(_ context.Context, s *Session, ttl time.Duration)
 	if m.closed {
 		return errClosed
 	}
-	ms.expires = time.Now().Add(ttl)
+	ms.expires = now.Add(ttl)
 	m.sessions[s.ID] = ms
 	delete(m.logs, s.ID)
 	delete(m.claims, s.ID)
@@ -161,9 +164,7 @@ func (m *Memory) LoadSession(_ context.Context, id string, ttl time.Duration) (*
 			}
 		}
 		s.Subscriptions = slices.Sorted(maps.Keys(ms.subs))
-		if len(ms.cancelled) > 0 {
-			s.Cancelled = maps.Clone(ms.cancelled)
-		}
+		s.Cancelled = ms.liveMarks(time.Now())
 		if len(ms.pending) > 0 {
 			s.Pending = maps.Clone(ms.pending)
 		}
@@ -200,7 +201,13 @@ func (m *Memory) SetLogLevel(_ context.Context, id, level string, ttl time.Durat
 
 // AddSubscription records a subscription; adding it twice is a no-op.
 func (m *Memory) AddSubscription(_ context.Context, id, uri string, ttl time.Duration) error {
+	if err := checkSubscriptionURI(uri); err != nil {
+		return err
+	}
 	return m.update(id, ttl, func(ms *memSession) error {
+		if _, ok := ms.subs[uri]; !ok && len(ms.subs) >= MaxSubscriptions {
+			return errTooManySubs
+		}
 		ms.subs[uri] = struct{}{}
 		return nil
 	})
@@ -234,9 +241,12 @@ func (m *Memory) DeleteSession(_ context.Context, id string) error {
 	return nil
 }
 
-// SigningKey returns the named key, creating it on first use; each call
-// keeps it alive for another 30 days.
-func (m *Memory) SigningKey(_ context.Context, name string) ([]byte, error) {
+// SigningKey returns the named key, storing candidate (or a random key)
+// when there is none; each call keeps it alive for another 30 days.
+func (m *Memory) SigningKey(_ context.Context, name string, candidate []byte) ([]byte, error) {
+	if candidate != nil && len(candidate) != signingKeySize {
+		return nil, fmt.Errorf("store: signing key %q: candidate has %d bytes, want %d", name, len(candidate), signingKeySize)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -245,10 +255,11 @@ func (m *Memory) SigningKey(_ context.Context, name string) ([]byte, error) {
 	now := time.Now()
 	k, ok := m.keys[name]
 	if !ok || !now.Before(k.expires) {
-		k = &memKey{key: make([]byte, 32)}
-		if _, err := rand.Read(k.key); err != nil {
+		key, err := keyCandidate(candidate)
+		if err != nil {
 			return nil, fmt.Errorf("store: signing key %q: %w", name, err)
 		}
+		k = &memKey{key: key}
 		m.keys[name] = k
 	}
 	k.expires = now.Add(signingKeyTTL)

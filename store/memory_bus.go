@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"maps"
 	"sync/atomic"
 	"time"
 )
@@ -22,13 +23,47 @@ type memBus struct {
 
 // MarkCancelled sets the mark and queues msg (From set to InstanceID)
 // under one lock, so a reader either sees the mark or the message is
-// queued after it. On a missing session it queues nothing: ErrNotFound.
-func (m *Memory) MarkCancelled(_ context.Context, id, reqID string, msg BusMessage, ttl time.Duration) error {
+// queued after it. Like the Redis store it drops expired marks, and the
+// oldest live ones past MaxCancelMarks, and marks no id over
+// MaxCancelIDBytes. On a missing session it queues nothing: ErrNotFound.
+func (m *Memory) MarkCancelled(_ context.Context, id, reqID string, msg BusMessage, markTTL, ttl time.Duration) error {
+	if err := checkTTL(markTTL); err != nil {
+		return err
+	}
 	return m.update(id, ttl, func(ms *memSession) error {
-		ms.cancelled[reqID] = true
+		if markable(reqID) {
+			now := time.Now()
+			delete(ms.cancelled, reqID)
+			maps.DeleteFunc(ms.cancelled, func(_ string, expires time.Time) bool { return !expires.After(now) })
+			for len(ms.cancelled) >= MaxCancelMarks {
+				oldest := ""
+				for k, expires := range ms.cancelled {
+					if oldest == "" || expires.Before(ms.cancelled[oldest]) {
+						oldest = k
+					}
+				}
+				delete(ms.cancelled, oldest)
+			}
+			ms.cancelled[reqID] = now.Add(markTTL)
+		}
 		m.enqueueLocked(msg)
 		return nil
 	})
+}
+
+// liveMarks returns the ids whose cancel marks have not expired at now,
+// or nil if none has.
+func (ms *memSession) liveMarks(now time.Time) map[string]bool {
+	var live map[string]bool
+	for reqID, expires := range ms.cancelled {
+		if expires.After(now) {
+			if live == nil {
+				live = make(map[string]bool, len(ms.cancelled))
+			}
+			live[reqID] = true
+		}
+	}
+	return live
 }
 
 // ClearCancelled removes the mark; a missing session or mark is not an

@@ -2,12 +2,12 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,14 +22,14 @@ type RedisOptions struct {
 	// can share a Redis. Default "mcpgw". It must not contain '{' or '}',
 	// which would move the Redis Cluster hash tag.
 	KeyPrefix string
+	// Timeout bounds every Redis command and pipeline the store sends,
+	// connection wait, dial and retries included (see redis_timeout.go);
+	// past it the operation fails. Default DefaultTimeout.
+	Timeout time.Duration
 }
 
 // DefaultKeyPrefix is the key prefix used when RedisOptions.KeyPrefix is empty.
 const DefaultKeyPrefix = "mcpgw"
-
-// signingKeyTTL bounds how long an unused signing key survives; every
-// SigningKey call pushes it out again, so a key in use never expires.
-const signingKeyTTL = 30 * 24 * time.Hour
 
 // Hash fields of a session. The b: and s: prefixes keep backend keys and
 // URIs from colliding with each other or with the fixed fields.
@@ -38,7 +38,7 @@ const (
 	fieldLogLevel = "loglevel" // overrides meta's logLevel; see SetLogLevel
 	prefixBackend = "b:"
 	prefixSub     = "s:"
-	prefixCancel  = "c:" // c:<reqID> = "1", see MarkCancelled
+	prefixCancel  = "c:" // c:<reqID> = the mark's expiry (Unix µs), see MarkCancelled
 	prefixPending = "p:" // p:<requestID> = instance id, see AddPending
 	prefixAnswer  = "a:" // a:<requestID> = the client's answer, see PostAnswer
 )
@@ -82,11 +82,21 @@ func NewRedis(rawURL string, opts RedisOptions) (*Redis, error) {
 	if strings.ContainsAny(prefix, "{}") {
 		return nil, fmt.Errorf("store: key prefix %q must not contain '{' or '}'", prefix)
 	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	if timeout < 0 {
+		return nil, fmt.Errorf("store: timeout %v must not be negative", timeout)
+	}
 	cfg, err := ParseRedisURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	return &Redis{client: cfg.NewClient(), prefix: prefix, instanceID: newInstanceID(),
+	cfg.boundByContext()
+	client := cfg.NewClient()
+	client.AddHook(timeoutHook{timeout})
+	return &Redis{client: client, prefix: prefix, instanceID: newInstanceID(),
 		plaintext: strings.HasPrefix(rawURL, "redis://") || strings.HasPrefix(rawURL, "redis+")}, nil
 }
 
@@ -126,7 +136,10 @@ func (r *Redis) CreateSession(ctx context.Context, s *Session, ttl time.Duration
 	if s == nil || s.ID == "" {
 		return errors.New("store: create session: missing session ID")
 	}
-	fields, err := sessionFields(s)
+	if err := checkClientMetadata(s); err != nil {
+		return err
+	}
+	fields, err := sessionFields(s, time.Now())
 	if err != nil {
 		return err
 	}
@@ -162,7 +175,7 @@ func (r *Redis) LoadSession(ctx context.Context, id string, ttl time.Duration) (
 	if err != nil {
 		return nil, fmt.Errorf("store: load session: %w", err)
 	}
-	return decodeSession(id, all.Val())
+	return decodeSession(id, all.Val(), time.Now())
 }
 
 // PutBackends writes the snapshots as b:<key> fields.
@@ -188,9 +201,26 @@ func (r *Redis) SetLogLevel(ctx context.Context, id, level string, ttl time.Dura
 	return r.update(ctx, "set log level", hsetIfExists, id, ttl, fieldLogLevel, level)
 }
 
-// AddSubscription records uri as an s:<uri> field (value "1").
+// AddSubscription records uri as an s:<uri> field (value "1"), counting
+// the session's subscriptions in the same script when uri is new.
 func (r *Redis) AddSubscription(ctx context.Context, id, uri string, ttl time.Duration) error {
-	return r.update(ctx, "add subscription", hsetIfExists, id, ttl, prefixSub+uri, "1")
+	if err := checkSubscriptionURI(uri); err != nil {
+		return err
+	}
+	if err := checkTTL(ttl); err != nil {
+		return err
+	}
+	res, err := addSubscription.Run(ctx, r.client, []string{SessionKey(r.prefix, id)},
+		ttl.Milliseconds(), prefixSub+uri, MaxSubscriptions).Int()
+	switch {
+	case err != nil:
+		return fmt.Errorf("store: add subscription: %w", err)
+	case res == 0:
+		return ErrNotFound
+	case res < 0:
+		return errTooManySubs
+	}
+	return nil
 }
 
 // RemoveSubscription deletes the s:<uri> field; removing an absent
@@ -218,20 +248,23 @@ func (r *Redis) DeleteSession(ctx context.Context, id string) error {
 	return nil
 }
 
-// SigningKey pipelines SET NX (only the first instance's random key wins)
-// and GETEX (read whichever won, refreshing its TTL), so every instance gets
+// SigningKey pipelines SET NX (only the first caller's candidate wins) and
+// GETEX (read whichever won, refreshing its TTL), so every instance gets
 // the same key in one round trip.
-func (r *Redis) SigningKey(ctx context.Context, name string) ([]byte, error) {
+func (r *Redis) SigningKey(ctx context.Context, name string, candidate []byte) ([]byte, error) {
+	if candidate != nil && len(candidate) != signingKeySize {
+		return nil, fmt.Errorf("store: signing key %q: candidate has %d bytes, want %d", name, len(candidate), signingKeySize)
+	}
 	key := SigningKeyKey(r.prefix, name)
 	// Retry covers the key expiring between SET NX and GETEX.
 	for range 3 {
-		candidate := make([]byte, 32)
-		if _, err := rand.Read(candidate); err != nil {
-			return nil, fmt.Errorf("store: signing key: %w", err)
+		offer, err := keyCandidate(candidate)
+		if err != nil {
+			return nil, fmt.Errorf("store: signing key %q: %w", name, err)
 		}
 		var get *redis.StringCmd
-		_, err := r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.SetNX(ctx, key, candidate, signingKeyTTL)
+		_, err = r.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.SetNX(ctx, key, offer, signingKeyTTL)
 			get = p.GetEx(ctx, key, signingKeyTTL)
 			return nil
 		})
@@ -242,8 +275,8 @@ func (r *Redis) SigningKey(ctx context.Context, name string) ([]byte, error) {
 			return nil, fmt.Errorf("store: signing key %q: %w", name, err)
 		}
 		v, _ := get.Bytes()
-		if len(v) != 32 {
-			return nil, fmt.Errorf("store: signing key %q: stored key has %d bytes, want 32", name, len(v))
+		if len(v) != signingKeySize {
+			return nil, fmt.Errorf("store: signing key %q: stored key has %d bytes, want %d", name, len(v), signingKeySize)
 		}
 		return v, nil
 	}
@@ -290,6 +323,26 @@ redis.call('HSET', KEYS[1], ARGV[3], ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PUBLISH', ARGV[5], ARGV[6])
 return 1`)
+	// addSubscription: KEYS[1] session; ARGV ttl, s:<uri>, the most
+	// subscriptions a session may have. Returns -1 (and writes nothing)
+	// for a new URI past the limit. The count is an HSCAN MATCH into a
+	// table, which drops the duplicates SCAN may return; the hash is small.
+	addSubscription = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if redis.call('HEXISTS', KEYS[1], ARGV[2]) == 0 then
+  local subs, n, cursor = {}, 0, '0'
+  repeat
+    local page = redis.call('HSCAN', KEYS[1], cursor, 'MATCH', 's:*', 'COUNT', 128)
+    cursor = page[1]
+    for i = 1, #page[2], 2 do
+      if not subs[page[2][i]] then subs[page[2][i]] = true; n = n + 1 end
+    end
+  until cursor == '0'
+  if n >= tonumber(ARGV[3]) then return -1 end
+  redis.call('HSET', KEYS[1], ARGV[2], '1')
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1`)
 	takeField = redis.NewScript(`
 local v = redis.call('HGET', KEYS[1], ARGV[1])
 if v then redis.call('HDEL', KEYS[1], ARGV[1]) end
@@ -317,8 +370,9 @@ func (r *Redis) update(ctx context.Context, op string, script *redis.Script, id 
 	return nil
 }
 
-// sessionFields flattens a session into HSET field/value pairs.
-func sessionFields(s *Session) ([]any, error) {
+// sessionFields flattens a session into HSET field/value pairs; its cancel
+// marks expire DefaultCancelMarkTTL after now.
+func sessionFields(s *Session, now time.Time) ([]any, error) {
 	meta, err := json.Marshal(s)
 	if err != nil {
 		return nil, fmt.Errorf("store: encode session: %w", err)
@@ -337,9 +391,10 @@ func sessionFields(s *Session) ([]any, error) {
 	for _, uri := range s.Subscriptions {
 		fields = append(fields, prefixSub+uri, "1")
 	}
+	expires := now.Add(DefaultCancelMarkTTL).UnixMicro()
 	for reqID, ok := range s.Cancelled {
-		if ok {
-			fields = append(fields, prefixCancel+reqID, "1")
+		if ok && markable(reqID) {
+			fields = append(fields, prefixCancel+reqID, expires)
 		}
 	}
 	for requestID, instance := range s.Pending {
@@ -349,8 +404,9 @@ func sessionFields(s *Session) ([]any, error) {
 }
 
 // decodeSession rebuilds a session from its hash. A hash without meta is
-// treated as absent: it cannot be a session the gateway created.
-func decodeSession(id string, h map[string]string) (*Session, error) {
+// treated as absent: it cannot be a session the gateway created. Cancel
+// marks that expired by now are left out (MarkCancelled deletes them).
+func decodeSession(id string, h map[string]string, now time.Time) (*Session, error) {
 	meta, ok := h[fieldMeta]
 	if !ok {
 		return nil, ErrNotFound
@@ -377,6 +433,9 @@ func decodeSession(id string, h map[string]string) (*Session, error) {
 		case strings.HasPrefix(field, prefixSub):
 			s.Subscriptions = append(s.Subscriptions, strings.TrimPrefix(field, prefixSub))
 		case strings.HasPrefix(field, prefixCancel):
+			if expires, _ := strconv.ParseInt(v, 10, 64); expires <= now.UnixMicro() {
+				continue
+			}
 			if s.Cancelled == nil {
 				s.Cancelled = make(map[string]bool)
 			}

@@ -20,7 +20,7 @@ func everyKeyHasTTL(t *testing.T) {
 	r := newRedis(t)
 	target.flush(t)
 	create(t, r, sampleSession("s1"), time.Minute)
-	if _, err := r.SigningKey(ctx, "jwt"); err != nil {
+	if _, err := r.SigningKey(ctx, "jwt", nil); err != nil {
 		t.Fatal(err)
 	}
 	for op, write := range childWrites {
@@ -51,7 +51,7 @@ func loadSessionIsOneRoundTrip(t *testing.T) {
 	create(t, r, sampleSession("s1"), time.Minute)
 	ctx := context.Background()
 	msg := store.BusMessage{Kind: store.BusCancel, Session: "s1", ID: "5"}
-	if err := r.MarkCancelled(ctx, "s1", "5", msg, time.Minute); err != nil {
+	if err := r.MarkCancelled(ctx, "s1", "5", msg, time.Minute, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.AddPending(ctx, "s1", "gw-5", r.InstanceID(), time.Minute); err != nil {

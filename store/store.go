@@ -38,7 +38,8 @@ type Session struct {
 	Subscriptions []string `json:"-"`
 	// Cancelled holds the ids (JSON text of the JSON-RPC id, e.g. `7` or
 	// `"abc"`) of requests the client cancelled, possibly before the request
-	// itself reached any instance. See MarkCancelled.
+	// itself reached any instance, whose marks have not expired yet. See
+	// MarkCancelled.
 	Cancelled map[string]bool `json:"-"`
 	// Pending maps the gateway-issued id of each server-to-client request
 	// (sampling, elicitation, roots) awaiting the client's answer to the
@@ -71,7 +72,9 @@ func (b *BackendSnapshot) OK() bool { return b != nil && b.Error == "" }
 // writes carries a TTL; every session read refreshes it (sliding expiry).
 type Store interface {
 	// CreateSession writes the session record, its backend snapshots and its
-	// subscriptions, all expiring after ttl.
+	// subscriptions, all expiring after ttl (cancel marks it is given live
+	// DefaultCancelMarkTTL). ErrLimit if the client's initialize params are
+	// over MaxClientMetadataBytes (see session_limits.go).
 	CreateSession(ctx context.Context, s *Session, ttl time.Duration) error
 	// LoadSession returns the full session (record, snapshots, subscriptions)
 	// and refreshes its TTL, in one round trip. ErrNotFound if absent.
@@ -82,20 +85,28 @@ type Store interface {
 	// SetLogLevel records the session's logging level. ErrNotFound if absent.
 	SetLogLevel(ctx context.Context, id, level string, ttl time.Duration) error
 	// AddSubscription / RemoveSubscription record a resource subscription
-	// (downstream URI). ErrNotFound if the session is absent.
+	// (downstream URI). ErrNotFound if the session is absent. ErrLimit, and
+	// no change, for a new subscription past MaxSubscriptions or a URI over
+	// MaxSubscriptionURIBytes.
 	AddSubscription(ctx context.Context, id, uri string, ttl time.Duration) error
 	RemoveSubscription(ctx context.Context, id, uri string, ttl time.Duration) error
 	// DeleteSession removes every key of the session (record, event log,
 	// stream claim). ErrNotFound if the record was absent.
 	DeleteSession(ctx context.Context, id string) error
-	// SigningKey returns a random 32-byte key shared by every instance,
-	// creating it on first use. Its TTL is refreshed on every call.
-	SigningKey(ctx context.Context, name string) ([]byte, error)
+	// SigningKey returns the 32-byte key called name that every instance
+	// shares, in one round trip, and refreshes its TTL. When the store
+	// holds none (first use, or the store lost its data), candidate
+	// becomes the key, or a random one when candidate is nil, unless
+	// another caller's got there first: every caller gets the key that won.
+	SigningKey(ctx context.Context, name string, candidate []byte) ([]byte, error)
 	// MarkCancelled records that the client cancelled request reqID and
 	// broadcasts msg (Kind BusCancel) in the same command, so an instance
 	// either receives the broadcast or sees the mark when it loads the
 	// session: a cancel is never lost, even one that overtakes its request.
-	MarkCancelled(ctx context.Context, id, reqID string, msg BusMessage, ttl time.Duration) error
+	// The mark lives markTTL (the session, ttl); a session keeps at most
+	// MaxCancelMarks live marks, dropping the oldest for a new one, and an
+	// id over MaxCancelIDBytes is broadcast but never marked.
+	MarkCancelled(ctx context.Context, id, reqID string, msg BusMessage, markTTL, ttl time.Duration) error
 	// ClearCancelled removes a cancellation mark once it has been acted on.
 	// A missing session or mark is not an error; the TTL is not refreshed.
 	ClearCancelled(ctx context.Context, id, reqID string) error

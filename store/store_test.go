@@ -185,7 +185,7 @@ var writes = map[string]func(s store.Store, id string) error{
 	},
 	"MarkCancelled": func(s store.Store, id string) error {
 		msg := store.BusMessage{Kind: store.BusCancel, Session: id, ID: "9"}
-		return s.MarkCancelled(context.Background(), id, "9", msg, time.Hour)
+		return s.MarkCancelled(context.Background(), id, "9", msg, time.Minute, time.Hour)
 	},
 	"AddPending": func(s store.Store, id string) error {
 		return s.AddPending(context.Background(), id, "gw-9", s.InstanceID(), time.Hour)

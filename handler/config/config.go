@@ -30,6 +30,7 @@ const (
 	DefaultMaxBodyBytes = 4 << 20
 	DefaultTimeout      = 30 * time.Second
 	DefaultLeeway       = 30 * time.Second
+	DefaultStoreTimeout = 2 * time.Second
 )
 
 // Auth modes.
@@ -55,6 +56,8 @@ type Config struct {
 	Auth         Auth
 	// Streams tunes notifications and server-to-client traffic.
 	Streams Streams
+	// Store tunes the session store.
+	Store Store
 	// VirtualHosts is keyed by vhost name: Backend.Key filled, defaults
 	// applied, header names canonicalised.
 	VirtualHosts map[string]*router.VirtualHost
@@ -77,6 +80,13 @@ type Streams struct {
 	// KeepAlive is how often an idle SSE stream (GET, or a running call's
 	// answer) carries a comment.
 	KeepAlive time.Duration
+}
+
+// Store tunes the session store (Redis).
+type Store struct {
+	// Timeout bounds each store operation, connection wait and retries
+	// included: past it the request fails (HTTP 503, JSON-RPC -32603).
+	Timeout time.Duration
 }
 
 // Auth is the downstream authentication setting.
@@ -156,6 +166,7 @@ type rawConfig struct {
 	MaxBodyBytes    *int64               `yaml:"max_body_bytes"`
 	CursorSecretEnv string               `yaml:"cursor_secret_env"`
 	Streams         *rawStreams          `yaml:"streams"`
+	Store           *rawStore            `yaml:"store"`
 	Auth            *rawAuth             `yaml:"auth"`
 	VirtualHosts    map[string]*rawVHost `yaml:"virtual_hosts"`
 }
@@ -166,6 +177,10 @@ type rawStreams struct {
 	ClientRequestTimeout *string `yaml:"client_request_timeout"`
 	KeepAlive            *string `yaml:"keep_alive"`
 	CallLease            *string `yaml:"call_lease"`
+}
+
+type rawStore struct {
+	Timeout *string `yaml:"timeout"`
 }
 
 type rawAuth struct {

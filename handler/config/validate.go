@@ -79,6 +79,8 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		cfg.Streams.CallLease = v.duration("streams.call_lease", st.CallLease, 0, time.Second)
 	}
 
+	cfg.Store = v.store(raw.Store)
+
 	cfg.VirtualHosts = map[string]*router.VirtualHost{}
 	if len(raw.VirtualHosts) == 0 {
 		v.errf("virtual_hosts", "at least one virtual host is required")
@@ -89,6 +91,14 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		}
 	}
 	return cfg
+}
+
+// store validates the store section; every field has a default.
+func (v *validator) store(raw *rawStore) Store {
+	if raw == nil {
+		raw = &rawStore{}
+	}
+	return Store{Timeout: v.duration("store.timeout", raw.Timeout, DefaultStoreTimeout, 10*time.Millisecond)}
 }
 
 // duration parses an optional Go duration that must be at least min

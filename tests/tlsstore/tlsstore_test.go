@@ -180,7 +180,7 @@ func TestStore_WorksOverTLS(t *testing.T) {
 	stop := s.Subscribe(func(m store.BusMessage) { msgs <- m })
 	defer stop()
 	cancel := store.BusMessage{Kind: store.BusCancel, Session: id, ID: "7", Data: json.RawMessage(`{"reason":"user"}`)}
-	if err := s.MarkCancelled(ctx, id, "7", cancel, time.Minute); err != nil {
+	if err := s.MarkCancelled(ctx, id, "7", cancel, time.Minute, time.Minute); err != nil {
 		t.Fatalf("MarkCancelled: %v", err)
 	}
 	wantMsg := cancel
@@ -224,7 +224,7 @@ func TestStore_WorksOverTLS(t *testing.T) {
 		t.Errorf("second ClaimStream = %q, %v; want previous holder owner-a", prev, err)
 	}
 
-	key, err := s.SigningKey(ctx, "tls-test")
+	key, err := s.SigningKey(ctx, "tls-test", nil)
 	if err != nil || len(key) != 32 {
 		t.Errorf("SigningKey = %d bytes, %v; want 32 bytes", len(key), err)
 	}

@@ -50,7 +50,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	}
 	var st store.Store
 	if redisURL != "" {
-		rs, err := store.NewRedis(redisURL, store.RedisOptions{})
+		rs, err := store.NewRedis(redisURL, store.RedisOptions{Timeout: cfg.Store.Timeout})
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,38 @@
+package router
+
+import (
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A request whose store operation fails (the store is down, or slower than
+// its timeout) is answered -32603 "session store unavailable", and the
+// transport answers it with HTTP 503 while it still can (StoreUnavailable):
+// the request may succeed if retried, on this instance or another, once
+// the store answers again. Failures of best-effort writes (a mark cleared,
+// a snapshot refreshed, a notification published) are only logged.
+
+// msgStoreUnavailable is the message of every such answer.
+const msgStoreUnavailable = "session store unavailable"
+
+// errStoreUnavailable wraps a store failure that must fail the request,
+// from code that returns errors rather than responses.
+var errStoreUnavailable = errors.New(msgStoreUnavailable)
+
+// storeFailure marks a response in its Extra (which never reaches the wire).
+type storeFailure struct{}
+
+// storeUnavailable answers request id after the store failed with err.
+func (r *Router) storeUnavailable(id jsonrpc.ID, err error) *jsonrpc.Response {
+	r.log.Error("session store unavailable", "error", err)
+	return &jsonrpc.Response{ID: id, Error: rpcError(CodeInternalError, msgStoreUnavailable), Extra: storeFailure{}}
+}
+
+// StoreUnavailable reports whether resp answers a request that failed
+// because the session store did not: the transport answers it with HTTP
+// 503 (when it has not begun a stream already).
+func StoreUnavailable(resp *jsonrpc.Response) bool {
+	_, ok := resp.Extra.(storeFailure)
+	return ok
+}
