@@ -133,9 +133,9 @@ func snapshotChanged(old, next *store.BackendSnapshot) bool {
 		old.ProtocolVersion != next.ProtocolVersion || string(old.Capabilities) != string(next.Capabilities)
 }
 
-// endBackendSessions ends the backend sessions a gateway session kept
+// EndBackendSessions ends the backend sessions a gateway session kept
 // (`session: reuse`), best effort, when the client deletes its session.
-func (r *Router) endBackendSessions(ctx context.Context, sess *store.Session) {
+func (r *Router) EndBackendSessions(ctx context.Context, sess *store.Session) {
 	v, ok := r.table.Load().vhosts[sess.VHost]
 	if !ok {
 		return

@@ -2,14 +2,10 @@ package router
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"sync"
-	"time"
 
 	"github.com/mcpgw/gateway/router/upstream"
-	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -34,13 +30,6 @@ type callStream struct {
 	wg sync.WaitGroup // server-to-client requests in flight
 }
 
-// newRandomID returns a random id with a readable prefix.
-func newRandomID(prefix string) string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return prefix + hex.EncodeToString(b)
-}
-
 // mapProgressToken replaces the client's progress token in the params
 // sent upstream with one the gateway issues for this call, registered
 // before the request is sent, so a notification carrying any other token
@@ -60,7 +49,7 @@ func (cs *callStream) mapProgressToken(params json.RawMessage) json.RawMessage {
 		return params
 	}
 	cs.downstreamToken = tok
-	cs.upstreamToken = newRandomID("mcpgw-p-")
+	cs.upstreamToken = NewRandomID("mcpgw-p-")
 	meta["progressToken"], _ = json.Marshal(cs.upstreamToken)
 	p["_meta"], _ = json.Marshal(meta)
 	out, err := json.Marshal(p)
@@ -158,72 +147,15 @@ func (cs *callStream) serverRequest(req *jsonrpc.Request) {
 	case cs.c.Stream == nil:
 		reply(&jsonrpc.Response{Error: rpcError(CodeInternalError, "the client cannot receive requests on this call (it accepts no event stream)")})
 		return
+	case cs.c.Runtime == nil:
+		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "method %q is not forwarded to clients", req.Method)})
+		return
 	}
 	cs.wg.Add(1)
 	go func() {
 		defer cs.wg.Done()
-		reply(cs.r.askClient(cs.ctx, cs.c, req))
+		reply(cs.c.Runtime.AskClient(cs.ctx, cs.c, req))
 	}()
-}
-
-// askClient sends req to the client under a gateway-issued id and waits
-// for the answer, which any instance may receive (see Deliver).
-func (r *Router) askClient(ctx context.Context, c *Call, req *jsonrpc.Request) *jsonrpc.Response {
-	sid := c.Session.ID
-	gid := newRandomID("mcpgw-s-")
-	id, _ := jsonrpc.MakeID(gid)
-	key := idKey(id)
-	ch := r.inflight.addWaiter(sid, key)
-	defer r.inflight.removeWaiter(sid, key)
-	// Recorded before the client can see the request, so its answer, on any
-	// instance, finds where to go.
-	if err := r.opts.Store.AddPending(ctx, sid, key, r.opts.Store.InstanceID(), r.opts.SessionTTL); err != nil {
-		return &jsonrpc.Response{Error: rpcError(CodeInternalError, "cannot record the pending request")}
-	}
-	defer func() { _ = r.opts.Store.RemovePending(context.WithoutCancel(ctx), sid, key) }()
-	if err := c.Stream.Send(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params}); err != nil {
-		return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the client stream is gone")}
-	}
-	t := time.NewTimer(r.opts.ClientRequestTimeout)
-	defer t.Stop()
-	// The answer normally arrives on ch (here, or over the bus); the poll
-	// finds one whose broadcast was lost in the session.
-	poll := time.NewTicker(answerPoll)
-	defer poll.Stop()
-	for {
-		select {
-		case resp := <-ch:
-			return &jsonrpc.Response{Result: resp.Result, Error: resp.Error}
-		case <-poll.C:
-			if resp := r.storedAnswer(ctx, sid, key); resp != nil {
-				return resp
-			}
-		case <-t.C:
-			return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the client did not answer %s within %s", req.Method, r.opts.ClientRequestTimeout)}
-		case <-ctx.Done():
-			return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the call ended before the client answered %s", req.Method)}
-		}
-	}
-}
-
-// answerPoll is how often a waiting server-to-client request looks for an
-// answer stored in the session (see Deliver): the bound on the delay a
-// lost bus message costs.
-const answerPoll = 2 * time.Second
-
-// storedAnswer returns the client's answer to key if another instance
-// stored it in the session.
-func (r *Router) storedAnswer(ctx context.Context, sid, key string) *jsonrpc.Response {
-	data, err := r.opts.Store.TakeAnswer(ctx, sid, key)
-	if err != nil || data == nil {
-		return nil
-	}
-	msg, err := wire.Decode(data)
-	resp, ok := msg.(*jsonrpc.Response)
-	if err != nil || !ok {
-		return nil
-	}
-	return &jsonrpc.Response{Result: resp.Result, Error: resp.Error}
 }
 
 func hasClientCapability(raw json.RawMessage, name string) bool {

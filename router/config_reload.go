@@ -3,11 +3,11 @@ package router
 import "reflect"
 
 // Reload swaps in a new set of virtual hosts. Requests already running
-// finish on the old table; new ones use the new. Every GET stream of a
-// vhost whose backends changed gets tools, resources and prompts
-// list_changed notifications (the gateway's lists may have changed even if
-// no backend's did) and its backend listeners are rebuilt. It returns the
-// names of the vhosts that changed.
+// finish on the old table; new ones use the new. It returns the names of
+// the vhosts whose backends changed, for the session runtime to tell their
+// GET streams (session.Runtime.VHostsChanged: tools, resources and prompts
+// list_changed, since the gateway's lists may have changed even if no
+// backend's did, and rebuilt listeners).
 //
 // Each instance reloads its own config, so each notifies the streams it
 // holds; no cross-instance traffic is needed.
@@ -29,8 +29,5 @@ func (r *Router) Reload(vhosts map[string]*VirtualHost) []string {
 		}
 	}
 	prev.close()
-	if len(changed) > 0 {
-		r.streams.vhostChanged(changed)
-	}
 	return names
 }

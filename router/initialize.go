@@ -90,20 +90,6 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	return sess, resultResponse(req.ID, raw)
 }
 
-// DeleteSession ends a session: every store key of it is removed, and the
-// instance holding its GET stream (if any) ends it and closes its backend
-// listeners, so nothing of the session outlives it.
-func (r *Router) DeleteSession(ctx context.Context, sess *store.Session) error {
-	if err := r.opts.Store.DeleteSession(ctx, sess.ID); err != nil {
-		return err
-	}
-	r.endBackendSessions(ctx, sess)
-	if err := r.opts.Store.Publish(ctx, store.BusMessage{Kind: store.BusSessionEnded, Session: sess.ID}); err != nil {
-		r.log.Warn("announcing session end failed", "error", err)
-	}
-	return nil
-}
-
 // newSessionID returns 256 random bits as URL-safe base64: visible ASCII,
 // well above the 128 bits DESIGN.md asks for, and free of the characters
 // Redis Cluster hash tags give meaning to ('{', '}').

@@ -104,7 +104,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if method == "resources/subscribe" || method == "resources/unsubscribe" {
 		// The instance holding the session's GET stream re-subscribes its
 		// backend listeners.
-		r.listenersChanged(ctx, c.Session.ID)
+		if c.Runtime != nil {
+			c.Runtime.ListenersChanged(ctx, c.Session.ID)
+		}
 	}
 	return resultResponse(c.Request.ID, result)
 }

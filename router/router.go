@@ -8,10 +8,13 @@ package router
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,21 +55,6 @@ type Options struct {
 	// a backend whose snapshot records a failure (default 5s), so a down
 	// backend does not add its connect time to every list request.
 	ReprobeInterval time.Duration
-	// ClientRequestTimeout bounds how long a backend's sampling,
-	// elicitation or roots request waits for the client (default 5m: a
-	// human may be answering). The backend's own timeout still applies.
-	ClientRequestTimeout time.Duration
-	// EventLogSize bounds each session's event log (default 1000 events).
-	EventLogSize int
-	// StreamLinger keeps a session's backend listeners running after its
-	// GET stream drops (default 30s), so a client reconnecting with
-	// Last-Event-ID, on any instance, misses nothing.
-	StreamLinger time.Duration
-	// CallLeaseTTL is the lease of the instance running a call answered as
-	// an event stream, renewed every third of it while the call runs
-	// (default 10s): a resume on another instance gives up on a call whose
-	// instance has been gone this long.
-	CallLeaseTTL time.Duration
 	// Observer, when set, learns the duration and outcome of every backend
 	// exchange of a list or routed request (metrics); nil costs nothing.
 	Observer Observer
@@ -81,15 +69,17 @@ type Router struct {
 	infoOnce sync.Once
 	infoJSON json.RawMessage
 
-	cleanup  sync.WaitGroup // background backend DELETEs (see release)
-	inflight *inflight
-	streams  *streamHub
-	stopBus  func()
+	cleanup sync.WaitGroup // background backend DELETEs (see release)
+
+	mu      sync.Mutex
+	stopBus func() // set by Start
+	closed  bool
 
 	cursorKeys *sharedKey
 }
 
-// New compiles the virtual hosts into a routing table.
+// New compiles the virtual hosts into a routing table. It does no I/O:
+// Start does.
 func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = time.Hour
@@ -100,42 +90,55 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	if opts.ClientRequestTimeout <= 0 {
-		opts.ClientRequestTimeout = 5 * time.Minute
-	}
-	if opts.EventLogSize <= 0 {
-		opts.EventLogSize = 1000
-	}
-	if opts.CallLeaseTTL <= 0 {
-		opts.CallLeaseTTL = 10 * time.Second
-	}
-	if opts.StreamLinger <= 0 {
-		opts.StreamLinger = 30 * time.Second
-	}
 	if opts.Info.Name == "" {
 		opts.Info = Implementation{Name: "mcpgw", Version: "dev"}
 	}
-	r := &Router{opts: opts, log: opts.Logger, inflight: newInflight(),
+	r := &Router{opts: opts, log: opts.Logger,
 		cursorKeys: newSharedKey(opts.Store, cursorKeyName, opts.CursorSecret)}
-	r.streams = newStreamHub(r)
 	r.table.Store(newRoutingTable(vhosts))
-	r.stopBus = opts.Store.Subscribe(r.onBus)
 	return r
 }
 
-// Close stops the session streams this instance holds and releases the
-// pooled backend connections.
+// Start subscribes to the store's bus, on which instances tell each other
+// that a backend's lists changed (list_cache.go). Until then the router
+// serves requests, but its list caches only learn of their own instance's
+// changes.
+func (r *Router) Start(ctx context.Context) error {
+	stop := r.opts.Store.Subscribe(r.onBus)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		stop()
+		return nil
+	}
+	r.stopBus = stop
+	return nil
+}
+
+// Close stops the bus subscription, waits for the background cleanup of
+// backend sessions, and releases the pooled backend connections.
 func (r *Router) Close() {
-	r.stopBus()
-	r.streams.closeAll()
+	r.mu.Lock()
+	r.closed = true
+	stop := r.stopBus
+	r.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
 	r.cleanup.Wait()
 	r.table.Load().close()
 }
 
-// EndStreams ends every GET stream this instance holds and releases their
-// claims, so clients reconnect (and resume) on another instance. Servers
-// call it when shutting down, before waiting for connections to drain.
-func (r *Router) EndStreams() { r.streams.closeAll() }
+// onBus drops the cached list pages of a backend another instance saw
+// announce list_changed. It runs on the store's bus goroutine.
+func (r *Router) onBus(m store.BusMessage) {
+	if m.Kind != store.BusListChanged {
+		return
+	}
+	if vh, key, ok := strings.Cut(m.ID, "/"); ok {
+		r.dropListCache(vh, key)
+	}
+}
 
 // HasVHost reports whether a virtual host is configured.
 func (r *Router) HasVHost(name string) bool {
@@ -145,9 +148,6 @@ func (r *Router) HasVHost(name string) bool {
 
 // SessionTTL is the sliding lifetime of a session in the store.
 func (r *Router) SessionTTL() time.Duration { return r.opts.SessionTTL }
-
-// Store returns the store the router keeps sessions in.
-func (r *Router) Store() store.Store { return r.opts.Store }
 
 // Call is one downstream JSON-RPC request on an established session.
 type Call struct {
@@ -159,6 +159,46 @@ type Call struct {
 	// POST's SSE stream): progress, log messages, server-to-client
 	// requests. nil when the client accepts no event stream.
 	Stream Stream
+	// Runtime is the session runtime of a 2025-era session (package
+	// router/session): it carries a backend's server-to-client requests to
+	// the client and back across instances, and hears of changes to the
+	// session's subscriptions. nil: the backend's requests are refused.
+	Runtime SessionRuntime
+}
+
+// SessionRuntime is what a call of a 2025-era session needs beyond the
+// federation core. router/session implements it.
+type SessionRuntime interface {
+	// AskClient sends a backend's request (sampling, elicitation, roots)
+	// to the client on the call's stream and returns the client's answer,
+	// which may arrive on any instance.
+	AskClient(ctx context.Context, c *Call, req *jsonrpc.Request) *jsonrpc.Response
+	// ListenersChanged says the session's subscriptions or log level
+	// changed: whoever holds its GET stream rebuilds its listeners.
+	ListenersChanged(ctx context.Context, sessionID string)
+}
+
+// ErrCancelledByClient is the cause with which a session runtime cancels a
+// call's context when the client cancels the call: the call is then
+// answered -32800, only to close the HTTP exchange.
+var ErrCancelledByClient = errors.New("cancelled by the client")
+
+// CodeRequestCancelled answers a request the client cancelled, for
+// transports that need some answer to close the HTTP exchange.
+const CodeRequestCancelled = -32800
+
+// cancelledResponse answers a call the client cancelled. The client has
+// stopped waiting; the answer only closes the HTTP exchange.
+func cancelledResponse(id jsonrpc.ID) *jsonrpc.Response {
+	return errorResponse(id, rpcError(CodeRequestCancelled, "request cancelled by the client"))
+}
+
+// NewRandomID returns 96 random bits as hex after a readable prefix: the
+// gateway's ids for progress tokens, server requests and call streams.
+func NewRandomID(prefix string) string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
 }
 
 // Stream sends messages to the client during one call.
@@ -191,9 +231,7 @@ func (r *Router) Handle(ctx context.Context, c *Call) *jsonrpc.Response {
 	if !isList && !isRouted {
 		return errorResponse(c.Request.ID, rpcError(CodeMethodNotFound, "method %q is not supported", method))
 	}
-	ctx, done := r.track(ctx, c)
-	defer done()
-	if ctx.Err() != nil { // cancelled before it arrived here
+	if ctx.Err() != nil { // cancelled before it arrived here (a cancel mark)
 		return cancelledResponse(c.Request.ID)
 	}
 	var resp *jsonrpc.Response
@@ -202,7 +240,7 @@ func (r *Router) Handle(ctx context.Context, c *Call) *jsonrpc.Response {
 	} else {
 		resp = r.routed(ctx, v, c)
 	}
-	if errors.Is(context.Cause(ctx), errCancelledByClient) {
+	if errors.Is(context.Cause(ctx), ErrCancelledByClient) {
 		return cancelledResponse(c.Request.ID)
 	}
 	return resp
@@ -226,7 +264,9 @@ func (r *Router) setLevel(ctx context.Context, c *Call) *jsonrpc.Response {
 	case err != nil:
 		return r.storeUnavailable(c.Request.ID, err)
 	}
-	r.listenersChanged(ctx, c.Session.ID)
+	if c.Runtime != nil {
+		c.Runtime.ListenersChanged(ctx, c.Session.ID)
+	}
 	return resultResponse(c.Request.ID, json.RawMessage(`{}`))
 }
 

@@ -1,8 +1,7 @@
-package router
+package session
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/mcpgw/gateway/store"
@@ -10,20 +9,19 @@ import (
 
 // The lifecycle of this instance's hold on a session's GET stream: the
 // claim in the store (and the takeover of another instance's), the
-// refresh that keeps it, the linger after the client leaves, and the end
-// of the hold. A reason to end a hold is often seen outside the hold's
-// lock (a takeover message, a lost claim, a linger timer) and may be
-// overtaken by a client reattaching, so every one is re-checked under it
-// (finishIf).
+// linger after the client leaves, and the end of the hold. A reason to end
+// a hold is often seen outside the hold's lock (a takeover message, a lost
+// claim, a linger timer) and may be overtaken by a client reattaching, so
+// every one is re-checked under it (finishIf).
 
-// claim makes this instance the session's stream holder (starting its
-// listeners if the hold is new) and, once the listeners are up, tells the
-// previous holder to stop. Every attach claims under a fresh owner id
-// (old is the one before): a lingering hold that another instance took
-// over meanwhile takes the stream back, and the other's late "taken"
-// message for the old id cannot end it.
+// claim makes this instance the session's stream holder (starting the
+// hold's run loop and listeners if the hold is new) and, once the
+// listeners are up, tells the previous holder to stop. Every attach claims
+// under a fresh owner id (old is the one before): a lingering hold that
+// another instance took over meanwhile takes the stream back, and the
+// other's late "taken" message for the old id cannot end it.
 func (ss *sessionStream) claim(ctx context.Context, created bool, old string) error {
-	st := ss.hub.r.opts.Store
+	st := ss.hub.rt.store
 	owner := ss.ownerID()
 	prev, err := st.ClaimStream(ctx, ss.sid, owner, claimTTL)
 	if err != nil {
@@ -31,14 +29,14 @@ func (ss *sessionStream) claim(ctx context.Context, created bool, old string) er
 	}
 	var ready <-chan struct{}
 	if created {
-		ss.spawn(ss.refresh)
-		ready = ss.restartListeners()
+		ss.spawn(ss.run)
+		ready = ss.requestRestart()
 	} else {
 		ss.mu.Lock()
 		ready = ss.ready
 		ss.mu.Unlock()
 	}
-	inst, _, _ := strings.Cut(prev, "/")
+	inst := ownerPrefix(prev)
 	if prev == "" || prev == old || inst == st.InstanceID() {
 		return nil
 	}
@@ -70,8 +68,8 @@ func (ss *sessionStream) detach(live chan store.Event) {
 // lingerLocked schedules the end of a detached hold. The timer may fire
 // just as a client reattaches: finishing then needs the hold still detached.
 func (ss *sessionStream) lingerLocked() {
-	ss.linger = time.AfterFunc(ss.hub.r.opts.StreamLinger, func() {
-		ss.finishIf(true, func() bool { return ss.live == nil })
+	ss.linger = time.AfterFunc(ss.hub.rt.opts.StreamLinger, func() {
+		ss.hub.spawn(func() { ss.finishIf(true, func() bool { return ss.live == nil }) })
 	})
 }
 
@@ -81,13 +79,13 @@ func (ss *sessionStream) ownedBy(owner string) func() bool {
 }
 
 // finish ends the hold: listeners stop, the GET (if any) ends, and the
-// claim is released unless another instance has taken it.
+// claim is released unless another instance has taken it. It waits for
+// the hold's goroutines, so none of them may call it (they spawn it on
+// the hub instead).
 func (ss *sessionStream) finish(release bool) { ss.finishIf(release, nil) }
 
 // finishIf finishes the hold if cond, checked under ss.mu, holds (nil:
-// always). Reasons to finish that are seen outside the lock (a takeover
-// message, a lost claim, a linger timer) can be overtaken by a client
-// reattaching; the condition re-checks them atomically.
+// always).
 func (ss *sessionStream) finishIf(release bool, cond func() bool) {
 	ss.mu.Lock()
 	if ss.finished || (cond != nil && !cond()) {
@@ -113,49 +111,24 @@ func (ss *sessionStream) finishIf(release bool, cond func() bool) {
 	if release {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		_ = h.r.opts.Store.ReleaseStream(ctx, ss.sid, ss.ownerID())
+		_ = h.rt.store.ReleaseStream(ctx, ss.sid, ss.ownerID())
 	}
 }
 
 // spawn runs fn on a goroutine that finish waits for, unless the hold has
-// already finished.
-func (ss *sessionStream) spawn(fn func()) {
+// already finished; it reports whether it did.
+func (ss *sessionStream) spawn(fn func()) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.finished {
-		return
+		return false
 	}
-	ss.wg.Add(1)
-	go func() {
-		defer ss.wg.Done()
-		fn()
-	}()
+	ss.wg.Go(fn)
+	return true
 }
 
 func (ss *sessionStream) ownerID() string {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return ss.owner
-}
-
-// refresh keeps the claim alive; losing it means another instance took
-// the stream over.
-func (ss *sessionStream) refresh() {
-	t := time.NewTicker(claimRefresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-ss.ctx.Done():
-			return
-		case <-t.C:
-			owner := ss.ownerID()
-			held, err := ss.hub.r.opts.Store.RefreshStream(ss.ctx, ss.sid, owner, claimTTL)
-			if err == nil && !held {
-				go ss.finishIf(false, ss.ownedBy(owner))
-			}
-			// An event another instance logged whose announcement was
-			// lost (pub/sub is at most once) is sent now at the latest.
-			ss.catchUp()
-		}
-	}
 }

@@ -1,16 +1,12 @@
-package router
+package session
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strconv"
-	"strings"
 	"sync"
 
-	"github.com/mcpgw/gateway/router/wire"
-
-	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/router"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -18,13 +14,6 @@ import (
 // the server-to-client requests it is waiting on. It is process-local by
 // nature (a context.CancelFunc cannot live in Redis); what crosses
 // instances goes over the store's bus and is matched against it here.
-
-// errCancelledByClient is the cause of a call the client cancelled.
-var errCancelledByClient = errors.New("cancelled by the client")
-
-// CodeRequestCancelled answers a request the client cancelled, for
-// transports that need some answer to close the HTTP exchange.
-const CodeRequestCancelled = -32800
 
 type inflight struct {
 	mu      sync.Mutex
@@ -56,7 +45,7 @@ func (f *inflight) cancelCall(sid, id string) bool {
 	cancel, ok := f.calls[slot(sid, id)]
 	f.mu.Unlock()
 	if ok {
-		cancel(errCancelledByClient)
+		cancel(router.ErrCancelledByClient)
 	}
 	return ok
 }
@@ -114,27 +103,4 @@ func rawIDKey(raw json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return idKey(id), true
-}
-
-// onBus dispatches what other instances (and this one) publish. It runs on
-// the store's bus goroutine and must not block.
-func (r *Router) onBus(m store.BusMessage) {
-	if m.To != "" && m.To != r.opts.Store.InstanceID() {
-		return
-	}
-	switch m.Kind {
-	case store.BusCancel:
-		r.inflight.cancelCall(m.Session, m.ID)
-	case store.BusResponse:
-		msg, err := wire.Decode(m.Data)
-		if resp, ok := msg.(*jsonrpc.Response); err == nil && ok {
-			r.inflight.deliver(m.Session, m.ID, resp)
-		}
-	case store.BusStreamTaken, store.BusSubscriptions, store.BusNotify, store.BusSessionEnded:
-		r.streams.onBus(m)
-	case store.BusListChanged:
-		if vh, key, ok := strings.Cut(m.ID, "/"); ok {
-			r.dropListCache(vh, key)
-		}
-	}
 }

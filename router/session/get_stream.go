@@ -1,15 +1,14 @@
-package router
+package session
 
 import (
 	"context"
 	"errors"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -18,7 +17,7 @@ import (
 // updates, log messages, list-changed notifications. The instance that
 // holds the client's GET stream claims it in the store, keeps one listening
 // connection per backend, and appends every notification to the session's
-// event log before sending it, so a client that reconnects with
+// event log before the client is sent it, so a client that reconnects with
 // Last-Event-ID, to any instance, gets what it missed, once, in order.
 //
 // When the client drops the stream, its listeners linger (StreamLinger) so
@@ -27,11 +26,17 @@ import (
 // once its own listeners are up (make before break), so no notification
 // falls between the two holders.
 //
-// The log, not the listener, is what a client is sent: the holder streams
-// every event after the last one it sent, so events another instance logs
-// (the old holder, until it stops) reach the client in log order too. Near
-// a takeover both holders may log the same backend notification: delivery
-// is at least once, never lossy.
+// The log, not the listener, is what a client is sent: the hold's run loop
+// sends every event after the last one it sent, so events another instance
+// logs (the old holder, until it stops) reach the client in log order too.
+// Near a takeover both holders may log the same backend notification:
+// delivery is at least once, never lossy.
+//
+// No lock is held across store I/O: listeners append to the log on their
+// own goroutines and poke the run loop, the one goroutine that reads the
+// log for the client, renews the claim and rebuilds listeners (hold_loop.go),
+// so a slow store delays the stream but never stalls a listener's read
+// loop behind another's write.
 
 // ErrStreamBusy is returned for a second GET stream of a session on an
 // instance that already serves one.
@@ -69,14 +74,36 @@ type SessionEvents struct {
 // Close detaches the client; the listeners linger for StreamLinger.
 func (e *SessionEvents) Close() { e.ss.detach(e.live) }
 
+// streamHub is this instance's set of holds, and the owner of the
+// goroutines started on behalf of the bus (which must not block).
 type streamHub struct {
-	r        *Router
+	rt       *Runtime
 	mu       sync.Mutex
 	sessions map[string]*sessionStream
+	closed   bool           // no goroutine is spawned after Close
+	wg       sync.WaitGroup // goroutines started by spawn
 }
 
-func newStreamHub(r *Router) *streamHub {
-	return &streamHub{r: r, sessions: map[string]*sessionStream{}}
+func newStreamHub(rt *Runtime) *streamHub {
+	return &streamHub{rt: rt, sessions: map[string]*sessionStream{}}
+}
+
+// spawn runs fn on a goroutine the runtime's Close waits for.
+func (h *streamHub) spawn(fn func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	h.wg.Go(fn)
+}
+
+// wait stops spawning and waits for every spawned goroutine.
+func (h *streamHub) wait() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.wg.Wait()
 }
 
 // sessionStream is this instance's hold on one session's GET stream.
@@ -86,26 +113,30 @@ type sessionStream struct {
 	vhost string
 	hdr   http.Header
 
-	ctx    context.Context // the hold's lifetime: listeners and refresher
+	ctx    context.Context // the hold's lifetime: listeners and run loop
 	cancel context.CancelFunc
 	ended  chan struct{}
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the hold's goroutines (see spawn)
 
-	restartMu sync.Mutex // serializes restartListeners
+	poke    chan struct{}      // capacity 1: the log may hold news for the client
+	restart chan chan struct{} // listener rebuilds, served by the run loop
 
-	mu        sync.Mutex // orders append+deliver; guards the fields below
-	owner     string     // "<instance>/<nonce>", as last claimed in the store
-	live      chan store.Event
-	sent      string          // id of the newest event the attached client has
-	ready     <-chan struct{} // closed once the current listeners are up
-	linger    *time.Timer
+	// listeners is the current generation; only the run loop touches it.
 	listeners *listenerSet
-	finished  bool
+
+	mu       sync.Mutex // guards the fields below; never held across I/O
+	owner    string     // "<instance>/<nonce>", as last claimed in the store
+	live     chan store.Event
+	sent     string          // id of the newest event the attached client has; "" while positioning
+	ready    <-chan struct{} // closed once the latest requested listeners are up
+	linger   *time.Timer
+	finished bool
 }
 
 // OpenStream attaches the client's GET stream on this instance.
-func (r *Router) OpenStream(ctx context.Context, sess *store.Session, hdr http.Header, lastEventID string) (*SessionEvents, error) {
-	h := r.streams
+func (rt *Runtime) OpenStream(ctx context.Context, sess *store.Session, hdr http.Header, lastEventID string) (*SessionEvents, error) {
+	h := rt.streams
+	live := make(chan store.Event, liveBuffer)
 	h.mu.Lock()
 	ss := h.sessions[sess.ID]
 	if ss != nil {
@@ -124,29 +155,35 @@ func (r *Router) OpenStream(ctx context.Context, sess *store.Session, hdr http.H
 	if created {
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		ss = &sessionStream{hub: h, sid: sess.ID, vhost: sess.VHost, hdr: hdr.Clone(),
-			ctx: sctx, cancel: cancel, ended: make(chan struct{})}
+			ctx: sctx, cancel: cancel, ended: make(chan struct{}),
+			poke: make(chan struct{}, 1), restart: make(chan chan struct{}, 8)}
 		h.sessions[sess.ID] = ss
 		ss.mu.Lock()
 	}
 	h.mu.Unlock()
-	// Attach, take a fresh owner id and read the log under ss.mu: an event
-	// logged meanwhile waits for the lock and is then sent after what the
-	// log read returned; a late "taken" message for the old id is ignored.
-	live := make(chan store.Event, liveBuffer)
-	ss.live = live
+	// Attach now (a second GET is busy from here on) with a fresh owner id,
+	// so a late "taken" message for the old one is ignored; nothing is sent
+	// until the stream's position is known (sent is "").
+	ss.live, ss.sent = live, ""
 	if ss.linger != nil {
 		ss.linger.Stop()
 		ss.linger = nil
 	}
 	oldOwner := ss.owner
-	ss.owner = r.opts.Store.InstanceID() + "/" + newRandomID("")
-	ev := &SessionEvents{Live: live, Ended: ss.ended, ss: ss, live: live}
-	err := ev.position(ctx, r, sess.ID, lastEventID)
-	if err == nil {
-		ss.sent = ev.PrimeID
-	}
+	ss.owner = rt.store.InstanceID() + "/" + router.NewRandomID("")
 	ss.mu.Unlock()
+
+	ev := &SessionEvents{Live: live, Ended: ss.ended, ss: ss, live: live}
+	err := ev.position(ctx, rt, sess.ID, lastEventID)
 	if err == nil {
+		// Whatever was logged since the position was read is after PrimeID:
+		// the run loop sends it once poked.
+		ss.mu.Lock()
+		if ss.live == live {
+			ss.sent = ev.PrimeID
+		}
+		ss.mu.Unlock()
+		ss.notify()
 		err = ss.claim(ctx, created, oldOwner)
 	}
 	if err != nil {
@@ -162,20 +199,20 @@ func (r *Router) OpenStream(ctx context.Context, sess *store.Session, hdr http.H
 
 // position fills in where the client resumes: the logged events after
 // lastEventID, or the log's end for a fresh stream.
-func (ev *SessionEvents) position(ctx context.Context, r *Router, sid, lastEventID string) error {
+func (ev *SessionEvents) position(ctx context.Context, rt *Runtime, sid, lastEventID string) error {
 	if lastEventID == "" {
-		id, err := r.opts.Store.LatestEventID(ctx, sid)
+		id, err := rt.store.LatestEventID(ctx, sid)
 		ev.PrimeID = id
 		return err
 	}
-	replay, err := r.opts.Store.EventsAfter(ctx, sid, lastEventID, r.opts.EventLogSize)
+	replay, err := rt.store.EventsAfter(ctx, sid, lastEventID, rt.opts.EventLogSize)
 	if err != nil {
 		return err
 	}
 	if len(replay) == 0 {
 		// Nothing follows it: it is the newest event, or one the log never
 		// issued (from the future), which would hide every later event.
-		newest, err := r.opts.Store.LatestEventID(ctx, sid)
+		newest, err := rt.store.LatestEventID(ctx, sid)
 		if err != nil {
 			return err
 		}
@@ -192,62 +229,76 @@ func (ev *SessionEvents) position(ctx context.Context, r *Router, sid, lastEvent
 	return nil
 }
 
-// emit logs a notification and sends the attached client what it has not
-// had yet. Without an attached client the other instances are told, in
-// case one of them streams the session now.
+// emit logs a notification (on the caller's goroutine: a listener's) and
+// has the attached client sent what it has not had yet. Without an
+// attached client the other instances are told, in case one of them
+// streams the session now.
 func (ss *sessionStream) emit(n *jsonrpc.Request) {
 	data, err := jsonrpc.EncodeMessage(n)
 	if err != nil {
 		return
 	}
-	r := ss.hub.r
+	rt := ss.hub.rt
 	// A notification received is logged and announced even if the hold
 	// has ended meanwhile (a takeover finishes it, cancelling ss.ctx, while
 	// its listeners still deliver what they got): the new holder's
 	// listeners may have come up just after the backend sent it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ss.ctx), emitTimeout)
 	defer cancel()
-	ss.mu.Lock()
-	id, err := r.opts.Store.AppendEvent(ctx, ss.sid, data, r.opts.EventLogSize, r.opts.SessionTTL)
+	id, err := rt.store.AppendEvent(ctx, ss.sid, data, rt.opts.EventLogSize, rt.opts.SessionTTL)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		ss.mu.Unlock()
-		go ss.finish(true) // the session is gone
+		ss.hub.spawn(func() { ss.finish(true) }) // the session is gone
 		return
 	case err != nil:
-		ss.mu.Unlock()
-		r.log.Warn("event log append failed", "error", err)
-		return
-	case ss.live != nil:
-		ss.sendLocked()
-		ss.mu.Unlock()
+		rt.log.Warn("event log append failed", "error", err)
 		return
 	}
-	ss.mu.Unlock()
-	// Lingering, or taken over: whoever streams the session catches up.
-	if err := r.opts.Store.Publish(ctx, store.BusMessage{Kind: store.BusNotify, Session: ss.sid, ID: id}); err != nil {
-		r.log.Warn("publishing a logged event failed", "error", err)
-	}
-}
-
-// catchUp sends the attached client what others logged since.
-func (ss *sessionStream) catchUp() {
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.live != nil && !ss.finished {
-		ss.sendLocked()
+	attached := ss.live != nil && !ss.finished
+	ss.mu.Unlock()
+	if attached {
+		ss.notify()
+		return
+	}
+	// Lingering, or taken over: whoever streams the session catches up.
+	if err := rt.store.Publish(ctx, store.BusMessage{Kind: store.BusNotify, Session: ss.sid, ID: id}); err != nil {
+		rt.log.Warn("publishing a logged event failed", "error", err)
 	}
 }
 
-// sendLocked sends the attached client the logged events after ss.sent.
-func (ss *sessionStream) sendLocked() {
-	r := ss.hub.r
-	evs, err := r.opts.Store.EventsAfter(ss.ctx, ss.sid, ss.sent, r.opts.EventLogSize)
+// notify tells the run loop the log may hold news for the client. It
+// never blocks: one pending poke covers any number of events.
+func (ss *sessionStream) notify() {
+	select {
+	case ss.poke <- struct{}{}:
+	default:
+	}
+}
+
+// sendNew sends the attached client the logged events after the last one
+// it was sent. Run loop only: it is the one reader of the log for the
+// client, so the read needs no lock; what it read is sent only if the
+// client it read for is still attached at the same position.
+func (ss *sessionStream) sendNew() {
+	ss.mu.Lock()
+	live, sent, finished := ss.live, ss.sent, ss.finished
+	ss.mu.Unlock()
+	if live == nil || sent == "" || finished {
+		return
+	}
+	rt := ss.hub.rt
+	evs, err := rt.store.EventsAfter(ss.ctx, ss.sid, sent, rt.opts.EventLogSize)
 	if err != nil {
 		if ss.ctx.Err() == nil {
-			r.log.Warn("event log read failed", "error", err)
+			rt.log.Warn("event log read failed", "error", err)
 		}
 		return
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.live != live || ss.sent != sent || ss.finished {
+		return // reattached meanwhile: OpenStream poked again
 	}
 	for _, e := range evs {
 		if e.Stream != "" {
@@ -255,11 +306,11 @@ func (ss *sessionStream) sendLocked() {
 			continue
 		}
 		select {
-		case ss.live <- e:
+		case live <- e:
 			ss.sent = e.ID
 		default:
 			// The client is too slow: end its stream; it resumes from the log.
-			close(ss.live)
+			close(live)
 			ss.live = nil
 			ss.lingerLocked()
 			return
@@ -274,7 +325,8 @@ func (h *streamHub) get(sid string) *sessionStream {
 }
 
 // onBus reacts to other instances: a takeover ends our hold; changed
-// subscriptions or log level restart our listeners.
+// subscriptions or log level rebuild our listeners; an event logged
+// elsewhere is sent. It runs on the bus goroutine and must not block.
 func (h *streamHub) onBus(m store.BusMessage) {
 	ss := h.get(m.Session)
 	if ss == nil {
@@ -282,18 +334,18 @@ func (h *streamHub) onBus(m store.BusMessage) {
 	}
 	switch m.Kind {
 	case store.BusStreamTaken:
-		go ss.finishIf(false, ss.ownedBy(m.ID))
+		h.spawn(func() { ss.finishIf(false, ss.ownedBy(m.ID)) })
 	case store.BusSubscriptions:
-		go ss.restartListeners()
+		h.spawn(func() { ss.requestRestart() })
 	case store.BusNotify:
-		go ss.catchUp()
+		ss.notify()
 	case store.BusSessionEnded:
-		go ss.finish(false) // the claim went with the session's keys
+		h.spawn(func() { ss.finish(false) }) // the claim went with the session's keys
 	}
 }
 
 // vhostChanged emits list_changed on every stream of a vhost whose config
-// changed, and restarts their listeners on the new backend set.
+// changed, and rebuilds their listeners on the new backend set.
 func (h *streamHub) vhostChanged(vhosts map[string]bool) {
 	h.mu.Lock()
 	var affected []*sessionStream
@@ -307,7 +359,7 @@ func (h *streamHub) vhostChanged(vhosts map[string]bool) {
 		for _, m := range []string{"notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"} {
 			ss.emit(&jsonrpc.Request{Method: m})
 		}
-		go ss.restartListeners()
+		ss.requestRestart()
 	}
 }
 
@@ -321,26 +373,4 @@ func (h *streamHub) closeAll() {
 	for _, ss := range all {
 		ss.finish(true)
 	}
-}
-
-// listenersChanged tells the instance holding the session's stream to
-// restart its backend listeners (subscriptions or log level changed).
-func (r *Router) listenersChanged(ctx context.Context, sid string) {
-	if err := r.opts.Store.Publish(ctx, store.BusMessage{Kind: store.BusSubscriptions, Session: sid}); err != nil {
-		r.log.Warn("publishing listener change failed", "error", err)
-	}
-}
-
-// EventIDAfter reports whether event id a comes after b in log order.
-func EventIDAfter(a, b string) bool {
-	am, as := splitEventID(a)
-	bm, bs := splitEventID(b)
-	return am > bm || (am == bm && as > bs)
-}
-
-func splitEventID(id string) (uint64, uint64) {
-	ms, seq, _ := strings.Cut(id, "-")
-	m, _ := strconv.ParseUint(ms, 10, 64)
-	s, _ := strconv.ParseUint(seq, 10, 64)
-	return m, s
 }

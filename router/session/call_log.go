@@ -1,4 +1,4 @@
-package router
+package session
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -50,7 +51,7 @@ var ErrUnknownCallStream = errors.New("no such call stream in the session's even
 // until End or Close, which wait for it. A CallLog is not safe for
 // concurrent use: the call's stream writes one event at a time.
 type CallLog struct {
-	r     *Router
+	rt    *Runtime
 	sid   string
 	reqID json.RawMessage
 
@@ -62,26 +63,26 @@ type CallLog struct {
 
 // NewCallLog prepares the log of call reqID of session sid. Nothing is
 // stored until Append.
-func (r *Router) NewCallLog(sid string, reqID jsonrpc.ID) *CallLog {
+func (rt *Runtime) NewCallLog(sid string, reqID jsonrpc.ID) *CallLog {
 	raw, _ := json.Marshal(reqID.Raw())
-	return &CallLog{r: r, sid: sid, reqID: raw}
+	return &CallLog{rt: rt, sid: sid, reqID: raw}
 }
 
 // Append logs one event (nil data: a priming event) and returns its SSE id.
 func (l *CallLog) Append(ctx context.Context, data []byte) (string, error) {
-	r := l.r
+	rt := l.rt
 	switch {
 	case l.closed:
 		return "", errCallLogEnded
 	case l.stream != "":
-		id, err := r.opts.Store.AppendStreamEvent(ctx, l.sid, l.stream, data, r.opts.EventLogSize, r.opts.SessionTTL)
+		id, err := rt.store.AppendStreamEvent(ctx, l.sid, l.stream, data, rt.opts.EventLogSize, rt.opts.SessionTTL)
 		if err != nil {
 			return "", err
 		}
 		return CallEventID(l.stream, id), nil
 	}
-	stream := newRandomID("c")
-	id, err := r.opts.Store.StartCallStream(ctx, l.sid, stream, l.reqID, data, r.opts.EventLogSize, r.opts.CallLeaseTTL, r.opts.SessionTTL)
+	stream := router.NewRandomID("c")
+	id, err := rt.store.StartCallStream(ctx, l.sid, stream, l.reqID, data, rt.opts.EventLogSize, rt.opts.CallLeaseTTL, rt.opts.SessionTTL)
 	if err != nil {
 		return "", err
 	}
@@ -99,8 +100,8 @@ func (l *CallLog) End(ctx context.Context, data []byte) (string, error) {
 		l.Close()
 		return "", nil
 	}
-	r := l.r
-	id, err := r.opts.Store.EndCallStream(ctx, l.sid, l.stream, data, r.opts.EventLogSize, r.opts.SessionTTL)
+	rt := l.rt
+	id, err := rt.store.EndCallStream(ctx, l.sid, l.stream, data, rt.opts.EventLogSize, rt.opts.SessionTTL)
 	l.Close()
 	if err != nil {
 		return "", err
@@ -129,8 +130,8 @@ var errCallLogEnded = errors.New("the call's event stream has ended")
 // may already have ended the stream with an error.
 func (l *CallLog) renew(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	r := l.r
-	every := max(r.opts.CallLeaseTTL/3, time.Millisecond)
+	rt := l.rt
+	every := max(rt.opts.CallLeaseTTL/3, time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -140,13 +141,13 @@ func (l *CallLog) renew(stop <-chan struct{}, done chan<- struct{}) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), every)
-		ok, err := r.opts.Store.RenewCallLease(ctx, l.sid, l.stream, r.opts.CallLeaseTTL)
+		ok, err := rt.store.RenewCallLease(ctx, l.sid, l.stream, rt.opts.CallLeaseTTL)
 		cancel()
 		switch {
 		case err != nil:
-			r.log.Warn("renewing a call stream's lease failed", "error", err)
+			rt.log.Warn("renewing a call stream's lease failed", "error", err)
 		case !ok:
-			r.log.Warn("a call stream's lease lapsed while the call ran; resumes end with an error")
+			rt.log.Warn("a call stream's lease lapsed while the call ran; resumes end with an error")
 			return
 		}
 	}
@@ -160,8 +161,8 @@ func (l *CallLog) renew(stop <-chan struct{}, done chan<- struct{}) {
 //
 // ErrUnknownCallStream for a stream the log holds nothing of;
 // store.ErrBadEventID for an id the log never issued.
-func (r *Router) CallEventsAfter(ctx context.Context, sid, stream, after string) ([]store.Event, error) {
-	cs, evs, err := r.opts.Store.CallStreamEventsAfter(ctx, sid, stream, after, r.opts.EventLogSize)
+func (rt *Runtime) CallEventsAfter(ctx context.Context, sid, stream, after string) ([]store.Event, error) {
+	cs, evs, err := rt.store.CallStreamEventsAfter(ctx, sid, stream, after, rt.opts.EventLogSize)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrUnknownCallStream
 	}
@@ -185,7 +186,7 @@ func lostCallAnswer(reqID json.RawMessage) []byte {
 		reqID = json.RawMessage("null")
 	}
 	msg := map[string]any{"jsonrpc": "2.0", "id": reqID, "error": map[string]any{
-		"code":    CodeInternalError,
+		"code":    router.CodeInternalError,
 		"message": "the gateway instance running this call stopped before it answered; the call's outcome is unknown",
 	}}
 	b, _ := json.Marshal(msg)

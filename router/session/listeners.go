@@ -1,0 +1,94 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/store"
+)
+
+// The instance holding a session's GET stream keeps one listening
+// connection per backend that can tell it something: resource updates for
+// the session's subscriptions, list changes, log messages. Which backends,
+// and what each connection replays and renames, is the federation core's
+// (router.ListenTargets, router.ListenBackend); this file keeps them
+// running, reconnecting with backoff, one generation at a time.
+
+// listenerSet is one generation of a session's listeners; it is replaced
+// whole when subscriptions, log level or config change.
+type listenerSet struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+func (l *listenerSet) stop() {
+	l.cancel()
+	l.wg.Wait()
+}
+
+// restartListeners replaces the session's listeners with a set built from
+// the session's current state in the store. Run loop only. The channel it
+// returns is closed once every new listener is receiving (or has failed its
+// first try).
+func (ss *sessionStream) restartListeners() <-chan struct{} {
+	rt := ss.hub.rt
+	up := make(chan struct{})
+	if old := ss.listeners; old != nil {
+		ss.listeners = nil
+		old.stop()
+	}
+	sess, err := rt.store.LoadSession(ss.ctx, ss.sid, rt.opts.SessionTTL)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			ss.hub.spawn(func() { ss.finish(true) })
+		}
+		close(up)
+		return up
+	}
+	targets, ok := rt.backends.ListenTargets(sess)
+	if !ok {
+		close(up)
+		return up
+	}
+	lctx, cancel := context.WithCancel(ss.ctx)
+	set := &listenerSet{cancel: cancel}
+	var pending sync.WaitGroup
+	for _, t := range targets {
+		pending.Add(1)
+		set.wg.Go(func() { ss.listen(lctx, sess, t, sync.OnceFunc(pending.Done)) })
+	}
+	set.wg.Go(func() {
+		pending.Wait()
+		close(up)
+	})
+	ss.listeners = set
+	return up
+}
+
+// listen keeps one backend listener running, reconnecting with backoff,
+// until ctx ends or the backend says it offers no stream. It calls up once
+// the first connection is receiving, or when the first try fails.
+func (ss *sessionStream) listen(ctx context.Context, sess *store.Session, t router.ListenTarget, up func()) {
+	defer up()
+	rt := ss.hub.rt
+	backoff := 500 * time.Millisecond
+	for ctx.Err() == nil {
+		err := rt.backends.ListenBackend(ctx, sess, ss.hdr, t, ss.emit, up)
+		up()
+		if errors.Is(err, router.ErrNoStream) || ctx.Err() != nil {
+			return
+		}
+		rt.log.Debug("backend listener ended; reconnecting", "backend", t.Key, "error", err, "in", backoff)
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
