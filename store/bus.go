@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
 
 // This file holds what both implementations share for the instance bus
-// (Publish / Subscribe) and the event log ids.
+// (Publish / Subscribe).
 //
 // Bus delivery contract, for both stores:
 //
@@ -93,43 +91,4 @@ func newInstanceID() string {
 		panic("store: instance id: " + err.Error()) // crypto/rand never fails on supported platforms
 	}
 	return hex.EncodeToString(b[:])
-}
-
-// eventID is a parsed event id "<ms>-<seq>", the format of Redis stream
-// entry ids, which the Memory store issues too.
-type eventID struct{ ms, seq uint64 }
-
-// parseEventID accepts exactly ^\d+-\d+$ with both parts fitting in 64
-// bits (the range Redis accepts); anything else is ErrBadEventID.
-func parseEventID(s string) (eventID, error) {
-	msText, seqText, ok := strings.Cut(s, "-")
-	if !ok || !allDigits(msText) || !allDigits(seqText) {
-		return eventID{}, ErrBadEventID
-	}
-	ms, err1 := strconv.ParseUint(msText, 10, 64)
-	seq, err2 := strconv.ParseUint(seqText, 10, 64)
-	if err1 != nil || err2 != nil {
-		return eventID{}, ErrBadEventID
-	}
-	return eventID{ms, seq}, nil
-}
-
-func (e eventID) String() string {
-	return strconv.FormatUint(e.ms, 10) + "-" + strconv.FormatUint(e.seq, 10)
-}
-
-func (e eventID) after(o eventID) bool {
-	return e.ms > o.ms || (e.ms == o.ms && e.seq > o.seq)
-}
-
-func allDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }

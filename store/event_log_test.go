@@ -53,6 +53,9 @@ func TestStore_EventLogAppendAndResume(t *testing.T) {
 			if !idLess(t, ids[i-1], ids[i]) {
 				t.Errorf("event ids not increasing: %s then %s", ids[i-1], ids[i])
 			}
+			if !store.EventIDAfter(ids[i], ids[i-1]) || store.EventIDAfter(ids[i-1], ids[i]) {
+				t.Errorf("EventIDAfter disagrees with the log's order: %s then %s", ids[i-1], ids[i])
+			}
 		}
 		if got, want := eventsAfter(t, s, "s1", ids[1], 10), wantEvents(ids, 3, 5); !reflect.DeepEqual(got, want) {
 			t.Errorf("after 2nd id:\n%q\nwant\n%q", got, want)
@@ -259,4 +262,29 @@ func TestStore_EventLogTagsEachStreamsEvents(t *testing.T) {
 			t.Fatalf("append to a missing session: %v", err)
 		}
 	})
+}
+
+// EventIDAfter orders ids by number, milliseconds first, as the log issues
+// them; an id the log could not have issued comes after nothing.
+func TestEventLog_EventIDAfter(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"5-1", "5-0", true},
+		{"5-0", "5-1", false},
+		{"5-1", "5-1", false},
+		{"10-0", "9-99", true}, // numbers, not text
+		{"9-99", "10-0", false},
+		{"1-0", "0-0", true},
+		{"18446744073709551615-18446744073709551615", "18446744073709551615-18446744073709551614", true},
+		{"x", "0-0", false},
+		{"0-0", "x", true},
+		{"x", "y", false},
+		{"", "", false},
+	} {
+		if got := store.EventIDAfter(tc.a, tc.b); got != tc.want {
+			t.Errorf("EventIDAfter(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
 }
