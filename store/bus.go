@@ -2,15 +2,75 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 )
 
-// This file holds what both implementations share for the instance bus
-// (Publish / Subscribe).
-//
+// Bus is best-effort broadcast between the gateway instances sharing the
+// store: the second half of an exchange can land on another instance than
+// the first, and the bus tells the instance concerned (a cancel, a client's
+// answer, a new event for the stream it holds, a stream taken over, a
+// session ended, a backend's lists changed). What must not be lost is
+// written with its message by Marks (or logged by EventLog); the bus only
+// makes it quick. The router subscribes once per process and publishes
+// from initialize, GET-stream holds, the session stream and the list
+// cache; InstanceID names this process in messages and pending requests.
+type Bus interface {
+	// Publish broadcasts a message, with From set to InstanceID, to every
+	// gateway instance sharing the store (this one included). Delivery is
+	// best effort: a message can be lost (Redis connection drop, full
+	// in-memory queue), which is why cancels and pending requests are also
+	// marked in the session.
+	Publish(ctx context.Context, msg BusMessage) error
+	// Subscribe calls fn for every broadcast message, in order, from one
+	// goroutine, until the returned stop func (idempotent) is called. The
+	// store keeps one subscription for all callers. fn must not block and
+	// must not call Close. A message published after Subscribe returns is
+	// delivered (barring loss, see Publish); to not miss a cancel or a
+	// response, subscribe first, then load the session and check its marks.
+	Subscribe(fn func(BusMessage)) (stop func())
+	// InstanceID identifies this store handle (one per gateway process).
+	InstanceID() string
+}
+
+// Bus message kinds.
+const (
+	// BusCancel: the client cancelled request ID of Session.
+	BusCancel = "cancel"
+	// BusResponse: the client answered server-to-client request ID; Data
+	// is the JSON-RPC response.
+	BusResponse = "response"
+	// BusNotify: event ID was appended to the session's event log by an
+	// instance with no client attached; the instance streaming the
+	// session, if any, sends its client what it has not had yet.
+	BusNotify = "notify"
+	// BusStreamTaken: another instance now holds the session's GET stream.
+	BusStreamTaken = "stream-taken"
+	// BusSubscriptions: the session's resource subscriptions changed.
+	BusSubscriptions = "subscriptions"
+	// BusSessionEnded: the session was deleted; its stream holder stops.
+	BusSessionEnded = "session-ended"
+	// BusListChanged: backend ID ("<vhost>/<key>") announced a list
+	// change; instances drop its cached list pages. Session is empty.
+	BusListChanged = "list-changed"
+)
+
+// BusMessage is what instances tell each other.
+type BusMessage struct {
+	Kind    string          `json:"k"`
+	Session string          `json:"s"`
+	ID      string          `json:"i,omitempty"`
+	Data    json.RawMessage `json:"d,omitempty"`
+	// From is the InstanceID of the publisher.
+	From string `json:"f,omitempty"`
+	// To, when set, is the only instance meant to act on the message.
+	To string `json:"t,omitempty"`
+}
+
 // Bus delivery contract, for both stores:
 //
 //   - Callbacks run one after another, in registration order, on a single

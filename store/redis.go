@@ -450,11 +450,3 @@ func decodeSession(id string, h map[string]string, now time.Time) (*Session, err
 	slices.Sort(s.Subscriptions)
 	return s, nil
 }
-
-// checkTTL rejects TTLs that would expire a key at once (PEXPIRE 0 deletes).
-func checkTTL(ttl time.Duration) error {
-	if ttl < time.Millisecond {
-		return fmt.Errorf("store: ttl %v must be at least 1ms", ttl)
-	}
-	return nil
-}
