@@ -26,10 +26,13 @@ const busChannelSize = 1024
 type redisBus struct {
 	subs busSubscribers
 
-	mu     sync.Mutex // guards the fields below; held while starting
-	ps     *redis.PubSub
-	done   chan struct{} // closed when the dispatcher returns
-	closed bool
+	mu sync.Mutex // guards the fields below; never held across I/O
+	// started is made by the first Subscribe and closed once its start
+	// has ended: later Subscribes and Close wait on it, not on mu.
+	started chan struct{}
+	ps      *redis.PubSub
+	done    chan struct{} // closed when the dispatcher returns
+	closed  bool
 }
 
 // InstanceID is 16 random hex characters chosen when the store was created.
@@ -63,19 +66,28 @@ func (r *Redis) Publish(ctx context.Context, msg BusMessage) error {
 func (r *Redis) Subscribe(fn func(BusMessage)) (stop func()) {
 	b := &r.bus
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.closed {
+		b.mu.Unlock()
 		return func() {}
 	}
 	stop = b.subs.add(fn)
-	if b.ps == nil {
-		b.start(r.client, BusChannel(r.prefix))
+	started, first := b.started, b.started == nil
+	if first {
+		started = make(chan struct{})
+		b.started = started
 	}
+	b.mu.Unlock()
+	if first {
+		b.start(r.client, BusChannel(r.prefix))
+		close(started)
+	}
+	<-started
 	return stop
 }
 
-// start subscribes, waits for the confirmation and starts the dispatcher.
-// Called with b.mu held.
+// start subscribes, waits for the confirmation and starts the dispatcher,
+// unless Close came meanwhile. Only the first Subscribe calls it, without
+// b.mu: the wait lasts up to busSubscribeTimeout.
 func (b *redisBus) start(client redis.UniversalClient, channel string) {
 	ctx, cancel := context.WithTimeout(context.Background(), busSubscribeTimeout)
 	defer cancel()
@@ -95,9 +107,16 @@ func (b *redisBus) start(client redis.UniversalClient, channel string) {
 			early = append(early, m) // cannot precede the confirmation, but never drop one
 		}
 	}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		_ = ps.Close()
+		return
+	}
 	b.ps = ps
 	b.done = make(chan struct{})
 	go b.run(ps.Channel(redis.WithChannelSize(busChannelSize)), early)
+	b.mu.Unlock()
 }
 
 // run dispatches messages until Close closes the PubSub, which closes ch.
@@ -118,10 +137,17 @@ func (b *redisBus) run(ch <-chan *redis.Message, early []*redis.Message) {
 	}
 }
 
-// close stops the dispatcher and waits for it. Idempotent.
+// close stops the dispatcher and waits for it, after a start in progress
+// has ended. Idempotent.
 func (b *redisBus) close() {
 	b.mu.Lock()
 	b.closed = true
+	started := b.started
+	b.mu.Unlock()
+	if started != nil {
+		<-started
+	}
+	b.mu.Lock()
 	ps, done := b.ps, b.done
 	b.ps = nil
 	b.mu.Unlock()

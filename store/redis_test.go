@@ -6,8 +6,11 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/mcpgw/gateway/store"
 )
@@ -118,5 +121,27 @@ func TestRedis_SubscribeReturnsAfterConfirmation(t *testing.T) {
 	subs := srv.Client().PubSubNumSub(context.Background(), store.BusChannel(testPrefix)).Val()
 	if n := subs[store.BusChannel(testPrefix)]; n != 1 {
 		t.Errorf("subscribers right after Subscribe = %d, want 1", n)
+	}
+}
+
+// Subscribes racing Close each return, and once Close has returned nothing
+// of the bus is left running, whichever came first: the first Subscribe
+// waits for Redis without the bus's lock, which Close must not miss.
+func TestRedis_SubscribeRacingCloseLeavesNothingRunning(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for range 20 {
+		r, err := store.NewRedis(target.url, store.RedisOptions{KeyPrefix: testPrefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() { r.Subscribe(func(store.BusMessage) {}) })
+		}
+		wg.Go(func() { r.Close() })
+		wg.Wait()
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
