@@ -3,16 +3,16 @@ package store_test
 // The Bus contract (bus.go), on every store.
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"reflect"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/tests/testsupport"
+	"go.uber.org/goleak"
 )
 
 // busWait bounds every wait for a bus message. It is a failure timeout,
@@ -102,92 +102,74 @@ func TestBus_SubscriberGetsItsOwnCopy(t *testing.T) {
 	})
 }
 
-func TestBus_StopIsIdempotentAndNothingLeaks(t *testing.T) {
-	stores := map[string]func() store.Store{
-		"memory": func() store.Store { return store.NewMemory() },
-		"redis": func() store.Store {
-			r, err := store.NewRedis(srv.URL(), store.RedisOptions{KeyPrefix: testPrefix})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r
-		},
-	}
-	for name, newStore := range stores {
-		t.Run(name, func(t *testing.T) {
-			// Earlier tests closed their stores, but their goroutines may
-			// not all have returned yet.
-			eventually(t, "earlier bus goroutines to exit", func() bool { n, lib := busGoroutines(); return n+lib == 0 })
-			s := newStore()
-			got1, stop1 := collect(t, s)
-			got2, stop2 := collect(t, s)
-			if _, lib := busGoroutines(); name == "redis" && lib == 0 {
-				t.Fatal("found no go-redis pub/sub goroutine: the goroutine check is broken")
-			}
-
-			publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "1"})
-			recv(t, got1)
-			recv(t, got2)
-
-			stop1()
-			stop1() // idempotent
-			publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "2"})
-			if m := recv(t, got2); m.ID != "2" {
-				t.Fatalf("got %+v, want message 2", m)
-			}
-			// Callbacks run in order on one goroutine: a call to the first
-			// callback for message 2 would have happened before this point.
-			select {
-			case m := <-got1:
-				t.Errorf("stopped callback received %+v", m)
-			default:
-			}
-			stop2()
-			stop2()
-			if n, _ := busGoroutines(); n != 1 {
-				t.Errorf("store dispatcher goroutines = %d, want 1 for two callbacks", n)
-			}
-
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			stop1() // after Close: still harmless
-			// Close has waited for the dispatcher to finish; the goroutine
-			// and go-redis' pub/sub goroutines then only have to return,
-			// which offers nothing to wait on.
-			eventually(t, "the dispatcher to exit", func() bool { n, _ := busGoroutines(); return n == 0 })
-			eventually(t, "go-redis pub/sub goroutines to exit", func() bool { _, lib := busGoroutines(); return lib == 0 })
-			if _, ok := s.(*store.Redis); ok {
-				eventually(t, "the bus subscription to be closed", func() bool {
-					subs := srv.Client().PubSubNumSub(context.Background(), store.BusChannel(testPrefix)).Val()
-					return subs[store.BusChannel(testPrefix)] == 0
-				})
-			}
-			noop := s.Subscribe(func(store.BusMessage) { t.Error("callback registered after Close ran") })
-			noop()
-		})
-	}
-}
-
-// busGoroutines counts the bus dispatchers started by this package and
-// the pub/sub goroutines started by go-redis.
-func busGoroutines() (ours, lib int) {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	ours = bytes.Count(buf, []byte("created by github.com/mcpgw/gateway/store.(*Memory).Subscribe")) +
-		bytes.Count(buf, []byte("created by github.com/mcpgw/gateway/store.(*redisBus).start"))
-	lib = bytes.Count(buf, []byte("created by github.com/redis/go-redis/v9.(*channel)."))
-	return ours, lib
-}
-
-// eventually polls cond for something that offers no signal to wait on.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(busWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+// Stopping a callback is idempotent, and harmless after Close; one
+// dispatcher serves every callback; and once Close has returned nothing of
+// the bus is left running.
+func TestBus_StopIsIdempotentAndCloseLeavesNothingRunning(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		// What runs already (the harness, the memory store's janitor,
+		// which TestMemory_CloseStopsJanitor checks) is not the bus's.
+		before := goleak.IgnoreCurrent()
+		got1, stop1 := collect(t, s)
+		if goleak.Find(before) == nil {
+			t.Fatal("the first Subscribe started no goroutine: the leak check is broken")
 		}
-		time.Sleep(10 * time.Millisecond)
+		started := goleak.IgnoreCurrent()
+		got2, stop2 := collect(t, s)
+
+		publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "1"})
+		recv(t, got1)
+		recv(t, got2)
+
+		stop1()
+		stop1() // idempotent
+		publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "2"})
+		if m := recv(t, got2); m.ID != "2" {
+			t.Fatalf("got %+v, want message 2", m)
+		}
+		// Callbacks run in order on one goroutine: a call to the first
+		// callback for message 2 would have happened before this point.
+		select {
+		case m := <-got1:
+			t.Errorf("stopped callback received %+v", m)
+		default:
+		}
+		stop2()
+		stop2()
+		if err := goleak.Find(started); err != nil {
+			t.Errorf("goroutines started after the first Subscribe, want its one dispatcher for every callback: %v", err)
+		}
+
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		stop1() // after Close: still harmless
+		// Close has waited for the dispatcher to finish; the goroutine and
+		// go-redis' pub/sub goroutines then only have to return, which
+		// goleak waits for, bounded.
+		goleak.VerifyNone(t, before)
+		if _, ok := s.(*store.Redis); ok {
+			if !testsupport.Eventually(t, busWait, func() bool { return busSubscribers(t) == 0 }) {
+				t.Errorf("%d connections still subscribed to the bus after Close", busSubscribers(t))
+			}
+		}
+		noop := s.Subscribe(func(store.BusMessage) { t.Error("callback registered after Close ran") })
+		noop()
+	})
+}
+
+// busSubscribers counts the connections subscribed to the bus channel, on
+// every node of target.
+func busSubscribers(t *testing.T) int64 {
+	t.Helper()
+	channel := store.BusChannel(testPrefix)
+	var n int64
+	for _, node := range target.nodes {
+		subs, err := node.PubSubNumSub(context.Background(), channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += subs[channel]
 	}
+	return n
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/tests/testsupport"
 )
 
 func TestLeases_StreamClaimHandover(t *testing.T) {
@@ -48,7 +49,7 @@ func TestLeases_StreamClaimHandover(t *testing.T) {
 		if _, err := s.ClaimStream(ctx, "s1", "A", 50*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond) // no expiry signal to wait on
+		waitTTL(t, s, 50*time.Millisecond)
 		refresh("A", false)
 		claim("B", "")
 	})
@@ -64,10 +65,12 @@ func TestLeases_CallStreamLostWhenTheLeaseLapses(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Expiry has no signal to wait on: poll the state, bounded.
-		eventually(t, "the lease to lapse", func() bool {
+		if !testsupport.Eventually(t, busWait, func() bool {
 			cs, _ := callEvents(t, s, "c1", "0-0")
 			return cs.Lost()
-		})
+		}) {
+			t.Fatal("timed out waiting for the lease to lapse")
+		}
 		if ok, err := s.RenewCallLease(ctx, "s1", "c1", time.Minute); err != nil || ok {
 			t.Fatalf("RenewCallLease after the lease lapsed = %v, %v; want false", ok, err)
 		}

@@ -187,7 +187,7 @@ func TestMarks_CancelMarksExpireAndAreDropped(t *testing.T) {
 		if c := load(t, s, "s1").Cancelled; !c["1"] || !c["2"] {
 			t.Fatalf("Cancelled = %v, want 1 and 2", c)
 		}
-		time.Sleep(150 * time.Millisecond) // past mark 1's life: no signal to wait on
+		waitTTL(t, s, 100*time.Millisecond) // past mark 1's life
 		if c := load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{"2": true}) {
 			t.Errorf("Cancelled after mark 1 expired = %v, want only 2", c)
 		}

@@ -55,7 +55,7 @@ func TestSessions_LoadRefreshesTheTTL(t *testing.T) {
 		if d, ok := pttl(t, s, store.SessionKey(testPrefix, "s1")); ok && d < 59*time.Minute {
 			t.Errorf("PTTL after load = %v, want about 1h", d)
 		}
-		time.Sleep(350 * time.Millisecond) // past the creation TTL
+		waitTTL(t, s, 250*time.Millisecond) // past the creation TTL
 		load(t, s, "s1")
 	})
 }
@@ -92,7 +92,7 @@ func writesRefreshTTL(t *testing.T, writes map[string]func(s store.Store, id str
 				t.Errorf("PTTL after %s = %v, want about 1h", name, d)
 			}
 		}
-		time.Sleep(350 * time.Millisecond) // past the creation TTL
+		waitTTL(t, s, 250*time.Millisecond) // past the last creation TTL
 		for name := range writes {
 			load(t, s, name)
 		}
@@ -106,7 +106,7 @@ func TestSessions_ExpiredSessionIsNotFound(t *testing.T) {
 		if d, ok := pttl(t, s, store.SessionKey(testPrefix, "s1")); ok && (d <= 0 || d > 50*time.Millisecond) {
 			t.Errorf("PTTL = %v, want (0, 50ms]", d)
 		}
-		time.Sleep(100 * time.Millisecond) // no expiry signal to wait on
+		waitTTL(t, s, 50*time.Millisecond)
 		assertGone(t, s, "s1")
 		if err := s.DeleteSession(ctx, "s1"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("DeleteSession: err = %v, want ErrNotFound", err)

@@ -3,12 +3,14 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/mcpgw/gateway/store"
 	"github.com/mcpgw/gateway/tests/testsupport"
+	"go.uber.org/goleak"
 )
 
 // testPrefix is the key prefix of every Redis store under test.
@@ -36,6 +38,14 @@ func TestMain(m *testing.M) {
 		cluster.Stop()
 	}
 	srv.Stop()
+	// Every store a test opened has been closed by now: whatever of it
+	// still runs has leaked (goleak waits, bounded, for what is exiting).
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goroutines left running after the store tests: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
@@ -133,6 +143,37 @@ var childWrites = map[string]func(s store.Store, id string) error{
 		_, err := s.ClaimStream(context.Background(), id, "someone", time.Hour)
 		return err
 	},
+}
+
+// ttlClock is the session waitTTL keeps its clock in.
+const ttlClock = "ttl-clock"
+
+// waitTTL returns once a TTL of ttl, starting now, has run out in s, so a
+// test can check what a TTL it set earlier has done (or, refreshed, has
+// not) without a fixed sleep. Expiry sends no signal, so the clock is a TTL
+// of the store's own: an event log that lives ttl (on a session of its
+// own), whose end LatestEventID shows without touching it; polling that,
+// bounded, takes as long as the store takes and no longer. The clock
+// starts after whatever the test set, with the same length, so when it
+// has run out theirs has too, on the store's own clock (Redis' for Redis).
+func waitTTL(t *testing.T, s store.Store, ttl time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	create(t, s, &store.Session{ID: ttlClock}, time.Minute)
+	if _, err := s.AppendEvent(ctx, ttlClock, []byte("tick"), 1, ttl); err != nil {
+		t.Fatalf("starting the TTL clock: %v", err)
+	}
+	var id string
+	var err error
+	if !testsupport.Eventually(t, ttl+busWait, func() bool {
+		id, err = s.LatestEventID(ctx, ttlClock)
+		return err == nil && id == "0-0"
+	}) {
+		t.Fatalf("a TTL of %v has not run out after %v: the clock's log still ends at %q (%v)", ttl, ttl+busWait, id, err)
+	}
+	if err := s.DeleteSession(ctx, ttlClock); err != nil {
+		t.Fatalf("stopping the TTL clock: %v", err)
+	}
 }
 
 // sessionKeys SCANs every node of target for the keys carrying session
