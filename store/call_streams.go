@@ -17,8 +17,9 @@ import (
 //     and a stream whose owner died is answered with an error for the right
 //     request id;
 //   - the owner's lease, a key with a short TTL that the instance running
-//     the call renews while it runs (the one key of a session outside the
-//     log and the hash; it outlives a deleted session by one lease at most).
+//     the call renews while it runs (see Leases; the one key of a session
+//     DeleteSession leaves, it outlives a deleted session by one lease at
+//     most).
 //     A lapsed lease on a stream without an answer means the owner is gone:
 //     its answer will never be logged.
 //
