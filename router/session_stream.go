@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -329,18 +327,4 @@ func (r *Router) listenersChanged(ctx context.Context, sid string) {
 	if err := r.opts.Store.Publish(ctx, store.BusMessage{Kind: store.BusSubscriptions, Session: sid}); err != nil {
 		r.log.Warn("publishing listener change failed", "error", err)
 	}
-}
-
-// EventIDAfter reports whether event id a comes after b in log order.
-func EventIDAfter(a, b string) bool {
-	am, as := splitEventID(a)
-	bm, bs := splitEventID(b)
-	return am > bm || (am == bm && as > bs)
-}
-
-func splitEventID(id string) (uint64, uint64) {
-	ms, seq, _ := strings.Cut(id, "-")
-	m, _ := strconv.ParseUint(ms, 10, 64)
-	s, _ := strconv.ParseUint(seq, 10, 64)
-	return m, s
 }
