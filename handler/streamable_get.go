@@ -93,7 +93,7 @@ func (s *server) serveGET(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return // fell behind: the client resumes from the log
 			}
-			if last != "" && !router.EventIDAfter(e.ID, last) {
+			if last != "" && !store.EventIDAfter(e.ID, last) {
 				continue // already replayed
 			}
 			if err := sw.event(e.ID, 0, e.Data); err != nil {

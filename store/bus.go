@@ -2,17 +2,75 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"strconv"
-	"strings"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 )
 
-// This file holds what both implementations share for the instance bus
-// (Publish / Subscribe) and the event log ids.
-//
+// Bus is best-effort broadcast between the gateway instances sharing the
+// store: the second half of an exchange can land on another instance than
+// the first, and the bus tells the instance concerned (a cancel, a client's
+// answer, a new event for the stream it holds, a stream taken over, a
+// session ended, a backend's lists changed). What must not be lost is
+// written with its message by Marks (or logged by EventLog); the bus only
+// makes it quick. The router subscribes once per process and publishes
+// from initialize, GET-stream holds, the session stream and the list
+// cache; InstanceID names this process in messages and pending requests.
+type Bus interface {
+	// Publish broadcasts a message, with From set to InstanceID, to every
+	// gateway instance sharing the store (this one included). Delivery is
+	// best effort: a message can be lost (Redis connection drop, full
+	// in-memory queue), which is why cancels and pending requests are also
+	// marked in the session.
+	Publish(ctx context.Context, msg BusMessage) error
+	// Subscribe calls fn for every broadcast message, in order, from one
+	// goroutine, until the returned stop func (idempotent) is called. The
+	// store keeps one subscription for all callers. fn must not block and
+	// must not call Close. A message published after Subscribe returns is
+	// delivered (barring loss, see Publish); to not miss a cancel or a
+	// response, subscribe first, then load the session and check its marks.
+	Subscribe(fn func(BusMessage)) (stop func())
+	// InstanceID identifies this store handle (one per gateway process).
+	InstanceID() string
+}
+
+// Bus message kinds.
+const (
+	// BusCancel: the client cancelled request ID of Session.
+	BusCancel = "cancel"
+	// BusResponse: the client answered server-to-client request ID; Data
+	// is the JSON-RPC response.
+	BusResponse = "response"
+	// BusNotify: event ID was appended to the session's event log by an
+	// instance with no client attached; the instance streaming the
+	// session, if any, sends its client what it has not had yet.
+	BusNotify = "notify"
+	// BusStreamTaken: another instance now holds the session's GET stream.
+	BusStreamTaken = "stream-taken"
+	// BusSubscriptions: the session's resource subscriptions changed.
+	BusSubscriptions = "subscriptions"
+	// BusSessionEnded: the session was deleted; its stream holder stops.
+	BusSessionEnded = "session-ended"
+	// BusListChanged: backend ID ("<vhost>/<key>") announced a list
+	// change; instances drop its cached list pages. Session is empty.
+	BusListChanged = "list-changed"
+)
+
+// BusMessage is what instances tell each other.
+type BusMessage struct {
+	Kind    string          `json:"k"`
+	Session string          `json:"s"`
+	ID      string          `json:"i,omitempty"`
+	Data    json.RawMessage `json:"d,omitempty"`
+	// From is the InstanceID of the publisher.
+	From string `json:"f,omitempty"`
+	// To, when set, is the only instance meant to act on the message.
+	To string `json:"t,omitempty"`
+}
+
 // Bus delivery contract, for both stores:
 //
 //   - Callbacks run one after another, in registration order, on a single
@@ -93,43 +151,4 @@ func newInstanceID() string {
 		panic("store: instance id: " + err.Error()) // crypto/rand never fails on supported platforms
 	}
 	return hex.EncodeToString(b[:])
-}
-
-// eventID is a parsed event id "<ms>-<seq>", the format of Redis stream
-// entry ids, which the Memory store issues too.
-type eventID struct{ ms, seq uint64 }
-
-// parseEventID accepts exactly ^\d+-\d+$ with both parts fitting in 64
-// bits (the range Redis accepts); anything else is ErrBadEventID.
-func parseEventID(s string) (eventID, error) {
-	msText, seqText, ok := strings.Cut(s, "-")
-	if !ok || !allDigits(msText) || !allDigits(seqText) {
-		return eventID{}, ErrBadEventID
-	}
-	ms, err1 := strconv.ParseUint(msText, 10, 64)
-	seq, err2 := strconv.ParseUint(seqText, 10, 64)
-	if err1 != nil || err2 != nil {
-		return eventID{}, ErrBadEventID
-	}
-	return eventID{ms, seq}, nil
-}
-
-func (e eventID) String() string {
-	return strconv.FormatUint(e.ms, 10) + "-" + strconv.FormatUint(e.seq, 10)
-}
-
-func (e eventID) after(o eventID) bool {
-	return e.ms > o.ms || (e.ms == o.ms && e.seq > o.seq)
-}
-
-func allDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
 }

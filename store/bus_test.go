@@ -1,17 +1,18 @@
 package store_test
 
+// The Bus contract (bus.go), on every store.
+
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"reflect"
-	"runtime"
 	"testing"
 	"time"
 
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/tests/testsupport"
+	"go.uber.org/goleak"
 )
 
 // busWait bounds every wait for a bus message. It is a failure timeout,
@@ -45,95 +46,7 @@ func publish(t *testing.T, s store.Store, msg store.BusMessage) {
 	}
 }
 
-func TestStore_CancelMarkSeenOnLoadAndBroadcast(t *testing.T) {
-	ctx := context.Background()
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		got, _ := collect(t, s)
-		reqID := `"abc"`
-		msg := store.BusMessage{Kind: store.BusCancel, Session: "s1", ID: reqID, Data: json.RawMessage(`{"reason":"user"}`)}
-		if err := s.MarkCancelled(ctx, "s1", reqID, msg, time.Minute, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		want := msg
-		want.From = s.InstanceID()
-		if m := recv(t, got); !reflect.DeepEqual(m, want) {
-			t.Errorf("broadcast = %+v, want %+v", m, want)
-		}
-		if c := load(t, s, "s1").Cancelled; !c[reqID] || !c["41"] {
-			t.Errorf("Cancelled = %v, want %s marked beside 41", c, reqID)
-		}
-
-		if err := s.ClearCancelled(ctx, "s1", reqID); err != nil {
-			t.Fatal(err)
-		}
-		if c := load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{"41": true}) {
-			t.Errorf("Cancelled after ClearCancelled = %v, want only 41", c)
-		}
-		if err := s.ClearCancelled(ctx, "s1", "41"); err != nil {
-			t.Fatal(err)
-		}
-		if c := load(t, s, "s1").Cancelled; c != nil {
-			t.Errorf("Cancelled after clearing every mark = %v, want nil", c)
-		}
-		for _, sid := range []string{"s1", "missing"} { // absent mark, absent session
-			if err := s.ClearCancelled(ctx, sid, reqID); err != nil {
-				t.Errorf("ClearCancelled(%s): %v", sid, err)
-			}
-		}
-	})
-}
-
-func TestStore_MarkCancelledOnMissingSessionPublishesNothing(t *testing.T) {
-	ctx := context.Background()
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		got, _ := collect(t, s)
-		msg := store.BusMessage{Kind: store.BusCancel, Session: "gone", ID: "1"}
-		if err := s.MarkCancelled(ctx, "gone", "1", msg, time.Minute, time.Minute); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("MarkCancelled: err = %v, want ErrNotFound", err)
-		}
-		// The bus is ordered: had the cancel been published, it would
-		// arrive before this marker.
-		marker := store.BusMessage{Kind: store.BusNotify, Session: "other"}
-		publish(t, s, marker)
-		if m := recv(t, got); m.Kind != store.BusNotify {
-			t.Errorf("first message = %+v, want the marker", m)
-		}
-		if _, ok := s.(*store.Redis); ok {
-			if keys := sessionKeys(t, "gone"); len(keys) != 0 {
-				t.Errorf("MarkCancelled created %q", keys)
-			}
-		}
-	})
-}
-
-func TestStore_PendingRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		steps := []error{
-			s.AddPending(ctx, "s1", "gw-1", "aaaaaaaaaaaaaaaa", time.Minute),
-			s.AddPending(ctx, "s1", "gw-2", "bbbbbbbbbbbbbbbb", time.Minute),
-			s.RemovePending(ctx, "s1", "gw-0"),
-			s.RemovePending(ctx, "s1", "never-added"),
-			s.RemovePending(ctx, "missing", "gw-1"),
-		}
-		for i, err := range steps {
-			if err != nil {
-				t.Fatalf("step %d: %v", i, err)
-			}
-		}
-		want := map[string]string{"gw-1": "aaaaaaaaaaaaaaaa", "gw-2": "bbbbbbbbbbbbbbbb"}
-		if got := load(t, s, "s1").Pending; !reflect.DeepEqual(got, want) {
-			t.Errorf("Pending = %v, want %v", got, want)
-		}
-		if err := s.AddPending(ctx, "missing", "gw-1", "x", time.Minute); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("AddPending on a missing session: err = %v, want ErrNotFound", err)
-		}
-	})
-}
-
-func TestStore_BusReachesEveryInstance(t *testing.T) {
+func TestBus_ReachesEveryInstance(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		a, b := s, s
 		if _, ok := s.(*store.Redis); ok {
@@ -171,7 +84,12 @@ func TestStore_BusReachesEveryInstance(t *testing.T) {
 	})
 }
 
-func TestStore_SubscriberGetsItsOwnCopy(t *testing.T) {
+func isHex(s string) bool {
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+func TestBus_SubscriberGetsItsOwnCopy(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		s.Subscribe(func(m store.BusMessage) { m.Data[0] = 'X' }) // a misbehaving callback
 		got, _ := collect(t, s)
@@ -184,143 +102,74 @@ func TestStore_SubscriberGetsItsOwnCopy(t *testing.T) {
 	})
 }
 
-func TestStore_SubscribeStopIsIdempotentAndNoLeak(t *testing.T) {
-	stores := map[string]func() store.Store{
-		"memory": func() store.Store { return store.NewMemory() },
-		"redis": func() store.Store {
-			r, err := store.NewRedis(srv.URL(), store.RedisOptions{KeyPrefix: testPrefix})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r
-		},
-	}
-	for name, newStore := range stores {
-		t.Run(name, func(t *testing.T) {
-			// Earlier tests closed their stores, but their goroutines may
-			// not all have returned yet.
-			eventually(t, "earlier bus goroutines to exit", func() bool { n, lib := busGoroutines(); return n+lib == 0 })
-			s := newStore()
-			got1, stop1 := collect(t, s)
-			got2, stop2 := collect(t, s)
-			if _, lib := busGoroutines(); name == "redis" && lib == 0 {
-				t.Fatal("found no go-redis pub/sub goroutine: the goroutine check is broken")
-			}
-
-			publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "1"})
-			recv(t, got1)
-			recv(t, got2)
-
-			stop1()
-			stop1() // idempotent
-			publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "2"})
-			if m := recv(t, got2); m.ID != "2" {
-				t.Fatalf("got %+v, want message 2", m)
-			}
-			// Callbacks run in order on one goroutine: a call to the first
-			// callback for message 2 would have happened before this point.
-			select {
-			case m := <-got1:
-				t.Errorf("stopped callback received %+v", m)
-			default:
-			}
-			stop2()
-			stop2()
-			if n, _ := busGoroutines(); n != 1 {
-				t.Errorf("store dispatcher goroutines = %d, want 1 for two callbacks", n)
-			}
-
-			if err := s.Close(); err != nil {
-				t.Fatal(err)
-			}
-			stop1() // after Close: still harmless
-			// Close has waited for the dispatcher to finish; the goroutine
-			// and go-redis' pub/sub goroutines then only have to return,
-			// which offers nothing to wait on.
-			eventually(t, "the dispatcher to exit", func() bool { n, _ := busGoroutines(); return n == 0 })
-			eventually(t, "go-redis pub/sub goroutines to exit", func() bool { _, lib := busGoroutines(); return lib == 0 })
-			if _, ok := s.(*store.Redis); ok {
-				eventually(t, "the bus subscription to be closed", func() bool {
-					subs := srv.Client().PubSubNumSub(context.Background(), store.BusChannel(testPrefix)).Val()
-					return subs[store.BusChannel(testPrefix)] == 0
-				})
-			}
-			noop := s.Subscribe(func(store.BusMessage) { t.Error("callback registered after Close ran") })
-			noop()
-		})
-	}
-}
-
-// busGoroutines counts the bus dispatchers started by this package and
-// the pub/sub goroutines started by go-redis.
-func busGoroutines() (ours, lib int) {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	ours = bytes.Count(buf, []byte("created by github.com/mcpgw/gateway/store.(*Memory).Subscribe")) +
-		bytes.Count(buf, []byte("created by github.com/mcpgw/gateway/store.(*redisBus).start"))
-	lib = bytes.Count(buf, []byte("created by github.com/redis/go-redis/v9.(*channel)."))
-	return ours, lib
-}
-
-// eventually polls cond for something that offers no signal to wait on.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(busWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func isHex(s string) bool {
-	_, err := hex.DecodeString(s)
-	return err == nil
-}
-
-func TestStore_AnswerStoredAndBroadcastOnlyWhilePending(t *testing.T) {
-	ctx := context.Background()
+// Stopping a callback is idempotent, and harmless after Close; one
+// dispatcher serves every callback; and once Close has returned nothing of
+// the bus is left running.
+func TestBus_StopIsIdempotentAndCloseLeavesNothingRunning(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		got, _ := collect(t, s)
-		answer := []byte(`{"jsonrpc":"2.0","id":"gw-1","result":{}}`)
-		msg := store.BusMessage{Kind: store.BusResponse, Session: "s1", ID: "gw-1", Data: answer}
-		if err := s.PostAnswer(ctx, "s1", "gw-1", answer, msg, time.Minute); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("PostAnswer with nothing pending: err = %v, want ErrNotFound", err)
+		// What runs already (the harness, the memory store's janitor,
+		// which TestMemory_CloseStopsJanitor checks) is not the bus's.
+		before := goleak.IgnoreCurrent()
+		got1, stop1 := collect(t, s)
+		if goleak.Find(before) == nil {
+			t.Fatal("the first Subscribe started no goroutine: the leak check is broken")
 		}
-		if err := s.AddPending(ctx, "s1", "gw-1", s.InstanceID(), time.Minute); err != nil {
+		started := goleak.IgnoreCurrent()
+		got2, stop2 := collect(t, s)
+
+		publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "1"})
+		recv(t, got1)
+		recv(t, got2)
+
+		stop1()
+		stop1() // idempotent
+		publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "2"})
+		if m := recv(t, got2); m.ID != "2" {
+			t.Fatalf("got %+v, want message 2", m)
+		}
+		// Callbacks run in order on one goroutine: a call to the first
+		// callback for message 2 would have happened before this point.
+		select {
+		case m := <-got1:
+			t.Errorf("stopped callback received %+v", m)
+		default:
+		}
+		stop2()
+		stop2()
+		if err := goleak.Find(started); err != nil {
+			t.Errorf("goroutines started after the first Subscribe, want its one dispatcher for every callback: %v", err)
+		}
+
+		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.PostAnswer(ctx, "s1", "gw-1", answer, msg, time.Minute); err != nil {
-			t.Fatal(err)
+		stop1() // after Close: still harmless
+		// Close has waited for the dispatcher to finish; the goroutine and
+		// go-redis' pub/sub goroutines then only have to return, which
+		// goleak waits for, bounded.
+		goleak.VerifyNone(t, before)
+		if _, ok := s.(*store.Redis); ok {
+			if !testsupport.Eventually(t, busWait, func() bool { return busSubscribers(t) == 0 }) {
+				t.Errorf("%d connections still subscribed to the bus after Close", busSubscribers(t))
+			}
 		}
-		// The broadcast comes first: nothing was published by the refused post.
-		if m := recv(t, got); m.Kind != store.BusResponse || string(m.Data) != string(answer) {
-			t.Errorf("broadcast = %+v", m)
-		}
-		// The stored copy is there for a waiter whose message was lost, once.
-		if a, err := s.TakeAnswer(ctx, "s1", "gw-1"); err != nil || string(a) != string(answer) {
-			t.Fatalf("TakeAnswer = %s, %v", a, err)
-		}
-		if a, err := s.TakeAnswer(ctx, "s1", "gw-1"); err != nil || a != nil {
-			t.Fatalf("second TakeAnswer = %s, %v, want nothing", a, err)
-		}
-		// RemovePending drops an answer nobody took.
-		if err := s.PostAnswer(ctx, "s1", "gw-1", answer, msg, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.RemovePending(ctx, "s1", "gw-1"); err != nil {
-			t.Fatal(err)
-		}
-		if a, err := s.TakeAnswer(ctx, "s1", "gw-1"); err != nil || a != nil {
-			t.Fatalf("TakeAnswer after RemovePending = %s, %v", a, err)
-		}
-		if a, err := s.TakeAnswer(ctx, "missing", "gw-1"); err != nil || a != nil {
-			t.Fatalf("TakeAnswer on a missing session = %s, %v", a, err)
-		}
-		if _, still := load(t, s, "s1").Pending["gw-1"]; still {
-			t.Error("gw-1 still pending after RemovePending")
-		}
+		noop := s.Subscribe(func(store.BusMessage) { t.Error("callback registered after Close ran") })
+		noop()
 	})
+}
+
+// busSubscribers counts the connections subscribed to the bus channel, on
+// every node of target.
+func busSubscribers(t *testing.T) int64 {
+	t.Helper()
+	channel := store.BusChannel(testPrefix)
+	var n int64
+	for _, node := range target.nodes {
+		subs, err := node.PubSubNumSub(context.Background(), channel).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += subs[channel]
+	}
+	return n
 }

@@ -17,8 +17,9 @@ import (
 //     and a stream whose owner died is answered with an error for the right
 //     request id;
 //   - the owner's lease, a key with a short TTL that the instance running
-//     the call renews while it runs (the one key of a session outside the
-//     log and the hash; it outlives a deleted session by one lease at most).
+//     the call renews while it runs (see Leases; the one key of a session
+//     DeleteSession leaves, it outlives a deleted session by one lease at
+//     most).
 //     A lapsed lease on a stream without an answer means the owner is gone:
 //     its answer will never be logged.
 //
@@ -44,36 +45,6 @@ func (c *CallStream) Lost() bool { return c != nil && !c.Done && !c.Leased }
 // maxCallStreamName bounds a call stream's name: it comes back from
 // clients in Last-Event-ID and becomes part of a store key.
 const maxCallStreamName = 64
-
-// resumeSkew is how far past this process's clock an event id may lie and
-// still be one the log issued: Redis stamps ids with its own clock.
-const resumeSkew = time.Minute
-
-// checkResumeID reports ErrBadEventID for an id the log never issued: one
-// that is malformed, after the newest retained event, or, when the log
-// holds nothing (it may have expired), stamped in the future.
-func checkResumeID(id, newest string, now time.Time) error {
-	e, err := parseEventID(id)
-	if err != nil {
-		return err
-	}
-	if newest != "" && newest != "0-0" {
-		n, err := parseEventID(newest)
-		if err == nil && e.after(n) {
-			return ErrBadEventID
-		}
-		return nil
-	}
-	if e.ms > uint64(max(now.Add(resumeSkew).UnixMilli(), 0)) {
-		return ErrBadEventID
-	}
-	return nil
-}
-
-// CheckResumeID reports ErrBadEventID for a Last-Event-ID the log never
-// issued, given the log's newest id as LatestEventID returns it ("0-0" for
-// an empty log).
-func CheckResumeID(id, newest string) error { return checkResumeID(id, newest, time.Now()) }
 
 // checkCallStream validates a call stream's name and log parameters.
 func checkCallStream(stream string, maxLen int, ttl time.Duration) error {

@@ -1,5 +1,7 @@
 package store_test
 
+// The EventLog contract (event_log.go, call_streams.go), on every store.
+
 import (
 	"context"
 	"errors"
@@ -45,13 +47,16 @@ func wantEvents(ids []string, from, to int) []store.Event {
 	return evs
 }
 
-func TestStore_EventLogAppendAndResume(t *testing.T) {
+func TestEventLog_AppendThenResume(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		create(t, s, sampleSession("s1"), time.Minute)
 		ids := appendEvents(t, s, "s1", 5, 100)
 		for i := 1; i < len(ids); i++ {
 			if !idLess(t, ids[i-1], ids[i]) {
 				t.Errorf("event ids not increasing: %s then %s", ids[i-1], ids[i])
+			}
+			if !store.EventIDAfter(ids[i], ids[i-1]) || store.EventIDAfter(ids[i-1], ids[i]) {
+				t.Errorf("EventIDAfter disagrees with the log's order: %s then %s", ids[i-1], ids[i])
 			}
 		}
 		if got, want := eventsAfter(t, s, "s1", ids[1], 10), wantEvents(ids, 3, 5); !reflect.DeepEqual(got, want) {
@@ -81,7 +86,23 @@ func TestStore_EventLogAppendAndResume(t *testing.T) {
 	})
 }
 
-func TestStore_EventLogIsBounded(t *testing.T) {
+// idLess compares two "<ms>-<seq>" event ids numerically.
+func idLess(t *testing.T, a, b string) bool {
+	t.Helper()
+	parse := func(s string) [2]uint64 {
+		ms, seq, ok := strings.Cut(s, "-")
+		x, err1 := strconv.ParseUint(ms, 10, 64)
+		y, err2 := strconv.ParseUint(seq, 10, 64)
+		if !ok || err1 != nil || err2 != nil {
+			t.Fatalf("event id %q is not <ms>-<seq>", s)
+		}
+		return [2]uint64{x, y}
+	}
+	x, y := parse(a), parse(b)
+	return x[0] < y[0] || (x[0] == y[0] && x[1] < y[1])
+}
+
+func TestEventLog_IsBounded(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		create(t, s, sampleSession("s1"), time.Minute)
 		ids := appendEvents(t, s, "s1", 10, 3)
@@ -104,7 +125,7 @@ func TestStore_EventLogIsBounded(t *testing.T) {
 	})
 }
 
-func TestStore_MalformedEventIDRejected(t *testing.T) {
+func TestEventLog_MalformedEventIDRejected(t *testing.T) {
 	bad := []string{"", "abc", "1", "1-", "-1", "1-2-3", "+1-2", "1--2", " 1-2", "1-2 ", "1.5-0", "0x1-0",
 		"١-٢", "18446744073709551616-0", "0-18446744073709551616", "$", "-", "+", "(1-0"}
 	forEachStore(t, func(t *testing.T, s store.Store) {
@@ -131,97 +152,7 @@ func TestStore_MalformedEventIDRejected(t *testing.T) {
 	})
 }
 
-func TestStore_StreamClaimHandover(t *testing.T) {
-	ctx := context.Background()
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		claim := func(owner, wantPrev string) {
-			t.Helper()
-			if prev, err := s.ClaimStream(ctx, "s1", owner, time.Minute); err != nil || prev != wantPrev {
-				t.Fatalf("ClaimStream(%s) = %q, %v; want %q", owner, prev, err, wantPrev)
-			}
-		}
-		refresh := func(owner string, want bool) {
-			t.Helper()
-			if held, err := s.RefreshStream(ctx, "s1", owner, time.Hour); err != nil || held != want {
-				t.Fatalf("RefreshStream(%s) = %v, %v; want %v", owner, held, err, want)
-			}
-		}
-		release := func(owner string) {
-			t.Helper()
-			if err := s.ReleaseStream(ctx, "s1", owner); err != nil {
-				t.Fatalf("ReleaseStream(%s): %v", owner, err)
-			}
-		}
-		claim("A", "")
-		claim("B", "A")
-		refresh("A", false)
-		release("A") // no-op: B holds it
-		refresh("B", true)
-		if d, ok := pttl(t, s, store.StreamKey(testPrefix, "s1")); ok && d < 59*time.Minute {
-			t.Errorf("claim PTTL after refresh = %v, want about 1h", d)
-		}
-		release("B")
-		refresh("B", false)
-		release("B") // nothing to release
-		claim("A", "")
-
-		if _, err := s.ClaimStream(ctx, "s1", "A", 50*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond) // no expiry signal to wait on
-		refresh("A", false)
-		claim("B", "")
-	})
-}
-
-func TestStore_DeleteRemovesEventsAndClaim(t *testing.T) {
-	ctx := context.Background()
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		appendEvents(t, s, "s1", 3, 10)
-		if _, err := s.ClaimStream(ctx, "s1", "A", time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.DeleteSession(ctx, "s1"); err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := s.(*store.Redis); ok {
-			if keys := sessionKeys(t, "s1"); len(keys) != 0 {
-				t.Errorf("keys left after delete: %q", keys)
-			}
-		}
-		if got := eventsAfter(t, s, "s1", "0-0", 0); len(got) != 0 {
-			t.Errorf("events after delete: %q", got)
-		}
-		// A session recreated under the same id starts with neither.
-		create(t, s, sampleSession("s1"), time.Minute)
-		if got := eventsAfter(t, s, "s1", "0-0", 0); len(got) != 0 {
-			t.Errorf("events of the recreated session: %q", got)
-		}
-		if prev, err := s.ClaimStream(ctx, "s1", "B", time.Minute); err != nil || prev != "" {
-			t.Errorf("ClaimStream on the recreated session = %q, %v; want no previous holder", prev, err)
-		}
-	})
-}
-
-// idLess compares two "<ms>-<seq>" event ids numerically.
-func idLess(t *testing.T, a, b string) bool {
-	t.Helper()
-	parse := func(s string) [2]uint64 {
-		ms, seq, ok := strings.Cut(s, "-")
-		x, err1 := strconv.ParseUint(ms, 10, 64)
-		y, err2 := strconv.ParseUint(seq, 10, 64)
-		if !ok || err1 != nil || err2 != nil {
-			t.Fatalf("event id %q is not <ms>-<seq>", s)
-		}
-		return [2]uint64{x, y}
-	}
-	x, y := parse(a), parse(b)
-	return x[0] < y[0] || (x[0] == y[0] && x[1] < y[1])
-}
-
-func TestStore_LatestEventIDIsTheResumePoint(t *testing.T) {
+func TestEventLog_LatestEventIDIsTheResumePoint(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		create(t, s, sampleSession("s1"), time.Minute)
 		if id, err := s.LatestEventID(t.Context(), "s1"); err != nil || id != "0-0" {
@@ -239,7 +170,7 @@ func TestStore_LatestEventIDIsTheResumePoint(t *testing.T) {
 	})
 }
 
-func TestStore_EventLogTagsEachStreamsEvents(t *testing.T) {
+func TestEventLog_TagsEachStreamsEvents(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		create(t, s, sampleSession("s1"), time.Minute)
@@ -259,4 +190,176 @@ func TestStore_EventLogTagsEachStreamsEvents(t *testing.T) {
 			t.Fatalf("append to a missing session: %v", err)
 		}
 	})
+}
+
+// EventIDAfter orders ids by number, milliseconds first, as the log issues
+// them; an id the log could not have issued comes after nothing.
+func TestEventLog_EventIDAfter(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want bool
+	}{
+		{"5-1", "5-0", true},
+		{"5-0", "5-1", false},
+		{"5-1", "5-1", false},
+		{"10-0", "9-99", true}, // numbers, not text
+		{"9-99", "10-0", false},
+		{"1-0", "0-0", true},
+		{"18446744073709551615-18446744073709551615", "18446744073709551615-18446744073709551614", true},
+		{"x", "0-0", false},
+		{"0-0", "x", true},
+		{"x", "y", false},
+		{"", "", false},
+	} {
+		if got := store.EventIDAfter(tc.a, tc.b); got != tc.want {
+			t.Errorf("EventIDAfter(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func callEvents(t *testing.T, s store.Store, stream, after string) (*store.CallStream, []store.Event) {
+	t.Helper()
+	cs, evs, err := s.CallStreamEventsAfter(context.Background(), "s1", stream, after, 0)
+	if err != nil {
+		t.Fatalf("CallStreamEventsAfter(%s, %s): %v", stream, after, err)
+	}
+	return cs, evs
+}
+
+// A call stream's record lives in the log: the first event names the
+// request, the answer marks it done, and only its own events come back.
+func TestEventLog_CallStreamLifecycle(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		create(t, s, sampleSession("s1"), time.Minute)
+		prime, err := s.StartCallStream(ctx, "s1", "c1", []byte(`"req-7"`), nil, 100, time.Minute, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.AppendEvent(ctx, "s1", []byte(`get`), 100, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.StartCallStream(ctx, "s1", "c2", []byte(`8`), nil, 100, time.Minute, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		progress, err := s.AppendStreamEvent(ctx, "s1", "c1", []byte(`progress`), 100, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		cs, evs := callEvents(t, s, "c1", "0-0")
+		if string(cs.RequestID) != `"req-7"` || !cs.Leased || cs.Done || cs.Lost() {
+			t.Fatalf("running stream = %+v", cs)
+		}
+		want := []store.Event{{ID: prime, Data: []byte{}, Stream: "c1"}, {ID: progress, Data: []byte(`progress`), Stream: "c1"}}
+		if len(evs) == 2 && len(evs[0].Data) == 0 {
+			evs[0].Data = []byte{} // nil or empty: both mean a priming event
+		}
+		if !reflect.DeepEqual(evs, want) {
+			t.Fatalf("events of c1 = %q, want %q", evs, want)
+		}
+		if _, evs := callEvents(t, s, "c1", prime); len(evs) != 1 || evs[0].ID != progress {
+			t.Fatalf("events of c1 after its priming event = %q", evs)
+		}
+
+		if ok, err := s.RenewCallLease(ctx, "s1", "c1", time.Minute); err != nil || !ok {
+			t.Fatalf("RenewCallLease on a running stream = %v, %v", ok, err)
+		}
+		answer, err := s.EndCallStream(ctx, "s1", "c1", []byte(`answer`), 100, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs, evs = callEvents(t, s, "c1", progress)
+		if !cs.Done || cs.Leased || cs.Lost() || len(evs) != 1 || evs[0].ID != answer || string(evs[0].Data) != "answer" {
+			t.Fatalf("ended stream = %+v, %q", cs, evs)
+		}
+		// Resuming from the answer itself: nothing more, and still done.
+		if cs, evs := callEvents(t, s, "c1", answer); !cs.Done || len(evs) != 0 {
+			t.Fatalf("after the answer = %+v, %q", cs, evs)
+		}
+		if ok, err := s.RenewCallLease(ctx, "s1", "c1", time.Minute); err != nil || ok {
+			t.Fatalf("RenewCallLease after the end = %v, %v; want false", ok, err)
+		}
+		if cs, _ := callEvents(t, s, "c2", "0-0"); string(cs.RequestID) != `8` || !cs.Leased {
+			t.Fatalf("the other stream = %+v", cs)
+		}
+		if _, err := s.StartCallStream(ctx, "gone", "c3", []byte(`1`), nil, 100, time.Minute, time.Minute); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("StartCallStream on a missing session: %v", err)
+		}
+		if d, ok := pttl(t, s, store.CallLeaseKey(testPrefix, "s1", "c2")); ok && (d <= 0 || d > time.Minute) {
+			t.Fatalf("lease PTTL = %v, want at most a minute", d)
+		}
+	})
+}
+
+// Ids a client may send back that the log never issued are told apart
+// from ids that are merely old.
+func TestEventLog_CallStreamRefusesWhatWasNeverIssued(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		create(t, s, sampleSession("s1"), time.Minute)
+		prime, err := s.StartCallStream(ctx, "s1", "c1", []byte(`1`), nil, 100, time.Minute, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, tc := range map[string]struct {
+			stream, after string
+			want          error
+		}{
+			"unknown stream":    {"nosuchstream", prime, store.ErrNotFound},
+			"far-future id":     {"c1", "99999999999999-0", store.ErrBadEventID},
+			"largest id":        {"c1", "18446744073709551615-18446744073709551615", store.ErrBadEventID},
+			"malformed id":      {"c1", "1-x", store.ErrBadEventID},
+			"over-long stream":  {string(make([]byte, 200)), prime, store.ErrNotFound},
+			"just after newest": {"c1", bump(t, prime), store.ErrBadEventID},
+		} {
+			t.Run(name, func(t *testing.T) {
+				if _, _, err := s.CallStreamEventsAfter(ctx, "s1", tc.stream, tc.after, 0); !errors.Is(err, tc.want) {
+					t.Fatalf("got %v, want %v", err, tc.want)
+				}
+			})
+		}
+		// An id older than anything retained is fine.
+		if _, evs := callEvents(t, s, "c1", "1-0"); len(evs) != 1 {
+			t.Fatalf("events after 1-0 = %q, want the priming event", evs)
+		}
+	})
+}
+
+// bump returns the event id right after id.
+func bump(t *testing.T, id string) string {
+	t.Helper()
+	ms, seq, _ := strings.Cut(id, "-")
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if err != nil {
+		t.Fatalf("event id %q: %v", id, err)
+	}
+	return ms + "-" + strconv.FormatUint(n+1, 10)
+}
+
+func formatID(ms, seq uint64) string {
+	return strconv.FormatUint(ms, 10) + "-" + strconv.FormatUint(seq, 10)
+}
+
+func TestEventLog_CheckResumeID(t *testing.T) {
+	future := formatID(uint64(time.Now().Add(time.Hour).UnixMilli()), 0)
+	past := formatID(uint64(time.Now().Add(-time.Hour).UnixMilli()), 0)
+	for _, tc := range []struct {
+		id, newest string
+		bad        bool
+	}{
+		{"5-1", "5-1", false},
+		{"5-0", "5-1", false},
+		{"5-2", "5-1", true},
+		{"99999999999999-0", "5-1", true},
+		{past, "0-0", false},  // an expired log: the id may be real
+		{future, "0-0", true}, // stamped an hour ahead: never issued
+		{"0-0", "0-0", false}, // the priming id of an empty log
+		{"x", "5-1", true},    // malformed
+		{"1-0", "x-1", false}, // a newest id that does not parse checks nothing
+	} {
+		if err := store.CheckResumeID(tc.id, tc.newest); (err != nil) != tc.bad {
+			t.Errorf("CheckResumeID(%s, %s) = %v, want bad=%v", tc.id, tc.newest, err, tc.bad)
+		}
+	}
 }

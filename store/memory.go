@@ -1,12 +1,9 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"maps"
-	"slices"
 	"sync"
 	"time"
 )
@@ -21,7 +18,8 @@ var errClosed = errors.New("store: closed")
 // Memory is the in-process Store used by a single gateway instance. It
 // follows the same contract as Redis (sliding expiry, no resurrection,
 // ErrNotFound) so the gateway behaves identically on either. Stored data
-// is deep-copied on the way in and out: callers can never alias it.
+// is deep-copied on the way in and out: callers can never alias it. Its
+// methods are in memory_<role>.go, one file per role of Store.
 type Memory struct {
 	mu       sync.Mutex
 	closed   bool
@@ -38,24 +36,6 @@ type Memory struct {
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
-}
-
-// memSession is a stored session; the record's own Backends,
-// Subscriptions, Cancelled and Pending are nil, they live in the maps
-// beside it.
-type memSession struct {
-	record    Session
-	backends  map[string]*BackendSnapshot
-	subs      map[string]struct{}
-	cancelled map[string]time.Time // request id -> when its mark expires
-	pending   map[string]string
-	answers   map[string][]byte
-	expires   time.Time
-}
-
-type memKey struct {
-	key     []byte
-	expires time.Time
 }
 
 var _ Store = (*Memory)(nil)
@@ -101,169 +81,6 @@ func (m *Memory) purge(now time.Time) {
 	maps.DeleteFunc(m.logs, func(_ string, l *memLog) bool { return !now.Before(l.expires) })
 	maps.DeleteFunc(m.claims, func(_ string, c *memClaim) bool { return !now.Before(c.expires) })
 	m.purgeLeases(now)
-}
-
-// CreateSession replaces any session with the same ID, dropping its event
-// log and stream claim too.
-func (m *Memory) CreateSession(_ context.Context, s *Session, ttl time.Duration) error {
-	if err := checkTTL(ttl); err != nil {
-		return err
-	}
-	if s == nil || s.ID == "" {
-		return errors.New("store: create session: missing session ID")
-	}
-	if err := checkClientMetadata(s); err != nil {
-		return err
-	}
-	now := time.Now()
-	ms := &memSession{
-		record:    copyRecord(s),
-		backends:  make(map[string]*BackendSnapshot, len(s.Backends)),
-		subs:      make(map[string]struct{}, len(s.Subscriptions)),
-		cancelled: make(map[string]time.Time, len(s.Cancelled)),
-		pending:   maps.Clone(s.Pending),
-	}
-	if ms.pending == nil {
-		ms.pending = make(map[string]string)
-	}
-	for reqID, ok := range s.Cancelled {
-		if ok && markable(reqID) {
-			ms.cancelled[reqID] = now.Add(DefaultCancelMarkTTL)
-		}
-	}
-	for k, b := range s.Backends {
-		if b != nil {
-			ms.backends[k] = copySnapshot(b)
-		}
-	}
-	for _, uri := range s.Subscriptions {
-		ms.subs[uri] = struct{}{}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return errClosed
-	}
-	ms.expires = now.Add(ttl)
-	m.sessions[s.ID] = ms
-	delete(m.logs, s.ID)
-	delete(m.claims, s.ID)
-	return nil
-}
-
-// LoadSession returns a deep copy and pushes the expiry out by ttl.
-func (m *Memory) LoadSession(_ context.Context, id string, ttl time.Duration) (*Session, error) {
-	var out *Session
-	err := m.update(id, ttl, func(ms *memSession) error {
-		s := copyRecord(&ms.record)
-		s.ID = id
-		if len(ms.backends) > 0 {
-			s.Backends = make(map[string]*BackendSnapshot, len(ms.backends))
-			for k, b := range ms.backends {
-				s.Backends[k] = copySnapshot(b)
-			}
-		}
-		s.Subscriptions = slices.Sorted(maps.Keys(ms.subs))
-		s.Cancelled = ms.liveMarks(time.Now())
-		if len(ms.pending) > 0 {
-			s.Pending = maps.Clone(ms.pending)
-		}
-		out = &s
-		return nil
-	})
-	return out, err
-}
-
-// PutBackends replaces the given snapshots, keyed by their Key.
-func (m *Memory) PutBackends(_ context.Context, id string, snaps []*BackendSnapshot, ttl time.Duration) error {
-	copies := make([]*BackendSnapshot, len(snaps))
-	for i, b := range snaps {
-		if b == nil {
-			return errors.New("store: put backends: nil snapshot")
-		}
-		copies[i] = copySnapshot(b)
-	}
-	return m.update(id, ttl, func(ms *memSession) error {
-		for _, b := range copies {
-			ms.backends[b.Key] = b
-		}
-		return nil
-	})
-}
-
-// SetLogLevel records the session's logging level.
-func (m *Memory) SetLogLevel(_ context.Context, id, level string, ttl time.Duration) error {
-	return m.update(id, ttl, func(ms *memSession) error {
-		ms.record.LogLevel = level
-		return nil
-	})
-}
-
-// AddSubscription records a subscription; adding it twice is a no-op.
-func (m *Memory) AddSubscription(_ context.Context, id, uri string, ttl time.Duration) error {
-	if err := checkSubscriptionURI(uri); err != nil {
-		return err
-	}
-	return m.update(id, ttl, func(ms *memSession) error {
-		if _, ok := ms.subs[uri]; !ok && len(ms.subs) >= MaxSubscriptions {
-			return errTooManySubs
-		}
-		ms.subs[uri] = struct{}{}
-		return nil
-	})
-}
-
-// RemoveSubscription forgets a subscription; removing an absent one is a no-op.
-func (m *Memory) RemoveSubscription(_ context.Context, id, uri string, ttl time.Duration) error {
-	return m.update(id, ttl, func(ms *memSession) error {
-		delete(ms.subs, uri)
-		return nil
-	})
-}
-
-// DeleteSession removes the session, its event log and its stream claim.
-func (m *Memory) DeleteSession(_ context.Context, id string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return errClosed
-	}
-	delete(m.logs, id)
-	delete(m.claims, id)
-	ms, ok := m.sessions[id]
-	if !ok {
-		return ErrNotFound
-	}
-	delete(m.sessions, id)
-	if !time.Now().Before(ms.expires) {
-		return ErrNotFound // it had already expired
-	}
-	return nil
-}
-
-// SigningKey returns the named key, storing candidate (or a random key)
-// when there is none; each call keeps it alive for another 30 days.
-func (m *Memory) SigningKey(_ context.Context, name string, candidate []byte) ([]byte, error) {
-	if candidate != nil && len(candidate) != signingKeySize {
-		return nil, fmt.Errorf("store: signing key %q: candidate has %d bytes, want %d", name, len(candidate), signingKeySize)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return nil, errClosed
-	}
-	now := time.Now()
-	k, ok := m.keys[name]
-	if !ok || !now.Before(k.expires) {
-		key, err := keyCandidate(candidate)
-		if err != nil {
-			return nil, fmt.Errorf("store: signing key %q: %w", name, err)
-		}
-		k = &memKey{key: key}
-		m.keys[name] = k
-	}
-	k.expires = now.Add(signingKeyTTL)
-	return bytes.Clone(k.key), nil
 }
 
 // Ping reports whether the store is still open.
@@ -333,21 +150,4 @@ func live[V any](entries map[string]*V, id string, now time.Time, expires func(*
 		return nil
 	}
 	return v
-}
-
-// copyRecord copies the session record without Backends, Subscriptions,
-// Cancelled and Pending.
-func copyRecord(s *Session) Session {
-	c := *s
-	c.ClientInfo = bytes.Clone(s.ClientInfo)
-	c.ClientCapabilities = bytes.Clone(s.ClientCapabilities)
-	c.Backends, c.Subscriptions, c.Cancelled, c.Pending = nil, nil, nil, nil
-	return c
-}
-
-func copySnapshot(b *BackendSnapshot) *BackendSnapshot {
-	c := *b
-	c.Capabilities = bytes.Clone(b.Capabilities)
-	c.ServerInfo = bytes.Clone(b.ServerInfo)
-	return &c
 }

@@ -1,15 +1,19 @@
 package store_test
 
-// Redis-only assertions; the shared contract is in store_test.go.
+// Redis-only assertions; the shared contract is in the role files
+// (sessions_test.go, marks_test.go, ...).
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpgw/gateway/store"
+	"go.uber.org/goleak"
 )
 
 func TestRedis_EveryKeyHasTTL(t *testing.T) { everyKeyHasTTL(t) }
@@ -42,7 +46,7 @@ func everyKeyHasTTL(t *testing.T) {
 	}
 }
 
-func TestStore_LoadSessionIsOneRoundTripTwoCommands(t *testing.T) { loadSessionIsOneRoundTrip(t) }
+func TestRedis_LoadSessionIsOneRoundTripTwoCommands(t *testing.T) { loadSessionIsOneRoundTrip(t) }
 
 // loadSessionIsOneRoundTrip runs against target; cluster_test.go runs it
 // on the cluster.
@@ -97,6 +101,32 @@ func commandCalls(t *testing.T) int {
 	return total
 }
 
+// A session written before marks expired holds c:<id> = "1" fields, as many
+// as its client sent: the first new mark clears them out.
+func TestRedis_CancelMarksFromBeforeExpiryAreDropped(t *testing.T) {
+	ctx := context.Background()
+	useTarget(t, singleTarget())
+	s := newRedis(t)
+	sess := sampleSession("s1")
+	sess.Cancelled = nil
+	create(t, s, sess, time.Minute)
+	key := store.SessionKey(testPrefix, "s1")
+	legacy := make([]any, 0, 2*5000)
+	for i := range 5000 {
+		legacy = append(legacy, fmt.Sprintf("c:%d", i), "1")
+	}
+	if err := target.admin.HSet(ctx, key, legacy...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c := load(t, s, "s1").Cancelled; c != nil {
+		t.Errorf("old marks read as live: %d of them", len(c))
+	}
+	cancel(t, s, "s1", "new", time.Minute)
+	if fields := hashFields(t, s, "s1"); countPrefix(fields, "c:") != 1 {
+		t.Errorf("hash holds %d cancel mark fields after a new mark, want 1", countPrefix(fields, "c:"))
+	}
+}
+
 func TestRedis_BusSkipsMalformedMessages(t *testing.T) {
 	r := newRedis(t)
 	got, _ := collect(t, r)
@@ -118,5 +148,27 @@ func TestRedis_SubscribeReturnsAfterConfirmation(t *testing.T) {
 	subs := srv.Client().PubSubNumSub(context.Background(), store.BusChannel(testPrefix)).Val()
 	if n := subs[store.BusChannel(testPrefix)]; n != 1 {
 		t.Errorf("subscribers right after Subscribe = %d, want 1", n)
+	}
+}
+
+// Subscribes racing Close each return, and once Close has returned nothing
+// of the bus is left running, whichever came first: the first Subscribe
+// waits for Redis without the bus's lock, which Close must not miss.
+func TestRedis_SubscribeRacingCloseLeavesNothingRunning(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for range 20 {
+		r, err := store.NewRedis(target.url, store.RedisOptions{KeyPrefix: testPrefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() { r.Subscribe(func(store.BusMessage) {}) })
+		}
+		wg.Go(func() { r.Close() })
+		wg.Wait()
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

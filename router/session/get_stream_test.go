@@ -146,7 +146,7 @@ func TestStream_ResumeOnAnotherInstanceGetsMissedEventsOnceInOrder(t *testing.T)
 		t.Fatalf("replayed %d events, want the 3 missed", len(resumed.Replay))
 	}
 	for i := 1; i < len(resumed.Replay); i++ {
-		if !router.EventIDAfter(resumed.Replay[i].ID, resumed.Replay[i-1].ID) {
+		if !store.EventIDAfter(resumed.Replay[i].ID, resumed.Replay[i-1].ID) {
 			t.Fatal("replay out of order")
 		}
 	}

@@ -1,5 +1,7 @@
 package store_test
 
+// The SigningKeys contract (signing_keys.go), on every store.
+
 import (
 	"bytes"
 	"context"
@@ -10,7 +12,7 @@ import (
 	"github.com/mcpgw/gateway/store"
 )
 
-func TestStore_SigningKeySharedAcrossInstances(t *testing.T) {
+func TestSigningKeys_SharedAcrossInstances(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		instances := []store.Store{s, s}
@@ -48,7 +50,7 @@ func TestStore_SigningKeySharedAcrossInstances(t *testing.T) {
 // A candidate becomes the key only when none is stored: on first use, or
 // after the store lost its data, so that an instance that survived a Redis
 // restart can put back the key it has been signing with.
-func TestStore_SigningKeyCandidateOnlyWhenNoneStored(t *testing.T) {
+func TestSigningKeys_CandidateOnlyWhenNoneStored(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		first, second := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 32)

@@ -25,12 +25,6 @@ type memEvent struct {
 	answer    bool
 }
 
-// memClaim is the holder of a session's GET stream.
-type memClaim struct {
-	owner   string
-	expires time.Time
-}
-
 // AppendEvent appends a copy of data and keeps the newest maxLen events.
 // Event ids are "<unixMillis>-<seq>", like Redis stream ids, strictly
 // increasing across every log of the store (also when the clock steps back).
@@ -126,67 +120,82 @@ func (m *Memory) LatestEventID(_ context.Context, id string) (string, error) {
 	return l.events[len(l.events)-1].id.String(), nil
 }
 
-// ClaimStream makes owner the holder for ttl and returns the previous live
-// holder. ErrNotFound if the session is absent.
-func (m *Memory) ClaimStream(_ context.Context, id, owner string, ttl time.Duration) (string, error) {
-	if err := checkTTL(ttl); err != nil {
-		return "", err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return "", errClosed
-	}
-	now := time.Now()
-	if m.liveSession(id, now) == nil {
-		return "", ErrNotFound
-	}
-	var prev string
-	if c := m.liveClaim(id, now); c != nil {
-		prev = c.owner
-	}
-	m.claims[id] = &memClaim{owner: owner, expires: now.Add(ttl)}
-	return prev, nil
-}
-
-// RefreshStream extends the claim if owner still holds it.
-func (m *Memory) RefreshStream(_ context.Context, id, owner string, ttl time.Duration) (bool, error) {
-	if err := checkTTL(ttl); err != nil {
-		return false, err
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return false, errClosed
-	}
-	now := time.Now()
-	c := m.liveClaim(id, now)
-	if c == nil || c.owner != owner {
-		return false, nil
-	}
-	c.expires = now.Add(ttl)
-	return true, nil
-}
-
-// ReleaseStream drops the claim if owner still holds it.
-func (m *Memory) ReleaseStream(_ context.Context, id, owner string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return errClosed
-	}
-	if c := m.liveClaim(id, time.Now()); c != nil && c.owner == owner {
-		delete(m.claims, id)
-	}
-	return nil
-}
-
-// liveLog and liveClaim return the entry for id if it has not expired at
-// now, dropping it if it has. Called with m.mu held.
+// liveLog returns session id's log if it has not expired at now, dropping
+// it if it has. Called with m.mu held.
 func (m *Memory) liveLog(id string, now time.Time) *memLog {
 	return live(m.logs, id, now, func(l *memLog) time.Time { return l.expires })
 }
 
-func (m *Memory) liveClaim(id string, now time.Time) *memClaim {
-	return live(m.claims, id, now, func(c *memClaim) time.Time { return c.expires })
+// StartCallStream logs the event (with the request id) and takes the
+// lease, under one lock.
+func (m *Memory) StartCallStream(_ context.Context, id, stream string, requestID, data []byte, maxLen int, leaseTTL, ttl time.Duration) (string, error) {
+	if err := checkCallStream(stream, maxLen, ttl); err != nil {
+		return "", err
+	}
+	if err := checkTTL(leaseTTL); err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	eventID, err := m.appendLocked(id, memEvent{stream: stream, data: data, requestID: bytes.Clone(requestID)}, maxLen, ttl)
+	if err != nil {
+		return "", err
+	}
+	if m.leases == nil {
+		m.leases = make(map[string]time.Time)
+	}
+	m.leases[leaseSlot(id, stream)] = time.Now().Add(leaseTTL)
+	return eventID, nil
+}
+
+// EndCallStream logs the answer, flagged, and drops the lease.
+func (m *Memory) EndCallStream(_ context.Context, id, stream string, data []byte, maxLen int, ttl time.Duration) (string, error) {
+	if err := checkCallStream(stream, maxLen, ttl); err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.leases, leaseSlot(id, stream))
+	return m.appendLocked(id, memEvent{stream: stream, data: data, answer: true}, maxLen, ttl)
+}
+
+// CallStreamEventsAfter returns what is known of the stream and its events
+// after eventID.
+func (m *Memory) CallStreamEventsAfter(_ context.Context, id, stream, eventID string, limit int) (*CallStream, []Event, error) {
+	after, err := parseEventID(eventID)
+	if err != nil {
+		return nil, nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, nil, errClosed
+	}
+	now := time.Now()
+	cs := &CallStream{Leased: m.leasedLocked(id, stream, now)}
+	newest, found := "", false
+	var events []Event
+	if l := m.liveLog(id, now); l != nil && len(l.events) > 0 {
+		newest = l.events[len(l.events)-1].id.String()
+		for _, e := range l.events {
+			if e.stream != stream {
+				continue
+			}
+			found = true
+			if e.requestID != nil {
+				cs.RequestID = bytes.Clone(e.requestID)
+			}
+			cs.Done = cs.Done || e.answer
+			if e.id.after(after) && (limit < 1 || len(events) < limit) {
+				events = append(events, Event{ID: e.id.String(), Data: bytes.Clone(e.data), Stream: stream})
+			}
+		}
+	}
+	if err := checkResumeID(eventID, newest, now); err != nil {
+		return nil, nil, err
+	}
+	if !found {
+		return nil, nil, ErrNotFound
+	}
+	return cs, events, nil
 }

@@ -1,0 +1,276 @@
+package store_test
+
+// The Marks contract (marks.go), on every store.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgw/gateway/store"
+)
+
+// markWrites are the writes of Marks that need the session: like
+// sessionWrites, each must refresh its TTL and report ErrNotFound for an
+// absent one.
+var markWrites = map[string]func(s store.Store, id string) error{
+	"MarkCancelled": func(s store.Store, id string) error {
+		msg := store.BusMessage{Kind: store.BusCancel, Session: id, ID: "9"}
+		return s.MarkCancelled(context.Background(), id, "9", msg, time.Minute, time.Hour)
+	},
+	"AddPending": func(s store.Store, id string) error {
+		return s.AddPending(context.Background(), id, "gw-9", s.InstanceID(), time.Hour)
+	},
+}
+
+func TestMarks_WritesRefreshTheSessionTTL(t *testing.T) { writesRefreshTTL(t, markWrites) }
+
+// cancel marks reqID on session sid with a mark of life markTTL.
+func cancel(t *testing.T, s store.Store, sid, reqID string, markTTL time.Duration) {
+	t.Helper()
+	msg := store.BusMessage{Kind: store.BusCancel, Session: sid, ID: reqID}
+	if err := s.MarkCancelled(context.Background(), sid, reqID, msg, markTTL, time.Hour); err != nil {
+		t.Fatalf("MarkCancelled(%.20s): %v", reqID, err)
+	}
+}
+
+// hashFields returns the field names of session sid's hash (Redis), or
+// nil for the memory store.
+func hashFields(t *testing.T, s store.Store, sid string) []string {
+	t.Helper()
+	if _, ok := s.(*store.Redis); !ok {
+		return nil
+	}
+	keys, err := target.admin.HKeys(context.Background(), store.SessionKey(testPrefix, sid)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+func countPrefix(fields []string, prefix string) int {
+	n := 0
+	for _, f := range fields {
+		if strings.HasPrefix(f, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestMarks_CancelMarkSeenOnLoadAndBroadcast(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		create(t, s, sampleSession("s1"), time.Minute)
+		got, _ := collect(t, s)
+		reqID := `"abc"`
+		msg := store.BusMessage{Kind: store.BusCancel, Session: "s1", ID: reqID, Data: json.RawMessage(`{"reason":"user"}`)}
+		if err := s.MarkCancelled(ctx, "s1", reqID, msg, time.Minute, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		want := msg
+		want.From = s.InstanceID()
+		if m := recv(t, got); !reflect.DeepEqual(m, want) {
+			t.Errorf("broadcast = %+v, want %+v", m, want)
+		}
+		if c := load(t, s, "s1").Cancelled; !c[reqID] || !c["41"] {
+			t.Errorf("Cancelled = %v, want %s marked beside 41", c, reqID)
+		}
+
+		if err := s.ClearCancelled(ctx, "s1", reqID); err != nil {
+			t.Fatal(err)
+		}
+		if c := load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{"41": true}) {
+			t.Errorf("Cancelled after ClearCancelled = %v, want only 41", c)
+		}
+		if err := s.ClearCancelled(ctx, "s1", "41"); err != nil {
+			t.Fatal(err)
+		}
+		if c := load(t, s, "s1").Cancelled; c != nil {
+			t.Errorf("Cancelled after clearing every mark = %v, want nil", c)
+		}
+		for _, sid := range []string{"s1", "missing"} { // absent mark, absent session
+			if err := s.ClearCancelled(ctx, sid, reqID); err != nil {
+				t.Errorf("ClearCancelled(%s): %v", sid, err)
+			}
+		}
+	})
+}
+
+func TestMarks_CancelOnAMissingSessionPublishesNothing(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		got, _ := collect(t, s)
+		msg := store.BusMessage{Kind: store.BusCancel, Session: "gone", ID: "1"}
+		if err := s.MarkCancelled(ctx, "gone", "1", msg, time.Minute, time.Minute); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("MarkCancelled: err = %v, want ErrNotFound", err)
+		}
+		// The bus is ordered: had the cancel been published, it would
+		// arrive before this marker.
+		marker := store.BusMessage{Kind: store.BusNotify, Session: "other"}
+		publish(t, s, marker)
+		if m := recv(t, got); m.Kind != store.BusNotify {
+			t.Errorf("first message = %+v, want the marker", m)
+		}
+		if _, ok := s.(*store.Redis); ok {
+			if keys := sessionKeys(t, "gone"); len(keys) != 0 {
+				t.Errorf("MarkCancelled created %q", keys)
+			}
+		}
+	})
+}
+
+func TestMarks_CancelMarksBoundedPerSession(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		sess := sampleSession("s1")
+		sess.Cancelled = nil
+		create(t, s, sess, time.Minute)
+		const n = 1000 // none of them running: each would have been a field for good
+		for i := range n {
+			cancel(t, s, "s1", fmt.Sprint(i), time.Minute)
+		}
+		got := load(t, s, "s1").Cancelled
+		want := map[string]bool{}
+		for i := n - store.MaxCancelMarks; i < n; i++ {
+			want[fmt.Sprint(i)] = true
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("live marks = %d %v, want the newest %d", len(got), slices.Sorted(maps.Keys(got)), store.MaxCancelMarks)
+		}
+		if fields := hashFields(t, s, "s1"); fields != nil && countPrefix(fields, "c:") != store.MaxCancelMarks {
+			t.Errorf("hash holds %d cancel mark fields (%d fields in all), want %d", countPrefix(fields, "c:"), len(fields), store.MaxCancelMarks)
+		}
+	})
+}
+
+func TestMarks_LongCancelIDIsBroadcastButNotMarked(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		sess := sampleSession("s1")
+		sess.Cancelled = map[string]bool{strings.Repeat("9", store.MaxCancelIDBytes+1): true}
+		create(t, s, sess, time.Minute)
+		got, _ := collect(t, s)
+		long := `"` + strings.Repeat("x", 10_000) + `"`
+		atLimit := strings.Repeat("7", store.MaxCancelIDBytes)
+		for _, id := range []string{long, atLimit} {
+			cancel(t, s, "s1", id, time.Minute)
+			m := recv(t, got)
+			for m.ID != id && m.Kind == store.BusCancel && len(m.ID) < 10 {
+				m = recv(t, got) // an earlier test's cancel, late through the cluster bus
+			}
+			if m.Kind != store.BusCancel || m.ID != id {
+				t.Errorf("broadcast = %.40v, want the cancel of %.20s", m, id)
+			}
+		}
+		if c := load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{atLimit: true}) {
+			t.Errorf("Cancelled = %.100v, want only the id of %d bytes", c, store.MaxCancelIDBytes)
+		}
+		if fields := hashFields(t, s, "s1"); fields != nil && countPrefix(fields, "c:") != 1 {
+			t.Errorf("hash holds %d cancel mark fields, want 1", countPrefix(fields, "c:"))
+		}
+	})
+}
+
+func TestMarks_CancelMarksExpireAndAreDropped(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		sess := sampleSession("s1")
+		sess.Cancelled = nil
+		create(t, s, sess, time.Minute)
+		cancel(t, s, "s1", "1", 100*time.Millisecond)
+		cancel(t, s, "s1", "2", time.Minute)
+		if c := load(t, s, "s1").Cancelled; !c["1"] || !c["2"] {
+			t.Fatalf("Cancelled = %v, want 1 and 2", c)
+		}
+		waitTTL(t, s, 100*time.Millisecond) // past mark 1's life
+		if c := load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{"2": true}) {
+			t.Errorf("Cancelled after mark 1 expired = %v, want only 2", c)
+		}
+		cancel(t, s, "s1", "3", time.Minute)
+		if fields := hashFields(t, s, "s1"); fields != nil && slices.Contains(fields, "c:1") {
+			t.Errorf("expired mark still in the hash after the next mark: %q", fields)
+		}
+		// A cancel for the same id again gives it a new life.
+		cancel(t, s, "s1", "2", time.Minute)
+		if c := load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{"2": true, "3": true}) {
+			t.Errorf("Cancelled = %v, want 2 and 3", c)
+		}
+	})
+}
+
+func TestMarks_PendingRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		create(t, s, sampleSession("s1"), time.Minute)
+		steps := []error{
+			s.AddPending(ctx, "s1", "gw-1", "aaaaaaaaaaaaaaaa", time.Minute),
+			s.AddPending(ctx, "s1", "gw-2", "bbbbbbbbbbbbbbbb", time.Minute),
+			s.RemovePending(ctx, "s1", "gw-0"),
+			s.RemovePending(ctx, "s1", "never-added"),
+			s.RemovePending(ctx, "missing", "gw-1"),
+		}
+		for i, err := range steps {
+			if err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+		}
+		want := map[string]string{"gw-1": "aaaaaaaaaaaaaaaa", "gw-2": "bbbbbbbbbbbbbbbb"}
+		if got := load(t, s, "s1").Pending; !reflect.DeepEqual(got, want) {
+			t.Errorf("Pending = %v, want %v", got, want)
+		}
+		if err := s.AddPending(ctx, "missing", "gw-1", "x", time.Minute); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("AddPending on a missing session: err = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestMarks_AnswerStoredAndBroadcastOnlyWhilePending(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		create(t, s, sampleSession("s1"), time.Minute)
+		got, _ := collect(t, s)
+		answer := []byte(`{"jsonrpc":"2.0","id":"gw-1","result":{}}`)
+		msg := store.BusMessage{Kind: store.BusResponse, Session: "s1", ID: "gw-1", Data: answer}
+		if err := s.PostAnswer(ctx, "s1", "gw-1", answer, msg, time.Minute); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("PostAnswer with nothing pending: err = %v, want ErrNotFound", err)
+		}
+		if err := s.AddPending(ctx, "s1", "gw-1", s.InstanceID(), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PostAnswer(ctx, "s1", "gw-1", answer, msg, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		// The broadcast comes first: nothing was published by the refused post.
+		if m := recv(t, got); m.Kind != store.BusResponse || string(m.Data) != string(answer) {
+			t.Errorf("broadcast = %+v", m)
+		}
+		// The stored copy is there for a waiter whose message was lost, once.
+		if a, err := s.TakeAnswer(ctx, "s1", "gw-1"); err != nil || string(a) != string(answer) {
+			t.Fatalf("TakeAnswer = %s, %v", a, err)
+		}
+		if a, err := s.TakeAnswer(ctx, "s1", "gw-1"); err != nil || a != nil {
+			t.Fatalf("second TakeAnswer = %s, %v, want nothing", a, err)
+		}
+		// RemovePending drops an answer nobody took.
+		if err := s.PostAnswer(ctx, "s1", "gw-1", answer, msg, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RemovePending(ctx, "s1", "gw-1"); err != nil {
+			t.Fatal(err)
+		}
+		if a, err := s.TakeAnswer(ctx, "s1", "gw-1"); err != nil || a != nil {
+			t.Fatalf("TakeAnswer after RemovePending = %s, %v", a, err)
+		}
+		if a, err := s.TakeAnswer(ctx, "missing", "gw-1"); err != nil || a != nil {
+			t.Fatalf("TakeAnswer on a missing session = %s, %v", a, err)
+		}
+		if _, still := load(t, s, "s1").Pending["gw-1"]; still {
+			t.Error("gw-1 still pending after RemovePending")
+		}
+	})
+}

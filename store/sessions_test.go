@@ -1,0 +1,337 @@
+package store_test
+
+// The Sessions contract (sessions.go), on every store.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgw/gateway/store"
+)
+
+func TestSessions_CreateThenLoadRoundTrips(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		want := sampleSession("s1")
+		create(t, s, want, time.Minute)
+		if got := load(t, s, "s1"); !reflect.DeepEqual(got, want) {
+			t.Errorf("loaded\n%+v\nwant\n%+v", got, want)
+		}
+	})
+}
+
+func TestSessions_CallersCannotAliasStoredData(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		in := sampleSession("s1")
+		create(t, s, in, time.Minute)
+		in.ClientInfo[2] = 'X'
+		in.Backends["github"].Capabilities[2] = 'X'
+		in.Subscriptions[0] = "changed"
+		in.Cancelled["42"] = true
+		in.Pending["gw-0"] = "changed"
+
+		out := load(t, s, "s1")
+		out.ClientCapabilities[2] = 'X'
+		out.Backends["github"].ServerInfo[2] = 'X'
+		out.Backends["new"] = &store.BackendSnapshot{Key: "new"}
+		out.Cancelled["43"] = true
+		out.Pending["gw-1"] = "x"
+
+		if got, want := load(t, s, "s1"), sampleSession("s1"); !reflect.DeepEqual(got, want) {
+			t.Errorf("stored session changed through an alias:\n%+v\nwant\n%+v", got, want)
+		}
+	})
+}
+
+func TestSessions_LoadRefreshesTheTTL(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		create(t, s, sampleSession("s1"), 250*time.Millisecond)
+		load(t, s, "s1") // ttl: 1h
+		if d, ok := pttl(t, s, store.SessionKey(testPrefix, "s1")); ok && d < 59*time.Minute {
+			t.Errorf("PTTL after load = %v, want about 1h", d)
+		}
+		waitTTL(t, s, 250*time.Millisecond) // past the creation TTL
+		load(t, s, "s1")
+	})
+}
+
+// sessionWrites are the conditional writes of Sessions: each must refresh
+// the TTL of an existing session and report ErrNotFound for an absent one.
+var sessionWrites = map[string]func(s store.Store, id string) error{
+	"PutBackends": func(s store.Store, id string) error {
+		return s.PutBackends(context.Background(), id, []*store.BackendSnapshot{{Key: "x"}}, time.Hour)
+	},
+	"SetLogLevel": func(s store.Store, id string) error {
+		return s.SetLogLevel(context.Background(), id, "debug", time.Hour)
+	},
+	"AddSubscription": func(s store.Store, id string) error {
+		return s.AddSubscription(context.Background(), id, "u", time.Hour)
+	},
+	"RemoveSubscription": func(s store.Store, id string) error {
+		return s.RemoveSubscription(context.Background(), id, "u", time.Hour)
+	},
+}
+
+func TestSessions_WritesRefreshTheTTL(t *testing.T) { writesRefreshTTL(t, sessionWrites) }
+
+// writesRefreshTTL checks that each of writes refreshes the TTL of an
+// existing session, on every store.
+func writesRefreshTTL(t *testing.T, writes map[string]func(s store.Store, id string) error) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		for name, write := range writes {
+			create(t, s, sampleSession(name), 250*time.Millisecond)
+			if err := write(s, name); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if d, ok := pttl(t, s, store.SessionKey(testPrefix, name)); ok && d < 59*time.Minute {
+				t.Errorf("PTTL after %s = %v, want about 1h", name, d)
+			}
+		}
+		waitTTL(t, s, 250*time.Millisecond) // past the last creation TTL
+		for name := range writes {
+			load(t, s, name)
+		}
+	})
+}
+
+func TestSessions_ExpiredSessionIsNotFound(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		create(t, s, sampleSession("s1"), 50*time.Millisecond)
+		if d, ok := pttl(t, s, store.SessionKey(testPrefix, "s1")); ok && (d <= 0 || d > 50*time.Millisecond) {
+			t.Errorf("PTTL = %v, want (0, 50ms]", d)
+		}
+		waitTTL(t, s, 50*time.Millisecond)
+		assertGone(t, s, "s1")
+		if err := s.DeleteSession(ctx, "s1"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("DeleteSession: err = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestSessions_NoWriteResurrectsADeletedSession(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		create(t, s, sampleSession("s1"), time.Minute)
+		if err := s.DeleteSession(context.Background(), "s1"); err != nil {
+			t.Fatal(err)
+		}
+		assertGone(t, s, "s1")
+		if _, ok := s.(*store.Redis); ok {
+			if keys := sessionKeys(t, "s1"); len(keys) != 0 {
+				t.Errorf("keys %q exist again after writes to a deleted session", keys)
+			}
+		}
+	})
+}
+
+// assertGone checks that every read and write of id reports ErrNotFound,
+// writes first so that a resurrecting write is caught by the final load.
+func assertGone(t *testing.T, s store.Store, id string) {
+	t.Helper()
+	for _, writes := range []map[string]func(store.Store, string) error{sessionWrites, markWrites} {
+		for op, write := range writes {
+			if err := write(s, id); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("%s: err = %v, want ErrNotFound", op, err)
+			}
+		}
+	}
+	for op, write := range childWrites {
+		if err := write(s, id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("%s: err = %v, want ErrNotFound", op, err)
+		}
+	}
+	if evs, err := s.EventsAfter(context.Background(), id, "0-0", 0); err != nil || len(evs) != 0 {
+		t.Errorf("EventsAfter = %v, %v; want no events", evs, err)
+	}
+	if _, err := s.LoadSession(context.Background(), id, time.Hour); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("LoadSession: err = %v, want ErrNotFound", err)
+	}
+}
+
+func TestSessions_PutBackendsReplacesOnlyTheGivenBackends(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		want := sampleSession("s1")
+		create(t, s, want, time.Minute)
+		github := &store.BackendSnapshot{Key: "github", Error: "timeout", ProbedAt: want.CreatedAt.Add(time.Second)}
+		extra := &store.BackendSnapshot{Key: "extra", Stateless: true, ProbedAt: want.CreatedAt}
+		if err := s.PutBackends(context.Background(), "s1", []*store.BackendSnapshot{github, extra}, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		want.Backends["github"], want.Backends["extra"] = github, extra
+		if got := load(t, s, "s1"); !reflect.DeepEqual(got, want) {
+			t.Errorf("loaded\n%+v\nwant\n%+v", got, want)
+		}
+	})
+}
+
+func TestSessions_SetLogLevelKeepsTheRestOfTheSession(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		want := sampleSession("s1")
+		create(t, s, want, time.Minute)
+		if err := s.SetLogLevel(context.Background(), "s1", "debug", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		want.LogLevel = "debug"
+		if got := load(t, s, "s1"); !reflect.DeepEqual(got, want) {
+			t.Errorf("loaded\n%+v\nwant\n%+v", got, want)
+		}
+	})
+}
+
+func TestSessions_SubscriptionsRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		sess := sampleSession("s1")
+		sess.Subscriptions = []string{"file:///a"}
+		create(t, s, sess, time.Minute)
+		steps := []error{
+			s.AddSubscription(ctx, "s1", "b://x", time.Minute),
+			s.AddSubscription(ctx, "s1", "b://x", time.Minute), // idempotent
+			s.AddSubscription(ctx, "s1", "c://y:with:colons", time.Minute),
+			s.RemoveSubscription(ctx, "s1", "file:///a", time.Minute),
+			s.RemoveSubscription(ctx, "s1", "never-added", time.Minute),
+		}
+		for i, err := range steps {
+			if err != nil {
+				t.Fatalf("step %d: %v", i, err)
+			}
+		}
+		want := []string{"b://x", "c://y:with:colons"}
+		if got := load(t, s, "s1").Subscriptions; !reflect.DeepEqual(got, want) {
+			t.Errorf("subscriptions = %q, want %q", got, want)
+		}
+	})
+}
+
+func TestSessions_SubscriptionsBoundedPerSession(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		sess := sampleSession("s1")
+		sess.Subscriptions = nil
+		create(t, s, sess, time.Minute)
+		var want []string
+		for i := range store.MaxSubscriptions {
+			uri := fmt.Sprintf("file:///%03d", i)
+			if err := s.AddSubscription(ctx, "s1", uri, time.Minute); err != nil {
+				t.Fatalf("subscription %d: %v", i, err)
+			}
+			want = append(want, uri)
+		}
+		for name, uri := range map[string]string{
+			"one too many": "file:///new",
+			"URI too long": "file:///" + strings.Repeat("x", store.MaxSubscriptionURIBytes),
+		} {
+			if err := s.AddSubscription(ctx, "s1", uri, time.Minute); !errors.Is(err, store.ErrLimit) {
+				t.Errorf("%s: err = %v, want ErrLimit", name, err)
+			}
+		}
+		if err := s.AddSubscription(ctx, "s1", want[0], time.Minute); err != nil {
+			t.Errorf("subscribing again at the limit: %v", err)
+		}
+		if got := load(t, s, "s1").Subscriptions; !reflect.DeepEqual(got, want) {
+			t.Errorf("subscriptions changed by refused writes: %d of them", len(got))
+		}
+		if err := s.RemoveSubscription(ctx, "s1", want[0], time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddSubscription(ctx, "s1", "file:///new", time.Minute); err != nil {
+			t.Errorf("subscribing after an unsubscribe made room: %v", err)
+		}
+		if err := s.RemoveSubscription(ctx, "s1", "file:///new", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		atLimit := "file:///" + strings.Repeat("x", store.MaxSubscriptionURIBytes-len("file:///"))
+		if err := s.AddSubscription(ctx, "s1", atLimit, time.Minute); err != nil {
+			t.Errorf("a URI of exactly %d bytes: %v", store.MaxSubscriptionURIBytes, err)
+		}
+	})
+}
+
+func TestSessions_ClientMetadataBounded(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		sess := sampleSession("s1")
+		sess.ClientCapabilities = json.RawMessage(`{"experimental":{"x":"` + strings.Repeat("a", store.MaxClientMetadataBytes) + `"}}`)
+		if err := s.CreateSession(context.Background(), sess, time.Minute); !errors.Is(err, store.ErrLimit) {
+			t.Fatalf("CreateSession: err = %v, want ErrLimit", err)
+		}
+		if _, err := s.LoadSession(context.Background(), "s1", time.Minute); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("LoadSession after a refused create: err = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestSessions_DeleteRemovesEveryKey(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		create(t, s, sampleSession("s1"), time.Minute)
+		if err := s.SetLogLevel(ctx, "s1", "debug", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		for op, write := range childWrites {
+			if err := write(s, "s1"); err != nil {
+				t.Fatalf("%s: %v", op, err)
+			}
+		}
+		_, isRedis := s.(*store.Redis)
+		if isRedis && len(sessionKeys(t, "s1")) != 3 {
+			t.Fatalf("keys tagged {s1} before delete = %q, want session, events and stream", sessionKeys(t, "s1"))
+		}
+		if err := s.DeleteSession(ctx, "s1"); err != nil {
+			t.Fatal(err)
+		}
+		if isRedis {
+			if keys := sessionKeys(t, "s1"); len(keys) != 0 {
+				t.Errorf("keys left after delete: %q", keys)
+			}
+		}
+		if _, err := s.LoadSession(ctx, "s1", time.Minute); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("LoadSession after delete: err = %v, want ErrNotFound", err)
+		}
+		if err := s.DeleteSession(ctx, "s1"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("second DeleteSession: err = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestSessions_DeleteDropsTheEventLogAndClaim(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		create(t, s, sampleSession("s1"), time.Minute)
+		appendEvents(t, s, "s1", 3, 10)
+		if _, err := s.ClaimStream(ctx, "s1", "A", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteSession(ctx, "s1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := s.(*store.Redis); ok {
+			if keys := sessionKeys(t, "s1"); len(keys) != 0 {
+				t.Errorf("keys left after delete: %q", keys)
+			}
+		}
+		if got := eventsAfter(t, s, "s1", "0-0", 0); len(got) != 0 {
+			t.Errorf("events after delete: %q", got)
+		}
+		// A session recreated under the same id starts with neither.
+		create(t, s, sampleSession("s1"), time.Minute)
+		if got := eventsAfter(t, s, "s1", "0-0", 0); len(got) != 0 {
+			t.Errorf("events of the recreated session: %q", got)
+		}
+		if prev, err := s.ClaimStream(ctx, "s1", "B", time.Minute); err != nil || prev != "" {
+			t.Errorf("ClaimStream on the recreated session = %q, %v; want no previous holder", prev, err)
+		}
+	})
+}
+
+func TestSessions_CreateRejectsTTLBelowOneMillisecond(t *testing.T) {
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		if err := s.CreateSession(context.Background(), sampleSession("s1"), 0); err == nil {
+			t.Error("CreateSession with ttl 0 succeeded")
+		}
+	})
+}
