@@ -4,8 +4,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpgw/gateway/router/session"
+
 	"github.com/mcpgw/gateway/handler/metrics"
-	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -24,7 +25,7 @@ const (
 // its answer. The call keeps running where it started; this instance only
 // reads the log.
 func (s *server) resumeCall(w http.ResponseWriter, r *http.Request, sid, stream, after string) {
-	rt := s.opts.Router
+	rt := s.opts.Sessions
 	evs, err := rt.CallEventsAfter(r.Context(), sid, stream, after)
 	if s.eventLogFailed(w, err, "reading a call's events failed") {
 		return
@@ -45,7 +46,7 @@ func (s *server) resumeCall(w http.ResponseWriter, r *http.Request, sid, stream,
 			if len(e.Data) == 0 {
 				continue // a priming event: a position, nothing to send
 			}
-			if sw.event(router.CallEventID(stream, e.ID), 0, e.Data) != nil {
+			if sw.event(session.CallEventID(stream, e.ID), 0, e.Data) != nil {
 				return
 			}
 			if isResponse(e.Data) {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpgw/gateway/router/session"
+
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/handler/config"
 	"github.com/mcpgw/gateway/handler/metrics"
@@ -22,7 +24,11 @@ const DefaultMaxBodyBytes = 4 << 20
 // Options configure the gateway's HTTP handler.
 type Options struct {
 	Router *router.Router
-	Auth   auth.Verifier
+	// Sessions is the session runtime of 2025-era sessions: session
+	// lookup, cancellation, server-to-client requests, GET streams and
+	// resumable calls, across instances.
+	Sessions *session.Runtime
+	Auth     auth.Verifier
 	// AllowedHosts is the Host header allow-list (DNS rebinding
 	// protection); empty allows any Host.
 	AllowedHosts []string
@@ -109,7 +115,7 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	w.Header().Set("Content-Type", "application/json")
-	if err := s.opts.Router.Store().Ping(ctx); err != nil {
+	if err := s.opts.Sessions.Ping(ctx); err != nil {
 		s.log.Warn("readiness check failed", "error", err)
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = w.Write([]byte(`{"status":"store unreachable"}` + "\n"))

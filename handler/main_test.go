@@ -18,6 +18,7 @@ import (
 	"github.com/mcpgw/gateway/handler/config"
 	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/routertest"
 	"github.com/mcpgw/gateway/store"
 	"github.com/mcpgw/gateway/tests/testsupport"
 )
@@ -84,8 +85,7 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 	if o.metrics != nil {
 		opts.Observer = o.metrics
 	}
-	rt := router.New(vhosts, opts)
-	t.Cleanup(rt.Close)
+	in := routertest.StartInstance(t, st, vhosts, routertest.Options{Router: opts}, nil)
 	v, err := auth.New(config.Auth{Mode: config.ModeJWT, JWT: &config.JWTSettings{
 		Issuer: "mcpgateway", Audience: "mcpgateway-api", HMACSecret: jwtSecret,
 		Algorithms: []string{"HS256"}, Leeway: time.Second,
@@ -93,7 +93,7 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := handler.New(handler.Options{Router: rt, Auth: v, MaxBodyBytes: o.maxBody,
+	h := handler.New(handler.Options{Router: in.Router, Sessions: in.Sessions, Auth: v, MaxBodyBytes: o.maxBody,
 		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

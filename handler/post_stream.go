@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/router/session"
+
 	"github.com/mcpgw/gateway/handler/metrics"
-	"github.com/mcpgw/gateway/router"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -24,7 +25,7 @@ type postStream struct {
 	// log, when set, logs each event (nil data: a priming event) before it
 	// is sent and gives it its SSE id: the stream is then resumable, on
 	// any instance (router/call_resume.go).
-	log    *router.CallLog
+	log    *session.CallLog
 	logCtx context.Context // events are logged after a disconnect too
 	errLog *slog.Logger
 	mu     sync.Mutex

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/mcpgw/gateway/router/session"
+
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
@@ -90,8 +92,8 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 	for _, m := range msgs {
 		switch m := m.(type) {
 		case *jsonrpc.Response:
-			if err := s.opts.Router.Deliver(r.Context(), sess, m); err != nil {
-				if !errors.Is(err, router.ErrNoPendingRequest) {
+			if err := s.opts.Sessions.Deliver(r.Context(), sess, m); err != nil {
+				if !errors.Is(err, session.ErrNoPendingRequest) {
 					s.log.Error("delivering client response failed", "error", err)
 					writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
 					return
@@ -103,7 +105,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 				calls = append(calls, m)
 				continue
 			}
-			if err := s.opts.Router.Notify(r.Context(), &router.Call{Session: sess, Header: r.Header, Request: m}); err != nil {
+			if err := s.opts.Sessions.Notify(r.Context(), sess, m); err != nil {
 				s.log.Warn("handling notification failed", "method", m.Method, "error", err)
 			}
 		}
@@ -130,14 +132,16 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 	var wg sync.WaitGroup
 	for i, req := range calls {
 		wg.Go(func() {
-			call := &router.Call{Session: sess, Header: r.Header, Request: req}
+			call := &router.Call{Session: sess, Header: r.Header, Request: req, Runtime: s.opts.Sessions}
 			var ps *postStream
 			if sw != nil {
 				// Counted once above for the whole batch, not per call.
 				ps = &postStream{sw: sw, m: s.opts.Metrics, opened: true}
 				call.Stream = ps
 			}
-			resp := s.opts.Router.Handle(r.Context(), call)
+			ctx, done := s.opts.Sessions.Track(r.Context(), sess, req.ID)
+			resp := s.opts.Router.Handle(ctx, call)
+			done()
 			data, err := wire.EncodeResponse(resp)
 			if err != nil {
 				data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode response"}})

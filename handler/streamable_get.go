@@ -5,9 +5,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpgw/gateway/router/session"
+
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/handler/metrics"
-	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/store"
 )
 
@@ -29,7 +30,7 @@ func (s *server) eventLogFailed(w http.ResponseWriter, err error, what string) b
 		return false
 	case errors.Is(err, store.ErrBadEventID):
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "Last-Event-ID names no event this session's log issued")
-	case errors.Is(err, router.ErrUnknownCallStream):
+	case errors.Is(err, session.ErrUnknownCallStream):
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "Last-Event-ID names no call stream of this session (it never existed, or its events have left the event log)")
 	default:
 		s.log.Error(what, "error", err)
@@ -52,12 +53,12 @@ func (s *server) serveGET(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if stream, after, ok := router.ParseCallEventID(r.Header.Get(headerLastEventID)); ok {
+	if stream, after, ok := session.ParseCallEventID(r.Header.Get(headerLastEventID)); ok {
 		s.resumeCall(w, r, sess.ID, stream, after)
 		return
 	}
-	events, err := s.opts.Router.OpenStream(r.Context(), sess, r.Header, r.Header.Get(headerLastEventID))
-	if errors.Is(err, router.ErrStreamBusy) {
+	events, err := s.opts.Sessions.OpenStream(r.Context(), sess, r.Header, r.Header.Get(headerLastEventID))
+	if errors.Is(err, session.ErrStreamBusy) {
 		writeHTTPError(w, http.StatusConflict, codeInvalidRequest, "this session already has an open GET stream")
 		return
 	}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpgw/gateway/router/session"
+
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
@@ -89,8 +91,8 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	case *jsonrpc.Response:
 		// The client's answer to a sampling, elicitation or roots request;
 		// the instance waiting for it may be another one.
-		if err := s.opts.Router.Deliver(r.Context(), sess, m); err != nil {
-			if errors.Is(err, router.ErrNoPendingRequest) {
+		if err := s.opts.Sessions.Deliver(r.Context(), sess, m); err != nil {
+			if errors.Is(err, session.ErrNoPendingRequest) {
 				writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+quote(string(mustJSON(m.ID.Raw())))+" is pending")
 				return
 			}
@@ -102,7 +104,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	case *jsonrpc.Request:
 		if !m.IsCall() {
-			if err := s.opts.Router.Notify(r.Context(), &router.Call{Session: sess, Header: r.Header, Request: m}); err != nil {
+			if err := s.opts.Sessions.Notify(r.Context(), sess, m); err != nil {
 				s.log.Warn("handling notification failed", "method", m.Method, "error", err)
 			}
 			w.WriteHeader(http.StatusAccepted)
@@ -122,12 +124,12 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 // logged before it is sent, and once the client holds an event id the
 // call no longer ends with the connection.
 func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.Session, req *jsonrpc.Request, jsonOK, sseOK bool) {
-	call := &router.Call{Session: sess, Header: r.Header, Request: req}
+	call := &router.Call{Session: sess, Header: r.Header, Request: req, Runtime: s.opts.Sessions}
 	ctx := r.Context()
 	var ps *postStream
 	if sseOK {
 		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics, errLog: s.log,
-			log: s.opts.Router.NewCallLog(sess.ID, req.ID), logCtx: context.WithoutCancel(r.Context())}
+			log: s.opts.Sessions.NewCallLog(sess.ID, req.ID), logCtx: context.WithoutCancel(r.Context())}
 		defer ps.end()
 		defer ps.log.Close() // after finish: the answer is logged first
 		call.Stream = ps
@@ -144,6 +146,8 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 		})()
 		ctx = cctx
 	}
+	ctx, done := s.opts.Sessions.Track(ctx, sess, req.ID)
+	defer done()
 	resp := s.opts.Router.Handle(ctx, call)
 	if ps != nil {
 		ps.close()

@@ -22,8 +22,7 @@ func (s *server) loadSession(w http.ResponseWriter, r *http.Request, principal a
 		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "session not found")
 		return nil, false
 	}
-	rt := s.opts.Router
-	sess, err := rt.Store().LoadSession(r.Context(), id, rt.SessionTTL())
+	sess, err := s.opts.Sessions.Load(r.Context(), id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "session not found")
@@ -47,7 +46,7 @@ func (s *server) serveDELETE(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.opts.Router.DeleteSession(r.Context(), sess); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := s.opts.Sessions.DeleteSession(r.Context(), sess); err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.Error("session delete failed", "error", err)
 		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
 		return

@@ -14,16 +14,16 @@ import (
 )
 
 func TestFastPath_StatelessBackendSkipsTheHandshake(t *testing.T) {
-	f := newFixture(t, backendSpec{key: "s", opts: testsupport.BackendOptions{Stateless: true}}, backendSpec{key: "other"})
-	sid, _ := f.initialize(nil)
-	sess, _ := f.store.LoadSession(t.Context(), sid, time.Hour)
+	f := newFixture(t, backendSpec{Key: "s", Opts: testsupport.BackendOptions{Stateless: true}}, backendSpec{Key: "other"})
+	sid, _ := f.Initialize(nil)
+	sess, _ := f.Store.LoadSession(t.Context(), sid, time.Hour)
 	if !sess.Backends["s"].Stateless || sess.Backends["other"].Stateless {
 		t.Fatalf("stateless flags: s=%v other=%v", sess.Backends["s"].Stateless, sess.Backends["other"].Stateless)
 	}
-	b := f.backends["s"]
+	b := f.Backends["s"]
 	b.ResetCounts()
 	for range 3 {
-		result(t, f.call(sid, "tools/call", map[string]any{"name": "s-echo", "arguments": map[string]any{"text": "x"}}))
+		result(t, f.Call(sid, "tools/call", map[string]any{"name": "s-echo", "arguments": map[string]any{"text": "x"}}))
 	}
 	if n := b.Count("initialize"); n != 0 {
 		t.Fatalf("stateless backend saw %d initialize requests, want 0", n)
@@ -37,19 +37,19 @@ func TestFastPath_StatelessBackendSkipsTheHandshake(t *testing.T) {
 // was redeployed stateful): the request is refused, the gateway falls
 // back to the full handshake, and the snapshot is corrected.
 func TestFastPath_StatelessRefusedFallsBackAndLearns(t *testing.T) {
-	f := newFixture(t, backendSpec{key: "a"}, backendSpec{key: "b"})
-	sid, _ := f.initialize(nil)
-	sess, _ := f.store.LoadSession(t.Context(), sid, time.Hour)
+	f := newFixture(t, backendSpec{Key: "a"}, backendSpec{Key: "b"})
+	sid, _ := f.Initialize(nil)
+	sess, _ := f.Store.LoadSession(t.Context(), sid, time.Hour)
 	stale := *sess.Backends["a"]
 	stale.Stateless = true
-	if err := f.store.PutBackends(t.Context(), sid, []*store.BackendSnapshot{&stale}, time.Hour); err != nil {
+	if err := f.Store.PutBackends(t.Context(), sid, []*store.BackendSnapshot{&stale}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	res := result(t, f.call(sid, "tools/call", map[string]any{"name": "a-echo", "arguments": map[string]any{"text": "still works"}}))
+	res := result(t, f.Call(sid, "tools/call", map[string]any{"name": "a-echo", "arguments": map[string]any{"text": "still works"}}))
 	if text(t, res) != "still works" {
 		t.Fatalf("result %v", res)
 	}
-	sess, _ = f.store.LoadSession(t.Context(), sid, time.Hour)
+	sess, _ = f.Store.LoadSession(t.Context(), sid, time.Hour)
 	if sess.Backends["a"].Stateless {
 		t.Fatal("snapshot still claims the backend is stateless")
 	}
@@ -57,17 +57,17 @@ func TestFastPath_StatelessRefusedFallsBackAndLearns(t *testing.T) {
 
 func TestFastPath_ReuseKeepsOneBackendSessionAndRecovers(t *testing.T) {
 	reuse := func(b *router.Backend) { b.Session = router.SessionReuse }
-	f := newFixture(t, backendSpec{key: "r", adjust: reuse}, backendSpec{key: "p"})
-	sid, _ := f.initialize(nil)
-	b := f.backends["r"]
-	sess, _ := f.store.LoadSession(t.Context(), sid, time.Hour)
+	f := newFixture(t, backendSpec{Key: "r", Adjust: reuse}, backendSpec{Key: "p"})
+	sid, _ := f.Initialize(nil)
+	b := f.Backends["r"]
+	sess, _ := f.Store.LoadSession(t.Context(), sid, time.Hour)
 	first := sess.Backends["r"].SessionID
 	if first == "" || sess.Backends["p"].SessionID != "" {
 		t.Fatalf("session ids: reuse %q, per-request %q", first, sess.Backends["p"].SessionID)
 	}
 	inits, deletes := b.Count("initialize"), b.Deletes()
 	for range 3 {
-		result(t, f.call(sid, "tools/call", map[string]any{"name": "r-increment"}))
+		result(t, f.Call(sid, "tools/call", map[string]any{"name": "r-increment"}))
 	}
 	if b.Count("initialize") != inits || b.Deletes() != deletes {
 		t.Fatalf("reuse made handshakes (%d) or DELETEs (%d)", b.Count("initialize")-inits, b.Deletes()-deletes)
@@ -77,19 +77,17 @@ func TestFastPath_ReuseKeepsOneBackendSessionAndRecovers(t *testing.T) {
 	for ss := range b.Server.Sessions() {
 		ss.Close()
 	}
-	res := result(t, f.call(sid, "tools/call", map[string]any{"name": "r-increment"}))
+	res := result(t, f.Call(sid, "tools/call", map[string]any{"name": "r-increment"}))
 	if sc := res["structuredContent"].(map[string]any); sc["value"] != float64(4) {
 		t.Fatalf("after the backend lost its session: %v", res)
 	}
-	sess, _ = f.store.LoadSession(t.Context(), sid, time.Hour)
+	sess, _ = f.Store.LoadSession(t.Context(), sid, time.Hour)
 	if id := sess.Backends["r"].SessionID; id == "" || id == first {
 		t.Fatalf("backend session id not renewed: %q (was %q)", id, first)
 	}
-	// Deleting the gateway session ends the kept backend session.
+	// Ending the gateway session ends the kept backend session.
 	deletes = b.Deletes()
-	if err := f.router.DeleteSession(t.Context(), sess); err != nil {
-		t.Fatal(err)
-	}
+	f.Router.EndBackendSessions(t.Context(), sess)
 	if b.Deletes() != deletes+1 {
 		t.Fatalf("kept backend session not deleted (%d DELETEs)", b.Deletes()-deletes)
 	}
@@ -98,8 +96,8 @@ func TestFastPath_ReuseKeepsOneBackendSessionAndRecovers(t *testing.T) {
 // Results pass through byte for byte: structuredContent, _meta,
 // annotations, resource links, images and fields the gateway does not know.
 func TestPassthrough_ResultsAreByteForByte(t *testing.T) {
-	f := newFixture(t, backendSpec{key: "only"})
-	b := f.backends["only"]
+	f := newFixture(t, backendSpec{Key: "only"})
+	b := f.Backends["only"]
 	b.Server.AddTool(&mcp.Tool{Name: "rich", InputSchema: map[string]any{"type": "object"}},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{
@@ -112,8 +110,8 @@ func TestPassthrough_ResultsAreByteForByte(t *testing.T) {
 				StructuredContent: map[string]any{"z": 1, "a": []any{"x", 2.5}, "unknownField": map[string]any{"deep": true}},
 			}, nil
 		})
-	sid, _ := f.initialize(nil)
-	viaGateway := f.call(sid, "tools/call", map[string]any{"name": "rich"})
+	sid, _ := f.Initialize(nil)
+	viaGateway := f.Call(sid, "tools/call", map[string]any{"name": "rich"})
 	if viaGateway.Error != nil {
 		t.Fatal(viaGateway.Error)
 	}

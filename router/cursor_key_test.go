@@ -16,8 +16,8 @@ import (
 
 // instance is one gateway instance: a router and its own store handle.
 type instance struct {
-	router *router.Router
-	store  store.Store
+	Router *router.Router
+	Store  store.Store
 }
 
 func startInstance(t *testing.T, url string, vhosts map[string]*router.VirtualHost) *instance {
@@ -28,7 +28,7 @@ func startInstance(t *testing.T, url string, vhosts map[string]*router.VirtualHo
 	}
 	r := router.New(vhosts, router.Options{Store: st})
 	t.Cleanup(func() { r.Close(); st.Close() })
-	return &instance{router: r, store: st}
+	return &instance{Router: r, Store: st}
 }
 
 // open initializes a session on the instance.
@@ -36,7 +36,7 @@ func (in *instance) open(t *testing.T, vhost string) string {
 	t.Helper()
 	req := &jsonrpc.Request{ID: mustID(1), Method: "initialize",
 		Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)}
-	sess, resp := in.router.Initialize(context.Background(), vhost, "alice", nil, req)
+	sess, resp := in.Router.Initialize(context.Background(), vhost, "alice", nil, req)
 	if resp.Error != nil {
 		t.Fatalf("initialize: %v", resp.Error)
 	}
@@ -51,7 +51,7 @@ func (in *instance) list(t *testing.T, sid, cursor string) (resp *jsonrpc.Respon
 	if cursor != "" {
 		params = map[string]any{"cursor": cursor}
 	}
-	resp = callOn(t, in.router, in.store, sid, nil, "tools/list", params)
+	resp = callOn(t, in.Router, in.Store, sid, nil, "tools/list", params)
 	if resp.Error == nil {
 		nextCursor, _ = cursorOf(result(t, resp))
 	}
@@ -104,13 +104,13 @@ func TestCursorKey_InstancesAgreeAfterRedisLosesItsData(t *testing.T) {
 			}
 			t.Cleanup(rs.Stop)
 			f := newFixtureOpts(t, router.Options{Store: store.NewMemory()}, // only for its backends and config
-				backendSpec{key: "short", opts: testsupport.BackendOptions{PageSize: 50}},
-				backendSpec{key: "long", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
+				backendSpec{Key: "short", Opts: testsupport.BackendOptions{PageSize: 50}},
+				backendSpec{Key: "long", Opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
 			)
-			vhosts := map[string]*router.VirtualHost{f.vhost: f.config}
+			vhosts := map[string]*router.VirtualHost{f.VHost: f.Config}
 			a := startInstance(t, rs.URL(), vhosts)
 			b := startInstance(t, rs.URL(), vhosts)
-			sidA, sidB := a.open(t, f.vhost), b.open(t, f.vhost)
+			sidA, sidB := a.open(t, f.VHost), b.open(t, f.VHost)
 			before := a.firstCursor(t, sidA)
 			if !b.accepts(t, sidB, before) {
 				t.Fatal("before the loss, an instance refuses the other's cursor")
@@ -121,7 +121,7 @@ func TestCursorKey_InstancesAgreeAfterRedisLosesItsData(t *testing.T) {
 			}
 			b = startInstance(t, rs.URL(), vhosts) // b restarts (its old self is closed at cleanup)
 			// The sessions went with the data: the clients start again.
-			sidA, sidB = a.open(t, f.vhost), b.open(t, f.vhost)
+			sidA, sidB = a.open(t, f.VHost), b.open(t, f.VHost)
 			var curA, curB string
 			switch c.first {
 			case "a":
@@ -171,8 +171,8 @@ func tamper(cursor string) string {
 // several each, and returns one cursor of each.
 func firstCursorsAtOnce(t *testing.T, a *instance, sidA string, b *instance, sidB string) (curA, curB string) {
 	t.Helper()
-	sessA, errA := a.store.LoadSession(t.Context(), sidA, time.Hour)
-	sessB, errB := b.store.LoadSession(t.Context(), sidB, time.Hour)
+	sessA, errA := a.Store.LoadSession(t.Context(), sidA, time.Hour)
+	sessB, errB := b.Store.LoadSession(t.Context(), sidB, time.Hour)
 	if errA != nil || errB != nil {
 		t.Fatal(errA, errB)
 	}
@@ -184,7 +184,7 @@ func firstCursorsAtOnce(t *testing.T, a *instance, sidA string, b *instance, sid
 			in, sess = b, sessB
 		}
 		wg.Go(func() {
-			resp := in.router.Handle(context.Background(), &router.Call{Session: sess, Header: http.Header{},
+			resp := in.Router.Handle(context.Background(), &router.Call{Session: sess, Header: http.Header{},
 				Request: &jsonrpc.Request{ID: mustID(i), Method: "tools/list"}})
 			var res struct {
 				NextCursor string `json:"nextCursor"`

@@ -50,9 +50,9 @@ func TestHooks_PreRewritesArgumentsAndRunInOrder(t *testing.T) {
 	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{
 		&recordingHook{name: "first", log: &log, rewriteArg: "rewritten"},
 		&recordingHook{name: "second", log: &log},
-	}}, backendSpec{key: "a"}, backendSpec{key: "b"})
-	sid, _ := f.initialize(nil)
-	res := result(t, f.call(sid, "tools/call", map[string]any{"name": "a-echo", "arguments": map[string]any{"text": "original"}}))
+	}}, backendSpec{Key: "a"}, backendSpec{Key: "b"})
+	sid, _ := f.Initialize(nil)
+	res := result(t, f.Call(sid, "tools/call", map[string]any{"name": "a-echo", "arguments": map[string]any{"text": "original"}}))
 	if got := text(t, res); !strings.Contains(got, "rewritten") {
 		t.Fatalf("backend did not see the rewritten argument: %q", got)
 	}
@@ -65,8 +65,8 @@ func TestHooks_PreRewritesArgumentsAndRunInOrder(t *testing.T) {
 func TestHooks_PreDenyMakesNoBackendCall(t *testing.T) {
 	var log []string
 	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{&recordingHook{name: "guard", log: &log, denyPre: true}}},
-		backendSpec{key: "a"}, backendSpec{key: "b"})
-	sid, _ := f.initialize(nil)
+		backendSpec{Key: "a"}, backendSpec{Key: "b"})
+	sid, _ := f.Initialize(nil)
 	for _, tc := range []struct {
 		method string
 		params any
@@ -75,11 +75,11 @@ func TestHooks_PreDenyMakesNoBackendCall(t *testing.T) {
 		{"prompts/get", map[string]any{"name": "a-greeting", "arguments": map[string]any{"name": "x"}}},
 		{"resources/read", map[string]any{"uri": "a-test://counter"}},
 	} {
-		e := rpcErr(t, f.call(sid, tc.method, tc.params))
+		e := rpcErr(t, f.Call(sid, tc.method, tc.params))
 		if e.Code != -32050 || e.Message != "denied by guard" {
 			t.Fatalf("%s: got %d %q", tc.method, e.Code, e.Message)
 		}
-		if n := f.backends["a"].Count(tc.method); n != 0 {
+		if n := f.Backends["a"].Count(tc.method); n != 0 {
 			t.Fatalf("%s reached the backend %d times after a deny", tc.method, n)
 		}
 	}
@@ -89,21 +89,21 @@ func TestHooks_PostRewritesAndDenies(t *testing.T) {
 	var log []string
 	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{
 		&recordingHook{name: "rw", log: &log, rewriteOut: `{"content":[{"type":"text","text":"redacted"}]}`},
-	}}, backendSpec{key: "a"}, backendSpec{key: "b"})
-	sid, _ := f.initialize(nil)
-	res := result(t, f.call(sid, "tools/call", map[string]any{"name": "b-echo", "arguments": map[string]any{"text": "secret"}}))
+	}}, backendSpec{Key: "a"}, backendSpec{Key: "b"})
+	sid, _ := f.Initialize(nil)
+	res := result(t, f.Call(sid, "tools/call", map[string]any{"name": "b-echo", "arguments": map[string]any{"text": "secret"}}))
 	if text(t, res) != "redacted" {
 		t.Fatalf("post hook rewrite lost: %v", res)
 	}
 
 	g := newFixtureOpts(t, router.Options{Hooks: []router.Hook{&recordingHook{name: "deny", log: &log, denyPost: true}}},
-		backendSpec{key: "a"}, backendSpec{key: "b"})
-	sid, _ = g.initialize(nil)
-	e := rpcErr(t, g.call(sid, "prompts/get", map[string]any{"name": "a-greeting", "arguments": map[string]any{"name": "x"}}))
+		backendSpec{Key: "a"}, backendSpec{Key: "b"})
+	sid, _ = g.Initialize(nil)
+	e := rpcErr(t, g.Call(sid, "prompts/get", map[string]any{"name": "a-greeting", "arguments": map[string]any{"name": "x"}}))
 	if e.Code != -32051 {
 		t.Fatalf("post deny: got %d %q", e.Code, e.Message)
 	}
-	if g.backends["a"].Count("prompts/get") != 1 {
+	if g.Backends["a"].Count("prompts/get") != 1 {
 		t.Fatal("post hook runs after the backend call")
 	}
 }
@@ -113,9 +113,9 @@ func TestHooks_PostRewritesAndDenies(t *testing.T) {
 func TestHooks_PostResultThatIsNotJSONIsRefused(t *testing.T) {
 	var log []string
 	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{&recordingHook{name: "h", log: &log, rewriteOut: `{"content":[`}}},
-		backendSpec{key: "a"}, backendSpec{key: "b"})
-	sid, _ := f.initialize(nil)
-	e := rpcErr(t, f.call(sid, "tools/call", map[string]any{"name": "a-echo", "arguments": map[string]any{"text": "x"}}))
+		backendSpec{Key: "a"}, backendSpec{Key: "b"})
+	sid, _ := f.Initialize(nil)
+	e := rpcErr(t, f.Call(sid, "tools/call", map[string]any{"name": "a-echo", "arguments": map[string]any{"text": "x"}}))
 	if e.Code != -32603 || !strings.Contains(e.Message, "not JSON") {
 		t.Fatalf("got %d %q", e.Code, e.Message)
 	}

@@ -25,13 +25,13 @@ func BenchmarkHandle_ToolsCall(b *testing.B) {
 		{"reuse", testsupport.BackendOptions{}, router.SessionReuse},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			f := newFixture(b, backendSpec{key: "only", opts: mode.opts, adjust: func(be *router.Backend) { be.Session = mode.sess }})
-			sid, _ := f.initialize(nil)
+			f := newFixture(b, backendSpec{Key: "only", Opts: mode.opts, Adjust: func(be *router.Backend) { be.Session = mode.sess }})
+			sid, _ := f.Initialize(nil)
 			args := map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if resp := f.call(sid, "tools/call", args); resp.Error != nil {
+				if resp := f.Call(sid, "tools/call", args); resp.Error != nil {
 					b.Fatal(resp.Error)
 				}
 			}
@@ -47,17 +47,17 @@ func BenchmarkHandle_ToolsListCached(b *testing.B) {
 		b.Run(fmt.Sprintf("backends=%d", n), func(b *testing.B) {
 			specs := make([]backendSpec, n)
 			for i := range specs {
-				specs[i] = backendSpec{key: fmt.Sprintf("b%d", i+1), opts: testsupport.BackendOptions{PageSize: 2},
-					adjust: func(be *router.Backend) { be.ListCacheTTL = time.Hour }}
+				specs[i] = backendSpec{Key: fmt.Sprintf("b%d", i+1), Opts: testsupport.BackendOptions{PageSize: 2},
+					Adjust: func(be *router.Backend) { be.ListCacheTTL = time.Hour }}
 			}
 			f := newFixture(b, specs...)
-			sid, _ := f.initialize(nil)
+			sid, _ := f.Initialize(nil)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
 				var params any
 				for {
-					resp := f.call(sid, "tools/list", params)
+					resp := f.Call(sid, "tools/list", params)
 					if resp.Error != nil {
 						b.Fatal(resp.Error)
 					}

@@ -26,7 +26,7 @@ func walk(t *testing.T, f *fixture, sid string, hdr http.Header) []string {
 	var all []string
 	var params any
 	for {
-		res := result(t, f.callHdr(sid, hdr, "tools/list", params))
+		res := result(t, f.CallHdr(sid, hdr, "tools/list", params))
 		all = append(all, names(t, res, "tools")...)
 		next, _ := res["nextCursor"].(string)
 		if next == "" {
@@ -38,57 +38,57 @@ func walk(t *testing.T, f *fixture, sid string, hdr http.Header) []string {
 
 func TestListCache_RepeatedWalksReachNoBackend(t *testing.T) {
 	f := newFixture(t,
-		backendSpec{key: "one", opts: testsupport.BackendOptions{PageSize: 2}, adjust: cached(time.Minute)},
-		backendSpec{key: "two", adjust: cached(time.Minute)})
-	sid, _ := f.initialize(nil)
+		backendSpec{Key: "one", Opts: testsupport.BackendOptions{PageSize: 2}, Adjust: cached(time.Minute)},
+		backendSpec{Key: "two", Adjust: cached(time.Minute)})
+	sid, _ := f.Initialize(nil)
 	first := walk(t, f, sid, tenant("a"))
-	calls := f.backends["one"].Count("tools/list") + f.backends["two"].Count("tools/list")
+	calls := f.Backends["one"].Count("tools/list") + f.Backends["two"].Count("tools/list")
 	if calls == 0 {
 		t.Fatal("the first walk reached no backend")
 	}
 	// Another session, another walk: same pages, from the cache.
-	other, _ := f.initialize(nil)
+	other, _ := f.Initialize(nil)
 	if again := walk(t, f, other, tenant("a")); !slices.Equal(again, first) {
 		t.Fatalf("cached walk %v, first walk %v", again, first)
 	}
-	if n := f.backends["one"].Count("tools/list") + f.backends["two"].Count("tools/list"); n != calls {
+	if n := f.Backends["one"].Count("tools/list") + f.Backends["two"].Count("tools/list"); n != calls {
 		t.Fatalf("backends saw %d tools/list after a cached walk, want %d", n, calls)
 	}
 }
 
 func TestListCache_KeyedByPassedThroughHeaders(t *testing.T) {
-	f := newFixture(t, backendSpec{key: "one", adjust: cached(time.Minute)}, backendSpec{key: "two", adjust: cached(time.Minute)})
-	sid, _ := f.initialize(nil)
+	f := newFixture(t, backendSpec{Key: "one", Adjust: cached(time.Minute)}, backendSpec{Key: "two", Adjust: cached(time.Minute)})
+	sid, _ := f.Initialize(nil)
 	walk(t, f, sid, tenant("a"))
-	before := f.backends["one"].Count("tools/list")
+	before := f.Backends["one"].Count("tools/list")
 	walk(t, f, sid, tenant("b"))
-	if got := f.backends["one"].Count("tools/list"); got != before+1 {
+	if got := f.Backends["one"].Count("tools/list"); got != before+1 {
 		t.Fatalf("another tenant's walk made %d backend lists, want 1 (its own entry)", got-before)
 	}
-	if got := f.backends["one"].LastHeaders("tools/list").Get("X-Tenant"); got != "b" {
+	if got := f.Backends["one"].LastHeaders("tools/list").Get("X-Tenant"); got != "b" {
 		t.Fatalf("backend saw X-Tenant %q, want b", got)
 	}
 }
 
 func TestListCache_OffByDefault(t *testing.T) {
-	f := newFixture(t, backendSpec{key: "one"}, backendSpec{key: "two"})
-	sid, _ := f.initialize(nil)
+	f := newFixture(t, backendSpec{Key: "one"}, backendSpec{Key: "two"})
+	sid, _ := f.Initialize(nil)
 	walk(t, f, sid, nil)
 	walk(t, f, sid, nil)
-	if got := f.backends["one"].Count("tools/list"); got != 2 {
+	if got := f.Backends["one"].Count("tools/list"); got != 2 {
 		t.Fatalf("uncached backend saw %d tools/list for 2 walks", got)
 	}
 }
 
 func TestListCache_FailuresAreNotCached(t *testing.T) {
-	f := newFixture(t, backendSpec{key: "one", adjust: cached(time.Minute)}, backendSpec{key: "two", adjust: cached(time.Minute)})
-	sid, _ := f.initialize(nil)
-	f.backends["one"].FailMethod("tools/list", 1)
-	res := result(t, f.call(sid, "tools/list", nil))
+	f := newFixture(t, backendSpec{Key: "one", Adjust: cached(time.Minute)}, backendSpec{Key: "two", Adjust: cached(time.Minute)})
+	sid, _ := f.Initialize(nil)
+	f.Backends["one"].FailMethod("tools/list", 1)
+	res := result(t, f.Call(sid, "tools/list", nil))
 	if meta, _ := res["_meta"].(map[string]any); meta == nil {
 		t.Fatalf("failed backend not reported: %v", res)
 	}
-	res = result(t, f.call(sid, "tools/list", nil))
+	res = result(t, f.Call(sid, "tools/list", nil))
 	if _, skipped := res["_meta"]; skipped {
 		t.Fatalf("the failure was served from the cache: %v", res)
 	}
@@ -98,47 +98,17 @@ func TestListCache_FailuresAreNotCached(t *testing.T) {
 }
 
 func TestListCache_ConcurrentMissesShareOneFetch(t *testing.T) {
-	f := newFixture(t, backendSpec{key: "one", adjust: cached(time.Minute)}, backendSpec{key: "two", adjust: cached(time.Minute)})
-	sid, _ := f.initialize(nil)
+	f := newFixture(t, backendSpec{Key: "one", Adjust: cached(time.Minute)}, backendSpec{Key: "two", Adjust: cached(time.Minute)})
+	sid, _ := f.Initialize(nil)
 	var wg sync.WaitGroup
 	for range 8 {
-		wg.Go(func() { result(t, f.call(sid, "tools/list", nil)) })
+		wg.Go(func() { result(t, f.Call(sid, "tools/list", nil)) })
 	}
 	wg.Wait()
-	if got := f.backends["one"].Count("tools/list"); got < 1 || got > 2 {
+	if got := f.Backends["one"].Count("tools/list"); got < 1 || got > 2 {
 		// One fetch, or two if a caller arrived after the first was cached
 		// and expired (it cannot in a minute): never one per caller.
 		t.Fatalf("8 concurrent walks made %d backend lists", got)
-	}
-}
-
-// A list_changed seen by the instance holding a session's stream drops the
-// backend's pages on every instance, well before their TTL.
-func TestListCache_ListChangedDropsPagesOnEveryInstance(t *testing.T) {
-	f := newFixtureOpts(t, router.Options{},
-		backendSpec{key: "gateway-one", opts: testsupport.BackendOptions{StreamingTools: true}, adjust: cached(time.Hour)},
-		backendSpec{key: "gateway-two", opts: testsupport.BackendOptions{StreamingTools: true}, adjust: cached(time.Hour)})
-	other := f.secondInstance(router.Options{})
-	sid := f.initCaps(`{}`)
-	one := f.backends["gateway-one"]
-
-	tools := func() []string {
-		return names(t, result(t, callOn(t, other, f.store, sid, nil, "tools/list", nil)), "tools")
-	}
-	if slices.Contains(tools(), "gateway-one-late") {
-		t.Fatal("tool present before it was added")
-	}
-	ev := openStream(t, f.router, f.store, sid, "")
-	defer ev.Close()
-	if !one.WaitCount("GET", 1, waitFor) {
-		t.Fatal("no listener")
-	}
-	addTool(f, "gateway-one", "late")
-	if _, n := nextEvent(t, ev); n.Method != "notifications/tools/list_changed" {
-		t.Fatalf("got %s, want the list change", n.Method)
-	}
-	if !testsupport.Eventually(t, waitFor, func() bool { return slices.Contains(tools(), "gateway-one-late") }) {
-		t.Fatal("the other instance kept serving its cached page after list_changed")
 	}
 }
 
@@ -157,8 +127,8 @@ func (o *cacheObs) ListCacheLookup(_, _ string, hit bool) {
 func TestListCache_LookupsReachTheObserver(t *testing.T) {
 	obs := &cacheObs{hits: map[bool]int{}}
 	f := newFixtureOpts(t, router.Options{Observer: obs},
-		backendSpec{key: "one", adjust: cached(time.Minute)}, backendSpec{key: "two"})
-	sid, _ := f.initialize(nil)
+		backendSpec{Key: "one", Adjust: cached(time.Minute)}, backendSpec{Key: "two"})
+	sid, _ := f.Initialize(nil)
 	walk(t, f, sid, nil)
 	walk(t, f, sid, nil)
 	obs.mu.Lock()

@@ -13,8 +13,8 @@ import (
 // extra ones, 2 per page: 3 pages.
 func pagedBackends(t *testing.T, opts router.Options) *fixture {
 	return newFixtureOpts(t, opts,
-		backendSpec{key: "short", opts: testsupport.BackendOptions{PageSize: 50}},
-		backendSpec{key: "long", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
+		backendSpec{Key: "short", Opts: testsupport.BackendOptions{PageSize: 50}},
+		backendSpec{Key: "long", Opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
 	)
 }
 
@@ -25,10 +25,10 @@ func cursorOf(res map[string]any) (string, bool) {
 
 func TestPagination_CursorPreservedPerBackendAndExhaustedSkipped(t *testing.T) {
 	f := pagedBackends(t, router.Options{})
-	sid, _ := f.initialize(nil)
+	sid, _ := f.Initialize(nil)
 
 	var all []string
-	page := result(t, f.call(sid, "tools/list", nil))
+	page := result(t, f.Call(sid, "tools/list", nil))
 	all = append(all, names(t, page, "tools")...)
 	pages := 1
 	for {
@@ -36,7 +36,7 @@ func TestPagination_CursorPreservedPerBackendAndExhaustedSkipped(t *testing.T) {
 		if !ok {
 			break
 		}
-		page = result(t, f.call(sid, "tools/list", map[string]any{"cursor": cur}))
+		page = result(t, f.Call(sid, "tools/list", map[string]any{"cursor": cur}))
 		all = append(all, names(t, page, "tools")...)
 		pages++
 		if pages > 10 {
@@ -55,26 +55,26 @@ func TestPagination_CursorPreservedPerBackendAndExhaustedSkipped(t *testing.T) {
 		t.Fatalf("duplicates across pages: %v", all)
 	}
 	// The exhausted backend was queried once, not on every page.
-	if n := f.backends["short"].Count("tools/list"); n != 1 {
+	if n := f.Backends["short"].Count("tools/list"); n != 1 {
 		t.Fatalf("exhausted backend queried %d times, want 1", n)
 	}
-	if n := f.backends["long"].Count("tools/list"); n != 3 {
+	if n := f.Backends["long"].Count("tools/list"); n != 3 {
 		t.Fatalf("paging backend queried %d times, want 3", n)
 	}
 }
 
 func TestPagination_FailedBackendKeepsItsCursor(t *testing.T) {
 	f := newFixture(t,
-		backendSpec{key: "a", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
-		backendSpec{key: "b", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
+		backendSpec{Key: "a", Opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
+		backendSpec{Key: "b", Opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
 	)
-	sid, _ := f.initialize(nil)
-	p1 := result(t, f.call(sid, "tools/list", nil))
+	sid, _ := f.Initialize(nil)
+	p1 := result(t, f.Call(sid, "tools/list", nil))
 	cur1, _ := cursorOf(p1)
 	bPage1 := filterPrefix(names(t, p1, "tools"), "b-")
 
-	f.backends["b"].FailMethod("tools/list", 1)
-	p2 := result(t, f.call(sid, "tools/list", map[string]any{"cursor": cur1}))
+	f.Backends["b"].FailMethod("tools/list", 1)
+	p2 := result(t, f.Call(sid, "tools/list", map[string]any{"cursor": cur1}))
 	if got := filterPrefix(names(t, p2, "tools"), "b-"); len(got) != 0 {
 		t.Fatalf("failed backend contributed items: %v", got)
 	}
@@ -85,7 +85,7 @@ func TestPagination_FailedBackendKeepsItsCursor(t *testing.T) {
 	if !ok {
 		t.Fatal("no next cursor though both backends have more pages")
 	}
-	p3 := result(t, f.call(sid, "tools/list", map[string]any{"cursor": cur2}))
+	p3 := result(t, f.Call(sid, "tools/list", map[string]any{"cursor": cur2}))
 	bPage2 := filterPrefix(names(t, p3, "tools"), "b-")
 	if len(bPage2) == 0 {
 		t.Fatal("backend b did not resume")
@@ -98,17 +98,17 @@ func TestPagination_FailedBackendKeepsItsCursor(t *testing.T) {
 }
 
 func TestPagination_NoCursorWhenAllBackendsDone(t *testing.T) {
-	f := newFixture(t, backendSpec{key: "a"}, backendSpec{key: "b"})
-	sid, _ := f.initialize(nil)
-	if _, ok := cursorOf(result(t, f.call(sid, "tools/list", nil))); ok {
+	f := newFixture(t, backendSpec{Key: "a"}, backendSpec{Key: "b"})
+	sid, _ := f.Initialize(nil)
+	if _, ok := cursorOf(result(t, f.Call(sid, "tools/list", nil))); ok {
 		t.Fatal("nextCursor emitted though no backend has more pages")
 	}
 }
 
 func TestPagination_InvalidCursorsAreInvalidParams(t *testing.T) {
 	f := pagedBackends(t, router.Options{})
-	sid, _ := f.initialize(nil)
-	cur, _ := cursorOf(result(t, f.call(sid, "tools/list", nil)))
+	sid, _ := f.Initialize(nil)
+	cur, _ := cursorOf(result(t, f.Call(sid, "tools/list", nil)))
 
 	cases := map[string]struct {
 		method, cursor string
@@ -120,7 +120,7 @@ func TestPagination_InvalidCursorsAreInvalidParams(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			e := rpcErr(t, f.call(sid, tc.method, map[string]any{"cursor": tc.cursor}))
+			e := rpcErr(t, f.Call(sid, tc.method, map[string]any{"cursor": tc.cursor}))
 			if e.Code != router.CodeInvalidParams {
 				t.Fatalf("got %d %q, want -32602", e.Code, e.Message)
 			}
@@ -132,20 +132,20 @@ func TestPagination_ForeignVHostCursorRejected(t *testing.T) {
 	st := newStore(t)
 	secret := []byte("shared-secret")
 	a := newFixtureOpts(t, router.Options{Store: st, CursorSecret: secret},
-		backendSpec{key: "long", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}}, backendSpec{key: "x"})
+		backendSpec{Key: "long", Opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}}, backendSpec{Key: "x"})
 	b := newFixtureOpts(t, router.Options{Store: st, CursorSecret: secret},
-		backendSpec{key: "long", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}}, backendSpec{key: "x"})
-	b.vhost = "other"
-	b.router = router.New(map[string]*router.VirtualHost{"other": {Name: "other", Backends: map[string]*router.Backend{
-		"long": {Key: "long", URL: b.backends["long"].URL, Timeout: 5e9},
-		"x":    {Key: "x", URL: b.backends["x"].URL, Timeout: 5e9},
+		backendSpec{Key: "long", Opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}}, backendSpec{Key: "x"})
+	b.VHost = "other"
+	b.Router = router.New(map[string]*router.VirtualHost{"other": {Name: "other", Backends: map[string]*router.Backend{
+		"long": {Key: "long", URL: b.Backends["long"].URL, Timeout: 5e9},
+		"x":    {Key: "x", URL: b.Backends["x"].URL, Timeout: 5e9},
 	}}}, router.Options{Store: st, CursorSecret: secret})
-	t.Cleanup(b.router.Close)
+	t.Cleanup(b.Router.Close)
 
-	sa, _ := a.initialize(nil)
-	cur, _ := cursorOf(result(t, a.call(sa, "tools/list", nil)))
-	sb, _ := b.initialize(nil)
-	e := rpcErr(t, b.call(sb, "tools/list", map[string]any{"cursor": cur}))
+	sa, _ := a.Initialize(nil)
+	cur, _ := cursorOf(result(t, a.Call(sa, "tools/list", nil)))
+	sb, _ := b.Initialize(nil)
+	e := rpcErr(t, b.Call(sb, "tools/list", map[string]any{"cursor": cur}))
 	if e.Code != router.CodeInvalidParams {
 		t.Fatalf("foreign-vhost cursor: got %d %q", e.Code, e.Message)
 	}
@@ -157,19 +157,19 @@ func TestPagination_ForeignVHostCursorRejected(t *testing.T) {
 func TestPagination_BackendSetChangesBetweenPages(t *testing.T) {
 	st := newStore(t)
 	before := newFixtureOpts(t, router.Options{Store: st},
-		backendSpec{key: "long", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
-		backendSpec{key: "gone", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}})
-	sid, _ := before.initialize(nil)
-	cur, _ := cursorOf(result(t, before.call(sid, "tools/list", nil)))
+		backendSpec{Key: "long", Opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
+		backendSpec{Key: "gone", Opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}})
+	sid, _ := before.Initialize(nil)
+	cur, _ := cursorOf(result(t, before.Call(sid, "tools/list", nil)))
 
 	added := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "added"})
 	after := router.New(map[string]*router.VirtualHost{"vh": {Name: "vh", Backends: map[string]*router.Backend{
-		"long":  {Key: "long", URL: before.backends["long"].URL, Timeout: 5e9},
+		"long":  {Key: "long", URL: before.Backends["long"].URL, Timeout: 5e9},
 		"added": {Key: "added", URL: added.URL, Timeout: 5e9},
 	}}}, router.Options{Store: st})
 	t.Cleanup(after.Close)
 
-	goneCalls := before.backends["gone"].Count("tools/list")
+	goneCalls := before.Backends["gone"].Count("tools/list")
 	page := result(t, callOn(t, after, st, sid, nil, "tools/list", map[string]any{"cursor": cur}))
 	got := names(t, page, "tools")
 	if len(filterPrefix(got, "added-")) != 3 {
@@ -178,7 +178,7 @@ func TestPagination_BackendSetChangesBetweenPages(t *testing.T) {
 	if len(filterPrefix(got, "long-")) == 0 {
 		t.Fatalf("long backend did not continue: %v", got)
 	}
-	if before.backends["gone"].Count("tools/list") != goneCalls {
+	if before.Backends["gone"].Count("tools/list") != goneCalls {
 		t.Fatal("removed backend was queried")
 	}
 }
@@ -187,18 +187,18 @@ func TestPagination_BackendSetChangesBetweenPages(t *testing.T) {
 // on the same vhost presenting it is refused exactly like a forged cursor.
 func TestPagination_CursorBoundToPrincipal(t *testing.T) {
 	f := pagedBackends(t, router.Options{})
-	alice, _ := f.initializeAs("alice", nil)
-	bob, _ := f.initializeAs("bob", nil)
-	cur, ok := cursorOf(result(t, f.call(alice, "tools/list", nil)))
+	alice, _ := f.InitializeAs("alice", nil)
+	bob, _ := f.InitializeAs("bob", nil)
+	cur, ok := cursorOf(result(t, f.Call(alice, "tools/list", nil)))
 	if !ok {
 		t.Fatal("no cursor on the first page")
 	}
-	e := rpcErr(t, f.call(bob, "tools/list", map[string]any{"cursor": cur}))
+	e := rpcErr(t, f.Call(bob, "tools/list", map[string]any{"cursor": cur}))
 	if e.Code != router.CodeInvalidParams {
 		t.Fatalf("bob with alice's cursor: got %d %q, want -32602", e.Code, e.Message)
 	}
 	// Alice's own cursor still works.
-	result(t, f.call(alice, "tools/list", map[string]any{"cursor": cur}))
+	result(t, f.Call(alice, "tools/list", map[string]any{"cursor": cur}))
 }
 
 // When the backend that holds the only remaining pages fails mid-walk, the
@@ -206,18 +206,18 @@ func TestPagination_CursorBoundToPrincipal(t *testing.T) {
 // walk without its items; the same cursor, retried, resumes the walk.
 func TestPagination_StrandedBackendFailsThePage(t *testing.T) {
 	f := pagedBackends(t, router.Options{})
-	sid, _ := f.initialize(nil)
-	p1 := result(t, f.call(sid, "tools/list", nil))
+	sid, _ := f.Initialize(nil)
+	p1 := result(t, f.Call(sid, "tools/list", nil))
 	all := names(t, p1, "tools")
 	cur, _ := cursorOf(p1)
 
-	f.backends["long"].FailMethod("tools/list", 1)
-	e := rpcErr(t, f.call(sid, "tools/list", map[string]any{"cursor": cur}))
+	f.Backends["long"].FailMethod("tools/list", 1)
+	e := rpcErr(t, f.Call(sid, "tools/list", map[string]any{"cursor": cur}))
 	if e.Code != router.CodeInternalError || !strings.Contains(e.Message, `"long"`) {
 		t.Fatalf("got %d %q, want -32603 naming backend \"long\"", e.Code, e.Message)
 	}
 	for pages := 1; ; pages++ {
-		page := result(t, f.call(sid, "tools/list", map[string]any{"cursor": cur}))
+		page := result(t, f.Call(sid, "tools/list", map[string]any{"cursor": cur}))
 		all = append(all, names(t, page, "tools")...)
 		next, ok := cursorOf(page)
 		if !ok {
@@ -237,10 +237,10 @@ func TestPagination_StrandedBackendFailsThePage(t *testing.T) {
 // named in _meta and the walk ends without it (not an error: the other
 // backends' items are all there is).
 func TestPagination_BackendFailingFromTheStartIsSkipped(t *testing.T) {
-	f := newFixture(t, backendSpec{key: "a"}, backendSpec{key: "b"})
-	sid, _ := f.initialize(nil)
-	f.backends["b"].FailMethod("tools/list", 1)
-	page := result(t, f.call(sid, "tools/list", nil))
+	f := newFixture(t, backendSpec{Key: "a"}, backendSpec{Key: "b"})
+	sid, _ := f.Initialize(nil)
+	f.Backends["b"].FailMethod("tools/list", 1)
+	page := result(t, f.Call(sid, "tools/list", nil))
 	if _, ok := cursorOf(page); ok {
 		t.Fatal("a cursor was issued though no backend has more pages")
 	}

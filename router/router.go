@@ -102,9 +102,10 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 // Start subscribes to the store's bus, on which instances tell each other
 // that a backend's lists changed (list_cache.go). Until then the router
 // serves requests, but its list caches only learn of their own instance's
-// changes.
+// changes. An error (the store did not confirm within ctx) leaves the
+// subscription coming up in the background.
 func (r *Router) Start(ctx context.Context) error {
-	stop := r.opts.Store.Subscribe(r.onBus)
+	stop, err := r.opts.Store.Subscribe(ctx, r.onBus)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -112,7 +113,7 @@ func (r *Router) Start(ctx context.Context) error {
 		return nil
 	}
 	r.stopBus = stop
-	return nil
+	return err
 }
 
 // Close stops the bus subscription, waits for the background cleanup of

@@ -29,10 +29,10 @@ func stalledFixture(t *testing.T) (f *fixture, sess *store.Session, pause func()
 	}
 	t.Cleanup(func() { st.Close() })
 	f = newFixtureOpts(t, router.Options{Store: st},
-		backendSpec{key: "gateway-one", opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
-		backendSpec{key: "gateway-two"},
+		backendSpec{Key: "gateway-one", Opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}},
+		backendSpec{Key: "gateway-two"},
 	)
-	sid, _ := f.initialize(nil)
+	sid, _ := f.Initialize(nil)
 	if sess, err = st.LoadSession(t.Context(), sid, time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func handleWithin(t *testing.T, r *router.Router, sess *store.Session, method st
 // unavailable", marked so the transport answers HTTP 503.
 func TestStoreUnavailable_FailsTheRequestMarkedFor503(t *testing.T) {
 	f, sess, pause := stalledFixture(t)
-	page2, _ := cursorOf(result(t, f.call(sess.ID, "tools/list", nil)))
+	page2, _ := cursorOf(result(t, f.Call(sess.ID, "tools/list", nil)))
 	pause()
 	for _, c := range []struct {
 		name, method string
@@ -78,14 +78,14 @@ func TestStoreUnavailable_FailsTheRequestMarkedFor503(t *testing.T) {
 		{"signing a cursor", "tools/list", nil},
 		{"an unknown cursor, after the keys known here", "tools/list", map[string]any{"cursor": tamper(page2)}},
 	} {
-		resp := handleWithin(t, f.router, sess, c.method, c.params)
+		resp := handleWithin(t, f.Router, sess, c.method, c.params)
 		if e := rpcErr(t, resp); e.Code != router.CodeInternalError || e.Message != "session store unavailable" || !router.StoreUnavailable(resp) {
 			t.Errorf("%s: %d %q (marked %v), want -32603 session store unavailable, marked", c.name, e.Code, e.Message, router.StoreUnavailable(resp))
 		}
 	}
 	req := &jsonrpc.Request{ID: mustID(1), Method: "initialize",
 		Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)}
-	got, resp := f.router.Initialize(context.Background(), f.vhost, "alice", nil, req)
+	got, resp := f.Router.Initialize(context.Background(), f.VHost, "alice", nil, req)
 	if e := rpcErr(t, resp); got != nil || e.Message != "session store unavailable" || !router.StoreUnavailable(resp) {
 		t.Errorf("initialize: session %v, %d %q (marked %v)", got, e.Code, e.Message, router.StoreUnavailable(resp))
 	}

@@ -29,10 +29,14 @@ type Bus interface {
 	// Subscribe calls fn for every broadcast message, in order, from one
 	// goroutine, until the returned stop func (idempotent) is called. The
 	// store keeps one subscription for all callers. fn must not block and
-	// must not call Close. A message published after Subscribe returns is
-	// delivered (barring loss, see Publish); to not miss a cancel or a
-	// response, subscribe first, then load the session and check its marks.
-	Subscribe(fn func(BusMessage)) (stop func())
+	// must not call Close. A message published after Subscribe returns
+	// without error is delivered (barring loss, see Publish); to not miss a
+	// cancel or a response, subscribe first, then load the session and
+	// check its marks. When ctx ends before the store has confirmed the
+	// subscription, Subscribe returns ctx's error, but fn stays registered
+	// (stop still unregisters it) and receives messages once the store's
+	// connection is up.
+	Subscribe(ctx context.Context, fn func(BusMessage)) (stop func(), err error)
 	// InstanceID identifies this store handle (one per gateway process).
 	InstanceID() string
 }

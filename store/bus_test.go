@@ -23,7 +23,7 @@ const busWait = 5 * time.Second
 func collect(t *testing.T, s store.Store) (<-chan store.BusMessage, func()) {
 	t.Helper()
 	ch := make(chan store.BusMessage, 64)
-	stop := s.Subscribe(func(m store.BusMessage) { ch <- m })
+	stop := mustSubscribe(t, s, func(m store.BusMessage) { ch <- m })
 	t.Cleanup(stop)
 	return ch, stop
 }
@@ -62,9 +62,9 @@ func TestBus_ReachesEveryInstance(t *testing.T) {
 		}
 		// Two callbacks on a, to check registration order too.
 		order := make(chan string, 64)
-		a.Subscribe(func(store.BusMessage) { order <- "first" })
+		mustSubscribe(t, a, func(store.BusMessage) { order <- "first" })
 		onA, _ := collect(t, a)
-		a.Subscribe(func(store.BusMessage) { order <- "third" })
+		mustSubscribe(t, a, func(store.BusMessage) { order <- "third" })
 		onB, _ := collect(t, b)
 
 		for _, from := range []store.Store{a, b} {
@@ -91,7 +91,7 @@ func isHex(s string) bool {
 
 func TestBus_SubscriberGetsItsOwnCopy(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		s.Subscribe(func(m store.BusMessage) { m.Data[0] = 'X' }) // a misbehaving callback
+		mustSubscribe(t, s, func(m store.BusMessage) { m.Data[0] = 'X' }) // a misbehaving callback
 		got, _ := collect(t, s)
 		data := []byte(`{"a":1}`)
 		publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", Data: data})
@@ -153,7 +153,7 @@ func TestBus_StopIsIdempotentAndCloseLeavesNothingRunning(t *testing.T) {
 				t.Errorf("%d connections still subscribed to the bus after Close", busSubscribers(t))
 			}
 		}
-		noop := s.Subscribe(func(store.BusMessage) { t.Error("callback registered after Close ran") })
+		noop := mustSubscribe(t, s, func(store.BusMessage) { t.Error("callback registered after Close ran") })
 		noop()
 	})
 }

@@ -61,18 +61,18 @@ func (m *Memory) enqueueLocked(msg BusMessage) {
 // A message published after Subscribe returns reaches fn. Callbacks run
 // on the dispatcher and must not block (see bus.go). After Close,
 // Subscribe registers nothing and returns a no-op stop.
-func (m *Memory) Subscribe(fn func(BusMessage)) (stop func()) {
+func (m *Memory) Subscribe(_ context.Context, fn func(BusMessage)) (stop func(), err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return func() {}
+		return func() {}, nil
 	}
 	stop = m.bus.subs.add(fn)
 	if m.bus.done == nil {
 		m.bus.done = make(chan struct{})
 		go m.dispatch(m.bus.done)
 	}
-	return stop
+	return stop, nil
 }
 
 // dispatch delivers queued messages until Close.

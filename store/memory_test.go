@@ -30,7 +30,7 @@ func TestMemory_PublishNeverBlocksAndCountsDrops(t *testing.T) {
 	t.Cleanup(func() { m.Close() })
 	blocked, release := make(chan struct{}), make(chan struct{})
 	delivered := make(chan string, 2048)
-	m.Subscribe(func(msg store.BusMessage) {
+	mustSubscribe(t, m, func(msg store.BusMessage) {
 		if msg.ID == "first" {
 			close(blocked)
 			<-release // a slow callback holds up the dispatcher

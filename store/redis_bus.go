@@ -56,19 +56,19 @@ func (r *Redis) Publish(ctx context.Context, msg BusMessage) error {
 // Subscribe registers fn for every bus message. The first call opens the
 // store's one pub/sub connection and starts its dispatcher goroutine; it
 // returns once Redis has confirmed the subscription (waiting at most
-// busSubscribeTimeout), so a message published after any Subscribe call
-// has returned is delivered. Callbacks run on the dispatcher goroutine and
+// busSubscribeTimeout, or until ctx ends), so a message published after
+// any Subscribe call has returned without error is delivered. Callbacks run on the dispatcher goroutine and
 // must not block; messages that are not a JSON BusMessage with a Kind are
 // skipped. go-redis reconnects and resubscribes after a connection drop,
 // but messages published meanwhile are lost (see bus.go). Stopping the last
 // callback keeps the connection open until Close. After Close, Subscribe
 // registers nothing and returns a no-op stop.
-func (r *Redis) Subscribe(fn func(BusMessage)) (stop func()) {
+func (r *Redis) Subscribe(ctx context.Context, fn func(BusMessage)) (stop func(), err error) {
 	b := &r.bus
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return func() {}
+		return func() {}, nil
 	}
 	stop = b.subs.add(fn)
 	started, first := b.started, b.started == nil
@@ -78,11 +78,20 @@ func (r *Redis) Subscribe(fn func(BusMessage)) (stop func()) {
 	}
 	b.mu.Unlock()
 	if first {
-		b.start(r.client, BusChannel(r.prefix))
-		close(started)
+		// The start goes on past ctx (it is bounded by busSubscribeTimeout,
+		// and go-redis keeps retrying after it): the subscription is the
+		// store's, not this caller's.
+		go func() {
+			b.start(r.client, BusChannel(r.prefix))
+			close(started)
+		}()
 	}
-	<-started
-	return stop
+	select {
+	case <-started:
+		return stop, nil
+	case <-ctx.Done():
+		return stop, fmt.Errorf("store: subscribe: %w", ctx.Err())
+	}
 }
 
 // start subscribes, waits for the confirmation and starts the dispatcher,

@@ -143,7 +143,7 @@ func TestRedis_BusSkipsMalformedMessages(t *testing.T) {
 
 func TestRedis_SubscribeReturnsAfterConfirmation(t *testing.T) {
 	r := newRedis(t)
-	r.Subscribe(func(store.BusMessage) {})
+	mustSubscribe(t, r, func(store.BusMessage) {})
 	// No waiting: the server must already count the subscription.
 	subs := srv.Client().PubSubNumSub(context.Background(), store.BusChannel(testPrefix)).Val()
 	if n := subs[store.BusChannel(testPrefix)]; n != 1 {
@@ -163,7 +163,7 @@ func TestRedis_SubscribeRacingCloseLeavesNothingRunning(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		for range 4 {
-			wg.Go(func() { r.Subscribe(func(store.BusMessage) {}) })
+			wg.Go(func() { _, _ = r.Subscribe(t.Context(), func(store.BusMessage) {}) })
 		}
 		wg.Go(func() { r.Close() })
 		wg.Wait()

@@ -200,3 +200,14 @@ func TestStore_PingAndCloseTwice(t *testing.T) {
 		}
 	})
 }
+
+// mustSubscribe subscribes fn to s's bus, failing the test if the store
+// does not confirm the subscription.
+func mustSubscribe(t testing.TB, s store.Bus, fn func(store.BusMessage)) (stop func()) {
+	t.Helper()
+	stop, err := s.Subscribe(t.Context(), fn)
+	if err != nil {
+		t.Fatalf("Subscribe: %v", err)
+	}
+	return stop
+}

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -102,11 +103,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 	defer a.Close()
 	// Say at once when the store is not reachable: the gateway still
 	// starts (Redis may come up later), but /readyz answers 503 until then.
-	pingCtx, cancelPing := context.WithTimeout(ctx, 3*time.Second)
-	if err := a.Store.Ping(pingCtx); err != nil {
+	startCtx, cancelStart := context.WithTimeout(ctx, 3*time.Second)
+	if err := a.Store.Ping(startCtx); err != nil {
 		log.Warn("session store not reachable yet; /readyz answers 503 until it is", "error", err)
+	} else if err := a.Start(startCtx); err != nil {
+		log.Warn("the store's bus did not confirm the subscription yet; it keeps trying", "error", err)
 	}
-	cancelPing()
+	cancelStart()
+	// Goroutines of this function end before the app closes.
+	var wg sync.WaitGroup
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer func() {
+		cancelRun()
+		wg.Wait()
+	}()
 
 	ln, err := net.Listen("tcp", o.listen)
 	if err != nil {
@@ -115,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second}
 	// GET streams never end on their own: end them first so Shutdown can
 	// drain; their clients resume on another instance.
-	srv.RegisterOnShutdown(a.Router.EndStreams)
+	srv.RegisterOnShutdown(a.Sessions.EndStreams)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 
@@ -126,7 +136,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if o.demo {
 		printDemoHelp(stdout, base)
 	} else {
-		go watchConfig(ctx, o.config, o.reloadEvery, a, log)
+		wg.Go(func() { watchConfig(runCtx, o.config, o.reloadEvery, a, log) })
 	}
 
 	select {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -38,6 +39,7 @@ func watchConfig(ctx context.Context, path string, interval time.Duration, a *ap
 			return
 		}
 		changed := a.Router.Reload(cfg.VirtualHosts)
+		a.Sessions.VHostsChanged(changed)
 		log.Info("config reloaded", "reason", reason, "changed_vhosts", changed)
 		if current != nil && !sameOutsideVHosts(current, cfg) {
 			log.Warn("config changes outside virtual_hosts need a restart to take effect")
@@ -71,18 +73,6 @@ func fileHash(path string) []byte {
 // sameOutsideVHosts compares the settings a reload cannot apply.
 func sameOutsideVHosts(a, b *config.Config) bool {
 	return a.SessionTTL == b.SessionTTL && a.MaxBodyBytes == b.MaxBodyBytes &&
-		slicesEqual(a.AllowedHosts, b.AllowedHosts) && slicesEqual(a.AllowedOrigins, b.AllowedOrigins) &&
+		slices.Equal(a.AllowedHosts, b.AllowedHosts) && slices.Equal(a.AllowedOrigins, b.AllowedOrigins) &&
 		a.Auth.Mode == b.Auth.Mode && bytes.Equal(a.CursorSecret, b.CursorSecret) && a.Store == b.Store
-}
-
-func slicesEqual(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -12,12 +12,11 @@ import (
 // lazyApp assembles the gateway on the first request and serves every
 // request with it; an execution environment builds it once.
 //
-// Why not at init: assembling the router subscribes to the store's bus,
+// Why not at init: starting the gateway subscribes to the store's bus,
 // which with Redis dials the server and waits for the SUBSCRIBE
-// confirmation (up to 10 s when the server is unreachable). Lambda allows
-// an init 10 s, and a store that is down would turn into an init timeout
-// and a retried init on every request; here it is a slow first request
-// whose store operations then fail with a clear error. The config and the
+// confirmation (bounded by busStartTimeout). Init should touch no store, so
+// a store that is down or slow costs a slow first request rather than an
+// init that fails and is retried on every request. The config and the
 // store URL were validated at init, so building rarely fails; when it does
 // the request gets 503 and the next one tries again.
 type lazyApp struct {

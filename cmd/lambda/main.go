@@ -37,6 +37,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -115,7 +116,18 @@ func setup(getenv func(string) string, log *slog.Logger) (*function, error) {
 		log.Warn("mcpgw lambda: " + envStripBasePath + " applies to the buffered modes only; ignored in mode url")
 	}
 
-	lazy := &lazyApp{log: log, build: func() (*app.App, error) { return app.Build(cfg, redisURL, log, app.WithoutMetrics()) }}
+	lazy := &lazyApp{log: log, build: func() (*app.App, error) {
+		a, err := app.Build(cfg, redisURL, log, app.WithoutMetrics())
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), busStartTimeout)
+		defer cancel()
+		if err := a.Start(ctx); err != nil {
+			log.Warn("mcpgw lambda: the store's bus did not confirm the subscription yet; it keeps trying", "error", err)
+		}
+		return a, nil
+	}}
 	h := m.wrap(lazy, streamMax, log)
 	return &function{
 		mode:      m,
@@ -126,6 +138,11 @@ func setup(getenv func(string) string, log *slog.Logger) (*function, error) {
 		lazy:      lazy,
 	}, nil
 }
+
+// busStartTimeout bounds how long the first request waits for the store's
+// bus subscription: past it the request is served, and the subscription
+// keeps trying in the background.
+const busStartTimeout = 3 * time.Second
 
 // Environment variables read by the function.
 const (

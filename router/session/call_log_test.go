@@ -1,4 +1,4 @@
-package router_test
+package session_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/routertest"
+	"github.com/mcpgw/gateway/router/session"
 	"github.com/mcpgw/gateway/store"
 	"github.com/mcpgw/gateway/tests/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -20,22 +22,22 @@ import (
 // own request id.
 func TestCallLog_LeaseOutlivesItsTTLUntilTheOwnerStops(t *testing.T) {
 	const lease = 150 * time.Millisecond
-	f := newFixtureOpts(t, router.Options{CallLeaseTTL: lease}, backendSpec{key: "a"})
-	sid, _ := f.initialize(nil)
+	f := routertest.New(t, redisSrv.URL(), options{Sessions: session.Options{CallLeaseTTL: lease}}, routertest.Spec{Key: "a"})
+	sid, _ := f.Initialize(nil)
 	ctx := context.Background()
 	id, _ := jsonrpc.MakeID("call-1")
-	log := f.router.NewCallLog(sid, id)
+	log := f.Sessions.NewCallLog(sid, id)
 	sseID, err := log.Append(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, first, ok := router.ParseCallEventID(sseID)
+	stream, first, ok := session.ParseCallEventID(sseID)
 	if !ok {
 		t.Fatalf("SSE id %q is not a call stream's", sseID)
 	}
 	// Several lease lifetimes pass; the running call is never given up on.
 	for end := time.Now().Add(5 * lease); time.Now().Before(end); {
-		evs, err := f.router.CallEventsAfter(ctx, sid, stream, first)
+		evs, err := f.Sessions.CallEventsAfter(ctx, sid, stream, first)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +49,7 @@ func TestCallLog_LeaseOutlivesItsTTLUntilTheOwnerStops(t *testing.T) {
 	log.Close() // the owner stops without an answer
 	var evs []store.Event
 	if !testsupport.Eventually(t, 5*time.Second, func() bool {
-		evs, err = f.router.CallEventsAfter(ctx, sid, stream, first)
+		evs, err = f.Sessions.CallEventsAfter(ctx, sid, stream, first)
 		return err == nil && len(evs) == 1
 	}) {
 		t.Fatalf("the stream of a call whose owner stopped did not end: %q, %v", evs, err)
@@ -67,30 +69,30 @@ func TestCallLog_LeaseOutlivesItsTTLUntilTheOwnerStops(t *testing.T) {
 // A call that ends normally logs its answer and is done, not lost, though
 // its lease is gone.
 func TestCallLog_AnswerEndsTheStream(t *testing.T) {
-	f := newFixtureOpts(t, router.Options{CallLeaseTTL: time.Second}, backendSpec{key: "a"})
-	sid, _ := f.initialize(nil)
+	f := routertest.New(t, redisSrv.URL(), options{Sessions: session.Options{CallLeaseTTL: time.Second}}, routertest.Spec{Key: "a"})
+	sid, _ := f.Initialize(nil)
 	ctx := context.Background()
-	log := f.router.NewCallLog(sid, mustID(3))
+	log := f.Sessions.NewCallLog(sid, mustID(3))
 	sseID, err := log.Append(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, first, _ := router.ParseCallEventID(sseID)
+	stream, first, _ := session.ParseCallEventID(sseID)
 	if _, err := log.End(ctx, []byte(`{"jsonrpc":"2.0","id":3,"result":{}}`)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := log.Append(ctx, []byte(`late`)); err == nil {
 		t.Fatal("Append after End succeeded")
 	}
-	evs, err := f.router.CallEventsAfter(ctx, sid, stream, first)
+	evs, err := f.Sessions.CallEventsAfter(ctx, sid, stream, first)
 	if err != nil || len(evs) != 1 || !strings.Contains(string(evs[0].Data), `"result"`) {
 		t.Fatalf("events after the priming one = %q, %v; want only the answer", evs, err)
 	}
-	if _, err := f.router.CallEventsAfter(ctx, sid, "cnosuch", first); !errors.Is(err, router.ErrUnknownCallStream) {
+	if _, err := f.Sessions.CallEventsAfter(ctx, sid, "cnosuch", first); !errors.Is(err, session.ErrUnknownCallStream) {
 		t.Fatalf("unknown stream: %v", err)
 	}
 	// A log that never streamed stores nothing and ends cleanly.
-	quiet := f.router.NewCallLog(sid, mustID(4))
+	quiet := f.Sessions.NewCallLog(sid, mustID(4))
 	if id, err := quiet.End(ctx, []byte(`{}`)); id != "" || err != nil {
 		t.Fatalf("End of a log that never streamed = %q, %v", id, err)
 	}

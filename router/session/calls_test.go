@@ -1,9 +1,8 @@
-package router_test
+package session_test
 
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,8 +10,8 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/session"
 	"github.com/mcpgw/gateway/store"
-	"github.com/mcpgw/gateway/tests/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -52,74 +51,16 @@ func (s *recStream) notifications(method string) []map[string]any {
 
 const capsAll = `{"sampling":{},"elicitation":{},"roots":{"listChanged":true}}`
 
-func streamingFixture(t *testing.T, opts router.Options) *fixture {
-	return newFixtureOpts(t, opts,
-		backendSpec{key: "gateway-one", opts: testsupport.BackendOptions{StreamingTools: true}},
-		backendSpec{key: "gateway-two", opts: testsupport.BackendOptions{StreamingTools: true}})
-}
-
-// initCaps opens a session whose client advertises caps.
-func (f *fixture) initCaps(caps string) string {
-	f.t.Helper()
-	req := &jsonrpc.Request{ID: mustID(1), Method: "initialize",
-		Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"t","version":"1"}}`)}
-	sess, resp := f.router.Initialize(context.Background(), f.vhost, "alice", http.Header{}, req)
-	if resp.Error != nil {
-		f.t.Fatal(resp.Error)
-	}
-	return sess.ID
-}
-
-// handle runs one call with a stream on router r (any instance).
-func handle(t *testing.T, r *router.Router, st store.Store, sid string, id jsonrpc.ID, method string, params any, s router.Stream) *jsonrpc.Response {
-	t.Helper()
-	sess, err := st.LoadSession(context.Background(), sid, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal(params)
-	return r.Handle(context.Background(), &router.Call{Session: sess, Header: http.Header{}, Stream: s,
-		Request: &jsonrpc.Request{ID: id, Method: method, Params: raw}})
-}
-
-func notify(t *testing.T, r *router.Router, st store.Store, sid, method string, params any) {
-	t.Helper()
-	sess, err := st.LoadSession(context.Background(), sid, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal(params)
-	if err := r.Notify(context.Background(), &router.Call{Session: sess, Header: http.Header{},
-		Request: &jsonrpc.Request{Method: method, Params: raw}}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// secondInstance is another router on the same store and config: another
-// gateway instance, as far as the router can tell.
-func (f *fixture) secondInstance(opts router.Options) *router.Router {
-	f.t.Helper()
-	st, err := store.NewRedis(redisSrv.URL(), store.RedisOptions{KeyPrefix: f.prefix})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	f.t.Cleanup(func() { st.Close() })
-	opts.Store = st
-	r := router.New(map[string]*router.VirtualHost{f.vhost: f.config}, opts)
-	f.t.Cleanup(r.Close)
-	return r
-}
-
 func TestProgress_TokensMappedBackAndKeptApart(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	sid := f.initCaps(`{}`)
+	f := streamingFixture(t, options{})
+	sid := f.InitCaps(`{}`)
 	tokens := []any{"tok-a", 7}
 	streams := make([]*recStream, len(tokens))
 	var wg sync.WaitGroup
 	for i, tok := range tokens {
 		streams[i] = &recStream{}
 		wg.Go(func() {
-			resp := handle(t, f.router, f.store, sid, mustID(100+i), "tools/call", map[string]any{
+			resp := handle(t, f.Instance, sid, mustID(100+i), "tools/call", map[string]any{
 				"name": "gateway-one-progress", "arguments": map[string]any{"steps": 3, "stray": true},
 				"_meta": map[string]any{"progressToken": tok}}, streams[i])
 			if resp.Error != nil {
@@ -161,10 +102,10 @@ func (h progressHook) Progress(_ context.Context, c *router.HookCall, params jso
 
 func TestProgress_PassesThePostHook(t *testing.T) {
 	for _, deny := range []bool{false, true} {
-		f := streamingFixture(t, router.Options{Hooks: []router.Hook{progressHook{deny: deny}}})
-		sid := f.initCaps(`{}`)
+		f := streamingFixture(t, options{Router: router.Options{Hooks: []router.Hook{progressHook{deny: deny}}}})
+		sid := f.InitCaps(`{}`)
 		s := &recStream{}
-		resp := handle(t, f.router, f.store, sid, mustID(1), "tools/call", map[string]any{
+		resp := handle(t, f.Instance, sid, mustID(1), "tools/call", map[string]any{
 			"name": "gateway-two-progress", "arguments": map[string]any{"steps": 2}, "_meta": map[string]any{"progressToken": "p"}}, s)
 		if resp.Error != nil {
 			t.Fatal(resp.Error)
@@ -183,34 +124,34 @@ func TestProgress_PassesThePostHook(t *testing.T) {
 }
 
 func TestCancel_BeforeTheRequestArrivesIsNotLost(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	sid := f.initCaps(`{}`)
-	notify(t, f.router, f.store, sid, "notifications/cancelled", map[string]any{"requestId": 42, "reason": "changed my mind"})
-	resp := handle(t, f.router, f.store, sid, mustID(42), "tools/call", map[string]any{"name": "gateway-one-block", "arguments": map[string]any{"tag": "early"}}, nil)
+	f := streamingFixture(t, options{})
+	sid := f.InitCaps(`{}`)
+	f.Notify(t, sid, "notifications/cancelled", map[string]any{"requestId": 42, "reason": "changed my mind"})
+	resp := handle(t, f.Instance, sid, mustID(42), "tools/call", map[string]any{"name": "gateway-one-block", "arguments": map[string]any{"tag": "early"}}, nil)
 	if e := rpcErr(t, resp); e.Code != router.CodeRequestCancelled {
 		t.Fatalf("got %d %q, want the cancelled answer", e.Code, e.Message)
 	}
-	if n := f.backends["gateway-one"].Count("tools/call"); n != 0 {
+	if n := f.Backends["gateway-one"].Count("tools/call"); n != 0 {
 		t.Fatalf("a cancelled request reached the backend %d times", n)
 	}
 	// The mark was consumed: the same id can be used again.
-	sess, _ := f.store.LoadSession(t.Context(), sid, time.Hour)
+	sess, _ := f.Store.LoadSession(t.Context(), sid, time.Hour)
 	if len(sess.Cancelled) != 0 {
 		t.Fatalf("cancel mark left behind: %v", sess.Cancelled)
 	}
 }
 
 func TestCancel_ReachesTheInstanceRunningTheCall(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	other := f.secondInstance(router.Options{})
-	sid := f.initCaps(`{}`)
+	f := streamingFixture(t, options{})
+	other := f.NewInstance(options{})
+	sid := f.InitCaps(`{}`)
 	done := make(chan *jsonrpc.Response, 1)
 	go func() {
-		done <- handle(t, f.router, f.store, sid, mustID(5), "tools/call", map[string]any{"name": "gateway-one-block", "arguments": map[string]any{"tag": "x"}}, nil)
+		done <- handle(t, f.Instance, sid, mustID(5), "tools/call", map[string]any{"name": "gateway-one-block", "arguments": map[string]any{"tag": "x"}}, nil)
 	}()
-	b := f.backends["gateway-one"]
+	b := f.Backends["gateway-one"]
 	<-b.Started
-	notify(t, other, f.store, sid, "notifications/cancelled", map[string]any{"requestId": 5})
+	other.Notify(t, sid, "notifications/cancelled", map[string]any{"requestId": 5})
 	select {
 	case tag := <-b.Cancelled:
 		if tag != "x" {
@@ -225,9 +166,9 @@ func TestCancel_ReachesTheInstanceRunningTheCall(t *testing.T) {
 }
 
 func TestServerRequests_AnsweredThroughAnotherInstance(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	other := f.secondInstance(router.Options{})
-	sid := f.initCaps(capsAll)
+	f := streamingFixture(t, options{})
+	other := f.NewInstance(options{})
+	sid := f.InitCaps(capsAll)
 	answers := map[string]string{
 		"sampling/createMessage": `{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m"}`,
 		"elicitation/create":     `{"action":"accept","content":{"ok":true}}`,
@@ -245,40 +186,40 @@ func TestServerRequests_AnsweredThroughAnotherInstance(t *testing.T) {
 				if !strings.HasPrefix(req.ID.Raw().(string), "mcpgw-s-") {
 					t.Errorf("server request id %v is not gateway-issued", req.ID.Raw())
 				}
-				sess, err := f.store.LoadSession(context.Background(), sid, time.Hour)
+				sess, err := f.Store.LoadSession(context.Background(), sid, time.Hour)
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				if err := other.Deliver(context.Background(), sess, &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(answers[req.Method])}); err != nil {
+				if err := other.Sessions.Deliver(context.Background(), sess, &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(answers[req.Method])}); err != nil {
 					t.Errorf("deliver: %v", err)
 				}
 			}
-			res := result(t, handle(t, f.router, f.store, sid, mustID(9), "tools/call", map[string]any{"name": "gateway-two-" + tool, "arguments": args[tool]}, s))
+			res := result(t, handle(t, f.Instance, sid, mustID(9), "tools/call", map[string]any{"name": "gateway-two-" + tool, "arguments": args[tool]}, s))
 			if got := text(t, res); !strings.HasPrefix(got, want) {
 				t.Fatalf("tool said %q, want %q", got, want)
 			}
 		})
 	}
 	// Nothing is left pending.
-	sess, _ := f.store.LoadSession(t.Context(), sid, time.Hour)
+	sess, _ := f.Store.LoadSession(t.Context(), sid, time.Hour)
 	if len(sess.Pending) != 0 {
 		t.Fatalf("pending requests left: %v", sess.Pending)
 	}
-	if err := other.Deliver(t.Context(), sess, &jsonrpc.Response{ID: mustStringID("mcpgw-s-nobody"), Result: json.RawMessage(`{}`)}); err != router.ErrNoPendingRequest {
+	if err := other.Sessions.Deliver(t.Context(), sess, &jsonrpc.Response{ID: mustStringID("mcpgw-s-nobody"), Result: json.RawMessage(`{}`)}); err != session.ErrNoPendingRequest {
 		t.Fatalf("response for an unknown id: %v", err)
 	}
 }
 
 func TestServerRequests_RefusedWithoutCapabilityOrStream(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	noCaps := f.initCaps(`{}`)
-	res := result(t, handle(t, f.router, f.store, noCaps, mustID(1), "tools/call", map[string]any{"name": "gateway-one-sample", "arguments": map[string]any{"prompt": "q"}}, &recStream{}))
+	f := streamingFixture(t, options{})
+	noCaps := f.InitCaps(`{}`)
+	res := result(t, handle(t, f.Instance, noCaps, mustID(1), "tools/call", map[string]any{"name": "gateway-one-sample", "arguments": map[string]any{"prompt": "q"}}, &recStream{}))
 	if got := text(t, res); !strings.Contains(got, "sampling failed") || !strings.Contains(got, "sampling") {
 		t.Fatalf("without the capability: %q", got)
 	}
-	withCaps := f.initCaps(capsAll)
-	res = result(t, handle(t, f.router, f.store, withCaps, mustID(2), "tools/call", map[string]any{"name": "gateway-one-sample", "arguments": map[string]any{"prompt": "q"}}, nil))
+	withCaps := f.InitCaps(capsAll)
+	res = result(t, handle(t, f.Instance, withCaps, mustID(2), "tools/call", map[string]any{"name": "gateway-one-sample", "arguments": map[string]any{"prompt": "q"}}, nil))
 	if got := text(t, res); !strings.Contains(got, "event stream") {
 		t.Fatalf("without a stream: %q", got)
 	}
@@ -293,13 +234,13 @@ func mustStringID(s string) jsonrpc.ID {
 }
 
 func TestServerRequests_ClientThatNeverAnswersTimesOutClearly(t *testing.T) {
-	f := streamingFixture(t, router.Options{ClientRequestTimeout: 200 * time.Millisecond})
-	sid := f.initCaps(capsAll)
-	res := result(t, handle(t, f.router, f.store, sid, mustID(1), "tools/call", map[string]any{"name": "gateway-one-sample", "arguments": map[string]any{"prompt": "q"}}, &recStream{}))
+	f := streamingFixture(t, options{Sessions: session.Options{ClientRequestTimeout: 200 * time.Millisecond}})
+	sid := f.InitCaps(capsAll)
+	res := result(t, handle(t, f.Instance, sid, mustID(1), "tools/call", map[string]any{"name": "gateway-one-sample", "arguments": map[string]any{"prompt": "q"}}, &recStream{}))
 	if got := text(t, res); !strings.Contains(got, "did not answer sampling/createMessage within 200ms") {
 		t.Fatalf("tool saw %q, want a clear timeout", got)
 	}
-	sess, _ := f.store.LoadSession(t.Context(), sid, time.Hour)
+	sess, _ := f.Store.LoadSession(t.Context(), sid, time.Hour)
 	if len(sess.Pending) != 0 {
 		t.Fatalf("timed-out request still pending: %v", sess.Pending)
 	}
@@ -309,8 +250,8 @@ func TestServerRequests_ClientThatNeverAnswersTimesOutClearly(t *testing.T) {
 // at most once) is still found: it was stored in the session with the
 // broadcast, and the waiter polls for it.
 func TestServerRequests_AnswerWhoseBroadcastIsLostStillArrives(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	sid := f.initCaps(capsAll)
+	f := streamingFixture(t, options{})
+	sid := f.InitCaps(capsAll)
 	s := &recStream{}
 	s.onSend = func(m jsonrpc.Message) {
 		req, ok := m.(*jsonrpc.Request)
@@ -324,11 +265,11 @@ func TestServerRequests_AnswerWhoseBroadcastIsLostStillArrives(t *testing.T) {
 		// Addressed to an instance that does not exist: the waiter never
 		// gets the message, as if the bus had dropped it.
 		msg := store.BusMessage{Kind: store.BusResponse, Session: sid, ID: key, Data: data, To: "nobody"}
-		if err := f.store.PostAnswer(context.Background(), sid, key, data, msg, time.Hour); err != nil {
+		if err := f.Store.PostAnswer(context.Background(), sid, key, data, msg, time.Hour); err != nil {
 			t.Errorf("post answer: %v", err)
 		}
 	}
-	res := result(t, handle(t, f.router, f.store, sid, mustID(1), "tools/call",
+	res := result(t, handle(t, f.Instance, sid, mustID(1), "tools/call",
 		map[string]any{"name": "gateway-one-sample", "arguments": map[string]any{"prompt": "q"}}, s))
 	if got := text(t, res); !strings.HasPrefix(got, "model said: lost") {
 		t.Fatalf("tool said %q", got)

@@ -1,54 +1,21 @@
-package router_test
+package session_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"runtime"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/routertest"
+	"github.com/mcpgw/gateway/router/session"
 	"github.com/mcpgw/gateway/store"
 	"github.com/mcpgw/gateway/tests/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 )
-
-const waitFor = 10 * time.Second
-
-func openStream(t *testing.T, r *router.Router, st store.Store, sid, lastEventID string) *router.SessionEvents {
-	t.Helper()
-	sess, err := st.LoadSession(context.Background(), sid, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := r.OpenStream(context.Background(), sess, http.Header{}, lastEventID)
-	if err != nil {
-		t.Fatalf("open stream: %v", err)
-	}
-	return ev
-}
-
-// nextEvent waits for the next live event and decodes its notification.
-func nextEvent(t *testing.T, ev *router.SessionEvents) (store.Event, *jsonrpc.Request) {
-	t.Helper()
-	select {
-	case e, ok := <-ev.Live:
-		if !ok {
-			t.Fatal("live channel closed")
-		}
-		msg, err := jsonrpc.DecodeMessage(e.Data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return e, msg.(*jsonrpc.Request)
-	case <-time.After(waitFor):
-		t.Fatal("no event arrived")
-	}
-	return store.Event{}, nil
-}
 
 func uriOf(n *jsonrpc.Request) string {
 	var p struct{ URI string }
@@ -56,21 +23,13 @@ func uriOf(n *jsonrpc.Request) string {
 	return p.URI
 }
 
-// addTool makes a go-sdk backend send notifications/tools/list_changed.
-func addTool(f *fixture, backend, name string) {
-	f.backends[backend].Server.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{}, nil
-		})
-}
-
 func TestStream_SubscriptionUpdatesReachTheStreamOnAnotherInstance(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	holder := f.secondInstance(router.Options{})
-	sid := f.initCaps(`{}`)
-	one := f.backends["gateway-one"]
+	f := streamingFixture(t, options{})
+	holder := f.NewInstance(options{})
+	sid := f.InitCaps(`{}`)
+	one := f.Backends["gateway-one"]
 
-	ev := openStream(t, holder, f.store, sid, "")
+	ev := openStream(t, holder, sid, "")
 	defer ev.Close()
 	if ev.PrimeID != "0-0" {
 		t.Fatalf("prime id %q on an empty log", ev.PrimeID)
@@ -81,11 +40,11 @@ func TestStream_SubscriptionUpdatesReachTheStreamOnAnotherInstance(t *testing.T)
 	}
 	// ...and after a subscribe on another instance rebuilds its listener,
 	// subscribed on its own backend session.
-	result(t, f.call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
+	result(t, f.Call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
 	if !one.WaitCount("GET", 2, waitFor) {
 		t.Fatal("the stream holder opened no backend listener")
 	}
-	result(t, f.call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
+	result(t, f.Call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
 	_, n := nextEvent(t, ev)
 	if n.Method != "notifications/resources/updated" || uriOf(n) != "gateway-one-test://counter" {
 		t.Fatalf("got %s %s, want resources/updated for the prefixed URI", n.Method, n.Params)
@@ -94,11 +53,11 @@ func TestStream_SubscriptionUpdatesReachTheStreamOnAnotherInstance(t *testing.T)
 	// After unsubscribe, an update is no longer forwarded: the next event
 	// is the list change that follows it on the same backend stream.
 	gets := one.Count("GET")
-	result(t, f.call(sid, "resources/unsubscribe", map[string]any{"uri": "gateway-one-test://counter"}))
+	result(t, f.Call(sid, "resources/unsubscribe", map[string]any{"uri": "gateway-one-test://counter"}))
 	if !one.WaitCount("GET", gets+1, waitFor) {
 		t.Fatal("listeners were not rebuilt after unsubscribe")
 	}
-	result(t, f.call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
+	result(t, f.Call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
 	addTool(f, "gateway-one", "late")
 	_, n = nextEvent(t, ev)
 	if n.Method != "notifications/tools/list_changed" {
@@ -109,15 +68,15 @@ func TestStream_SubscriptionUpdatesReachTheStreamOnAnotherInstance(t *testing.T)
 // subscribedOnTwo sets up two instances on one store and a session
 // subscribed to gateway-one's counter, whose stream the first instance
 // holds with its listener up.
-func subscribedOnTwo(t *testing.T) (f *fixture, second *router.Router, sid string, ev *router.SessionEvents) {
+func subscribedOnTwo(t *testing.T) (f *fixture, second *instance, sid string, ev *session.SessionEvents) {
 	t.Helper()
-	f = streamingFixture(t, router.Options{})
-	second = f.secondInstance(router.Options{})
-	sid = f.initCaps(`{}`)
-	one := f.backends["gateway-one"]
-	result(t, f.call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
+	f = streamingFixture(t, options{})
+	second = f.NewInstance(options{})
+	sid = f.InitCaps(`{}`)
+	one := f.Backends["gateway-one"]
+	result(t, f.Call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
 	gets := one.Count("GET")
-	ev = openStream(t, f.router, f.store, sid, "")
+	ev = openStream(t, f.Instance, sid, "")
 	if !one.WaitCount("GET", gets+1, waitFor) {
 		t.Fatal("no listener")
 	}
@@ -126,21 +85,21 @@ func subscribedOnTwo(t *testing.T) (f *fixture, second *router.Router, sid strin
 
 func TestStream_ResumeOnAnotherInstanceGetsMissedEventsOnceInOrder(t *testing.T) {
 	f, second, sid, ev := subscribedOnTwo(t)
-	result(t, f.call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
+	result(t, f.Call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
 	seen, _ := nextEvent(t, ev)
 	ev.Close() // the client drops the stream; listeners linger
 
 	for range 3 {
-		result(t, f.call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
+		result(t, f.Call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
 	}
 	// The lingering listener logs all three; only the log can tell.
 	if !testsupport.Eventually(t, waitFor, func() bool {
-		missed, err := f.store.EventsAfter(t.Context(), sid, seen.ID, 10)
+		missed, err := f.Store.EventsAfter(t.Context(), sid, seen.ID, 10)
 		return err == nil && len(missed) == 3
 	}) {
 		t.Fatal("the lingering listener did not log the events")
 	}
-	resumed := openStream(t, second, f.store, sid, seen.ID)
+	resumed := openStream(t, second, sid, seen.ID)
 	defer resumed.Close()
 	if len(resumed.Replay) != 3 {
 		t.Fatalf("replayed %d events, want the 3 missed", len(resumed.Replay))
@@ -168,17 +127,17 @@ func TestStream_TakeoverLosesNoUpdate(t *testing.T) {
 	f, second, sid, first := subscribedOnTwo(t)
 	first.Close()
 	for round := range 5 {
-		moved := openStream(t, second, f.store, sid, "")
+		moved := openStream(t, second, sid, "")
 		// No wait for the new holder's listener: the update must not fall
 		// between the two holders.
-		result(t, f.call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
+		result(t, f.Call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
 		if _, n := nextEvent(t, moved); n.Method != "notifications/resources/updated" {
 			t.Fatalf("round %d: got %s, want the update", round, n.Method)
 		}
 		moved.Close()
 		// And back again, so every round is a takeover.
-		back := openStream(t, f.router, f.store, sid, "")
-		result(t, f.call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
+		back := openStream(t, f.Instance, sid, "")
+		result(t, f.Call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
 		if _, n := nextEvent(t, back); n.Method != "notifications/resources/updated" {
 			t.Fatalf("round %d back: got %s, want the update", round, n.Method)
 		}
@@ -187,30 +146,31 @@ func TestStream_TakeoverLosesNoUpdate(t *testing.T) {
 }
 
 func TestStream_SecondStreamOnOneInstanceIsRefused(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	sid := f.initCaps(`{}`)
-	ev := openStream(t, f.router, f.store, sid, "")
+	f := streamingFixture(t, options{})
+	sid := f.InitCaps(`{}`)
+	ev := openStream(t, f.Instance, sid, "")
 	defer ev.Close()
-	sess, _ := f.store.LoadSession(t.Context(), sid, time.Hour)
-	if _, err := f.router.OpenStream(t.Context(), sess, http.Header{}, ""); !errors.Is(err, router.ErrStreamBusy) {
+	sess, _ := f.Store.LoadSession(t.Context(), sid, time.Hour)
+	if _, err := f.Sessions.OpenStream(t.Context(), sess, http.Header{}, ""); !errors.Is(err, session.ErrStreamBusy) {
 		t.Fatalf("second stream: %v, want ErrStreamBusy", err)
 	}
-	if _, err := f.router.OpenStream(t.Context(), sess, http.Header{}, "garbage"); err == nil {
+	if _, err := f.Sessions.OpenStream(t.Context(), sess, http.Header{}, "garbage"); err == nil {
 		t.Fatal("a malformed Last-Event-ID was accepted")
 	}
 }
 
 func TestStream_ConfigReloadEmitsListChanged(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	sid := f.initCaps(`{}`)
-	ev := openStream(t, f.router, f.store, sid, "")
+	f := streamingFixture(t, options{})
+	sid := f.InitCaps(`{}`)
+	ev := openStream(t, f.Instance, sid, "")
 	defer ev.Close()
-	changed := f.router.Reload(map[string]*router.VirtualHost{f.vhost: {Name: f.vhost, Backends: map[string]*router.Backend{
-		"gateway-one": {Key: "gateway-one", URL: f.backends["gateway-one"].URL, Timeout: 5 * time.Second},
+	changed := f.Router.Reload(map[string]*router.VirtualHost{f.VHost: {Name: f.VHost, Backends: map[string]*router.Backend{
+		"gateway-one": {Key: "gateway-one", URL: f.Backends["gateway-one"].URL, Timeout: 5 * time.Second},
 	}}})
-	if len(changed) != 1 || changed[0] != f.vhost {
+	if len(changed) != 1 || changed[0] != f.VHost {
 		t.Fatalf("changed vhosts %v", changed)
 	}
+	f.Sessions.VHostsChanged(changed)
 	var got []string
 	for range 3 {
 		_, n := nextEvent(t, ev)
@@ -223,7 +183,7 @@ func TestStream_ConfigReloadEmitsListChanged(t *testing.T) {
 		}
 	}
 	// The new backend set is in force.
-	tools := names(t, result(t, f.call(sid, "tools/list", nil)), "tools")
+	tools := names(t, result(t, f.Call(sid, "tools/list", nil)), "tools")
 	for _, n := range tools {
 		if n == "gateway-two-echo" {
 			t.Fatalf("removed backend still listed: %v", tools)
@@ -232,36 +192,36 @@ func TestStream_ConfigReloadEmitsListChanged(t *testing.T) {
 }
 
 func TestLogging_LevelSetOnOneInstanceAppliesOnAnother(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	other := f.secondInstance(router.Options{})
-	sid := f.initCaps(`{}`)
+	f := streamingFixture(t, options{})
+	other := f.NewInstance(options{})
+	sid := f.InitCaps(`{}`)
 	s := &recStream{}
-	result(t, handle(t, other, f.store, sid, mustID(1), "tools/call", map[string]any{"name": "gateway-one-increment"}, s))
+	result(t, handle(t, other, sid, mustID(1), "tools/call", map[string]any{"name": "gateway-one-increment"}, s))
 	if len(s.notifications("notifications/message")) != 0 {
 		t.Fatal("log message sent before any level was set")
 	}
-	result(t, f.call(sid, "logging/setLevel", map[string]any{"level": "debug"}))
+	result(t, f.Call(sid, "logging/setLevel", map[string]any{"level": "debug"}))
 	s = &recStream{}
-	result(t, handle(t, other, f.store, sid, mustID(2), "tools/call", map[string]any{"name": "gateway-one-increment"}, s))
+	result(t, handle(t, other, sid, mustID(2), "tools/call", map[string]any{"name": "gateway-one-increment"}, s))
 	if len(s.notifications("notifications/message")) != 1 {
 		t.Fatalf("log level not applied on the other instance: %+v", s.msgs)
 	}
 }
 
 func TestStream_DeleteEndsTheStreamAndItsListenersEverywhere(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	holder := f.secondInstance(router.Options{})
-	sid := f.initCaps(`{}`)
-	one := f.backends["gateway-one"]
-	result(t, f.call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
-	ev := openStream(t, holder, f.store, sid, "")
+	f := streamingFixture(t, options{})
+	holder := f.NewInstance(options{})
+	sid := f.InitCaps(`{}`)
+	one := f.Backends["gateway-one"]
+	result(t, f.Call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
+	ev := openStream(t, holder, sid, "")
 	defer ev.Close()
 	if !one.WaitCount("GET", 1, waitFor) {
 		t.Fatal("no listener")
 	}
 	deletes := one.Deletes()
-	sess, _ := f.store.LoadSession(t.Context(), sid, time.Hour)
-	if err := f.router.DeleteSession(t.Context(), sess); err != nil {
+	sess, _ := f.Store.LoadSession(t.Context(), sid, time.Hour)
+	if err := f.Sessions.DeleteSession(t.Context(), sess); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -275,32 +235,72 @@ func TestStream_DeleteEndsTheStreamAndItsListenersEverywhere(t *testing.T) {
 	}
 }
 
-func TestStream_RouterCloseLeavesNoGoroutines(t *testing.T) {
-	f := streamingFixture(t, router.Options{})
-	sid := f.initCaps(`{}`)
-	result(t, f.call(sid, "tools/list", nil))
-	before := runtime.NumGoroutine()
+// An instance's Close ends its streams and waits for every goroutine they
+// started: listeners, run loops, renewers, goroutines spawned for the bus.
+func TestStream_CloseLeavesNoGoroutines(t *testing.T) {
+	f := streamingFixture(t, options{})
+	sid := f.InitCaps(`{}`)
+	result(t, f.Call(sid, "tools/list", nil))
+	// goleak names the leaked goroutine's stack, and waits for ones on
+	// their way out.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 
-	st, err := store.NewRedis(redisSrv.URL(), store.RedisOptions{KeyPrefix: f.prefix})
+	st, err := store.NewRedis(redisSrv.URL(), store.RedisOptions{KeyPrefix: f.Prefix})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := router.New(map[string]*router.VirtualHost{f.vhost: {Name: f.vhost, Backends: map[string]*router.Backend{
-		"gateway-one": {Key: "gateway-one", URL: f.backends["gateway-one"].URL, Timeout: waitFor},
-		"gateway-two": {Key: "gateway-two", URL: f.backends["gateway-two"].URL, Timeout: waitFor},
-	}}}, router.Options{Store: st})
-	ev := openStream(t, r, f.store, sid, "")
-	if !f.backends["gateway-one"].WaitCount("GET", 1, waitFor) {
+	vhosts := map[string]*router.VirtualHost{f.VHost: {Name: f.VHost, Backends: map[string]*router.Backend{
+		"gateway-one": {Key: "gateway-one", URL: f.Backends["gateway-one"].URL, Timeout: waitFor},
+		"gateway-two": {Key: "gateway-two", URL: f.Backends["gateway-two"].URL, Timeout: waitFor},
+	}}}
+	in := &instance{Store: st, Router: router.New(vhosts, router.Options{Store: st})}
+	in.Sessions = session.New(st, in.Router, session.Options{})
+	if err := in.Router.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Sessions.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ev := openStream(t, in, sid, "")
+	if !f.Backends["gateway-one"].WaitCount("GET", 1, waitFor) {
 		t.Fatal("no listener")
 	}
-	result(t, handle(t, r, f.store, sid, mustID(3), "tools/call", map[string]any{"name": "gateway-one-progress",
+	result(t, handle(t, in, sid, mustID(3), "tools/call", map[string]any{"name": "gateway-one-progress",
 		"arguments": map[string]any{"steps": 2}, "_meta": map[string]any{"progressToken": 1}}, &recStream{}))
 	ev.Close()
-	r.Close()
+	in.Sessions.Close()
+	in.Router.Close()
 	st.Close()
 	<-ev.Ended
-	if !testsupport.Eventually(t, waitFor, func() bool { return runtime.NumGoroutine() <= before }) {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("goroutines: %d before, %d after Close\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+}
+
+// A list_changed seen by the instance holding a session's stream drops the
+// backend's cached list pages on every instance, well before their TTL.
+func TestStream_ListChangedDropsCachedPagesOnEveryInstance(t *testing.T) {
+	cached := func(b *router.Backend) { b.ListCacheTTL = time.Hour }
+	f := routertest.New(t, redisSrv.URL(), options{},
+		routertest.Spec{Key: "gateway-one", Opts: testsupport.BackendOptions{StreamingTools: true}, Adjust: cached},
+		routertest.Spec{Key: "gateway-two", Opts: testsupport.BackendOptions{StreamingTools: true}, Adjust: cached})
+	other := f.NewInstance(options{})
+	sid := f.InitCaps(`{}`)
+	one := f.Backends["gateway-one"]
+
+	tools := func() []string {
+		return names(t, result(t, other.Call(t, sid, mustID(7), nil, "tools/list", nil, nil)), "tools")
+	}
+	if slices.Contains(tools(), "gateway-one-late") {
+		t.Fatal("tool present before it was added")
+	}
+	ev := openStream(t, f.Instance, sid, "")
+	defer ev.Close()
+	if !one.WaitCount("GET", 1, waitFor) {
+		t.Fatal("no listener")
+	}
+	addTool(f, "gateway-one", "late")
+	if _, n := nextEvent(t, ev); n.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %s, want the list change", n.Method)
+	}
+	if !testsupport.Eventually(t, waitFor, func() bool { return slices.Contains(tools(), "gateway-one-late") }) {
+		t.Fatal("the other instance kept serving its cached page after list_changed")
 	}
 }

@@ -104,9 +104,10 @@ func New(st store.Store, backends Backends, opts Options) *Runtime {
 // Start subscribes to the store's bus, which carries cancels, client
 // answers and stream handovers from the other instances. Until it returns
 // those are not received; a request handled meanwhile still sees a cancel
-// through the session's marks.
+// through the session's marks. An error (the store did not confirm within
+// ctx) leaves the subscription coming up in the background.
 func (rt *Runtime) Start(ctx context.Context) error {
-	stop := rt.store.Subscribe(rt.onBus)
+	stop, err := rt.store.Subscribe(ctx, rt.onBus)
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.closed {
@@ -114,7 +115,7 @@ func (rt *Runtime) Start(ctx context.Context) error {
 		return nil
 	}
 	rt.stopBus = stop
-	return nil
+	return err
 }
 
 // Close stops the bus subscription and ends every GET stream this instance
@@ -194,3 +195,14 @@ func ownerPrefix(owner string) string {
 	inst, _, _ := strings.Cut(owner, "/")
 	return inst
 }
+
+// Load returns session id, refreshing its sliding lifetime: the one store
+// read of a request of a 2025-era session. store.ErrNotFound if it does
+// not exist or has expired; the caller checks it belongs to the caller.
+func (rt *Runtime) Load(ctx context.Context, id string) (*store.Session, error) {
+	return rt.store.LoadSession(ctx, id, rt.opts.SessionTTL)
+}
+
+// Ping reports whether the store answers: without it no session can be
+// served, so the instance is not ready.
+func (rt *Runtime) Ping(ctx context.Context) error { return rt.store.Ping(ctx) }

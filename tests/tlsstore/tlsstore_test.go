@@ -177,7 +177,10 @@ func TestStore_WorksOverTLS(t *testing.T) {
 
 	// The bus has a pub/sub connection of its own: over TLS too.
 	msgs := make(chan store.BusMessage, 16)
-	stop := s.Subscribe(func(m store.BusMessage) { msgs <- m })
+	stop, err := s.Subscribe(t.Context(), func(m store.BusMessage) { msgs <- m })
+	if err != nil {
+		t.Fatalf("Subscribe over TLS: %v", err)
+	}
 	defer stop()
 	cancel := store.BusMessage{Kind: store.BusCancel, Session: id, ID: "7", Data: json.RawMessage(`{"reason":"user"}`)}
 	if err := s.MarkCancelled(ctx, id, "7", cancel, time.Minute, time.Minute); err != nil {

@@ -4,10 +4,13 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+
+	"github.com/mcpgw/gateway/router/session"
 
 	"github.com/mcpgw/gateway/handler"
 	"github.com/mcpgw/gateway/handler/auth"
@@ -22,9 +25,10 @@ var Version = "0.1.0"
 
 // App is an assembled gateway.
 type App struct {
-	Handler http.Handler
-	Router  *router.Router
-	Store   store.Store
+	Handler  http.Handler
+	Router   *router.Router
+	Sessions *session.Runtime
+	Store    store.Store
 }
 
 // Option adjusts what Build assembles.
@@ -73,15 +77,19 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		CursorSecret: cfg.CursorSecret,
 		Logger:       log,
 		Info:         router.Implementation{Name: "mcpgw", Title: "MCP gateway", Version: Version},
-
+		Observer:     observer,
+	})
+	sessions := session.New(st, rt, session.Options{
+		SessionTTL:           cfg.SessionTTL,
 		EventLogSize:         cfg.Streams.EventLogSize,
 		StreamLinger:         cfg.Streams.Linger,
 		CallLeaseTTL:         cfg.Streams.CallLease,
 		ClientRequestTimeout: cfg.Streams.ClientRequestTimeout,
-		Observer:             observer,
+		Logger:               log,
 	})
 	h := handler.New(handler.Options{
 		Router:         rt,
+		Sessions:       sessions,
 		Auth:           verifier,
 		AllowedHosts:   cfg.AllowedHosts,
 		AllowedOrigins: cfg.AllowedOrigins,
@@ -92,11 +100,21 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		// Only with JWT auth: validation refuses it otherwise.
 		ResourceMetadata: cfg.Auth.ResourceMetadata,
 	})
-	return &App{Handler: h, Router: rt, Store: st}, nil
+	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st}, nil
 }
 
-// Close releases backend connection pools and the store.
+// Start subscribes the router and the session runtime to the store's bus,
+// waiting at most until ctx ends. An error means the store did not confirm
+// in time: the gateway serves anyway (the subscription keeps trying in the
+// background, and /readyz tells the load balancer), so callers log it.
+func (a *App) Start(ctx context.Context) error {
+	return errors.Join(a.Router.Start(ctx), a.Sessions.Start(ctx))
+}
+
+// Close ends the session runtime's streams, then the router's background
+// work, then the store, each after everything that uses it has stopped.
 func (a *App) Close() error {
+	a.Sessions.Close()
 	a.Router.Close()
-	return errors.Join(a.Store.Close())
+	return a.Store.Close()
 }
