@@ -35,8 +35,15 @@ func isBatch(body []byte) bool {
 	return len(t) > 0 && t[0] == '['
 }
 
+// batchMessage is one decoded element of a batch, with its id as the
+// client wrote it (echoed byte for byte).
+type batchMessage struct {
+	msg   jsonrpc.Message
+	rawID json.RawMessage
+}
+
 // decodeBatch parses a batch into its messages.
-func decodeBatch(body []byte) ([]jsonrpc.Message, *decodeError) {
+func decodeBatch(body []byte) ([]batchMessage, *decodeError) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(body, &raws); err != nil {
 		return nil, &decodeError{codeParseError, "request body is not valid JSON"}
@@ -44,19 +51,19 @@ func decodeBatch(body []byte) ([]jsonrpc.Message, *decodeError) {
 	if len(raws) == 0 {
 		return nil, &decodeError{codeInvalidRequest, "empty JSON-RPC batch"}
 	}
-	msgs := make([]jsonrpc.Message, len(raws))
+	msgs := make([]batchMessage, len(raws))
 	for i, raw := range raws {
 		if isBatch(raw) {
 			return nil, &decodeError{codeInvalidRequest, fmt.Sprintf("batch element %d: batches do not nest", i)}
 		}
-		m, derr := decodeMessage(raw)
+		m, rawID, derr := decodeMessage(raw)
 		if derr != nil {
 			return nil, &decodeError{derr.code, fmt.Sprintf("batch element %d: %s", i, derr.msg)}
 		}
 		if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" {
 			return nil, &decodeError{codeInvalidRequest, "initialize must not be part of a JSON-RPC batch"}
 		}
-		msgs[i] = m
+		msgs[i] = batchMessage{m, rawID}
 	}
 	return msgs, nil
 }
@@ -85,10 +92,10 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 		return
 	}
 
-	var calls []*jsonrpc.Request
+	var calls []batchMessage
 	var undelivered []string
-	for _, m := range msgs {
-		switch m := m.(type) {
+	for _, bm := range msgs {
+		switch m := bm.msg.(type) {
 		case *jsonrpc.Response:
 			if err := s.opts.Router.Deliver(r.Context(), sess, m); err != nil {
 				if !errors.Is(err, router.ErrNoPendingRequest) {
@@ -96,11 +103,11 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 					writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
 					return
 				}
-				undelivered = append(undelivered, string(mustJSON(m.ID.Raw())))
+				undelivered = append(undelivered, string(bm.rawID))
 			}
 		case *jsonrpc.Request:
 			if m.IsCall() {
-				calls = append(calls, m)
+				calls = append(calls, bm)
 				continue
 			}
 			if err := s.opts.Router.Notify(r.Context(), &router.Call{Session: sess, Header: r.Header, Request: m}); err != nil {
@@ -128,7 +135,8 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 	}
 	responses := make([][]byte, len(calls))
 	var wg sync.WaitGroup
-	for i, req := range calls {
+	for i, bm := range calls {
+		req := bm.msg.(*jsonrpc.Request)
 		wg.Go(func() {
 			call := &router.Call{Session: sess, Header: r.Header, Request: req}
 			var ps *postStream
@@ -138,9 +146,9 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 				call.Stream = ps
 			}
 			resp := s.opts.Router.Handle(r.Context(), call)
-			data, err := wire.EncodeResponse(resp)
+			data, err := wire.EncodeResponseAs(resp, bm.rawID)
 			if err != nil {
-				data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode response"}})
+				data, _ = wire.EncodeResponseAs(&jsonrpc.Response{Error: &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode response"}}, bm.rawID)
 			}
 			if ps != nil {
 				ps.close()

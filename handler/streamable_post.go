@@ -52,7 +52,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		s.serveBatch(w, r, body, jsonOK, sseOK)
 		return
 	}
-	msg, herr := decodeMessage(body)
+	msg, rawID, herr := decodeMessage(body)
 	if herr != nil {
 		writeHTTPError(w, http.StatusBadRequest, herr.code, herr.msg)
 		return
@@ -77,7 +77,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		if sess != nil {
 			w.Header().Set(headerSessionID, sess.ID)
 		}
-		s.writeResponse(w, resp, jsonOK)
+		s.writeResponse(w, resp, rawID, jsonOK)
 		return
 	}
 
@@ -91,7 +91,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		// the instance waiting for it may be another one.
 		if err := s.opts.Router.Deliver(r.Context(), sess, m); err != nil {
 			if errors.Is(err, router.ErrNoPendingRequest) {
-				writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+quote(string(mustJSON(m.ID.Raw())))+" is pending")
+				writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+quote(string(rawID))+" is pending")
 				return
 			}
 			s.log.Error("delivering client response failed", "error", err)
@@ -108,7 +108,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		s.serveCall(w, r, sess, m, jsonOK, sseOK)
+		s.serveCall(w, r, sess, m, rawID, jsonOK, sseOK)
 	}
 }
 
@@ -121,7 +121,10 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 // An event stream is resumable (see router/call_resume.go): each event is
 // logged before it is sent, and once the client holds an event id the
 // call no longer ends with the connection.
-func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.Session, req *jsonrpc.Request, jsonOK, sseOK bool) {
+//
+// rawID is the request's id as the client wrote it: the answer echoes it
+// byte for byte.
+func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.Session, req *jsonrpc.Request, rawID json.RawMessage, jsonOK, sseOK bool) {
 	call := &router.Call{Session: sess, Header: r.Header, Request: req}
 	ctx := r.Context()
 	var ps *postStream
@@ -146,13 +149,13 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 	if ps != nil {
 		ps.close()
 		if ps.sw.isStarted() {
-			if data, err := wire.EncodeResponse(resp); err == nil {
+			if data, err := wire.EncodeResponseAs(resp, rawID); err == nil {
 				ps.finish(data)
 			}
 			return
 		}
 	}
-	s.writeResponse(w, resp, jsonOK)
+	s.writeResponse(w, resp, rawID, jsonOK)
 }
 
 // hasProgressToken reports whether params._meta carries a progressToken.
@@ -165,15 +168,10 @@ func hasProgressToken(params json.RawMessage) bool {
 	return json.Unmarshal(params, &p) == nil && len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null"
 }
 
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
-}
-
 // writeResponse answers a call as application/json when the client accepts
-// it, else as a one-event SSE stream.
-func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, jsonOK bool) {
-	data, err := wire.EncodeResponse(resp)
+// it, else as a one-event SSE stream; the id is rawID, as the client wrote it.
+func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, rawID json.RawMessage, jsonOK bool) {
+	data, err := wire.EncodeResponseAs(resp, rawID)
 	if err != nil {
 		writeHTTPError(w, http.StatusInternalServerError, codeInternalError, "cannot encode response")
 		return
@@ -201,33 +199,37 @@ type decodeError struct {
 }
 
 // decodeMessage parses one JSON-RPC message, telling malformed JSON
-// (-32700) from well-formed JSON that is not a valid message (-32600).
-func decodeMessage(body []byte) (jsonrpc.Message, *decodeError) {
+// (-32700) from well-formed JSON that is not a valid message (-32600), and
+// returns its id as the client wrote it. An id that is not a string or an
+// integer (null, 1.5, 1e3, 2^63) is -32600: see router/wire/request_id.go.
+func decodeMessage(body []byte) (jsonrpc.Message, json.RawMessage, *decodeError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, &decodeError{codeParseError, "empty request body"}
+		return nil, nil, &decodeError{codeParseError, "empty request body"}
 	}
-	msg, err := wire.Decode(trimmed)
+	msg, rawID, err := wire.DecodeWithID(trimmed)
 	if err != nil {
-		if errors.Is(err, wire.ErrParse) {
-			return nil, &decodeError{codeParseError, "request body is not valid JSON"}
+		switch {
+		case errors.Is(err, wire.ErrParse):
+			return nil, nil, &decodeError{codeParseError, "request body is not valid JSON"}
+		case trimmed[0] != '{':
+			return nil, nil, &decodeError{codeInvalidRequest, "request body must be a JSON-RPC object"}
+		case errors.Is(err, wire.ErrInvalidID):
+			return nil, nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message: " + err.Error()}
 		}
-		if trimmed[0] != '{' {
-			return nil, &decodeError{codeInvalidRequest, "request body must be a JSON-RPC object"}
-		}
-		return nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message"}
+		return nil, nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message"}
 	}
 	switch m := msg.(type) {
 	case *jsonrpc.Request:
 		if m.Method == "" {
-			return nil, &decodeError{codeInvalidRequest, "JSON-RPC request needs a method"}
+			return nil, nil, &decodeError{codeInvalidRequest, "JSON-RPC request needs a method"}
 		}
 	case *jsonrpc.Response:
 		if m.Result == nil && m.Error == nil {
-			return nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message: a response needs a result or an error"}
+			return nil, nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message: a response needs a result or an error"}
 		}
 	}
-	return msg, nil
+	return msg, rawID, nil
 }
 
 // accepts reports which response types an Accept header allows. A missing
