@@ -88,7 +88,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 	}
 	if version != batchVersion {
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest,
-			"JSON-RPC batches exist only in protocol version "+batchVersion+", not "+quote(version))
+			"JSON-RPC batches exist only in protocol version "+batchVersion+", not "+wire.Quote(version))
 		return
 	}
 
@@ -103,7 +103,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 					writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
 					return
 				}
-				undelivered = append(undelivered, string(bm.rawID))
+				undelivered = append(undelivered, idText(m.ID))
 			}
 		case *jsonrpc.Request:
 			if m.IsCall() {
@@ -117,7 +117,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 	}
 	if len(calls) == 0 {
 		if len(undelivered) > 0 {
-			writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+quote(undelivered[0])+" is pending")
+			writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+wire.Quote(undelivered[0])+" is pending")
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mcpgw/gateway/handler/auth"
@@ -63,7 +64,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		metrics.SetRPCMethod(r.Context(), "response")
 	}
 	if pv := r.Header.Get(headerProtocolVersion); pv != "" && !slices.Contains(router.SupportedProtocolVersions, pv) {
-		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "unsupported MCP-Protocol-Version "+quote(pv))
+		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "unsupported MCP-Protocol-Version "+wire.Quote(pv))
 		return
 	}
 	principal, _ := auth.FromContext(r.Context())
@@ -91,7 +92,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		// the instance waiting for it may be another one.
 		if err := s.opts.Router.Deliver(r.Context(), sess, m); err != nil {
 			if errors.Is(err, router.ErrNoPendingRequest) {
-				writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+quote(string(rawID))+" is pending")
+				writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+wire.Quote(idText(m.ID))+" is pending")
 				return
 			}
 			s.log.Error("delivering client response failed", "error", err)
@@ -193,6 +194,15 @@ func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, ra
 	_ = http.NewResponseController(w).Flush()
 }
 
+// idText is an id's value as text, for messages (Quote it).
+func idText(id jsonrpc.ID) string {
+	if n, ok := id.Raw().(int64); ok {
+		return strconv.FormatInt(n, 10)
+	}
+	s, _ := id.Raw().(string)
+	return s
+}
+
 type decodeError struct {
 	code int64
 	msg  string
@@ -260,12 +270,4 @@ func accepts(values []string) (jsonOK, sseOK bool) {
 		}
 	}
 	return jsonOK, sseOK
-}
-
-func quote(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "..."
-	}
-	b, _ := json.Marshal(s)
-	return string(b)
 }
