@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/handler/metrics"
@@ -240,34 +239,4 @@ func decodeMessage(body []byte) (jsonrpc.Message, json.RawMessage, *decodeError)
 		}
 	}
 	return msg, rawID, nil
-}
-
-// accepts reports which response types an Accept header allows. A missing
-// header allows both (curl sends */*; strict clients send both types).
-func accepts(values []string) (jsonOK, sseOK bool) {
-	if len(values) == 0 {
-		return true, true
-	}
-	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			switch mt {
-			case "application/json":
-				jsonOK = true
-			case "text/event-stream":
-				sseOK = true
-			case "*/*", "application/*":
-				jsonOK = true
-				if mt == "*/*" {
-					sseOK = true
-				}
-			case "text/*":
-				sseOK = true
-			}
-		}
-	}
-	return jsonOK, sseOK
 }
