@@ -4,15 +4,16 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
+// The codes come from the one table in router/wire/codes.go.
 const (
-	codeParseError     = jsonrpc.CodeParseError
-	codeInvalidRequest = jsonrpc.CodeInvalidRequest
-	codeInternalError  = jsonrpc.CodeInternalError
-	// codeSessionNotFound is the code MCP SDKs use for an unknown session.
-	codeSessionNotFound = -32001
+	codeParseError      = wire.CodeParseError
+	codeInvalidRequest  = wire.CodeInvalidRequest
+	codeInternalError   = wire.CodeInternalError
+	codeSessionNotFound = wire.CodeSessionNotFound
 )
 
 // writeHTTPError answers a transport-level failure: an HTTP status with a
