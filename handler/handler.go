@@ -80,6 +80,7 @@ func New(opts Options) http.Handler {
 		checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins),
 		s.requireVHost,
 		auth.Middleware(opts.Auth, "mcpgw", challenge),
+		requireSingleHeaders,
 	)
 	mux.Handle("/servers/{vhost}/mcp", mcp)
 	return logRequests(opts.Logger)(mux)
