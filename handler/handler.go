@@ -30,7 +30,10 @@ type Options struct {
 	// endpoint; a request carrying any other Origin gets 403.
 	AllowedOrigins []string
 	MaxBodyBytes   int64
-	Logger         *slog.Logger
+	// MaxBatch bounds the length of a JSON-RPC batch (2025-03-26); a
+	// longer one is refused whole (default DefaultMaxBatch).
+	MaxBatch int
+	Logger   *slog.Logger
 	// Metrics, when set, instruments the MCP endpoint and is served on
 	// GET /metrics; nil disables both.
 	Metrics *metrics.Metrics
@@ -51,6 +54,9 @@ func New(opts Options) http.Handler {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
 	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive

@@ -30,6 +30,7 @@ const (
 	DefaultMaxBodyBytes = 4 << 20
 	DefaultTimeout      = 30 * time.Second
 	DefaultLeeway       = 30 * time.Second
+	DefaultMaxBatch     = 50
 )
 
 // Auth modes.
@@ -55,6 +56,10 @@ type Config struct {
 	Auth         Auth
 	// Streams tunes notifications and server-to-client traffic.
 	Streams Streams
+	// MaxBatch (max_batch) bounds the length of a JSON-RPC batch
+	// (protocol 2025-03-26): a longer one is refused whole with HTTP 400
+	// and -32600, before any of it runs. Default 50; 1 to 1000.
+	MaxBatch int
 	// VirtualHosts is keyed by vhost name: Backend.Key filled, defaults
 	// applied, header names canonicalised.
 	VirtualHosts map[string]*router.VirtualHost
@@ -152,6 +157,7 @@ type rawConfig struct {
 	MaxBodyBytes    *int64               `yaml:"max_body_bytes"`
 	CursorSecretEnv string               `yaml:"cursor_secret_env"`
 	Streams         *rawStreams          `yaml:"streams"`
+	MaxBatch        *int64               `yaml:"max_batch"`
 	Auth            *rawAuth             `yaml:"auth"`
 	VirtualHosts    map[string]*rawVHost `yaml:"virtual_hosts"`
 }

@@ -53,6 +53,13 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 	cfg := &Config{
 		SessionTTL:   v.duration("session_ttl", raw.SessionTTL, DefaultSessionTTL, time.Second),
 		MaxBodyBytes: DefaultMaxBodyBytes,
+		MaxBatch:     DefaultMaxBatch,
+	}
+	if raw.MaxBatch != nil {
+		if *raw.MaxBatch < 1 || *raw.MaxBatch > 1000 {
+			v.errf("max_batch", "must be between 1 and 1000, not %d", *raw.MaxBatch)
+		}
+		cfg.MaxBatch = int(*raw.MaxBatch)
 	}
 	if raw.MaxBodyBytes != nil {
 		if *raw.MaxBodyBytes <= 0 {

@@ -85,6 +85,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		AllowedHosts:   cfg.AllowedHosts,
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
+		MaxBatch:       cfg.MaxBatch,
 		Logger:         log,
 		Metrics:        m,
 		KeepAlive:      cfg.Streams.KeepAlive,
