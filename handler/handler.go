@@ -33,7 +33,12 @@ type Options struct {
 	// MaxBatch bounds the length of a JSON-RPC batch (2025-03-26); a
 	// longer one is refused whole (default DefaultMaxBatch).
 	MaxBatch int
-	Logger   *slog.Logger
+	// ReadTimeout bounds reading a request's body, from the start of the
+	// handler; a body still arriving then is answered 408. The deadline
+	// is lifted once the body has been read, so it never cuts a GET
+	// stream or a long call (read_deadline.go). 0: unbounded.
+	ReadTimeout time.Duration
+	Logger      *slog.Logger
 	// Metrics, when set, instruments the MCP endpoint and is served on
 	// GET /metrics; nil disables both.
 	Metrics *metrics.Metrics
@@ -89,7 +94,7 @@ func New(opts Options) http.Handler {
 		requireSingleHeaders,
 	)
 	mux.Handle("/servers/{vhost}/mcp", mcp)
-	return logRequests(opts.Logger)(mux)
+	return limitBodyRead(opts.ReadTimeout)(logRequests(opts.Logger)(mux))
 }
 
 type server struct {

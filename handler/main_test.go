@@ -52,6 +52,8 @@ type gwOptions struct {
 	metrics   *metrics.Metrics // also the router's observer
 	// oneTimeout is gateway-one's backend timeout (default 5s).
 	oneTimeout time.Duration
+	// readTimeout bounds request bodies (handler.Options.ReadTimeout).
+	readTimeout time.Duration
 }
 
 func startGateway(t *testing.T, o gwOptions) *gw {
@@ -86,7 +88,8 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 		t.Fatal(err)
 	}
 	h := handler.New(handler.Options{Router: rt, Auth: v, MaxBodyBytes: o.maxBody,
-		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics})
+		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics,
+		ReadTimeout: o.readTimeout})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &gw{t: t, url: srv.URL, srv: srv, store: st, one: one}

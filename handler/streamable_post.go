@@ -45,6 +45,12 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			writeHTTPError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest, "request body exceeds the size limit")
 			return
 		}
+		if bodyReadTimedOut(err) {
+			w.Header().Set("Connection", "close")
+			writeHTTPError(w, http.StatusRequestTimeout, codeInvalidRequest,
+				"request body not received within the read timeout ("+s.opts.ReadTimeout.String()+")")
+			return
+		}
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "cannot read request body")
 		return
 	}

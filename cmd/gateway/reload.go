@@ -72,7 +72,8 @@ func fileHash(path string) []byte {
 func sameOutsideVHosts(a, b *config.Config) bool {
 	return a.SessionTTL == b.SessionTTL && a.MaxBodyBytes == b.MaxBodyBytes &&
 		slicesEqual(a.AllowedHosts, b.AllowedHosts) && slicesEqual(a.AllowedOrigins, b.AllowedOrigins) &&
-		a.Auth.Mode == b.Auth.Mode && bytes.Equal(a.CursorSecret, b.CursorSecret)
+		a.Auth.Mode == b.Auth.Mode && bytes.Equal(a.CursorSecret, b.CursorSecret) &&
+		a.Server == b.Server && a.MaxBatch == b.MaxBatch
 }
 
 func slicesEqual(a, b []string) bool {

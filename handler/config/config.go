@@ -31,6 +31,10 @@ const (
 	DefaultTimeout      = 30 * time.Second
 	DefaultLeeway       = 30 * time.Second
 	DefaultMaxBatch     = 50
+
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
 )
 
 // Auth modes.
@@ -56,6 +60,8 @@ type Config struct {
 	Auth         Auth
 	// Streams tunes notifications and server-to-client traffic.
 	Streams Streams
+	// Server bounds how long the plain HTTP server waits for clients.
+	Server Server
 	// MaxBatch (max_batch) bounds the length of a JSON-RPC batch
 	// (protocol 2025-03-26): a longer one is refused whole with HTTP 400
 	// and -32600, before any of it runs. Default 50; 1 to 1000.
@@ -78,6 +84,26 @@ type Streams struct {
 	// KeepAlive is how often an idle SSE stream (GET, or a running call's
 	// answer) carries a comment.
 	KeepAlive time.Duration
+}
+
+// Server bounds how long the plain HTTP server (cmd/gateway) waits for a
+// client, so idle or slow connections cannot pile up. On Lambda the
+// platform owns the connections and these do not apply. A zero field
+// means its default.
+type Server struct {
+	// ReadHeaderTimeout (server.read_header_timeout) bounds reading a
+	// request's headers, from the moment the connection can take a
+	// request; a connection opened and left silent is closed after it.
+	// Default 10s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout (server.read_timeout) bounds reading a request's body,
+	// from the end of its headers; a body still arriving then gets 408.
+	// It never cuts a GET stream or a long call answered as a stream: the
+	// deadline is lifted once the body has been read. Default 30s.
+	ReadTimeout time.Duration
+	// IdleTimeout (server.idle_timeout) closes a keep-alive connection
+	// that waits this long for its next request. Default 2m.
+	IdleTimeout time.Duration
 }
 
 // Auth is the downstream authentication setting.
@@ -157,6 +183,7 @@ type rawConfig struct {
 	MaxBodyBytes    *int64               `yaml:"max_body_bytes"`
 	CursorSecretEnv string               `yaml:"cursor_secret_env"`
 	Streams         *rawStreams          `yaml:"streams"`
+	Server          *rawServer           `yaml:"server"`
 	MaxBatch        *int64               `yaml:"max_batch"`
 	Auth            *rawAuth             `yaml:"auth"`
 	VirtualHosts    map[string]*rawVHost `yaml:"virtual_hosts"`
@@ -167,6 +194,12 @@ type rawStreams struct {
 	Linger               *string `yaml:"linger"`
 	ClientRequestTimeout *string `yaml:"client_request_timeout"`
 	KeepAlive            *string `yaml:"keep_alive"`
+}
+
+type rawServer struct {
+	ReadHeaderTimeout *string `yaml:"read_header_timeout"`
+	ReadTimeout       *string `yaml:"read_timeout"`
+	IdleTimeout       *string `yaml:"idle_timeout"`
 }
 
 type rawAuth struct {

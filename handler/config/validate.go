@@ -55,6 +55,15 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		MaxBodyBytes: DefaultMaxBodyBytes,
 		MaxBatch:     DefaultMaxBatch,
 	}
+	srv := raw.Server
+	if srv == nil {
+		srv = &rawServer{}
+	}
+	cfg.Server = Server{
+		ReadHeaderTimeout: v.duration("server.read_header_timeout", srv.ReadHeaderTimeout, DefaultReadHeaderTimeout, time.Millisecond),
+		ReadTimeout:       v.duration("server.read_timeout", srv.ReadTimeout, DefaultReadTimeout, time.Millisecond),
+		IdleTimeout:       v.duration("server.idle_timeout", srv.IdleTimeout, DefaultIdleTimeout, time.Millisecond),
+	}
 	if raw.MaxBatch != nil {
 		if *raw.MaxBatch < 1 || *raw.MaxBatch > 1000 {
 			v.errf("max_batch", "must be between 1 and 1000, not %d", *raw.MaxBatch)

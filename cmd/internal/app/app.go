@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -86,6 +87,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		MaxBatch:       cfg.MaxBatch,
+		ReadTimeout:    cmp.Or(cfg.Server.ReadTimeout, config.DefaultReadTimeout),
 		Logger:         log,
 		Metrics:        m,
 		KeepAlive:      cfg.Streams.KeepAlive,
