@@ -14,6 +14,7 @@ import (
 	"github.com/mcpgw/gateway/handler/config"
 	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/upstream"
 )
 
 // DefaultMaxBodyBytes bounds a POST body when config sets no limit.
@@ -38,7 +39,13 @@ type Options struct {
 	// is lifted once the body has been read, so it never cuts a GET
 	// stream or a long call (read_deadline.go). 0: unbounded.
 	ReadTimeout time.Duration
-	Logger      *slog.Logger
+	// ResponseBudget, when set, bounds the backend answer bytes the
+	// instance holds at once: each request's are counted from the moment
+	// they are read until its answer has been written (config
+	// limits.inflight_response_bytes; see router/upstream/response_budget.go).
+	// nil: unbounded.
+	ResponseBudget *upstream.Budget
+	Logger         *slog.Logger
 	// Metrics, when set, instruments the MCP endpoint and is served on
 	// GET /metrics; nil disables both.
 	Metrics *metrics.Metrics

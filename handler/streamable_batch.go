@@ -13,6 +13,7 @@ import (
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -183,8 +184,23 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 		// One stream for the batch, kept alive like a single call's.
 		defer (&postStream{sw: sw, opened: true}).keepAlive(s.opts.KeepAlive)()
 	}
+	// The calls' backend bytes are charged to the response budget until
+	// their answers are written: each call's alone on a stream, all of
+	// them together for the JSON array, written at once.
+	var batchHeld *upstream.Held
+	batchCtx := r.Context()
+	if sw == nil {
+		batchCtx, batchHeld = s.opts.ResponseBudget.Hold(r.Context())
+	}
+	defer batchHeld.Release()
 	responses := make([][]byte, len(calls))
 	run := func(i int) {
+		ctx := batchCtx
+		if sw != nil {
+			var held *upstream.Held
+			ctx, held = s.opts.ResponseBudget.Hold(r.Context())
+			defer held.Release()
+		}
 		req := calls[i].msg.(*jsonrpc.Request)
 		call := &router.Call{Session: sess, Header: r.Header, Request: req}
 		var ps *postStream
@@ -193,7 +209,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 			ps = &postStream{sw: sw, m: s.opts.Metrics, opened: true}
 			call.Stream = ps
 		}
-		resp := s.opts.Router.Handle(r.Context(), call)
+		resp := s.opts.Router.Handle(ctx, call)
 		data, err := wire.EncodeResponseAs(resp, calls[i].rawID)
 		if err != nil {
 			data, _ = wire.EncodeResponseAs(&jsonrpc.Response{Error: &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode response"}}, calls[i].rawID)

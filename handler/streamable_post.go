@@ -79,7 +79,9 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "initialize must be a request with an id")
 			return
 		}
-		sess, resp := s.opts.Router.Initialize(r.Context(), r.PathValue("vhost"), string(principal), r.Header, req)
+		ctx, held := s.opts.ResponseBudget.Hold(r.Context())
+		defer held.Release()
+		sess, resp := s.opts.Router.Initialize(ctx, r.PathValue("vhost"), string(principal), r.Header, req)
 		if sess != nil {
 			w.Header().Set(headerSessionID, sess.ID)
 		}
@@ -130,9 +132,13 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 //
 // rawID is the request's id as the client wrote it: the answer echoes it
 // byte for byte.
+//
+// The backend bytes the call reads are charged to the instance's response
+// budget until its answer has been written (Options.ResponseBudget).
 func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.Session, req *jsonrpc.Request, rawID json.RawMessage, jsonOK, sseOK bool) {
 	call := &router.Call{Session: sess, Header: r.Header, Request: req}
-	ctx := r.Context()
+	ctx, held := s.opts.ResponseBudget.Hold(r.Context())
+	defer held.Release()
 	var ps *postStream
 	if sseOK {
 		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics, log: s.callLogger(r.Context(), sess.ID)}
@@ -142,7 +148,7 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 			ps.begin()
 		}
 		defer ps.keepAlive(s.opts.KeepAlive)()
-		cctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
 		defer context.AfterFunc(r.Context(), func() {
 			if !ps.resumable() {

@@ -35,6 +35,8 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultReadTimeout       = 30 * time.Second
 	DefaultIdleTimeout       = 2 * time.Minute
+
+	DefaultInflightResponseBytes = 256 << 20
 )
 
 // Auth modes.
@@ -66,6 +68,8 @@ type Config struct {
 	// (protocol 2025-03-26): a longer one is refused whole with HTTP 400
 	// and -32600, before any of it runs. Default 50; 1 to 1000.
 	MaxBatch int
+	// Limits bound what clients can make one instance hold.
+	Limits Limits
 	// VirtualHosts is keyed by vhost name: Backend.Key filled, defaults
 	// applied, header names canonicalised.
 	VirtualHosts map[string]*router.VirtualHost
@@ -104,6 +108,19 @@ type Server struct {
 	// IdleTimeout (server.idle_timeout) closes a keep-alive connection
 	// that waits this long for its next request. Default 2m.
 	IdleTimeout time.Duration
+}
+
+// Limits bound what clients can make one instance hold in memory.
+type Limits struct {
+	// InflightResponseBytes (limits.inflight_response_bytes) bounds the
+	// bytes of backend answers one instance holds at once, from the moment
+	// they are read off the backend connection until the client's answer
+	// has been written. A request whose answer does not fit waits for room
+	// (bounded by the backend's timeout and the client's cancellation);
+	// one larger than the whole budget fails with -32603 naming the
+	// backend. Bytes (268435456) or with a unit (256MiB, 1GiB, 500MB).
+	// Default 256MiB; at least 1MiB.
+	InflightResponseBytes int64
 }
 
 // Auth is the downstream authentication setting.
@@ -185,6 +202,7 @@ type rawConfig struct {
 	Streams         *rawStreams          `yaml:"streams"`
 	Server          *rawServer           `yaml:"server"`
 	MaxBatch        *int64               `yaml:"max_batch"`
+	Limits          *rawLimits           `yaml:"limits"`
 	Auth            *rawAuth             `yaml:"auth"`
 	VirtualHosts    map[string]*rawVHost `yaml:"virtual_hosts"`
 }
@@ -200,6 +218,10 @@ type rawServer struct {
 	ReadHeaderTimeout *string `yaml:"read_header_timeout"`
 	ReadTimeout       *string `yaml:"read_timeout"`
 	IdleTimeout       *string `yaml:"idle_timeout"`
+}
+
+type rawLimits struct {
+	InflightResponseBytes *string `yaml:"inflight_response_bytes"`
 }
 
 type rawAuth struct {

@@ -41,3 +41,33 @@ func TestConfig_ServerSection(t *testing.T) {
 		t.Run(name, func(t *testing.T) { checkErr(t, c.yaml+minimal, c.want) })
 	}
 }
+
+func TestConfig_LimitsSection(t *testing.T) {
+	if cfg := mustParse(t, minimal); cfg.Limits.InflightResponseBytes != 256<<20 {
+		t.Fatalf("default inflight_response_bytes = %d, want 256MiB", cfg.Limits.InflightResponseBytes)
+	}
+	for in, want := range map[string]int64{
+		"268435456": 268435456,
+		"256MiB":    256 << 20,
+		"1 GiB":     1 << 30,
+		"500MB":     500e6,
+		"2048KiB":   2 << 20,
+		"1048576B":  1 << 20,
+	} {
+		cfg := mustParse(t, "limits:\n  inflight_response_bytes: "+in+"\n"+minimal)
+		if got := cfg.Limits.InflightResponseBytes; got != want {
+			t.Errorf("inflight_response_bytes %s = %d, want %d", in, got, want)
+		}
+	}
+	for name, c := range map[string]struct{ yaml, want string }{
+		"too small":   {"limits:\n  inflight_response_bytes: 1KiB\n", "limits.inflight_response_bytes: must be at least 1048576 bytes, not 1024 (line 2)"},
+		"not a size":  {"limits:\n  inflight_response_bytes: lots\n", `limits.inflight_response_bytes: "lots" is not a size`},
+		"bad unit":    {"limits:\n  inflight_response_bytes: 5TiB\n", "is not a size"},
+		"overflow":    {"limits:\n  inflight_response_bytes: 9999999999GiB\n", "is too large"},
+		"unknown":     {"limits:\n  max_streams: 5\n", "limits.max_streams: unknown field (valid fields: inflight_response_bytes)"},
+		"not mapping": {"limits: 5\n", "limits: must be a mapping"},
+		"negative":    {"limits:\n  inflight_response_bytes: -5MiB\n", "must be at least"},
+	} {
+		t.Run(name, func(t *testing.T) { checkErr(t, c.yaml+minimal, c.want) })
+	}
+}
