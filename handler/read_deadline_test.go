@@ -78,10 +78,10 @@ func TestReadTimeout_TrickledBodyIs408(t *testing.T) {
 // runs far longer than it, answered as JSON or as a stream, and a GET
 // stream, are not cut.
 func TestReadTimeout_DoesNotCutLongCallsOrStreams(t *testing.T) {
-	g := startGateway(t, gwOptions{readTimeout: 200 * time.Millisecond, keepAlive: 50 * time.Millisecond})
+	g := startGateway(t, gwOptions{readTimeout: 500 * time.Millisecond, keepAlive: 50 * time.Millisecond})
 	sid := g.initialize("alice", "demo")
-	long := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"gateway-one-progress","arguments":{"steps":8,"delayMs":100}}}`
-	withToken := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"gateway-one-progress","arguments":{"steps":8,"delayMs":100},"_meta":{"progressToken":"p"}}}`
+	long := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"gateway-one-progress","arguments":{"steps":12,"delayMs":100}}}`
+	withToken := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"gateway-one-progress","arguments":{"steps":12,"delayMs":100},"_meta":{"progressToken":"p"}}}`
 	for _, tc := range []struct{ name, body, accept string }{
 		{"json answer", long, "application/json"},
 		{"answer that becomes a stream", long, "application/json, text/event-stream"},
@@ -106,15 +106,15 @@ func TestReadTimeout_DoesNotCutLongCallsOrStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer res.Body.Close()
-		// 20 keep-alives, 50ms apart: the stream outlives the read timeout
-		// five times over.
+		// 30 keep-alives, 50ms apart: the stream outlives the read timeout
+		// three times over.
 		lines, seen := bufio.NewScanner(res.Body), 0
-		for seen < 20 && lines.Scan() {
+		for seen < 30 && lines.Scan() {
 			if lines.Text() == ": keep-alive" {
 				seen++
 			}
 		}
-		if seen < 20 {
+		if seen < 30 {
 			t.Fatalf("the GET stream ended after %d keep-alives: %v", seen, lines.Err())
 		}
 	})

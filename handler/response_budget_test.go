@@ -23,7 +23,7 @@ func echoOf(id int, tool string, size int) string {
 func TestResponseBudget_BoundsAnswersHeldAtOnce(t *testing.T) {
 	const size = 256 << 10
 	budget := upstream.NewBudget(size)
-	g := startGateway(t, gwOptions{budget: budget, oneTimeout: 2 * time.Minute, twoTimeout: time.Second})
+	g := startGateway(t, gwOptions{budget: budget, oneTimeout: 2 * time.Minute, twoTimeout: 3 * time.Second})
 	sid := g.initialize20250326()
 
 	// A batch answered as one JSON array holds each call's answer until
@@ -49,7 +49,7 @@ func TestResponseBudget_BoundsAnswersHeldAtOnce(t *testing.T) {
 	}
 
 	// Another 200 KiB answer does not fit beside it: it waits, and its
-	// backend's 1s timeout ends the wait.
+	// backend's 3s timeout ends the wait.
 	r := g.do(req{body: echoOf(3, "gateway-two-echo", 200<<10), session: sid})
 	if r.status != 200 || r.rpc.Error == nil || r.rpc.Error.Code != -32603 ||
 		!strings.Contains(r.rpc.Error.Message, `"gateway-two"`) || !strings.Contains(r.rpc.Error.Message, "in-flight response budget") {

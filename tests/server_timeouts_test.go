@@ -25,7 +25,7 @@ func withServerTimeouts(t *testing.T) (*cluster, *testsupport.GatewayProcess) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.writeConfig("server:\n  read_header_timeout: 500ms\n  read_timeout: 500ms\n  idle_timeout: 500ms\n" +
+	c.writeConfig("server:\n  read_header_timeout: 1s\n  read_timeout: 500ms\n  idle_timeout: 1s\n" +
 		"streams:\n  keep_alive: 100ms\n" + string(base))
 	return c, c.start()
 }

@@ -94,10 +94,10 @@ func TestResponseBudget_WaitEndsWithTheTimeout(t *testing.T) {
 			}
 			ctx, held := budget.Hold(context.Background())
 			defer held.Release()
-			waiter := open(t, newClient(t, srv.URL+"/", m, 300*time.Millisecond), Handshake{})
+			waiter := open(t, newClient(t, srv.URL+"/", m, 2*time.Second), Handshake{})
 			_, err := waiter.Call(ctx, "tools/call", bigEchoParams(t, 100<<10), nil)
 			ue := mustUpstreamError(t, err)
-			if !ue.Timeout() || !strings.Contains(err.Error(), "waiting for the in-flight response budget: timed out after 300ms") {
+			if !ue.Timeout() || !strings.Contains(err.Error(), "waiting for the in-flight response budget: timed out after 2s") {
 				t.Fatalf("error %v: want a timeout while waiting for the budget", err)
 			}
 			if held := budget.Held(); held > budget.Size() {
