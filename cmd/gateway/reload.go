@@ -72,7 +72,8 @@ func fileHash(path string) []byte {
 func sameOutsideVHosts(a, b *config.Config) bool {
 	return a.SessionTTL == b.SessionTTL && a.MaxBodyBytes == b.MaxBodyBytes &&
 		slicesEqual(a.AllowedHosts, b.AllowedHosts) && slicesEqual(a.AllowedOrigins, b.AllowedOrigins) &&
-		a.Auth.Mode == b.Auth.Mode && bytes.Equal(a.CursorSecret, b.CursorSecret) && a.Store == b.Store
+		a.Auth.Mode == b.Auth.Mode && bytes.Equal(a.CursorSecret, b.CursorSecret) &&
+		a.Store == b.Store && a.Server == b.Server && a.MaxBatch == b.MaxBatch && a.Limits == b.Limits
 }
 
 func slicesEqual(a, b []string) bool {
