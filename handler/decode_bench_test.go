@@ -3,6 +3,7 @@ package handler
 import (
 	"testing"
 
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -14,12 +15,12 @@ func BenchmarkDecodeEncode(b *testing.B) {
 	result := []byte(`{"content":[{"type":"text","text":"hello"}],"structuredContent":{"text":"hello"}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		msg, derr := decodeMessage(body)
+		msg, rawID, derr := decodeMessage(body)
 		if derr != nil {
 			b.Fatal(derr.msg)
 		}
 		req := msg.(*jsonrpc.Request)
-		if _, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Result: result}); err != nil {
+		if _, err := wire.EncodeResponseAs(&jsonrpc.Response{ID: req.ID, Result: result}, rawID); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpgw/gateway/handler/config"
 	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/upstream"
 )
 
 // DefaultMaxBodyBytes bounds a POST body when config sets no limit.
@@ -36,6 +37,20 @@ type Options struct {
 	// endpoint; a request carrying any other Origin gets 403.
 	AllowedOrigins []string
 	MaxBodyBytes   int64
+	// MaxBatch bounds the length of a JSON-RPC batch (2025-03-26); a
+	// longer one is refused whole (default DefaultMaxBatch).
+	MaxBatch int
+	// ReadTimeout bounds reading a request's body, from the start of the
+	// handler; a body still arriving then is answered 408. The deadline
+	// is lifted once the body has been read, so it never cuts a GET
+	// stream or a long call (read_deadline.go). 0: unbounded.
+	ReadTimeout time.Duration
+	// ResponseBudget, when set, bounds the backend answer bytes the
+	// instance holds at once: each request's are counted from the moment
+	// they are read until its answer has been written (config
+	// limits.inflight_response_bytes; see router/upstream/response_budget.go).
+	// nil: unbounded.
+	ResponseBudget *upstream.Budget
 	Logger         *slog.Logger
 	// Metrics, when set, instruments the MCP endpoint and is served on
 	// GET /metrics; nil disables both.
@@ -57,6 +72,9 @@ func New(opts Options) http.Handler {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
 	}
 	if opts.KeepAlive <= 0 {
 		opts.KeepAlive = DefaultKeepAlive
@@ -86,9 +104,10 @@ func New(opts Options) http.Handler {
 		checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins),
 		s.requireVHost,
 		auth.Middleware(opts.Auth, "mcpgw", challenge),
+		requireSingleHeaders,
 	)
 	mux.Handle("/servers/{vhost}/mcp", mcp)
-	return logRequests(opts.Logger)(mux)
+	return limitBodyRead(opts.ReadTimeout)(logRequests(opts.Logger)(mux))
 }
 
 type server struct {

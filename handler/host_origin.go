@@ -10,8 +10,8 @@ import (
 // checkHostOrigin rejects requests whose Host is not allowed (DNS
 // rebinding: a browser tricked into calling a local gateway still sends the
 // attacker's host name) and requests from browser origins not on the list.
-// A same-origin request (Origin names the very host the request was sent
-// to, which the Host check has already vetted) is allowed too. Requests
+// A same-origin request (Origin names the very scheme and host the request
+// was sent to, the host already vetted by the Host check) is allowed too. Requests
 // without an Origin header (non-browser clients) pass the origin check.
 func checkHostOrigin(hosts, origins []string) func(http.Handler) http.Handler {
 	allowedHost := map[string]bool{}
@@ -28,7 +28,7 @@ func checkHostOrigin(hosts, origins []string) func(http.Handler) http.Handler {
 				writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, "host not allowed")
 				return
 			}
-			if o := r.Header.Get("Origin"); o != "" && !allowedOrigin[strings.ToLower(o)] && !sameOrigin(o, r.Host) {
+			if o := r.Header.Get("Origin"); o != "" && !allowedOrigin[strings.ToLower(o)] && !sameOrigin(o, requestScheme(r), r.Host) {
 				writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, "origin not allowed")
 				return
 			}
@@ -50,8 +50,33 @@ func hostAllowed(allowed map[string]bool, host string) bool {
 	return allowed[strings.Trim(host, "[]")]
 }
 
-// sameOrigin reports whether an Origin header names the request's Host.
-func sameOrigin(origin, host string) bool {
+// sameOrigin reports whether an Origin header names the request's own
+// origin: its scheme and its Host. An origin is scheme, host and port; a
+// page at http://gw.example (plain HTTP, which anyone on the path can
+// rewrite) is not the origin of https://gw.example.
+func sameOrigin(origin, scheme, host string) bool {
 	u, err := url.Parse(origin)
-	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Scheme, scheme) && strings.EqualFold(u.Host, host)
+}
+
+// requestScheme is the scheme the client used to reach the gateway: https
+// when the connection is TLS, or when a proxy in front terminated TLS and
+// says so in X-Forwarded-Proto (its first value), else http.
+//
+// The header is trusted as the gateway already trusts it for its own URL
+// (resource_metadata.go), and it must be: behind a load balancer, an API
+// gateway or a Lambda Function URL the connection is never TLS, and
+// same-origin browser requests (Origin: https://...) would all be
+// refused. Trusting it gives an attacker nothing: the Origin check stops
+// browsers, and a browser page cannot add X-Forwarded-Proto to a
+// cross-origin request without a CORS preflight, which the gateway never
+// grants; a non-browser client can send any Origin anyway.
+func requestScheme(r *http.Request) string {
+	if r.TLS != nil {
+		return "https"
+	}
+	if p, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ","); strings.EqualFold(strings.TrimSpace(p), "https") {
+		return "https"
+	}
+	return "http"
 }

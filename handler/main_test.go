@@ -19,6 +19,7 @@ import (
 	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/routertest"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/mcpgw/gateway/tests/testsupport"
 )
@@ -60,6 +61,12 @@ type gwOptions struct {
 	// its store.timeout; clientTimeout bounds every request of do.
 	redis                       *testsupport.RedisServer
 	storeTimeout, clientTimeout time.Duration
+	// readTimeout bounds request bodies (handler.Options.ReadTimeout).
+	readTimeout time.Duration
+	// twoTimeout is gateway-two's backend timeout (default 5s).
+	twoTimeout time.Duration
+	// budget bounds backend answer bytes (handler.Options.ResponseBudget).
+	budget *upstream.Budget
 }
 
 func startGateway(t *testing.T, o gwOptions) *gw {
@@ -75,7 +82,7 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 	vhosts := map[string]*router.VirtualHost{
 		"demo": {Name: "demo", Backends: map[string]*router.Backend{
 			"gateway-one": {Key: "gateway-one", URL: one.URL, Timeout: cmp.Or(o.oneTimeout, 5*time.Second)},
-			"gateway-two": {Key: "gateway-two", URL: two.URL, Timeout: 5 * time.Second},
+			"gateway-two": {Key: "gateway-two", URL: two.URL, Timeout: cmp.Or(o.twoTimeout, 5*time.Second)},
 		}},
 		"other": {Name: "other", Backends: map[string]*router.Backend{
 			"only": {Key: "only", URL: one.URL, Timeout: 5 * time.Second},
@@ -94,7 +101,8 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 		t.Fatal(err)
 	}
 	h := handler.New(handler.Options{Router: in.Router, Sessions: in.Sessions, Auth: v, MaxBodyBytes: o.maxBody,
-		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics})
+		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics,
+		ReadTimeout: o.readTimeout, ResponseBudget: o.budget})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	client := http.DefaultClient

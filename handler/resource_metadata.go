@@ -34,14 +34,7 @@ func baseURL(rm *config.ResourceMetadata, r *http.Request) string {
 	if rm.PublicURL != "" {
 		return rm.PublicURL
 	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if p, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ","); strings.TrimSpace(p) == "https" {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
+	return requestScheme(r) + "://" + r.Host
 }
 
 // serveResourceMetadata answers the well-known URLs.

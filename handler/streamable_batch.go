@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcpgw/gateway/router/session"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -20,7 +23,16 @@ import (
 // JSON-RPC batches belong to protocol 2025-03-26 only: 2025-06-18 removed
 // them. A client of that version may POST an array of requests,
 // notifications and responses; the gateway handles the notifications and
-// responses first, in order, then runs the requests concurrently.
+// responses first, in order, then runs the requests concurrently, at most
+// batchParallel of them at once.
+//
+// A batch is bounded twice, because one POST must not cost the gateway
+// more than a client could get by sending requests one by one: its length
+// (Options.MaxBatch, config max_batch, default 50; a longer batch is
+// refused whole, -32600 with HTTP 400, before anything runs), and how many
+// of its calls run at once (batchParallel). Unbounded, a batch of 150
+// calls opened 150 backend connections at once, and 53,000 elements fit
+// in the default body limit.
 //
 // The answer is a JSON array of the requests' responses, in the batch's
 // order, when the client accepts application/json; calls in such a batch
@@ -32,41 +44,87 @@ import (
 // batchVersion is the one protocol version that has batches.
 const batchVersion = "2025-03-26"
 
+// DefaultMaxBatch is Options.MaxBatch's default.
+const DefaultMaxBatch = 50
+
+// batchParallel is how many of a batch's calls run at once: enough that a
+// batch of quick calls is not serialised behind one slow call, few enough
+// that a batch holds a handful of backend connections, like a client
+// pipelining its requests would.
+const batchParallel = 8
+
 func isBatch(body []byte) bool {
 	t := bytes.TrimSpace(body)
 	return len(t) > 0 && t[0] == '['
 }
 
-// decodeBatch parses a batch into its messages.
-func decodeBatch(body []byte) ([]jsonrpc.Message, *decodeError) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(body, &raws); err != nil {
-		return nil, &decodeError{codeParseError, "request body is not valid JSON"}
+// batchMessage is one decoded element of a batch, with its id as the
+// client wrote it (echoed byte for byte).
+type batchMessage struct {
+	msg   jsonrpc.Message
+	rawID json.RawMessage
+}
+
+// decodeBatch parses a batch of at most max messages. The elements are
+// counted as they are read, so an overlong batch is refused without
+// decoding it all.
+func decodeBatch(body []byte, max int) ([]batchMessage, *decodeError) {
+	raws, derr := splitBatch(body, max)
+	if derr != nil {
+		return nil, derr
 	}
 	if len(raws) == 0 {
 		return nil, &decodeError{codeInvalidRequest, "empty JSON-RPC batch"}
 	}
-	msgs := make([]jsonrpc.Message, len(raws))
+	msgs := make([]batchMessage, len(raws))
 	for i, raw := range raws {
 		if isBatch(raw) {
 			return nil, &decodeError{codeInvalidRequest, fmt.Sprintf("batch element %d: batches do not nest", i)}
 		}
-		m, derr := decodeMessage(raw)
+		m, rawID, derr := decodeMessage(raw)
 		if derr != nil {
 			return nil, &decodeError{derr.code, fmt.Sprintf("batch element %d: %s", i, derr.msg)}
 		}
 		if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" {
 			return nil, &decodeError{codeInvalidRequest, "initialize must not be part of a JSON-RPC batch"}
 		}
-		msgs[i] = m
+		msgs[i] = batchMessage{m, rawID}
 	}
 	return msgs, nil
+}
+
+// splitBatch returns the elements of the JSON array body, or an error once
+// it holds more than max of them.
+func splitBatch(body []byte, max int) ([]json.RawMessage, *decodeError) {
+	notJSON := &decodeError{codeParseError, "request body is not valid JSON"}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, notJSON
+	}
+	var raws []json.RawMessage
+	for dec.More() {
+		if len(raws) == max {
+			return nil, &decodeError{codeInvalidRequest, fmt.Sprintf("a JSON-RPC batch may hold at most %d messages (max_batch); send more as separate requests", max)}
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, notJSON
+		}
+		raws = append(raws, raw)
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim(']') {
+		return nil, notJSON
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, notJSON // something after the array
+	}
+	return raws, nil
 }
 
 // serveBatch handles a POSTed batch; the body has been read and checked
 // for size, content type and Accept.
 func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte, jsonOK, sseOK bool) {
-	msgs, derr := decodeBatch(body)
+	msgs, derr := decodeBatch(body, s.opts.MaxBatch)
 	if derr != nil {
 		writeHTTPError(w, http.StatusBadRequest, derr.code, derr.msg)
 		return
@@ -83,14 +141,14 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 	}
 	if version != batchVersion {
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest,
-			"JSON-RPC batches exist only in protocol version "+batchVersion+", not "+quote(version))
+			"JSON-RPC batches exist only in protocol version "+batchVersion+", not "+wire.Quote(version))
 		return
 	}
 
-	var calls []*jsonrpc.Request
+	var calls []batchMessage
 	var undelivered []string
-	for _, m := range msgs {
-		switch m := m.(type) {
+	for _, bm := range msgs {
+		switch m := bm.msg.(type) {
 		case *jsonrpc.Response:
 			if err := s.opts.Sessions.Deliver(r.Context(), sess, m); err != nil {
 				if !errors.Is(err, session.ErrNoPendingRequest) {
@@ -98,11 +156,11 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 					writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
 					return
 				}
-				undelivered = append(undelivered, string(mustJSON(m.ID.Raw())))
+				undelivered = append(undelivered, idText(m.ID))
 			}
 		case *jsonrpc.Request:
 			if m.IsCall() {
-				calls = append(calls, m)
+				calls = append(calls, bm)
 				continue
 			}
 			if err := s.opts.Sessions.Notify(r.Context(), sess, m); err != nil {
@@ -112,7 +170,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 	}
 	if len(calls) == 0 {
 		if len(undelivered) > 0 {
-			writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+quote(undelivered[0])+" is pending")
+			writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+wire.Quote(undelivered[0])+" is pending")
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
@@ -128,30 +186,54 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 		// One stream for the batch, kept alive like a single call's.
 		defer (&postStream{sw: sw, opened: true}).keepAlive(s.opts.KeepAlive)()
 	}
+	// The calls' backend bytes are charged to the response budget until
+	// their answers are written: each call's alone on a stream, all of
+	// them together for the JSON array, written at once.
+	var batchHeld *upstream.Held
+	batchCtx := r.Context()
+	if sw == nil {
+		batchCtx, batchHeld = s.opts.ResponseBudget.Hold(r.Context())
+	}
+	defer batchHeld.Release()
 	responses := make([][]byte, len(calls))
+	run := func(i int) {
+		ctx := batchCtx
+		if sw != nil {
+			var held *upstream.Held
+			ctx, held = s.opts.ResponseBudget.Hold(r.Context())
+			defer held.Release()
+		}
+		req := calls[i].msg.(*jsonrpc.Request)
+		call := &router.Call{Session: sess, Header: r.Header, Request: req, Runtime: s.opts.Sessions}
+		var ps *postStream
+		if sw != nil {
+			// Counted once above for the whole batch, not per call.
+			ps = &postStream{sw: sw, m: s.opts.Metrics, opened: true}
+			call.Stream = ps
+		}
+		ctx, done := s.opts.Sessions.Track(ctx, sess, req.ID)
+		resp := s.opts.Router.Handle(ctx, call)
+		done()
+		data, err := wire.EncodeResponseAs(resp, calls[i].rawID)
+		if err != nil {
+			data, _ = wire.EncodeResponseAs(&jsonrpc.Response{Error: &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode response"}}, calls[i].rawID)
+		}
+		if ps != nil {
+			ps.close()
+			_ = sw.event("", 0, data)
+			return
+		}
+		responses[i] = data
+	}
+	// A pool of workers taking the calls in order: the answers keep the
+	// batch's order whatever order the calls end in.
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for i, req := range calls {
+	for range min(batchParallel, len(calls)) {
 		wg.Go(func() {
-			call := &router.Call{Session: sess, Header: r.Header, Request: req, Runtime: s.opts.Sessions}
-			var ps *postStream
-			if sw != nil {
-				// Counted once above for the whole batch, not per call.
-				ps = &postStream{sw: sw, m: s.opts.Metrics, opened: true}
-				call.Stream = ps
+			for i := int(next.Add(1) - 1); i < len(calls); i = int(next.Add(1) - 1) {
+				run(i)
 			}
-			ctx, done := s.opts.Sessions.Track(r.Context(), sess, req.ID)
-			resp := s.opts.Router.Handle(ctx, call)
-			done()
-			data, err := wire.EncodeResponse(resp)
-			if err != nil {
-				data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode response"}})
-			}
-			if ps != nil {
-				ps.close()
-				_ = sw.event("", 0, data)
-				return
-			}
-			responses[i] = data
 		})
 	}
 	wg.Wait()

@@ -9,7 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
-	"strings"
+	"strconv"
 
 	"github.com/mcpgw/gateway/router/session"
 
@@ -47,6 +47,12 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			writeHTTPError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest, "request body exceeds the size limit")
 			return
 		}
+		if bodyReadTimedOut(err) {
+			w.Header().Set("Connection", "close")
+			writeHTTPError(w, http.StatusRequestTimeout, codeInvalidRequest,
+				"request body not received within the read timeout ("+s.opts.ReadTimeout.String()+")")
+			return
+		}
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "cannot read request body")
 		return
 	}
@@ -54,7 +60,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		s.serveBatch(w, r, body, jsonOK, sseOK)
 		return
 	}
-	msg, herr := decodeMessage(body)
+	msg, rawID, herr := decodeMessage(body)
 	if herr != nil {
 		writeHTTPError(w, http.StatusBadRequest, herr.code, herr.msg)
 		return
@@ -65,7 +71,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		metrics.SetRPCMethod(r.Context(), "response")
 	}
 	if pv := r.Header.Get(headerProtocolVersion); pv != "" && !slices.Contains(router.SupportedProtocolVersions, pv) {
-		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "unsupported MCP-Protocol-Version "+quote(pv))
+		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "unsupported MCP-Protocol-Version "+wire.Quote(pv))
 		return
 	}
 	principal, _ := auth.FromContext(r.Context())
@@ -75,11 +81,13 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "initialize must be a request with an id")
 			return
 		}
-		sess, resp := s.opts.Router.Initialize(r.Context(), r.PathValue("vhost"), string(principal), r.Header, req)
+		ctx, held := s.opts.ResponseBudget.Hold(r.Context())
+		defer held.Release()
+		sess, resp := s.opts.Router.Initialize(ctx, r.PathValue("vhost"), string(principal), r.Header, req)
 		if sess != nil {
 			w.Header().Set(headerSessionID, sess.ID)
 		}
-		s.writeResponse(w, resp, jsonOK)
+		s.writeResponse(w, resp, rawID, jsonOK)
 		return
 	}
 
@@ -93,7 +101,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		// the instance waiting for it may be another one.
 		if err := s.opts.Sessions.Deliver(r.Context(), sess, m); err != nil {
 			if errors.Is(err, session.ErrNoPendingRequest) {
-				writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+quote(string(mustJSON(m.ID.Raw())))+" is pending")
+				writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+wire.Quote(idText(m.ID))+" is pending")
 				return
 			}
 			s.log.Error("delivering client response failed", "error", err)
@@ -110,7 +118,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		s.serveCall(w, r, sess, m, jsonOK, sseOK)
+		s.serveCall(w, r, sess, m, rawID, jsonOK, sseOK)
 	}
 }
 
@@ -123,9 +131,16 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 // An event stream is resumable (see router/call_resume.go): each event is
 // logged before it is sent, and once the client holds an event id the
 // call no longer ends with the connection.
-func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.Session, req *jsonrpc.Request, jsonOK, sseOK bool) {
+//
+// rawID is the request's id as the client wrote it: the answer echoes it
+// byte for byte.
+//
+// The backend bytes the call reads are charged to the instance's response
+// budget until its answer has been written (Options.ResponseBudget).
+func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.Session, req *jsonrpc.Request, rawID json.RawMessage, jsonOK, sseOK bool) {
 	call := &router.Call{Session: sess, Header: r.Header, Request: req, Runtime: s.opts.Sessions}
-	ctx := r.Context()
+	ctx, held := s.opts.ResponseBudget.Hold(r.Context())
+	defer held.Release()
 	var ps *postStream
 	if sseOK {
 		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics, errLog: s.log,
@@ -137,7 +152,7 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 			ps.begin()
 		}
 		defer ps.keepAlive(s.opts.KeepAlive)()
-		cctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+		cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		defer cancel()
 		defer context.AfterFunc(r.Context(), func() {
 			if !ps.resumable() {
@@ -152,13 +167,13 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 	if ps != nil {
 		ps.close()
 		if ps.sw.isStarted() {
-			if data, err := wire.EncodeResponse(resp); err == nil {
+			if data, err := wire.EncodeResponseAs(resp, rawID); err == nil {
 				ps.finish(data)
 			}
 			return
 		}
 	}
-	s.writeResponse(w, resp, jsonOK)
+	s.writeResponse(w, resp, rawID, jsonOK)
 }
 
 // hasProgressToken reports whether params._meta carries a progressToken.
@@ -171,20 +186,15 @@ func hasProgressToken(params json.RawMessage) bool {
 	return json.Unmarshal(params, &p) == nil && len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null"
 }
 
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
-}
-
 // writeResponse answers a call as application/json when the client accepts
-// it, else as a one-event SSE stream; a call the session store failed gets
-// HTTP 503.
-func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, jsonOK bool) {
+// it, else as a one-event SSE stream; the id is rawID, as the client wrote
+// it. A call the session store failed gets HTTP 503.
+func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, rawID json.RawMessage, jsonOK bool) {
 	if router.StoreUnavailable(resp) {
-		writeHTTPErrorID(w, http.StatusServiceUnavailable, resp.ID, codeInternalError, "session store unavailable")
+		writeHTTPErrorRaw(w, http.StatusServiceUnavailable, rawID, codeInternalError, "session store unavailable")
 		return
 	}
-	data, err := wire.EncodeResponse(resp)
+	data, err := wire.EncodeResponseAs(resp, rawID)
 	if err != nil {
 		writeHTTPError(w, http.StatusInternalServerError, codeInternalError, "cannot encode response")
 		return
@@ -206,75 +216,50 @@ func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, js
 	_ = http.NewResponseController(w).Flush()
 }
 
+// idText is an id's value as text, for messages (Quote it).
+func idText(id jsonrpc.ID) string {
+	if n, ok := id.Raw().(int64); ok {
+		return strconv.FormatInt(n, 10)
+	}
+	s, _ := id.Raw().(string)
+	return s
+}
+
 type decodeError struct {
 	code int64
 	msg  string
 }
 
 // decodeMessage parses one JSON-RPC message, telling malformed JSON
-// (-32700) from well-formed JSON that is not a valid message (-32600).
-func decodeMessage(body []byte) (jsonrpc.Message, *decodeError) {
+// (-32700) from well-formed JSON that is not a valid message (-32600), and
+// returns its id as the client wrote it. An id that is not a string or an
+// integer (null, 1.5, 1e3, 2^63) is -32600: see router/wire/request_id.go.
+func decodeMessage(body []byte) (jsonrpc.Message, json.RawMessage, *decodeError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, &decodeError{codeParseError, "empty request body"}
+		return nil, nil, &decodeError{codeParseError, "empty request body"}
 	}
-	msg, err := wire.Decode(trimmed)
+	msg, rawID, err := wire.DecodeWithID(trimmed)
 	if err != nil {
-		if errors.Is(err, wire.ErrParse) {
-			return nil, &decodeError{codeParseError, "request body is not valid JSON"}
+		switch {
+		case errors.Is(err, wire.ErrParse):
+			return nil, nil, &decodeError{codeParseError, "request body is not valid JSON"}
+		case trimmed[0] != '{':
+			return nil, nil, &decodeError{codeInvalidRequest, "request body must be a JSON-RPC object"}
+		case errors.Is(err, wire.ErrInvalidID):
+			return nil, nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message: " + err.Error()}
 		}
-		if trimmed[0] != '{' {
-			return nil, &decodeError{codeInvalidRequest, "request body must be a JSON-RPC object"}
-		}
-		return nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message"}
+		return nil, nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message"}
 	}
 	switch m := msg.(type) {
 	case *jsonrpc.Request:
 		if m.Method == "" {
-			return nil, &decodeError{codeInvalidRequest, "JSON-RPC request needs a method"}
+			return nil, nil, &decodeError{codeInvalidRequest, "JSON-RPC request needs a method"}
 		}
 	case *jsonrpc.Response:
 		if m.Result == nil && m.Error == nil {
-			return nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message: a response needs a result or an error"}
+			return nil, nil, &decodeError{codeInvalidRequest, "invalid JSON-RPC message: a response needs a result or an error"}
 		}
 	}
-	return msg, nil
-}
-
-// accepts reports which response types an Accept header allows. A missing
-// header allows both (curl sends */*; strict clients send both types).
-func accepts(values []string) (jsonOK, sseOK bool) {
-	if len(values) == 0 {
-		return true, true
-	}
-	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
-			mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			switch mt {
-			case "application/json":
-				jsonOK = true
-			case "text/event-stream":
-				sseOK = true
-			case "*/*", "application/*":
-				jsonOK = true
-				if mt == "*/*" {
-					sseOK = true
-				}
-			case "text/*":
-				sseOK = true
-			}
-		}
-	}
-	return jsonOK, sseOK
-}
-
-func quote(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "..."
-	}
-	b, _ := json.Marshal(s)
-	return string(b)
+	return msg, rawID, nil
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -22,7 +23,7 @@ import (
 func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hdr http.Header, req *jsonrpc.Request) (*store.Session, *jsonrpc.Response) {
 	v, ok := r.table.Load().vhosts[vhostName]
 	if !ok {
-		return nil, errorResponse(req.ID, rpcError(CodeInvalidRequest, "unknown virtual host %q", vhostName))
+		return nil, errorResponse(req.ID, rpcError(CodeInvalidRequest, "unknown virtual host %s", wire.Quote(vhostName)))
 	}
 	var p struct {
 		ProtocolVersion string          `json:"protocolVersion"`
@@ -30,7 +31,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 	}
 	if err := json.Unmarshal(orEmpty(req.Params), &p); err != nil {
-		return nil, errorResponse(req.ID, invalidParams("initialize params: %v", err))
+		return nil, errorResponse(req.ID, paramsError("initialize", err))
 	}
 	if p.ProtocolVersion == "" {
 		return nil, errorResponse(req.ID, invalidParams("initialize needs params.protocolVersion"))

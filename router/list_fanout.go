@@ -56,7 +56,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		Cursor *string `json:"cursor"`
 	}
 	if err := json.Unmarshal(orEmpty(c.Request.Params), &p); err != nil {
-		return errorResponse(c.Request.ID, invalidParams("%s params: %v", op.method, err))
+		return errorResponse(c.Request.ID, paramsError(op.method, err))
 	}
 
 	// positions: where each backend of the walk stands. A missing key

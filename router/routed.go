@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -41,7 +42,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	}
 	params, err := json.Marshal(t.params)
 	if err != nil {
-		return errorResponse(c.Request.ID, invalidParams("%v", err))
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cannot encode the params for the backend"))
 	}
 
 	var hc *HookCall
@@ -153,7 +154,7 @@ func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target,
 		case "ref/resource":
 			field, kind = "uri", "resource"
 		default:
-			return nil, invalidParams("completion/complete: unsupported ref type %q", refType)
+			return nil, invalidParams("completion/complete: unsupported ref type %s", wire.Quote(refType))
 		}
 		t, err := routeField(v, ref, field, kind, method)
 		if err != nil {
@@ -190,7 +191,7 @@ func (v *vhost) route(kind, id string) (backend, name string, err *jsonrpc.Error
 	if k, rest, ok := v.split.split(id); ok {
 		return k, rest, nil
 	}
-	return "", "", invalidParams("unknown %s %q: no backend of this virtual host owns it", kind, id)
+	return "", "", invalidParams("unknown %s %s: no backend of this virtual host owns it", kind, wire.Quote(id))
 }
 
 func stringField(obj map[string]json.RawMessage, field, method string) (string, *jsonrpc.Error) {

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -230,7 +231,7 @@ func (r *Router) Handle(ctx context.Context, c *Call) *jsonrpc.Response {
 	op, isList := listOps[method]
 	_, isRouted := routedMethods[method]
 	if !isList && !isRouted {
-		return errorResponse(c.Request.ID, rpcError(CodeMethodNotFound, "method %q is not supported", method))
+		return errorResponse(c.Request.ID, rpcError(CodeMethodNotFound, "method %s is not supported", wire.Quote(method)))
 	}
 	if ctx.Err() != nil { // cancelled before it arrived here (a cancel mark)
 		return cancelledResponse(c.Request.ID)
@@ -257,7 +258,7 @@ func (r *Router) setLevel(ctx context.Context, c *Call) *jsonrpc.Response {
 	switch p.Level {
 	case "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency":
 	default:
-		return errorResponse(c.Request.ID, invalidParams("unknown log level %q", p.Level))
+		return errorResponse(c.Request.ID, invalidParams("unknown log level %s", wire.Quote(p.Level)))
 	}
 	switch err := r.opts.Store.SetLogLevel(ctx, c.Session.ID, p.Level, r.opts.SessionTTL); {
 	case errors.Is(err, store.ErrNotFound):

@@ -17,7 +17,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -122,7 +121,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	srv := &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(a.Handler, cfg.Server)
 	// GET streams never end on their own: end them first so Shutdown can
 	// drain; their clients resume on another instance.
 	srv.RegisterOnShutdown(a.Sessions.EndStreams)

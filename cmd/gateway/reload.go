@@ -74,5 +74,6 @@ func fileHash(path string) []byte {
 func sameOutsideVHosts(a, b *config.Config) bool {
 	return a.SessionTTL == b.SessionTTL && a.MaxBodyBytes == b.MaxBodyBytes &&
 		slices.Equal(a.AllowedHosts, b.AllowedHosts) && slices.Equal(a.AllowedOrigins, b.AllowedOrigins) &&
-		a.Auth.Mode == b.Auth.Mode && bytes.Equal(a.CursorSecret, b.CursorSecret) && a.Store == b.Store
+		a.Auth.Mode == b.Auth.Mode && bytes.Equal(a.CursorSecret, b.CursorSecret) &&
+		a.Store == b.Store && a.Server == b.Server && a.MaxBatch == b.MaxBatch && a.Limits == b.Limits
 }

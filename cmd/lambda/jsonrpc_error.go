@@ -3,12 +3,15 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/mcpgw/gateway/router/wire"
 )
 
-// JSON-RPC error codes used by this package's own answers.
+// JSON-RPC error codes used by this package's own answers, from the table
+// the handler's answers use (router/wire/codes.go).
 const (
-	codeInvalidRequest = -32600
-	codeInternalError  = -32603
+	codeInvalidRequest = wire.CodeInvalidRequest
+	codeInternalError  = wire.CodeInternalError
 )
 
 // writeJSONRPCError answers with an HTTP status and a JSON-RPC error body

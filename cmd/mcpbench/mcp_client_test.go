@@ -163,7 +163,7 @@ func TestClientInitializeErrors(t *testing.T) {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
-		io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"missing bearer token"}}`)
+		io.WriteString(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32010,"message":"missing bearer token"}}`)
 	}))
 	defer hs.Close()
 	err := newTestClient(hs.URL, nil).Initialize(t.Context())

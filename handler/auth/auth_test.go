@@ -269,7 +269,7 @@ func TestAuth_RejectsBadTokensWith401(t *testing.T) {
 				t.Fatalf("body %q: %v", raw, err)
 			}
 			if body.JSONRPC != "2.0" || body.ID != nil || !strings.Contains(raw, `"id":null`) ||
-				body.Error.Code != -32001 || body.Error.Message == "" {
+				body.Error.Code != CodeUnauthorized || body.Error.Message == "" {
 				t.Errorf("body %s", raw)
 			}
 			// The presented credentials never come back.

@@ -7,10 +7,13 @@ import (
 	"strings"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/mcpgw/gateway/router/wire"
 )
 
-// CodeUnauthorized is the JSON-RPC error code of a 401 answer.
-const CodeUnauthorized = -32001
+// CodeUnauthorized is the JSON-RPC error code of a 401 answer (see
+// router/wire/codes.go: it is not the -32001 of an unknown session).
+const CodeUnauthorized = wire.CodeUnauthorized
 
 // Middleware authenticates every request with v. On success the principal
 // is stored in the request context (FromContext) and the Authorization

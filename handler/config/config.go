@@ -31,6 +31,13 @@ const (
 	DefaultTimeout      = 30 * time.Second
 	DefaultLeeway       = 30 * time.Second
 	DefaultStoreTimeout = 2 * time.Second
+	DefaultMaxBatch     = 50
+
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 2 * time.Minute
+
+	DefaultInflightResponseBytes = 256 << 20
 )
 
 // Auth modes.
@@ -58,6 +65,14 @@ type Config struct {
 	Streams Streams
 	// Store tunes the session store.
 	Store Store
+	// Server bounds how long the plain HTTP server waits for clients.
+	Server Server
+	// MaxBatch (max_batch) bounds the length of a JSON-RPC batch
+	// (protocol 2025-03-26): a longer one is refused whole with HTTP 400
+	// and -32600, before any of it runs. Default 50; 1 to 1000.
+	MaxBatch int
+	// Limits bound what clients can make one instance hold.
+	Limits Limits
 	// VirtualHosts is keyed by vhost name: Backend.Key filled, defaults
 	// applied, header names canonicalised.
 	VirtualHosts map[string]*router.VirtualHost
@@ -87,6 +102,39 @@ type Store struct {
 	// Timeout bounds each store operation, connection wait and retries
 	// included: past it the request fails (HTTP 503, JSON-RPC -32603).
 	Timeout time.Duration
+}
+
+// Server bounds how long the plain HTTP server (cmd/gateway) waits for a
+// client, so idle or slow connections cannot pile up. On Lambda the
+// platform owns the connections and these do not apply. A zero field
+// means its default.
+type Server struct {
+	// ReadHeaderTimeout (server.read_header_timeout) bounds reading a
+	// request's headers, from the moment the connection can take a
+	// request; a connection opened and left silent is closed after it.
+	// Default 10s.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout (server.read_timeout) bounds reading a request's body,
+	// from the end of its headers; a body still arriving then gets 408.
+	// It never cuts a GET stream or a long call answered as a stream: the
+	// deadline is lifted once the body has been read. Default 30s.
+	ReadTimeout time.Duration
+	// IdleTimeout (server.idle_timeout) closes a keep-alive connection
+	// that waits this long for its next request. Default 2m.
+	IdleTimeout time.Duration
+}
+
+// Limits bound what clients can make one instance hold in memory.
+type Limits struct {
+	// InflightResponseBytes (limits.inflight_response_bytes) bounds the
+	// bytes of backend answers one instance holds at once, from the moment
+	// they are read off the backend connection until the client's answer
+	// has been written. A request whose answer does not fit waits for room
+	// (bounded by the backend's timeout and the client's cancellation);
+	// one larger than the whole budget fails with -32603 naming the
+	// backend. Bytes (268435456) or with a unit (256MiB, 1GiB, 500MB).
+	// Default 256MiB; at least 1MiB.
+	InflightResponseBytes int64
 }
 
 // Auth is the downstream authentication setting.
@@ -167,6 +215,9 @@ type rawConfig struct {
 	CursorSecretEnv string               `yaml:"cursor_secret_env"`
 	Streams         *rawStreams          `yaml:"streams"`
 	Store           *rawStore            `yaml:"store"`
+	Server          *rawServer           `yaml:"server"`
+	MaxBatch        *int64               `yaml:"max_batch"`
+	Limits          *rawLimits           `yaml:"limits"`
 	Auth            *rawAuth             `yaml:"auth"`
 	VirtualHosts    map[string]*rawVHost `yaml:"virtual_hosts"`
 }
@@ -181,6 +232,16 @@ type rawStreams struct {
 
 type rawStore struct {
 	Timeout *string `yaml:"timeout"`
+}
+
+type rawServer struct {
+	ReadHeaderTimeout *string `yaml:"read_header_timeout"`
+	ReadTimeout       *string `yaml:"read_timeout"`
+	IdleTimeout       *string `yaml:"idle_timeout"`
+}
+
+type rawLimits struct {
+	InflightResponseBytes *string `yaml:"inflight_response_bytes"`
 }
 
 type rawAuth struct {

@@ -3,11 +3,13 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,12 +55,33 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 	cfg := &Config{
 		SessionTTL:   v.duration("session_ttl", raw.SessionTTL, DefaultSessionTTL, time.Second),
 		MaxBodyBytes: DefaultMaxBodyBytes,
+		MaxBatch:     DefaultMaxBatch,
+	}
+	srv := raw.Server
+	if srv == nil {
+		srv = &rawServer{}
+	}
+	cfg.Server = Server{
+		ReadHeaderTimeout: v.duration("server.read_header_timeout", srv.ReadHeaderTimeout, DefaultReadHeaderTimeout, time.Millisecond),
+		ReadTimeout:       v.duration("server.read_timeout", srv.ReadTimeout, DefaultReadTimeout, time.Millisecond),
+		IdleTimeout:       v.duration("server.idle_timeout", srv.IdleTimeout, DefaultIdleTimeout, time.Millisecond),
+	}
+	if raw.MaxBatch != nil {
+		if *raw.MaxBatch < 1 || *raw.MaxBatch > 1000 {
+			v.errf("max_batch", "must be between 1 and 1000, not %d", *raw.MaxBatch)
+		}
+		cfg.MaxBatch = int(*raw.MaxBatch)
 	}
 	if raw.MaxBodyBytes != nil {
 		if *raw.MaxBodyBytes <= 0 {
 			v.errf("max_body_bytes", "must be positive, not %d", *raw.MaxBodyBytes)
 		}
 		cfg.MaxBodyBytes = *raw.MaxBodyBytes
+	}
+	if lim := raw.Limits; lim != nil {
+		cfg.Limits.InflightResponseBytes = v.byteSize("limits.inflight_response_bytes", lim.InflightResponseBytes, DefaultInflightResponseBytes, 1<<20)
+	} else {
+		cfg.Limits.InflightResponseBytes = DefaultInflightResponseBytes
 	}
 	cfg.AllowedHosts = v.hosts(raw.AllowedHosts)
 	cfg.AllowedOrigins = v.origins(raw.AllowedOrigins)
@@ -119,6 +142,37 @@ func (v *validator) duration(path string, s *string, def, min time.Duration) tim
 		v.errf(path, "must be at least %s, not %s", min, d)
 	}
 	return d
+}
+
+// byteSize parses an optional size in bytes, "268435456" or with a unit
+// ("256MiB", "1 GiB", "500MB"), that must be at least min.
+func (v *validator) byteSize(path string, s *string, def, min int64) int64 {
+	if s == nil {
+		return def
+	}
+	units := [...]struct { // two-letter suffixes before "B"
+		suffix string
+		bytes  int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+	num, mult := strings.TrimSpace(*s), int64(1)
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(n), u.bytes
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	switch {
+	case err != nil:
+		v.errf(path, "%q is not a size (use e.g. 268435456, 256MiB, 1GiB)", *s)
+		return def
+	case n > math.MaxInt64/mult:
+		v.errf(path, "%q is too large", *s)
+		return def
+	case n*mult < min:
+		v.errf(path, "must be at least %d bytes, not %d", min, n*mult)
+	}
+	return n * mult
 }
 
 func (v *validator) hosts(list []string) []string {

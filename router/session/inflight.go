@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -79,9 +80,10 @@ func (f *inflight) deliver(sid, id string, resp *jsonrpc.Response) bool {
 	return ok
 }
 
-// idKey is the canonical text of a JSON-RPC id: `7` or `"abc"`. Ids from
-// requests and from the requestId of notifications/cancelled both go
-// through jsonrpc.MakeID, so 7 and 7.0 name the same request.
+// idKey is the canonical text of a JSON-RPC id: `7` or `"abc"`. Request
+// ids and the requestId of notifications/cancelled are both parsed by
+// wire.ParseID, exactly (integers never pass through float64), so a cancel
+// names the request it means: 7 is not "7", and 1.5 names nothing.
 func idKey(id jsonrpc.ID) string {
 	switch v := id.Raw().(type) {
 	case int64:
@@ -92,13 +94,14 @@ func idKey(id jsonrpc.ID) string {
 	return ""
 }
 
-// rawIDKey canonicalises an id given as raw JSON.
+// rawIDKey canonicalises an id given as raw JSON; ok is false for anything
+// that is not a valid MCP id (absent, null, 1.5, 1e3, true...), which can
+// name no request.
 func rawIDKey(raw json.RawMessage) (string, bool) {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil || v == nil {
+	if len(raw) == 0 {
 		return "", false
 	}
-	id, err := jsonrpc.MakeID(v)
+	id, err := wire.ParseID(raw)
 	if err != nil {
 		return "", false
 	}

@@ -180,6 +180,10 @@ func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessag
 		return nil, conn.c.newError(method, 0, ErrClosed)
 	}
 	conn.sendCancelled(ctx, req.ID, cancelReason(callCtx))
+	var bw *budgetWaitError
+	if errors.As(err, &bw) {
+		return nil, err // says what the call was waiting for
+	}
 	return nil, conn.c.contextError(method, callCtx)
 }
 

@@ -76,7 +76,10 @@ func openLegacySSE(ctx context.Context, conn *Conn) (*legacySSE, error) {
 	if ct := mediaType(hresp.Header.Get("Content-Type")); ct != "text/event-stream" {
 		return fail(hresp.Body, c.newError(op, 0, fmt.Errorf("unexpected Content-Type %q", ct)))
 	}
-	r := newSSEReader(hresp.Body, c.cfg.MaxMessageBytes)
+	// The stream is read under streamCtx, which keeps ctx's values: the
+	// budget tab of the request that opened this per-request connection.
+	metered, m := meter(streamCtx, hresp.Body)
+	r := newSSEReader(metered, c.cfg.MaxMessageBytes)
 	ev, err := r.Next()
 	if err != nil {
 		return fail(hresp.Body, c.newError(op, 0, fmt.Errorf("reading endpoint event: %w", err)))
@@ -100,8 +103,9 @@ func openLegacySSE(ctx context.Context, conn *Conn) (*legacySSE, error) {
 		done:     make(chan struct{}),
 		pending:  make(map[jsonrpc.ID]*pendingCall),
 	}
+	m.drop() // the endpoint event
 	l.wg.Add(1)
-	go l.readLoop(r)
+	go l.readLoop(r, m)
 	return l, nil
 }
 
@@ -130,13 +134,16 @@ func portOf(u *url.URL) string {
 	return "80"
 }
 
-func (l *legacySSE) readLoop(r *sseReader) {
+func (l *legacySSE) readLoop(r *sseReader, m *meteredBody) {
 	defer l.wg.Done()
-	l.err = l.read(r)
+	l.err = l.read(r, m)
 	close(l.done) // publishes l.err
 }
 
-func (l *legacySSE) read(r *sseReader) error {
+// read demultiplexes the stream. A response's bytes stay charged to the
+// budget tab (its call holds it until the answer is written downstream);
+// every other message's are given back once routed.
+func (l *legacySSE) read(r *sseReader, m *meteredBody) error {
 	for {
 		ev, err := r.Next()
 		if err != nil {
@@ -151,6 +158,11 @@ func (l *legacySSE) read(r *sseReader) error {
 		}
 		if !l.route(msg) {
 			return context.Canceled
+		}
+		if _, isResponse := msg.(*jsonrpc.Response); isResponse {
+			m.keep()
+		} else {
+			m.drop()
 		}
 	}
 }

@@ -119,9 +119,12 @@ func (s *streamable) roundTrip(ctx context.Context, req *jsonrpc.Request, handle
 
 // readJSON handles an application/json answer: one message, or a batch
 // array from older servers; anything besides our response is dispatched.
+// The body's bytes stay charged to the request's budget tab (see
+// response_budget.go) until the request's answer has been written.
 func (s *streamable) readJSON(ctx context.Context, req *jsonrpc.Request, body io.Reader, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
 	c, op := s.conn.c, req.Method
-	data, err := io.ReadAll(io.LimitReader(body, int64(c.cfg.MaxMessageBytes)+1))
+	metered, _ := meter(ctx, body)
+	data, err := io.ReadAll(io.LimitReader(metered, int64(c.cfg.MaxMessageBytes)+1))
 	if err != nil {
 		return nil, c.requestError(op, err)
 	}
@@ -164,8 +167,9 @@ func (s *streamable) readStream(ctx context.Context, req *jsonrpc.Request, body 
 		idle   int
 	)
 	for {
-		r := newSSEReader(body, c.cfg.MaxMessageBytes)
-		resp, progressed, fatal, err := s.consume(ctx, r, req, handle)
+		metered, m := meter(ctx, body)
+		r := newSSEReader(metered, c.cfg.MaxMessageBytes)
+		resp, progressed, fatal, err := s.consume(ctx, r, m, req, handle)
 		if resp != nil {
 			drain(body, endReq)
 			body.Close()
@@ -204,11 +208,13 @@ func (s *streamable) readStream(ctx context.Context, req *jsonrpc.Request, body 
 
 // consume reads events until our response (returned), the end of the
 // stream, or a fatal protocol error (fatal=true: resuming cannot help).
-func (s *streamable) consume(ctx context.Context, r *sseReader, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (resp *jsonrpc.Response, progressed, fatal bool, err error) {
+// The response's bytes stay charged to the request's budget tab (m);
+// every other message's are given back once handle has passed it on.
+func (s *streamable) consume(ctx context.Context, r *sseReader, m *meteredBody, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (resp *jsonrpc.Response, progressed, fatal bool, err error) {
 	for {
 		ev, err := r.Next()
 		if err != nil {
-			return nil, progressed, errors.Is(err, errEventTooLarge), err
+			return nil, progressed, errors.Is(err, errEventTooLarge) || errors.Is(err, ErrResponseBudget), err
 		}
 		progressed = true
 		if ev.Name != "message" || len(ev.Data) == 0 {
@@ -219,9 +225,11 @@ func (s *streamable) consume(ctx context.Context, r *sseReader, req *jsonrpc.Req
 			return nil, progressed, true, fmt.Errorf("malformed JSON-RPC message: %w", err)
 		}
 		if r, ok := msg.(*jsonrpc.Response); ok && r.ID == req.ID {
+			m.keep()
 			return r, progressed, false, nil
 		}
 		handle(ctx, msg)
+		m.drop()
 	}
 }
 

@@ -8,11 +8,9 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -31,55 +29,61 @@ type wireMessage struct {
 }
 
 // Decode parses one JSON-RPC 2.0 message: a *jsonrpc.Request (a
-// notification when its ID is invalid) or a *jsonrpc.Response.
+// notification when it has no id) or a *jsonrpc.Response. Ids follow the
+// MCP rule (see request_id.go): a present id that is not a string or an
+// int64 integer, null included, is an error wrapping ErrInvalidID.
 func Decode(data []byte) (jsonrpc.Message, error) {
+	msg, _, err := DecodeWithID(data)
+	return msg, err
+}
+
+// DecodeWithID is Decode that also returns the message's id exactly as the
+// sender wrote it (nil when absent), for echoing it byte for byte
+// (EncodeResponseAs).
+func DecodeWithID(data []byte) (jsonrpc.Message, json.RawMessage, error) {
 	var w wireMessage
 	if err := json.Unmarshal(data, &w); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) || !json.Valid(data) {
-			return nil, fmt.Errorf("%w: %v", ErrParse, err)
+			return nil, nil, fmt.Errorf("%w: %v", ErrParse, err)
 		}
-		return nil, fmt.Errorf("invalid JSON-RPC message: %v", err)
+		return nil, nil, errors.New("invalid JSON-RPC message: " + shapeError(err))
 	}
 	if w.JSONRPC != "2.0" {
-		return nil, fmt.Errorf("invalid JSON-RPC version %q", w.JSONRPC)
+		return nil, nil, fmt.Errorf("invalid JSON-RPC version %s", Quote(w.JSONRPC))
 	}
-	id, err := decodeID(w.ID)
-	if err != nil {
-		return nil, err
+	var id jsonrpc.ID
+	if w.ID != nil { // present, null included
+		var err error
+		if id, err = ParseID(w.ID); err != nil {
+			return nil, nil, err
+		}
 	}
 	if w.Method != nil {
-		return &jsonrpc.Request{ID: id, Method: *w.Method, Params: w.Params}, nil
+		return &jsonrpc.Request{ID: id, Method: *w.Method, Params: w.Params}, w.ID, nil
 	}
 	if !id.IsValid() {
-		return nil, errors.New("invalid JSON-RPC message: a response needs an id")
+		return nil, nil, errors.New("invalid JSON-RPC message: a response needs an id")
 	}
 	resp := &jsonrpc.Response{ID: id, Result: w.Result}
 	if w.Error != nil {
 		resp.Error = w.Error
 	}
-	return resp, nil
+	return resp, w.ID, nil
 }
 
-// decodeID accepts what jsonrpc.MakeID does: absent or null (no id), a
-// string, or a number (kept as an integer).
-func decodeID(raw json.RawMessage) (jsonrpc.ID, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return jsonrpc.ID{}, nil
-	}
-	switch raw[0] {
-	case '"':
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return jsonrpc.ID{}, fmt.Errorf("invalid JSON-RPC id: %v", err)
+// shapeError says which member of a message has the wrong type, without
+// encoding/json's Go type names.
+func shapeError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		switch te.Field {
+		case "jsonrpc", "method":
+			return te.Field + " must be a string"
+		case "error", "error.code", "error.message", "error.data":
+			return "error must be an object with an integer code and a string message"
 		}
-		return jsonrpc.MakeID(s)
-	default:
-		var f float64
-		if err := json.Unmarshal(raw, &f); err != nil || math.IsInf(f, 0) {
-			return jsonrpc.ID{}, fmt.Errorf("invalid JSON-RPC id %s", raw)
-		}
-		return jsonrpc.MakeID(f)
+		return te.Field + " has the wrong type"
 	}
+	return "a message must be a JSON object"
 }

@@ -37,3 +37,33 @@ func EncodeResponse(resp *jsonrpc.Response) ([]byte, error) {
 	b = append(b, resp.Result...)
 	return append(b, '}'), nil
 }
+
+// EncodeResponseAs is EncodeResponse with the id written as rawID, the
+// request's id exactly as the client spelled it (from DecodeWithID): the
+// client gets back the very bytes it sent, whatever escapes it chose. An
+// empty rawID means resp.ID.
+func EncodeResponseAs(resp *jsonrpc.Response, rawID json.RawMessage) ([]byte, error) {
+	if len(rawID) == 0 {
+		return EncodeResponse(resp)
+	}
+	var body []byte
+	key := `,"result":`
+	if resp.Error != nil {
+		var err error
+		if body, err = json.Marshal(resp.Error); err != nil {
+			return nil, err
+		}
+		key = `,"error":`
+	} else {
+		body = resp.Result
+		if len(body) == 0 {
+			body = []byte("null")
+		}
+	}
+	b := make([]byte, 0, len(body)+len(rawID)+32)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, rawID...)
+	b = append(b, key...)
+	b = append(b, body...)
+	return append(b, '}'), nil
+}

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/mcpgw/gateway/handler/config"
 	"github.com/mcpgw/gateway/handler/metrics"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 )
 
@@ -94,6 +96,9 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		AllowedHosts:   cfg.AllowedHosts,
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
+		MaxBatch:       cfg.MaxBatch,
+		ReadTimeout:    cmp.Or(cfg.Server.ReadTimeout, config.DefaultReadTimeout),
+		ResponseBudget: upstream.NewBudget(cmp.Or(cfg.Limits.InflightResponseBytes, config.DefaultInflightResponseBytes)),
 		Logger:         log,
 		Metrics:        m,
 		KeepAlive:      cfg.Streams.KeepAlive,
