@@ -58,9 +58,9 @@ func TestRequestID_EchoedExactly(t *testing.T) {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"gateway-one-echo","arguments":{"text":"x"}}}`
 	}
 	for _, id := range []string{
-		`9007199254740991`,     // 2^53-1, the largest exact integer
-		`-9007199254740991`,    // the smallest
-		`"\u0041<&>\/"`,        // escapes come back as the client wrote them
+		`9007199254740991`,  // 2^53-1, the largest exact integer
+		`-9007199254740991`, // the smallest
+		`"\u0041<&>\/"`,     // escapes come back as the client wrote them
 		`"ok"`,
 	} {
 		for _, accept := range []string{"application/json", "text/event-stream"} {
