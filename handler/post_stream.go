@@ -5,18 +5,23 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/mcpgw/gateway/router/session"
-
 	"github.com/mcpgw/gateway/handler/metrics"
+	"github.com/mcpgw/gateway/router/session"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // A call's answer sent as an event stream: the router sends on it
 // (progress, server-to-client requests), each event is logged first so
-// the client can resume the call elsewhere (router/call_resume.go), and
-// keep-alives stop proxies from cutting a quiet call.
+// the client can resume the call elsewhere (router/session/call_log.go),
+// and keep-alives stop proxies from cutting a quiet call.
+//
+// One goroutine, the stream's writer, logs and writes every event in the
+// order they were queued; senders only queue. So a slow store (the log) or
+// a slow client (the write) never stalls the backend's read loop, which
+// sends progress as it reads it, and no lock is held across either.
 
 // postStream is the router's view of a POST's SSE stream.
 type postStream struct {
@@ -24,14 +29,31 @@ type postStream struct {
 	m  *metrics.Metrics
 	// log, when set, logs each event (nil data: a priming event) before it
 	// is sent and gives it its SSE id: the stream is then resumable, on
-	// any instance (router/call_resume.go).
+	// any instance.
 	log    *session.CallLog
 	logCtx context.Context // events are logged after a disconnect too
 	errLog *slog.Logger
-	mu     sync.Mutex
-	closed bool
-	opened bool // counted in m's open streams
-	logged bool // the client holds an event id: it can resume the call
+	// uncounted streams are not counted in m's open streams: a batch's
+	// calls share one stream, which the batch counts once.
+	uncounted bool
+
+	logged atomic.Bool // the client has been sent an event id: it can resume the call
+
+	mu      sync.Mutex // guards the fields below; never held across I/O
+	queue   []outgoing
+	wake    chan struct{} // capacity 1: the writer has work
+	done    chan struct{} // closed when the writer has returned
+	closed  bool          // the call has ended: nothing more is queued
+	writing bool          // the writer runs: the answer is an event stream
+	failed  error         // the write that failed: the client has gone
+}
+
+// outgoing is one queued event.
+type outgoing struct {
+	data    []byte // nil with !comment: a priming event
+	comment bool   // a keep-alive comment
+	start   bool   // only the stream's headers
+	final   bool   // the call's answer, the stream's last event
 }
 
 func (p *postStream) Send(msg jsonrpc.Message) error {
@@ -41,25 +63,82 @@ func (p *postStream) Send(msg jsonrpc.Message) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	switch {
+	case p.closed:
 		return errStreamClosed
+	case p.failed != nil:
+		return p.failed
 	}
-	p.openedLocked()
-	return p.writeLocked(data, false)
+	p.queueLocked(outgoing{data: data})
+	return nil
 }
 
-// writeLocked logs data, if the stream is resumable, and writes it with
-// its id. A write that fails after the event was logged is no error: the
-// client gets the event when it resumes. final marks the call's answer,
-// the stream's last event.
-func (p *postStream) writeLocked(data []byte, final bool) error {
+// queueLocked queues an event, starting the writer (and so the event
+// stream) with the first one.
+func (p *postStream) queueLocked(o outgoing) {
+	p.queue = append(p.queue, o)
+	if !p.writing {
+		p.writing = true
+		if !p.uncounted {
+			p.m.StreamOpened(metrics.StreamPOST)
+		}
+		p.wake = make(chan struct{}, 1)
+		p.done = make(chan struct{})
+		go p.run(p.wake, p.done)
+	}
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the writer: it writes what is queued, in order, until the call
+// has ended and the queue is empty. Its owner is the call: finish waits
+// for it.
+func (p *postStream) run(wake <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		p.mu.Lock()
+		for len(p.queue) == 0 && !p.closed {
+			p.mu.Unlock()
+			<-wake
+			p.mu.Lock()
+		}
+		if len(p.queue) == 0 {
+			p.mu.Unlock()
+			return // closed and drained
+		}
+		o := p.queue[0]
+		p.queue = p.queue[1:]
+		p.mu.Unlock()
+		if err := p.write(o); err != nil {
+			p.mu.Lock()
+			if p.failed == nil {
+				p.failed = err
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+// write logs an event, if the stream is resumable, and writes it with its
+// id. A write that fails after the event was logged is no error: the
+// client gets the event when it resumes.
+func (p *postStream) write(o outgoing) error {
+	switch {
+	case o.comment:
+		return p.sw.comment("keep-alive")
+	case o.start:
+		p.sw.start(nil)
+		return nil
+	}
 	id := ""
 	if p.log != nil {
 		log := p.log.Append
-		if final {
+		if o.final {
 			log = p.log.End
 		}
-		lid, err := log(p.logCtx, data)
+		lid, err := log(p.logCtx, o.data)
 		switch {
 		case err != nil:
 			p.errLog.Warn("logging a call's event failed; the stream is not resumable past it", "error", err)
@@ -68,66 +147,74 @@ func (p *postStream) writeLocked(data []byte, final bool) error {
 		}
 	}
 	var retry time.Duration
-	if data == nil {
+	if o.data == nil {
 		retry = retryAfter // the priming event tells the client how soon to come back
 	}
-	err := p.sw.event(id, retry, data)
+	err := p.sw.event(id, retry, o.data)
 	if id != "" {
-		p.logged = true
+		p.logged.Store(true)
 		return nil
 	}
 	return err
 }
 
-// finish writes the call's answer as the stream's last event.
-func (p *postStream) finish(data []byte) {
+// streaming closes the stream to new events and reports whether the
+// answer is an event stream (something was queued): then the answer must
+// be sent with finish; else the call answers plainly.
+func (p *postStream) streaming() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_ = p.writeLocked(data, true)
+	p.closed = true
+	return p.writing
+}
+
+// finish queues the call's answer as the stream's last event and waits
+// until the writer has written everything.
+func (p *postStream) finish(data []byte) {
+	p.mu.Lock()
+	p.closed = true
+	p.queueLocked(outgoing{data: data, final: true})
+	done := p.done
+	p.mu.Unlock()
+	<-done
 }
 
 // resumable reports whether the client holds an id to resume the call with.
-func (p *postStream) resumable() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logged
-}
+func (p *postStream) resumable() bool { return p.logged.Load() }
 
 // begin starts the event stream before the call runs, with a priming
 // event (an id and empty data) when the stream is resumable.
 func (p *postStream) begin() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.openedLocked()
-	p.sw.start(nil)
-	if p.log != nil {
-		_ = p.writeLocked(nil, false)
-	}
+	p.queueLocked(outgoing{start: p.log == nil}) // resumable: a priming event
 }
 
-// openedLocked counts the stream as open the first time an event (or
-// begin) starts it: most POSTs that accept SSE never stream at all.
-func (p *postStream) openedLocked() {
-	if !p.opened {
-		p.opened = true
-		p.m.StreamOpened(metrics.StreamPOST)
-	}
-}
-
-// end uncounts the stream once its last event is written.
+// end waits for the writer, if the stream started one, and uncounts the
+// stream. Every path out of a call that may have streamed runs it.
 func (p *postStream) end() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.opened {
+	p.closed = true
+	writing, done, wake := p.writing, p.done, p.wake
+	p.mu.Unlock()
+	if !writing {
+		return
+	}
+	select {
+	case wake <- struct{}{}: // a writer waiting for work sees closed
+	default:
+	}
+	<-done
+	if !p.uncounted {
 		p.m.StreamClosed(metrics.StreamPOST)
 	}
 }
 
-// keepAlive writes a comment every interval while the call runs. A call
+// keepAlive queues a comment every interval while the call runs. A call
 // still running after one interval is switched to an event stream if it
 // was not one yet (the client accepts both): a long tool call must not
 // look idle to a proxy that cuts quiet connections. Once the returned
-// func has returned, nothing more is written.
+// func has returned, nothing more is queued.
 func (p *postStream) keepAlive(interval time.Duration) (stop func()) {
 	// A timer, not a goroutine: nearly every call ends before it fires.
 	var t *time.Timer
@@ -138,11 +225,11 @@ func (p *postStream) keepAlive(interval time.Duration) (stop func()) {
 		if stopped || p.closed {
 			return
 		}
-		p.openedLocked()
-		if !p.sw.isStarted() && p.log != nil {
-			_ = p.writeLocked(nil, false) // switching to a stream: prime it
-		} else {
-			_ = p.sw.comment("keep-alive")
+		switch {
+		case !p.writing && p.log != nil:
+			p.queueLocked(outgoing{}) // switching to a stream: prime it
+		case len(p.queue) == 0:
+			p.queueLocked(outgoing{comment: true})
 		}
 		t.Reset(interval)
 	}
@@ -151,16 +238,22 @@ func (p *postStream) keepAlive(interval time.Duration) (stop func()) {
 	p.mu.Unlock()
 	return func() {
 		p.mu.Lock()
-		stopped = true // a tick waiting for the lock now writes nothing
+		stopped = true // a tick waiting for the lock now queues nothing
 		p.mu.Unlock()
 		t.Stop()
 	}
 }
 
-func (p *postStream) close() {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
+// batchKeepAlive keeps a batch's shared stream alive: keepAlive on a
+// stream of its own (uncounted: the batch counts its stream), whose writer
+// the returned func also ends.
+func batchKeepAlive(sw *sseWriter, interval time.Duration) (stop func()) {
+	p := &postStream{sw: sw, uncounted: true}
+	stopTicks := p.keepAlive(interval)
+	return func() {
+		stopTicks()
+		p.end()
+	}
 }
 
 var errStreamClosed = errors.New("stream closed")

@@ -98,9 +98,3 @@ func (s *sseWriter) comment(text string) error {
 	}
 	return s.flush()
 }
-
-func (s *sseWriter) isStarted() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.started
-}

@@ -184,7 +184,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 		s.opts.Metrics.StreamOpened(metrics.StreamPOST)
 		defer s.opts.Metrics.StreamClosed(metrics.StreamPOST)
 		// One stream for the batch, kept alive like a single call's.
-		defer (&postStream{sw: sw, opened: true}).keepAlive(s.opts.KeepAlive)()
+		defer batchKeepAlive(sw, s.opts.KeepAlive)()
 	}
 	// The calls' backend bytes are charged to the response budget until
 	// their answers are written: each call's alone on a stream, all of
@@ -208,7 +208,8 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 		var ps *postStream
 		if sw != nil {
 			// Counted once above for the whole batch, not per call.
-			ps = &postStream{sw: sw, m: s.opts.Metrics, opened: true}
+			ps = &postStream{sw: sw, uncounted: true}
+			defer ps.end()
 			call.Stream = ps
 		}
 		ctx, done := s.opts.Sessions.Track(ctx, sess, req.ID)
@@ -219,8 +220,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 			data, _ = wire.EncodeResponseAs(&jsonrpc.Response{Error: &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode response"}}, calls[i].rawID)
 		}
 		if ps != nil {
-			ps.close()
-			_ = sw.event("", 0, data)
+			ps.finish(data) // after the call's other events, on the shared stream
 			return
 		}
 		responses[i] = data

@@ -165,8 +165,7 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 	defer done()
 	resp := s.opts.Router.Handle(ctx, call)
 	if ps != nil {
-		ps.close()
-		if ps.sw.isStarted() {
+		if ps.streaming() {
 			if data, err := wire.EncodeResponseAs(resp, rawID); err == nil {
 				ps.finish(data)
 			}
