@@ -29,7 +29,7 @@ clean:
 MCPGW_CACHE ?= .cache/conformance
 
 conformance: ## MCP conformance suite vs 2 gateways on Redis behind a round-robin proxy (SCENARIO=name for one)
-	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) ./scripts/conformance.sh
+	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2025-11-25 BACKEND_MODE=stateful ./scripts/conformance.sh
 
 .PHONY: bench
 

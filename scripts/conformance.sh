@@ -8,15 +8,20 @@
 #                                 └─► gateway #2 ──┘
 #                                        └── redis ──┘ (sessions, snapshots, bus)
 #
-# Usage: scripts/conformance.sh          (or: make conformance)
+# Usage: scripts/conformance.sh          (make conformance runs every combination)
+#        REQUIREMENTS=2026-07-28 BACKEND_MODE=stateless scripts/conformance.sh
 #        SCENARIO=tools-call-sampling scripts/conformance.sh
 #
 # Environment:
 #   MCPGW_CACHE          cache dir for Node, the suite, binaries and run logs
 #                        (default: .cache/conformance in the repository)
-#   CONFORMANCE_VERSION  suite version, pinned (default 0.1.16)
-#   SCENARIO             run only this scenario (default: the whole suite)
-#   SUITE                active (default: excludes the suite's "pending" ones) | all | pending
+#   CONFORMANCE_VERSION  suite version, pinned (default 0.2.0-alpha.12)
+#   REQUIREMENTS         the requirement set, run at its revision's wire: 2025-11-25
+#                        (default: sessions, initialize) or 2026-07-28 (sessionless)
+#   BACKEND_MODE         the go-sdk everything-server behind the gateway: stateful
+#                        (default; legacy only, can send server-to-client requests)
+#                        or stateless (serves both generations)
+#   SCENARIO             run only this scenario (default: the whole requirement set)
 #   GATEWAY_BIN          use this gateway binary instead of building ./cmd/gateway
 #   BACKEND_BIN          use this everything-server binary instead of building it
 #   RRPROXY_BIN          use this rrproxy binary instead of building ./localdev/cmd/rrproxy
@@ -40,10 +45,16 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
 CACHE=${MCPGW_CACHE:-.cache/conformance}
-CONFORMANCE_VERSION=${CONFORMANCE_VERSION:-0.1.16}
+CONFORMANCE_VERSION=${CONFORMANCE_VERSION:-0.2.0-alpha.12}
+REQUIREMENTS=${REQUIREMENTS:-2025-11-25}
+BACKEND_MODE=${BACKEND_MODE:-stateful}
+case $BACKEND_MODE in
+  stateful) BACKEND_STATELESS=false ;;
+  stateless) BACKEND_STATELESS=true ;;
+  *) echo "BACKEND_MODE must be stateful or stateless, not $BACKEND_MODE" >&2; exit 2 ;;
+esac
 NODE_MAJOR=22
 SCENARIO=${SCENARIO:-}
-SUITE=${SUITE:-active}
 BACKEND_SESSION=${BACKEND_SESSION:-per-request}
 GATEWAY_LOG_LEVEL=${GATEWAY_LOG_LEVEL:-debug}
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-1800}
@@ -131,10 +142,12 @@ start redis redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appen
 wait_for redis "$LAST_PID" log_has redis "Ready to accept connections"
 log "redis on 127.0.0.1:$REDIS_PORT"
 
-# The conformance backend, stateful: it keeps sessions, so it can send
-# server-to-client requests and notifications. It serves every path.
+# The conformance backend. Stateful, it keeps sessions, so it can send
+# server-to-client requests and notifications, and speaks only the legacy
+# protocol; stateless, it serves both generations (2026-07-28 requests
+# statelessly, legacy ones on ephemeral sessions). It serves every path.
 BACKEND_PORT=$(free_port)
-start backend "$BACKEND_BIN" -stateless=false -http "127.0.0.1:$BACKEND_PORT"
+start backend "$BACKEND_BIN" -stateless="$BACKEND_STATELESS" -http "127.0.0.1:$BACKEND_PORT"
 wait_for backend "$LAST_PID" port_open "$BACKEND_PORT"
 log "everything-server on 127.0.0.1:$BACKEND_PORT"
 
@@ -156,7 +169,7 @@ EOF
 if [ "${DIRECT:-}" = 1 ]; then
   # Baseline: no gateways, no proxy; the backend serves every path.
   URL=http://127.0.0.1:$BACKEND_PORT/mcp
-  SETUP="DIRECT=1: the backend alone, no gateway"
+  SETUP="requirements $REQUIREMENTS; DIRECT=1: the $BACKEND_MODE backend alone, no gateway"
 else
   GATEWAYS=()
   for i in $(seq "$GATEWAY_INSTANCES"); do
@@ -173,7 +186,7 @@ else
   wait_for rrproxy "$LAST_PID" log_has rrproxy "rrproxy: listening on http://"
   # A loopback URL: the DNS-rebinding scenario only applies to localhost servers.
   URL=$(listen_url rrproxy)/servers/conformance/mcp
-  SETUP="$GATEWAY_INSTANCES gateway instances ($GATEWAY_FROM) behind round-robin, backend session: $BACKEND_SESSION"
+  SETUP="requirements $REQUIREMENTS; $GATEWAY_INSTANCES gateway instances ($GATEWAY_FROM) behind round-robin; backend $BACKEND_MODE, session: $BACKEND_SESSION"
 fi
 log "testing $URL"
 log "started in $((SECONDS - T0))s; logs in $RUN"
@@ -183,7 +196,7 @@ log "started in $((SECONDS - T0))s; logs in $RUN"
 #    <results>/server-<scenario>-<time>/checks.json, and exits 1 on a failure.
 # ---------------------------------------------------------------------------
 args=(server --url "$URL" --output-dir "$RUN/results")
-if [ -n "$SCENARIO" ]; then args+=(--scenario "$SCENARIO"); else args+=(--suite "$SUITE"); fi
+if [ -n "$SCENARIO" ]; then args+=(--scenario "$SCENARIO"); else args+=(--requirements "$REQUIREMENTS"); fi
 log "running: conformance ${args[*]}"
 T1=$SECONDS
 set +e
@@ -211,9 +224,20 @@ for (const d of fs.existsSync(resultsDir) ? fs.readdirSync(resultsDir) : []) {
   if (m && fs.existsSync(f)) results[m[1]] = JSON.parse(fs.readFileSync(f, 'utf8'));
 }
 for (const s of Object.keys(results)) if (!order.includes(s)) order.push(s);
+// Scenarios the requirement set runs but does not score (extensions,
+// pending SEPs): reported, never a failure of the run.
+const notScored = new Map();
+const ns = log.split(/^Not scored for [^:]+:.*$/m)[1] || '';
+for (const m of ns.matchAll(/^\s+[✓✗] (\S+) \(([^)]+)\)/gm)) notScored.set(m[1], m[2]);
 let failedScenarios = 0, naScenarios = 0;
-const out = [];
+const out = [], unscored = [];
 for (const s of order) {
+  if (notScored.has(s)) {
+    const checks = results[s] || [];
+    const failed = checks.filter(c => c.status === 'FAILURE').length;
+    unscored.push(`${failed ? 'fail' : 'pass'}  ${s} (not scored: ${notScored.get(s)})`);
+    continue;
+  }
   const checks = results[s];
   if (!checks) { // the scenario threw before producing checks
     const m = log.match(new RegExp(`Failed to run scenario ${s}:(.*)`));
@@ -236,12 +260,14 @@ for (const s of order) {
     else if (c.status === 'INFO' && c.details && c.details.message) out.push(`        note    ${c.id}: ${one(c.details.message)}`);
   }
 }
-out.push('', `${order.length} scenarios: ${order.length - failedScenarios - naScenarios} passed, ` +
+const scored = order.length - notScored.size;
+if (unscored.length) out.push('', ...unscored);
+out.push('', `${scored} scored scenarios: ${scored - failedScenarios - naScenarios} passed, ` +
   `${naScenarios} not applicable, ${failedScenarios} failed`);
 // The plain closing line CI tools read: scenarios passed, failed, and N/A as skipped.
-out.push(`conformance: ${order.length - failedScenarios - naScenarios} passed, ${failedScenarios} failed, ${naScenarios} skipped`);
+out.push(`conformance: ${scored - failedScenarios - naScenarios} passed, ${failedScenarios} failed, ${naScenarios} skipped`);
 console.log(out.join('\n'));
-process.exit(failedScenarios || order.length === 0 ? 1 : 0);
+process.exit(failedScenarios || scored === 0 ? 1 : 0);
 JS
 echo
 echo "=== conformance summary: $SETUP ==="
