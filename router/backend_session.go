@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/mcpgw/gateway/store"
 )
 
@@ -16,7 +17,7 @@ import (
 
 // handshake builds the upstream handshake for a session's backend.
 func (r *Router) handshake(sess *store.Session, snap *store.BackendSnapshot) upstream.Handshake {
-	pv := LatestProtocolVersion
+	pv := wire.LatestProtocolVersion
 	if snap.OK() && snap.ProtocolVersion != "" {
 		pv = snap.ProtocolVersion
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -45,8 +44,8 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 		return nil, errorResponse(req.ID, invalidParams("initialize params.capabilities must be an object"))
 	}
 	version := p.ProtocolVersion
-	if !slices.Contains(SupportedProtocolVersions, version) {
-		version = LatestProtocolVersion
+	if !wire.ServesProtocolVersion(version) {
+		version = wire.LatestProtocolVersion
 	}
 	id, err := newSessionID()
 	if err != nil {

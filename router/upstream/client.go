@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -26,22 +27,6 @@ const (
 	TransportStreamableHTTP = "streamable-http"
 	TransportSSE            = "sse"
 )
-
-// Protocol versions the client knows how to speak.
-const (
-	ProtocolVersion20241105 = "2024-11-05" // legacy HTTP+SSE
-	ProtocolVersion20250326 = "2025-03-26"
-	ProtocolVersion20250618 = "2025-06-18"
-	ProtocolVersion20251125 = "2025-11-25"
-	LatestProtocolVersion   = ProtocolVersion20251125
-)
-
-var knownProtocolVersions = map[string]bool{
-	ProtocolVersion20241105: true,
-	ProtocolVersion20250326: true,
-	ProtocolVersion20250618: true,
-	ProtocolVersion20251125: true,
-}
 
 const (
 	// cleanupTimeout bounds the best-effort messages sent when a call or a
@@ -183,7 +168,7 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 	switch c.cfg.Transport {
 	case TransportSSE:
 		if h.ProtocolVersion == "" {
-			h.ProtocolVersion = ProtocolVersion20241105
+			h.ProtocolVersion = wire.LegacySSEProtocolVersion
 		}
 		var l *legacySSE
 		if l, err = openLegacySSE(openCtx, conn); err == nil {
@@ -193,7 +178,7 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 	case TransportStreamableHTTP, "":
 		conn.t = &streamable{conn: conn}
 		if h.ProtocolVersion == "" {
-			h.ProtocolVersion = LatestProtocolVersion
+			h.ProtocolVersion = wire.LatestProtocolVersion
 		}
 		switch {
 		case h.SessionID != "":
@@ -250,7 +235,7 @@ func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
 	}
 	// The spec lets the server answer with another version; one we cannot
 	// speak means we must disconnect rather than guess the wire rules.
-	if res.ProtocolVersion != h.ProtocolVersion && !knownProtocolVersions[res.ProtocolVersion] {
+	if res.ProtocolVersion != h.ProtocolVersion && !wire.KnowsProtocolVersion(res.ProtocolVersion) {
 		return conn.c.newError(op, 0, fmt.Errorf("unsupported protocol version %q", res.ProtocolVersion))
 	}
 	conn.mu.Lock()
