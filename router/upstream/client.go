@@ -22,10 +22,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// Transport names accepted in Config.Transport.
+// Transport names how the gateway talks to a backend: the `transport` of
+// a backend in config. These are the only names; config accepts exactly
+// these.
+type Transport string
+
 const (
-	TransportStreamableHTTP = "streamable-http"
-	TransportSSE            = "sse"
+	// TransportStreamableHTTP is the MCP Streamable HTTP transport
+	// (2025-03-26 on), the default.
+	TransportStreamableHTTP Transport = "streamable-http"
+	// TransportSSE is the legacy HTTP+SSE transport (2024-11-05).
+	TransportSSE Transport = "sse"
 )
 
 const (
@@ -38,18 +45,28 @@ const (
 	maxErrorBody = 64 << 10
 )
 
-// Config is what the client needs of one configured backend. It mirrors
-// router.Backend; it is separate so that router can import this package.
+// Config is the wire-level part of one configured backend: where it is,
+// how to reach it, how long to wait, and the header policy. router.Backend
+// embeds it and adds the routing rules, so config validation builds both
+// in one value and nothing is copied field by field.
 type Config struct {
-	Key       string // backend key: names the backend in every error
+	// Key is the backend key: it names the backend in every error, and is
+	// its public prefix on a multi-backend vhost.
+	Key       string
 	URL       string
-	Transport string // TransportStreamableHTTP (default when empty) or TransportSSE
+	Transport Transport // TransportStreamableHTTP (also when empty) or TransportSSE
 	// Timeout bounds Open and each Call, together with the caller's context.
 	// Zero means no bound beyond the caller's context.
-	Timeout            time.Duration
+	Timeout time.Duration
+	// PassthroughHeaders are copied from the downstream request (never
+	// Authorization).
 	PassthroughHeaders []string
-	AddHeaders         map[string]string // may hold secrets: never logged
-	RemoveHeaders      []string
+	// AddHeaders are set on every backend request; values are already
+	// ${ENV}-expanded and may hold secrets: never log them.
+	AddHeaders map[string]string
+	// RemoveHeaders are deleted last, so remove wins over add and
+	// passthrough.
+	RemoveHeaders []string
 	// MaxMessageBytes bounds one message (SSE event or JSON body) from the
 	// backend; zero means 16 MiB.
 	MaxMessageBytes int

@@ -105,7 +105,7 @@ func newBackend() *backend {
 // mode is one way of serving the backend.
 type mode struct {
 	name      string
-	transport string
+	transport Transport
 	handler   func(*mcp.Server) http.Handler
 	stateful  bool // has backend sessions
 	streams   bool // can send server messages on a call's stream
