@@ -174,10 +174,6 @@ type SessionRuntime interface {
 // answered -32800, only to close the HTTP exchange.
 var ErrCancelledByClient = errors.New("cancelled by the client")
 
-// CodeRequestCancelled answers a request the client cancelled, for
-// transports that need some answer to close the HTTP exchange.
-const CodeRequestCancelled = -32800
-
 // cancelledResponse answers a call the client cancelled. The client has
 // stopped waiting; the answer only closes the HTTP exchange.
 func cancelledResponse(id jsonrpc.ID) *jsonrpc.Response {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -295,7 +296,7 @@ func (conn *Conn) autoReply(ctx context.Context, req *jsonrpc.Request) {
 		resp.Result = json.RawMessage(`{}`)
 	} else {
 		resp.Error = &jsonrpc.Error{
-			Code:    jsonrpc.CodeMethodNotFound,
+			Code:    wire.CodeMethodNotFound,
 			Message: fmt.Sprintf("method %q is not supported by the gateway for this request", req.Method),
 		}
 	}
