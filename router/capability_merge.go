@@ -8,8 +8,8 @@ import (
 )
 
 // mergedCapabilities builds the downstream ServerCapabilities from every
-// backend snapshot, never from one (the seed's rule): a capability is on
-// when at least one backend has it and the gateway routes it.
+// backend snapshot, never from one: a capability is on when at least one
+// backend has it and the gateway routes it.
 // resources.subscribe is on when any backend advertises it. listChanged is
 // on for tools, resources and prompts: the gateway forwards backends'
 // list_changed and emits its own when a vhost's config changes.

@@ -208,7 +208,7 @@ func (v *validator) origins(list []string) []string {
 		p := indexPath("allowed_origins", i)
 		o = strings.TrimSpace(o)
 		if o == "*" {
-			v.errf(p, `"*" is not supported: an empty list disables the Origin check`)
+			v.errf(p, `"*" is not supported: list each browser origin to allow (requests without Origin, and same-origin ones, are always allowed)`)
 			continue
 		}
 		u, err := url.Parse(o)
@@ -433,8 +433,9 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 	v.addHeaders(joinPath(path, "add_headers"), raw.AddHeaders, b)
 
 	// A header may be both passed through and added (add overrides) or
-	// removed as well (remove wins): DESIGN.md's precedence, applied in
-	// router/upstream at request time.
+	// removed as well (remove wins: removed last), so none of these
+	// overlaps is an error; router/upstream applies that precedence at
+	// request time.
 
 	for _, alias := range sortedKeys(raw.ToolNameAliases) {
 		p := joinPath(joinPath(path, "tool_name_aliases"), alias)
