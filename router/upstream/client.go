@@ -153,22 +153,6 @@ type InitResult struct {
 	SessionID       string          // "" = the backend is stateless (always "" for legacy SSE)
 }
 
-// Initialize is Open + Close(false): the probe made at session initialize.
-// It always performs the handshake (SkipInitialize and SessionID are
-// ignored). Because the session is closed (DELETE) before it returns, the
-// SessionID in the result only says whether the backend is stateful; to
-// keep a backend session for reuse, call Open and Close(true) instead.
-func (c *Client) Initialize(ctx context.Context, h Handshake, downstream http.Header) (*InitResult, error) {
-	h.SkipInitialize, h.SessionID = false, ""
-	conn, err := c.Open(ctx, h, downstream)
-	if err != nil {
-		return nil, err
-	}
-	res := conn.Init()
-	_ = conn.Close(false) // the probe succeeded; a failed DELETE does not change that
-	return res, nil
-}
-
 // Open opens a per-request connection. Unless SkipInitialize or SessionID
 // is set (Streamable HTTP), it performs initialize and
 // notifications/initialized. Failures are *Error values naming the backend;

@@ -188,11 +188,6 @@ func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessag
 	return nil, conn.c.contextError(method, callCtx)
 }
 
-// Notify sends a notification to the backend.
-func (conn *Conn) Notify(ctx context.Context, method string, params json.RawMessage) error {
-	return conn.deliver(ctx, method, &jsonrpc.Request{Method: method, Params: params})
-}
-
 // Reply answers a server-to-client request received through onMessage,
 // under the backend's own request id.
 func (conn *Conn) Reply(ctx context.Context, resp *jsonrpc.Response) error {

@@ -85,9 +85,13 @@ func TestConn_StatelessSkipInitialize(t *testing.T) {
 	srv, rec := serve(t, newBackend(), modeStateless)
 	c := newClient(t, srv.URL, modeStateless, 10*time.Second)
 
-	probe, err := c.Initialize(context.Background(), Handshake{}, nil)
-	if err != nil || probe.SessionID != "" {
-		t.Fatalf("Initialize = %+v, %v; want a stateless result", probe, err)
+	// The probe a session's initialize makes: a handshake, then Close.
+	probe := open(t, c, Handshake{})
+	if init := probe.Init(); init == nil || init.SessionID != "" {
+		t.Fatalf("Init() = %+v; want a stateless result", init)
+	}
+	if err := probe.Close(false); err != nil {
+		t.Fatal(err)
 	}
 	before := len(rec.posted("initialize"))
 
