@@ -203,9 +203,8 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 	return conn, nil
 }
 
-// handshake performs initialize and notifications/initialized.
-func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
-	const op = "initialize"
+// initializeParams builds the params of an initialize request for h.
+func initializeParams(h Handshake) (json.RawMessage, error) {
 	caps, info := h.ClientCapabilities, h.ClientInfo
 	if len(caps) == 0 {
 		caps = json.RawMessage(`{}`)
@@ -213,11 +212,17 @@ func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
 	if len(info) == 0 {
 		info = json.RawMessage(`{"name":"mcpgw","version":"0"}`)
 	}
-	params, err := json.Marshal(struct {
+	return json.Marshal(struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 	}{h.ProtocolVersion, caps, info})
+}
+
+// handshake performs initialize and notifications/initialized.
+func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
+	const op = "initialize"
+	params, err := initializeParams(h)
 	if err != nil {
 		return conn.c.newError(op, 0, fmt.Errorf("encoding params: %w", err))
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -168,9 +167,6 @@ func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessag
 
 	resp, err := conn.t.roundTrip(callCtx, req, conn.dispatcher(onMessage))
 	if err == nil {
-		if conn.expectStateless && wantsHandshake(resp) {
-			return nil, conn.c.newError(method, 0, ErrHandshakeRequired)
-		}
 		return resp, nil
 	}
 	if callCtx.Err() == nil {
@@ -308,18 +304,4 @@ func opOf(msg jsonrpc.Message) string {
 		return r.Method
 	}
 	return "response"
-}
-
-// wantsHandshake recognises the answer of a stateful server to a request
-// sent without a session: a JSON-RPC error saying it is not initialized
-// (the go-sdk answers `method "x" is invalid during session
-// initialization`). Servers that answer HTTP 400 or 404 instead are caught
-// by status. Such a server ran nothing, so a retry with a handshake is safe.
-func wantsHandshake(resp *jsonrpc.Response) bool {
-	var werr *jsonrpc.Error
-	if resp == nil || !errors.As(resp.Error, &werr) {
-		return false
-	}
-	msg := strings.ToLower(werr.Message)
-	return strings.Contains(msg, "initializ") && (strings.Contains(msg, "session") || strings.Contains(msg, "not "))
 }
