@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/localdev/demobackend"
+	"github.com/mcpgw/gateway/tests/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -368,16 +369,14 @@ func TestContextCancelStops(t *testing.T) {
 	}
 	defer stop()
 	cancel()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !testsupport.Eventually(t, 5*time.Second, func() bool {
 		resp, err := http.Post(url, "application/json", nil)
 		if err != nil {
-			return // refused: the server is gone
+			return true // refused: the server is gone
 		}
 		resp.Body.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("server still answering after its context was cancelled")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatal("server still answering after its context was cancelled")
 	}
 }
