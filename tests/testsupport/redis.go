@@ -1,7 +1,9 @@
-// Package testsupport starts real dependencies for tests. A real
-// redis-server (rather than a fake) is used so tests exercise the exact
-// command semantics, Lua scripting, expiry and INFO statistics that
-// production sees.
+// Package testsupport is what the repository's tests share: real
+// dependencies (redis-server, go-sdk backends, gateway processes), the
+// hand-written MCP client (Client), and the one polling helper
+// (Eventually). A real redis-server (rather than a fake) is used so tests
+// exercise the exact command semantics, Lua scripting, expiry and INFO
+// statistics that production sees.
 package testsupport
 
 import (
