@@ -68,9 +68,6 @@ func EncodeResponseAs(resp *jsonrpc.Response, rawID json.RawMessage) ([]byte, er
 	return append(b, '}'), nil
 }
 
-// nullID is the id of an error answering a message whose id is unknown.
-var nullID = json.RawMessage("null")
-
 // ErrorBody is the body of a transport-level answer: an HTTP status with a
 // JSON-RPC error, which every MCP client can display. rawID is the id of
 // the request it answers as the client wrote it, or empty for null (the
@@ -80,7 +77,7 @@ var nullID = json.RawMessage("null")
 // it, with codes from codes.go.
 func ErrorBody(rawID json.RawMessage, code int64, msg string) []byte {
 	if len(rawID) == 0 {
-		rawID = nullID
+		rawID = json.RawMessage("null")
 	}
 	body, err := EncodeResponseAs(&jsonrpc.Response{Error: &jsonrpc.Error{Code: code, Message: msg}}, rawID)
 	if err != nil { // not reachable: an error object always encodes
