@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/mcpgw/gateway/router/wire"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // The codes come from the one table in router/wire/codes.go.
@@ -16,9 +15,6 @@ const (
 	codeSessionNotFound = wire.CodeSessionNotFound
 )
 
-// nullID is the id of an error answering a message whose id is unknown.
-var nullID = json.RawMessage("null")
-
 // writeHTTPError answers a transport-level failure: an HTTP status with a
 // JSON-RPC error body (id null), which every MCP client can display.
 func writeHTTPError(w http.ResponseWriter, status int, code int64, msg string) {
@@ -28,11 +24,7 @@ func writeHTTPError(w http.ResponseWriter, status int, code int64, msg string) {
 // writeHTTPErrorRaw is writeHTTPError for a request whose id is known:
 // rawID, as the client wrote it (nil: null).
 func writeHTTPErrorRaw(w http.ResponseWriter, status int, rawID json.RawMessage, code int64, msg string) {
-	if len(rawID) == 0 {
-		rawID = nullID
-	}
-	body, _ := wire.EncodeResponseAs(&jsonrpc.Response{Error: &jsonrpc.Error{Code: code, Message: msg}}, rawID)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(wire.ErrorBody(rawID, code, msg))
 }

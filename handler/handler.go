@@ -34,7 +34,9 @@ type Options struct {
 	// protection); empty allows any Host.
 	AllowedHosts []string
 	// AllowedOrigins lists the browser origins that may call the MCP
-	// endpoint; a request carrying any other Origin gets 403.
+	// endpoint besides the gateway's own (same-origin requests, and
+	// requests without Origin, always pass); a request carrying any other
+	// Origin gets 403, also when the list is empty.
 	AllowedOrigins []string
 	MaxBodyBytes   int64
 	// MaxBatch bounds the length of a JSON-RPC batch (2025-03-26); a

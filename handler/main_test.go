@@ -81,11 +81,11 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 	two := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-two"})
 	vhosts := map[string]*router.VirtualHost{
 		"demo": {Name: "demo", Backends: map[string]*router.Backend{
-			"gateway-one": {Key: "gateway-one", URL: one.URL, Timeout: cmp.Or(o.oneTimeout, 5*time.Second)},
-			"gateway-two": {Key: "gateway-two", URL: two.URL, Timeout: cmp.Or(o.twoTimeout, 5*time.Second)},
+			"gateway-one": {Config: upstream.Config{Key: "gateway-one", URL: one.URL, Timeout: cmp.Or(o.oneTimeout, 5*time.Second)}},
+			"gateway-two": {Config: upstream.Config{Key: "gateway-two", URL: two.URL, Timeout: cmp.Or(o.twoTimeout, 5*time.Second)}},
 		}},
 		"other": {Name: "other", Backends: map[string]*router.Backend{
-			"only": {Key: "only", URL: one.URL, Timeout: 5 * time.Second},
+			"only": {Config: upstream.Config{Key: "only", URL: one.URL, Timeout: 5 * time.Second}},
 		}},
 	}
 	opts := router.Options{Store: st}

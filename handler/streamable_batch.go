@@ -41,9 +41,6 @@ import (
 // gets one SSE stream that every call of the batch shares: progress and
 // server requests as they happen, each response as its call ends.
 
-// batchVersion is the one protocol version that has batches.
-const batchVersion = "2025-03-26"
-
 // DefaultMaxBatch is Options.MaxBatch's default.
 const DefaultMaxBatch = 50
 
@@ -135,13 +132,10 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 	if !ok {
 		return
 	}
-	version := sess.ProtocolVersion
-	if pv := r.Header.Get(headerProtocolVersion); pv != "" {
-		version = pv
-	}
-	if version != batchVersion {
+	version := wire.RequestProtocolVersion(r.Header.Get(headerProtocolVersion), sess.ProtocolVersion)
+	if version != wire.BatchProtocolVersion {
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest,
-			"JSON-RPC batches exist only in protocol version "+batchVersion+", not "+wire.Quote(version))
+			"JSON-RPC batches exist only in protocol version "+wire.BatchProtocolVersion+", not "+wire.Quote(version))
 		return
 	}
 

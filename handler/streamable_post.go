@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"slices"
 	"strconv"
 
 	"github.com/mcpgw/gateway/router/session"
@@ -70,7 +69,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	} else {
 		metrics.SetRPCMethod(r.Context(), "response")
 	}
-	if pv := r.Header.Get(headerProtocolVersion); pv != "" && !slices.Contains(router.SupportedProtocolVersions, pv) {
+	if pv := r.Header.Get(headerProtocolVersion); pv != "" && !wire.ServesProtocolVersion(pv) {
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "unsupported MCP-Protocol-Version "+wire.Quote(pv))
 		return
 	}

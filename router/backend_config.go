@@ -1,15 +1,9 @@
 package router
 
-import "time"
+import (
+	"time"
 
-// Transport names how the gateway talks to a backend.
-type Transport string
-
-const (
-	// TransportStreamableHTTP is the MCP Streamable HTTP transport (2025-03-26 on).
-	TransportStreamableHTTP Transport = "streamable-http"
-	// TransportSSE is the legacy HTTP+SSE transport (2024-11-05).
-	TransportSSE Transport = "sse"
+	"github.com/mcpgw/gateway/router/upstream"
 )
 
 // SessionMode says how a backend's own MCP session is handled.
@@ -24,19 +18,10 @@ const (
 
 // Backend is one configured upstream MCP server of a virtual host.
 type Backend struct {
-	// Key is the backend map key: the public prefix on multi-backend vhosts.
-	Key       string
-	URL       string
-	Transport Transport
-	// Timeout bounds each backend request (handshake included).
-	Timeout time.Duration
-	// PassthroughHeaders are copied from the downstream request (never Authorization).
-	PassthroughHeaders []string
-	// AddHeaders are set on every backend request; values are already
-	// ${ENV}-expanded and may hold secrets: never log them.
-	AddHeaders map[string]string
-	// RemoveHeaders are deleted last, so remove wins over add and passthrough.
-	RemoveHeaders []string
+	// Config is how to reach the backend (key, URL, transport, timeout,
+	// header policy): what the backend client takes, as it is. Its Key is
+	// the backend map key, the public prefix on multi-backend vhosts.
+	upstream.Config
 	// ToolNameAliases maps a downstream alias to the backend's tool name.
 	ToolNameAliases map[string]string
 	Session         SessionMode

@@ -100,7 +100,7 @@ func (r *Router) release(conn *upstream.Conn, keep bool) {
 // fastHandshake returns the handshake that skips initialize, if the
 // snapshot allows one.
 func (r *Router) fastHandshake(v *vhost, key string, sess *store.Session, snap *store.BackendSnapshot, reuse bool) (upstream.Handshake, bool) {
-	if !snap.OK() || v.backends[key].Transport == TransportSSE {
+	if !snap.OK() || v.backends[key].Transport == upstream.TransportSSE {
 		return upstream.Handshake{}, false // legacy SSE: the stream is the session
 	}
 	h := r.handshake(sess, snap)

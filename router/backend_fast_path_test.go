@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/mcpgw/gateway/tests/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -118,7 +119,7 @@ func TestPassthrough_ResultsAreByteForByte(t *testing.T) {
 
 	direct := upstream.New(upstream.Config{Key: "direct", URL: b.URL, Timeout: 5 * time.Second})
 	defer direct.Close()
-	conn, err := direct.Open(t.Context(), upstream.Handshake{ProtocolVersion: router.LatestProtocolVersion, ClientInfo: json.RawMessage(`{"name":"t","version":"1"}`)}, nil)
+	conn, err := direct.Open(t.Context(), upstream.Handshake{ProtocolVersion: wire.LatestProtocolVersion, ClientInfo: json.RawMessage(`{"name":"t","version":"1"}`)}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func (r *Router) ListenTargets(sess *store.Session) (targets []ListenTarget, ok 
 	}
 	for _, key := range v.keys {
 		subs := subscriptionsOf(v, key, sess.Subscriptions)
-		if wantsListener(sess.Backends[key], len(subs) > 0, sess.LogLevel != "") {
+		if capabilitiesOf(sess.Backends[key]).sendsUnsolicited(len(subs) > 0, sess.LogLevel != "") {
 			targets = append(targets, ListenTarget{Key: key, Subscriptions: subs})
 		}
 	}
@@ -100,34 +100,4 @@ func subscriptionsOf(v *vhost, key string, subs []string) []string {
 		}
 	}
 	return out
-}
-
-// wantsListener reports whether a backend can send the session anything
-// unsolicited: updates for its subscriptions, list changes, or log
-// messages at the level the client set.
-func wantsListener(snap *store.BackendSnapshot, hasSubs, hasLogLevel bool) bool {
-	if !snap.OK() {
-		return false
-	}
-	var caps struct {
-		Tools     *struct{ ListChanged bool } `json:"tools"`
-		Prompts   *struct{ ListChanged bool } `json:"prompts"`
-		Resources *struct {
-			ListChanged bool `json:"listChanged"`
-			Subscribe   bool `json:"subscribe"`
-		} `json:"resources"`
-		Logging *json.RawMessage `json:"logging"`
-	}
-	_ = json.Unmarshal(snap.Capabilities, &caps)
-	switch {
-	case hasSubs && caps.Resources != nil && caps.Resources.Subscribe:
-		return true
-	case caps.Tools != nil && caps.Tools.ListChanged,
-		caps.Prompts != nil && caps.Prompts.ListChanged,
-		caps.Resources != nil && caps.Resources.ListChanged:
-		return true
-	case hasLogLevel && caps.Logging != nil:
-		return true
-	}
-	return false
 }

@@ -7,16 +7,18 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/mcpgw/gateway/store"
 )
 
 // The gateway opens a backend connection for each routed request and closes
-// it after (the seed's call_tool lifecycle, applied to every method). What
-// it knows about a backend between requests is the snapshot in the store.
+// it after (open, call, close, for every method: no instance holds a
+// backend connection another request may need). What it knows about a
+// backend between requests is the snapshot in the store.
 
 // handshake builds the upstream handshake for a session's backend.
 func (r *Router) handshake(sess *store.Session, snap *store.BackendSnapshot) upstream.Handshake {
-	pv := LatestProtocolVersion
+	pv := wire.LatestProtocolVersion
 	if snap.OK() && snap.ProtocolVersion != "" {
 		pv = snap.ProtocolVersion
 	}

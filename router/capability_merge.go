@@ -1,58 +1,15 @@
 package router
 
 import (
-	"encoding/json"
 	"sort"
 	"strings"
 
 	"github.com/mcpgw/gateway/store"
 )
 
-// capabilityFlags is the subset of a backend's ServerCapabilities the
-// gateway reads. Decoding into a small struct (not the SDK's full type)
-// keeps unknown or future capability fields from failing the decode.
-type capabilityFlags struct {
-	Tools       *json.RawMessage `json:"tools"`
-	Prompts     *json.RawMessage `json:"prompts"`
-	Completions *json.RawMessage `json:"completions"`
-	Logging     *json.RawMessage `json:"logging"`
-	Resources   *struct {
-		Subscribe bool `json:"subscribe"`
-	} `json:"resources"`
-}
-
-func parseCapabilities(raw json.RawMessage) capabilityFlags {
-	var c capabilityFlags
-	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &c) // a malformed snapshot advertises nothing
-	}
-	return c
-}
-
-// has reports whether a backend snapshot advertises a top-level capability.
-func has(s *store.BackendSnapshot, capability string) bool {
-	if !s.OK() {
-		return false
-	}
-	c := parseCapabilities(s.Capabilities)
-	switch capability {
-	case "tools":
-		return c.Tools != nil
-	case "prompts":
-		return c.Prompts != nil
-	case "resources":
-		return c.Resources != nil
-	case "completions":
-		return c.Completions != nil
-	case "logging":
-		return c.Logging != nil
-	}
-	return false
-}
-
 // mergedCapabilities builds the downstream ServerCapabilities from every
-// backend snapshot, never from one (the seed's rule): a capability is on
-// when at least one backend has it and the gateway routes it.
+// backend snapshot, never from one: a capability is on when at least one
+// backend has it and the gateway routes it.
 // resources.subscribe is on when any backend advertises it. listChanged is
 // on for tools, resources and prompts: the gateway forwards backends'
 // list_changed and emits its own when a vhost's config changes.
@@ -60,10 +17,7 @@ func has(s *store.BackendSnapshot, capability string) bool {
 func mergedCapabilities(snaps map[string]*store.BackendSnapshot) map[string]any {
 	out := map[string]any{}
 	for _, s := range snaps {
-		if !s.OK() {
-			continue
-		}
-		c := parseCapabilities(s.Capabilities)
+		c := capabilitiesOf(s)
 		if c.Tools != nil {
 			out["tools"] = map[string]any{"listChanged": true}
 		}

@@ -5,15 +5,18 @@ import (
 	"fmt"
 
 	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// JSON-RPC error codes the router answers with.
+// JSON-RPC error codes the router answers with, from the one table in
+// router/wire/codes.go.
 const (
-	CodeInvalidRequest = jsonrpc.CodeInvalidRequest
-	CodeMethodNotFound = jsonrpc.CodeMethodNotFound
-	CodeInvalidParams  = jsonrpc.CodeInvalidParams
-	CodeInternalError  = jsonrpc.CodeInternalError
+	CodeInvalidRequest   = wire.CodeInvalidRequest
+	CodeMethodNotFound   = wire.CodeMethodNotFound
+	CodeInvalidParams    = wire.CodeInvalidParams
+	CodeInternalError    = wire.CodeInternalError
+	CodeRequestCancelled = wire.CodeRequestCancelled
 )
 
 // rpcError builds a JSON-RPC error object.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 )
 
@@ -56,8 +57,8 @@ func BenchmarkCapabilityMerge(b *testing.B) {
 
 func BenchmarkResolve_ToolsCall(b *testing.B) {
 	v := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
-		"gateway-one": {Key: "gateway-one", URL: "http://127.0.0.1:1/mcp", ToolNameAliases: map[string]string{"Public.Tool": "get_stats"}},
-		"gateway-two": {Key: "gateway-two", URL: "http://127.0.0.1:2/mcp"},
+		"gateway-one": {Config: upstream.Config{Key: "gateway-one", URL: "http://127.0.0.1:1/mcp"}, ToolNameAliases: map[string]string{"Public.Tool": "get_stats"}},
+		"gateway-two": {Config: upstream.Config{Key: "gateway-two", URL: "http://127.0.0.1:2/mcp"}},
 	}}}).vhosts["v"]
 	r := &Router{}
 	params := json.RawMessage(`{"name":"gateway-two-echo","arguments":{"text":"hello"},"_meta":{"progressToken":1}}`)

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
-	"slices"
 	"sync"
 	"time"
 
@@ -45,8 +44,8 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 		return nil, errorResponse(req.ID, invalidParams("initialize params.capabilities must be an object"))
 	}
 	version := p.ProtocolVersion
-	if !slices.Contains(SupportedProtocolVersions, version) {
-		version = LatestProtocolVersion
+	if !wire.ServesProtocolVersion(version) {
+		version = wire.LatestProtocolVersion
 	}
 	id, err := newSessionID()
 	if err != nil {
@@ -91,9 +90,10 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	return sess, resultResponse(req.ID, raw)
 }
 
-// newSessionID returns 256 random bits as URL-safe base64: visible ASCII,
-// well above the 128 bits DESIGN.md asks for, and free of the characters
-// Redis Cluster hash tags give meaning to ('{', '}').
+// newSessionID returns 256 random bits as URL-safe base64: visible ASCII
+// (the transport spec's rule for Mcp-Session-Id), far beyond guessing (at
+// least 128 random bits would do), and free of the characters Redis
+// Cluster hash tags give meaning to ('{', '}').
 func newSessionID() (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/tests/testsupport"
 )
 
@@ -137,8 +138,8 @@ func TestPagination_ForeignVHostCursorRejected(t *testing.T) {
 		backendSpec{Key: "long", Opts: testsupport.BackendOptions{PageSize: 2, ExtraTools: 3}}, backendSpec{Key: "x"})
 	b.VHost = "other"
 	b.Router = router.New(map[string]*router.VirtualHost{"other": {Name: "other", Backends: map[string]*router.Backend{
-		"long": {Key: "long", URL: b.Backends["long"].URL, Timeout: 5e9},
-		"x":    {Key: "x", URL: b.Backends["x"].URL, Timeout: 5e9},
+		"long": {Config: upstream.Config{Key: "long", URL: b.Backends["long"].URL, Timeout: 5e9}},
+		"x":    {Config: upstream.Config{Key: "x", URL: b.Backends["x"].URL, Timeout: 5e9}},
 	}}}, router.Options{Store: st, CursorSecret: secret})
 	t.Cleanup(b.Router.Close)
 
@@ -164,8 +165,8 @@ func TestPagination_BackendSetChangesBetweenPages(t *testing.T) {
 
 	added := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "added"})
 	after := router.New(map[string]*router.VirtualHost{"vh": {Name: "vh", Backends: map[string]*router.Backend{
-		"long":  {Key: "long", URL: before.Backends["long"].URL, Timeout: 5e9},
-		"added": {Key: "added", URL: added.URL, Timeout: 5e9},
+		"long":  {Config: upstream.Config{Key: "long", URL: before.Backends["long"].URL, Timeout: 5e9}},
+		"added": {Config: upstream.Config{Key: "added", URL: added.URL, Timeout: 5e9}},
 	}}}, router.Options{Store: st})
 	t.Cleanup(after.Close)
 

@@ -24,17 +24,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// Protocol versions the gateway speaks downstream, newest first.
-var SupportedProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
-
-// LatestProtocolVersion is offered to clients that ask for an unknown
-// version, and requested from backends at initialize.
-const LatestProtocolVersion = "2025-11-25"
-
-// DefaultProtocolVersion is assumed when a client sends no
-// MCP-Protocol-Version header (the transport spec's rule).
-const DefaultProtocolVersion = "2025-03-26"
-
 // Implementation is the gateway's own serverInfo/clientInfo.
 type Implementation struct {
 	Name    string `json:"name"`
@@ -184,10 +173,6 @@ type SessionRuntime interface {
 // call's context when the client cancels the call: the call is then
 // answered -32800, only to close the HTTP exchange.
 var ErrCancelledByClient = errors.New("cancelled by the client")
-
-// CodeRequestCancelled answers a request the client cancelled, for
-// transports that need some answer to close the HTTP exchange.
-const CodeRequestCancelled = -32800
 
 // cancelledResponse answers a call the client cancelled. The client has
 // stopped waiting; the answer only closes the HTTP exchange.

@@ -38,29 +38,15 @@ func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
 		}
 		for key, b := range vh.Backends {
 			v.keys = append(v.keys, key)
-			v.clients[key] = upstream.New(upstreamConfig(key, b))
+			cfg := b.Config
+			cfg.Key = key // the map key is the backend's name, whatever the literal says
+			v.clients[key] = upstream.New(cfg)
 		}
 		sort.Strings(v.keys)
 		v.split = newSplitter(v.keys)
 		t.vhosts[name] = v
 	}
 	return t
-}
-
-func upstreamConfig(key string, b *Backend) upstream.Config {
-	tr := b.Transport
-	if tr == "" {
-		tr = TransportStreamableHTTP
-	}
-	return upstream.Config{
-		Key:                key,
-		URL:                b.URL,
-		Transport:          string(tr),
-		Timeout:            b.Timeout,
-		PassthroughHeaders: b.PassthroughHeaders,
-		AddHeaders:         b.AddHeaders,
-		RemoveHeaders:      b.RemoveHeaders,
-	}
 }
 
 func (t *routingTable) close() {

@@ -93,4 +93,10 @@ func (c *cluster) token(sub string) string {
 	return testsupport.MintJWT(c.t, jwtSecret, testsupport.StdClaims(sub))
 }
 
+// client is a hand-written MCP client for sub on the "demo" vhost: each
+// request of its session may go to any instance.
+func (c *cluster) client(sub string) *testsupport.Client {
+	return &testsupport.Client{T: c.t, Token: c.token(sub)}
+}
+
 func mcpURL(base string) string { return strings.TrimRight(base, "/") + "/servers/demo/mcp" }

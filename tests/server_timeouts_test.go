@@ -84,8 +84,8 @@ func TestServerTimeouts_IdleConnectionsAreClosed(t *testing.T) {
 
 func TestServerTimeouts_TrickledBodyIs408(t *testing.T) {
 	c, gw := withServerTimeouts(t)
-	cl := &rawClient{t: t, token: c.token("alice")}
-	cl.initialize(gw.URL)
+	cl := c.client("alice")
+	cl.Initialize(gw, nil)
 	addr := strings.TrimPrefix(gw.URL, "http://")
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -94,7 +94,7 @@ func TestServerTimeouts_TrickledBodyIs408(t *testing.T) {
 	defer conn.Close()
 	body := `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`
 	head := fmt.Sprintf("POST /servers/demo/mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\n"+
-		"Authorization: Bearer %s\r\nMcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n", addr, cl.token, cl.sid, len(body))
+		"Authorization: Bearer %s\r\nMcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n", addr, cl.Token, cl.SessionID, len(body))
 	if _, err := io.WriteString(conn, head+body[:1]); err != nil {
 		t.Fatal(err)
 	}
@@ -129,19 +129,17 @@ func TestServerTimeouts_TrickledBodyIs408(t *testing.T) {
 // and a call running past it carry on.
 func TestServerTimeouts_StreamsAndLongCallsOutliveTheReadTimeout(t *testing.T) {
 	c, gw := withServerTimeouts(t)
-	cl := &rawClient{t: t, token: c.token("alice")}
-	cl.initialize(gw.URL)
-	s := cl.stream(gw.URL, "")
+	cl := c.client("alice")
+	cl.Initialize(gw, nil)
+	s := cl.Stream(gw, "")
 	// 12 steps of 100ms; answered as a stream (keep-alives every 100ms).
-	req, _ := http.NewRequest(http.MethodPost, mcpURL(gw.URL), strings.NewReader(
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, mcpURL(gw.URL), strings.NewReader(
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"gateway-one-progress","arguments":{"steps":12,"delayMs":100}}}`))
+	req.Header = cl.Header("application/json, text/event-stream")
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+cl.token)
-	req.Header.Set("Mcp-Session-Id", cl.sid)
 	call := make(chan string, 1)
-	go func() {
-		res, err := e2eHTTP.Do(req)
+	go func() { // not cl.Open: a goroutine may not fail the test
+		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			call <- err.Error()
 			return
@@ -152,7 +150,7 @@ func TestServerTimeouts_StreamsAndLongCallsOutliveTheReadTimeout(t *testing.T) {
 	}()
 	// 15 events, 100ms apart: three times the read timeout.
 	for range 15 {
-		s.nextRaw()
+		s.NextRaw()
 	}
 	select {
 	case r := <-call:

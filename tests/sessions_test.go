@@ -14,53 +14,54 @@ import (
 func TestSessions_InitializeOnOneInstanceEverythingElseOnAnother(t *testing.T) {
 	c := newCluster(t)
 	a, b := c.start(), c.start()
-	cl := &rawClient{t: t, token: c.token("alice")}
-	cl.initialize(a.URL)
+	cl := c.client("alice")
+	cl.Initialize(a, nil)
 
-	tools := cl.mustCall(b.URL, "tools/list", nil)["tools"].([]any)
+	tools := cl.Call(b, "tools/list", nil).Result()["tools"].([]any)
 	if len(tools) != 6 {
 		t.Fatalf("tools/list on the other instance: %d tools", len(tools))
 	}
-	res := cl.mustCall(b.URL, "tools/call", map[string]any{"name": "gateway-two-increment", "arguments": map[string]any{"by": 3}})
+	res := cl.Call(b, "tools/call", map[string]any{"name": "gateway-two-increment", "arguments": map[string]any{"by": 3}}).Result()
 	if !strings.Contains(toJSON(res), "3") {
 		t.Fatalf("tools/call: %v", res)
 	}
-	cl.mustCall(b.URL, "tools/call", map[string]any{"name": "Public.Tool"})
-	cl.mustCall(b.URL, "prompts/get", map[string]any{"name": "gateway-one-greeting", "arguments": map[string]string{"name": "x"}})
-	cl.mustCall(b.URL, "resources/read", map[string]any{"uri": "gateway-one-test://counter"})
-	cl.mustCall(b.URL, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"})
-	cl.mustCall(b.URL, "completion/complete", map[string]any{
+	cl.Call(b, "tools/call", map[string]any{"name": "Public.Tool"})
+	cl.Call(b, "prompts/get", map[string]any{"name": "gateway-one-greeting", "arguments": map[string]string{"name": "x"}})
+	cl.Call(b, "resources/read", map[string]any{"uri": "gateway-one-test://counter"})
+	cl.Call(b, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"})
+	cl.Call(b, "completion/complete", map[string]any{
 		"ref": map[string]any{"type": "ref/prompt", "name": "gateway-two-greeting"}, "argument": map[string]any{"name": "name", "value": ""}})
-	cl.mustCall(b.URL, "ping", nil)
+	cl.Call(b, "ping", nil)
 
 	// Principal binding holds on every instance.
-	other := &rawClient{t: t, token: c.token("mallory"), sid: cl.sid}
-	if r := other.call(b.URL, "tools/list", nil); r.status != http.StatusNotFound {
-		t.Fatalf("another principal got %d, want 404", r.status)
+	other := c.client("mallory")
+	other.SessionID = cl.SessionID
+	if r := other.Request(b, "tools/list", nil); r.Status != http.StatusNotFound {
+		t.Fatalf("another principal got %d, want 404", r.Status)
 	}
 
-	if st := cl.delete(a.URL); st != http.StatusOK {
+	if st := cl.Delete(a); st != http.StatusOK {
 		t.Fatalf("DELETE: %d", st)
 	}
-	if r := cl.call(b.URL, "tools/list", nil); r.status != http.StatusNotFound {
-		t.Fatalf("after DELETE on A, B answered %d, want 404", r.status)
+	if r := cl.Request(b, "tools/list", nil); r.Status != http.StatusNotFound {
+		t.Fatalf("after DELETE on A, B answered %d, want 404", r.Status)
 	}
 }
 
 func TestSessions_SurviveKilledAndRestartedInstances(t *testing.T) {
 	c := newCluster(t)
 	a, b := c.start(), c.start()
-	cl := &rawClient{t: t, token: c.token("alice")}
-	cl.initialize(a.URL)
-	cl.mustCall(b.URL, "tools/call", map[string]any{"name": "gateway-one-increment"})
+	cl := c.client("alice")
+	cl.Initialize(a, nil)
+	cl.Call(b, "tools/call", map[string]any{"name": "gateway-one-increment"})
 
 	a.Kill() // the instance that created the session dies mid-session
-	cl.mustCall(b.URL, "tools/call", map[string]any{"name": "gateway-one-increment"})
+	cl.Call(b, "tools/call", map[string]any{"name": "gateway-one-increment"})
 
 	b.Kill() // every instance gone: nothing of the session was in them
 	a2, b2 := c.start(), c.start()
-	cl.mustCall(a2.URL, "tools/list", nil)
-	res := cl.mustCall(b2.URL, "tools/call", map[string]any{"name": "gateway-one-increment"})
+	cl.Call(a2, "tools/list", nil)
+	res := cl.Call(b2, "tools/call", map[string]any{"name": "gateway-one-increment"}).Result()
 	if sc, _ := res["structuredContent"].(map[string]any); sc["value"] != float64(3) {
 		t.Fatalf("third increment after restarts: %v, want value 3", res)
 	}

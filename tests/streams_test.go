@@ -15,24 +15,15 @@ import (
 
 const capsAll = `{"sampling":{},"elicitation":{},"roots":{"listChanged":true}}`
 
-func (c *rawClient) initializeCaps(base, caps string) {
-	c.t.Helper()
-	r, h := c.post(base, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"raw","version":"1"}}}`)
-	if r.status != 200 || r.Error != nil {
-		c.t.Fatalf("initialize: %d %+v", r.status, r.Error)
-	}
-	c.sid = h.Get("Mcp-Session-Id")
-}
-
 func TestStreams_CancelSentToAnotherInstanceReachesTheBackend(t *testing.T) {
 	c := newClusterWith(t, testsupport.BackendOptions{StreamingTools: true})
 	a, b := c.start(), c.start()
-	cl := &rawClient{t: t, token: c.token("alice")}
-	cl.initializeCaps(a.URL, `{}`)
+	cl := c.client("alice")
+	cl.Initialize(a, nil)
 
-	done := make(chan *rpcResult, 1)
+	done := make(chan *testsupport.Reply, 1)
 	go func() {
-		done <- cl.call(a.URL, "tools/call", map[string]any{"name": "gateway-one-block", "arguments": map[string]any{"tag": "e2e"}})
+		done <- cl.Request(a, "tools/call", map[string]any{"name": "gateway-one-block", "arguments": map[string]any{"tag": "e2e"}})
 	}()
 	one := c.backends["gateway-one"]
 	select {
@@ -40,9 +31,9 @@ func TestStreams_CancelSentToAnotherInstanceReachesTheBackend(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the call never started")
 	}
-	// cl.next was 1 when the call above was numbered.
-	if r, _ := cl.post(b.URL, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}`); r.status != http.StatusAccepted {
-		t.Fatalf("cancel: %d", r.status)
+	// The call above has the client's first request id, 1.
+	if r := cl.Post(b, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"user"}}`); r.Status != http.StatusAccepted {
+		t.Fatalf("cancel: %d", r.Status)
 	}
 	select {
 	case tag := <-one.Cancelled:
@@ -52,51 +43,51 @@ func TestStreams_CancelSentToAnotherInstanceReachesTheBackend(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the backend never saw the cancellation sent to the other instance")
 	}
-	if r := <-done; r.Error == nil || r.Error.Code != -32800 {
-		t.Fatalf("cancelled call answered %+v", r)
+	if r := <-done; r.Error() == nil || r.Error().Code != -32800 {
+		t.Fatalf("cancelled call answered %d %s", r.Status, r.Body)
 	}
 }
 
 func TestStreams_SamplingAnsweredOnTheOtherInstance(t *testing.T) {
 	c := newClusterWith(t, testsupport.BackendOptions{StreamingTools: true})
 	a, b := c.start(), c.start()
-	cl := &rawClient{t: t, token: c.token("alice")}
-	cl.initializeCaps(a.URL, capsAll)
+	cl := c.client("alice")
+	cl.Initialize(a, capsAll)
 
-	s := cl.callStreaming(a.URL, 10, "tools/call", map[string]any{"name": "gateway-two-sample", "arguments": map[string]any{"prompt": "6x7?"}})
-	req := s.next()
-	if req.method() != "sampling/createMessage" {
+	s := cl.CallStreaming(a, 10, "tools/call", map[string]any{"name": "gateway-two-sample", "arguments": map[string]any{"prompt": "6x7?"}})
+	req := s.Next()
+	if req.Method() != "sampling/createMessage" {
 		t.Fatalf("first event %s, want the sampling request", req.Data)
 	}
-	id := req.msg["id"]
+	id := req.Msg["id"]
 	answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"role":"assistant","content":{"type":"text","text":"42"},"model":"m"}}`, id)
-	if r, _ := cl.post(b.URL, answer); r.status != http.StatusAccepted {
-		t.Fatalf("answer POSTed to the other instance: %d", r.status)
+	if r := cl.Post(b, answer); r.Status != http.StatusAccepted {
+		t.Fatalf("answer POSTed to the other instance: %d", r.Status)
 	}
-	final := s.next()
+	final := s.Next()
 	if !strings.Contains(final.Data, "model said: 42") {
 		t.Fatalf("final result %s", final.Data)
 	}
 	// Answering again: nobody waits any more.
-	if r, _ := cl.post(b.URL, answer); r.status != http.StatusBadRequest {
-		t.Fatalf("second answer: %d, want 400", r.status)
+	if r := cl.Post(b, answer); r.Status != http.StatusBadRequest {
+		t.Fatalf("second answer: %d, want 400", r.Status)
 	}
 }
 
 func TestStreams_ProgressOnAPostStream(t *testing.T) {
 	c := newClusterWith(t, testsupport.BackendOptions{StreamingTools: true})
 	a := c.start()
-	cl := &rawClient{t: t, token: c.token("alice")}
-	cl.initializeCaps(a.URL, `{}`)
-	s := cl.callStreaming(a.URL, 3, "tools/call", map[string]any{"name": "gateway-one-progress",
+	cl := c.client("alice")
+	cl.Initialize(a, nil)
+	s := cl.CallStreaming(a, 3, "tools/call", map[string]any{"name": "gateway-one-progress",
 		"arguments": map[string]any{"steps": 2}, "_meta": map[string]any{"progressToken": "mine"}})
 	for i := 1; i <= 2; i++ {
-		ev := s.next()
-		if ev.method() != "notifications/progress" || !strings.Contains(ev.Data, `"progressToken":"mine"`) {
+		ev := s.Next()
+		if ev.Method() != "notifications/progress" || !strings.Contains(ev.Data, `"progressToken":"mine"`) {
 			t.Fatalf("event %d: %s", i, ev.Data)
 		}
 	}
-	if final := s.next(); !strings.Contains(final.Data, `"done"`) {
+	if final := s.Next(); !strings.Contains(final.Data, `"done"`) {
 		t.Fatalf("final %s", final.Data)
 	}
 }
@@ -104,61 +95,55 @@ func TestStreams_ProgressOnAPostStream(t *testing.T) {
 func TestStreams_SubscribeHereStreamThereResumeElsewhere(t *testing.T) {
 	c := newClusterWith(t, testsupport.BackendOptions{StreamingTools: true})
 	a, b := c.start(), c.start()
-	cl := &rawClient{t: t, token: c.token("alice")}
-	cl.initializeCaps(a.URL, `{}`)
+	cl := c.client("alice")
+	cl.Initialize(a, nil)
 	one := c.backends["gateway-one"]
 
-	cl.mustCall(a.URL, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"})
+	cl.Call(a, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"})
 	gets := one.Count("GET")
-	st := cl.stream(b.URL, "")
-	prime := st.nextRaw()
+	st := cl.Stream(b, "")
+	prime := st.NextRaw()
 	if prime.ID == "" || prime.Data != "" {
 		t.Fatalf("priming event %+v: want an id and empty data", prime)
 	}
 	if !one.WaitCount("GET", gets+1, 15*time.Second) {
 		t.Fatal("instance B opened no backend listener")
 	}
-	cl.mustCall(a.URL, "tools/call", map[string]any{"name": "gateway-one-increment"})
-	ev := st.next()
-	if ev.method() != "notifications/resources/updated" || !strings.Contains(ev.Data, "gateway-one-test://counter") {
+	cl.Call(a, "tools/call", map[string]any{"name": "gateway-one-increment"})
+	ev := st.Next()
+	if ev.Method() != "notifications/resources/updated" || !strings.Contains(ev.Data, "gateway-one-test://counter") {
 		t.Fatalf("event %s", ev.Data)
 	}
 
 	// Second stream of the session on the same instance: refused.
-	if res := cl.open(http.MethodGet, b.URL, "", map[string]string{"Accept": "text/event-stream"}); res.StatusCode != http.StatusConflict {
+	if res := cl.Open(b, http.MethodGet, "", map[string]string{"Accept": "text/event-stream"}); res.StatusCode != http.StatusConflict {
 		t.Fatalf("second GET stream: %d, want 409", res.StatusCode)
 	} else {
 		res.Body.Close()
 	}
 
 	// Drop the stream; events keep reaching the log; resume on A.
-	st.close()
+	st.Close()
 	for range 2 {
-		cl.mustCall(a.URL, "tools/call", map[string]any{"name": "gateway-one-increment"})
+		cl.Call(a, "tools/call", map[string]any{"name": "gateway-one-increment"})
 	}
-	var resumed *sseStream
-	var missed []sseEvent
+	var resumed *testsupport.SSEStream
+	var missed []testsupport.SSEEvent
 	// B's lingering listener logs the two updates on its own schedule: read
 	// from a fresh resume until both are there.
 	if !testsupport.Eventually(t, 15*time.Second, func() bool {
 		if resumed != nil {
-			resumed.close()
+			resumed.Close()
 		}
-		resumed = cl.stream(a.URL, ev.ID)
-		resumed.nextRaw() // priming
+		resumed = cl.Stream(a, ev.ID)
+		resumed.NextRaw() // priming
 		missed = nil
 		for len(missed) < 2 {
-			select {
-			case e, ok := <-resumed.events:
-				if !ok {
-					return false
-				}
-				if e.msg != nil {
-					missed = append(missed, e)
-				}
-			case <-time.After(300 * time.Millisecond):
+			e, ok := resumed.NextWithin(300 * time.Millisecond)
+			if !ok {
 				return false
 			}
+			missed = append(missed, e)
 		}
 		return true
 	}) {
@@ -168,8 +153,8 @@ func TestStreams_SubscribeHereStreamThereResumeElsewhere(t *testing.T) {
 		t.Fatalf("replayed ids %q %q after %q", missed[0].ID, missed[1].ID, ev.ID)
 	}
 	// Live events continue on the resumed stream.
-	cl.mustCall(b.URL, "tools/call", map[string]any{"name": "gateway-one-increment"})
-	if live := resumed.next(); live.method() != "notifications/resources/updated" {
+	cl.Call(b, "tools/call", map[string]any{"name": "gateway-one-increment"})
+	if live := resumed.Next(); live.Method() != "notifications/resources/updated" {
 		t.Fatalf("live after resume: %s", live.Data)
 	}
 }
@@ -177,10 +162,10 @@ func TestStreams_SubscribeHereStreamThereResumeElsewhere(t *testing.T) {
 func TestStreams_ConfigReloadEmitsListChanged(t *testing.T) {
 	c := newCluster(t)
 	a := c.start()
-	cl := &rawClient{t: t, token: c.token("alice")}
-	cl.initialize(a.URL)
-	st := cl.stream(a.URL, "")
-	st.nextRaw()
+	cl := c.client("alice")
+	cl.Initialize(a, nil)
+	st := cl.Stream(a, "")
+	st.NextRaw()
 	cfg, err := readFile(c.config)
 	if err != nil {
 		t.Fatal(err)
@@ -188,11 +173,11 @@ func TestStreams_ConfigReloadEmitsListChanged(t *testing.T) {
 	c.writeConfig(strings.Replace(cfg, "Public.Tool", "Stats.Tool", 1))
 	a.Signal(sighup)
 	for _, want := range []string{"notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"} {
-		if ev := st.next(); ev.method() != want {
+		if ev := st.Next(); ev.Method() != want {
 			t.Fatalf("got %s, want %s", ev.Data, want)
 		}
 	}
-	tools := cl.mustCall(a.URL, "tools/list", nil)
+	tools := cl.Call(a, "tools/list", nil).Result()
 	if !strings.Contains(toJSON(tools), "Stats.Tool") {
 		t.Fatalf("reloaded alias not in force: %v", tools)
 	}
@@ -212,21 +197,21 @@ func readFile(path string) (string, error) {
 func TestStreams_CallStreamResumedOnAnotherInstance(t *testing.T) {
 	c := newClusterWith(t, testsupport.BackendOptions{StreamingTools: true})
 	a, b := c.start(), c.start()
-	cl := &rawClient{t: t, token: c.token("alice")}
-	cl.initializeCaps(a.URL, `{}`)
-	s := cl.callStreaming(a.URL, 3, "tools/call", map[string]any{"name": "gateway-one-progress",
+	cl := c.client("alice")
+	cl.Initialize(a, nil)
+	s := cl.CallStreaming(a, 3, "tools/call", map[string]any{"name": "gateway-one-progress",
 		"arguments": map[string]any{"steps": 4, "delayMs": 200}, "_meta": map[string]any{"progressToken": "t"}})
-	first := s.next()
-	if first.method() != "notifications/progress" || !strings.Contains(first.ID, "_") {
+	first := s.Next()
+	if first.Method() != "notifications/progress" || !strings.Contains(first.ID, "_") {
 		t.Fatalf("first event %+v: want progress with a call-stream id", first)
 	}
-	s.close()
+	s.Close()
 
-	resumed := cl.stream(b.URL, first.ID)
+	resumed := cl.Stream(b, first.ID)
 	var steps []string
 	for {
-		ev := resumed.next()
-		if ev.method() == "notifications/progress" {
+		ev := resumed.Next()
+		if ev.Method() == "notifications/progress" {
 			var p struct{ Params struct{ Progress float64 } }
 			_ = json.Unmarshal([]byte(ev.Data), &p)
 			steps = append(steps, fmt.Sprint(p.Params.Progress))
@@ -241,20 +226,7 @@ func TestStreams_CallStreamResumedOnAnotherInstance(t *testing.T) {
 		t.Fatalf("resumed progress steps %v, want 2,3,4", steps)
 	}
 	// The answer ends the resumed stream.
-	deadline := time.After(15 * time.Second)
-	for {
-		select {
-		case ev, ok := <-resumed.events:
-			if !ok {
-				return
-			}
-			if ev.msg != nil {
-				t.Fatalf("event after the answer: %s", ev.Data)
-			}
-		case <-deadline:
-			t.Fatal("the resumed stream did not end after the answer")
-		}
-	}
+	resumed.ExpectEnd(15 * time.Second)
 }
 
 // A resumed call whose instance died never gets an answer: once the dead
@@ -269,19 +241,19 @@ func TestStreams_ResumedCallWhoseInstanceDiedEndsWithAnError(t *testing.T) {
 	}
 	c.writeConfig("streams:\n  call_lease: 1s\n" + cfg)
 	a, b := c.start(), c.start()
-	cl := &rawClient{t: t, token: c.token("alice")}
-	cl.initializeCaps(a.URL, `{}`)
-	s := cl.callStreaming(a.URL, 4, "tools/call", map[string]any{"name": "gateway-one-block",
+	cl := c.client("alice")
+	cl.Initialize(a, nil)
+	s := cl.CallStreaming(a, 4, "tools/call", map[string]any{"name": "gateway-one-block",
 		"arguments": map[string]any{"tag": "died"}, "_meta": map[string]any{"progressToken": "t"}})
-	prime := s.nextRaw()
+	prime := s.NextRaw()
 	if !strings.Contains(prime.ID, "_") {
 		t.Fatalf("first event %+v: want a priming event with a call-stream id", prime)
 	}
-	s.close()
+	s.Close()
 	a.Kill()
 
-	resumed := cl.stream(b.URL, prime.ID)
-	ev := resumed.next()
+	resumed := cl.Stream(b, prime.ID)
+	ev := resumed.Next()
 	var answer struct {
 		ID    any `json:"id"`
 		Error *struct {
@@ -294,17 +266,5 @@ func TestStreams_ResumedCallWhoseInstanceDiedEndsWithAnError(t *testing.T) {
 		t.Fatalf("resumed stream gave %s, want a -32603 error for request 4", ev.Data)
 	}
 	// The error ends the stream, as an answer would.
-	for {
-		select {
-		case e, ok := <-resumed.events:
-			if !ok {
-				return
-			}
-			if e.msg != nil {
-				t.Fatalf("event after the terminal error: %s", e.Data)
-			}
-		case <-time.After(15 * time.Second):
-			t.Fatal("the resumed stream did not end after the terminal error")
-		}
-	}
+	resumed.ExpectEnd(15 * time.Second)
 }

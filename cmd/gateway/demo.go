@@ -9,6 +9,7 @@ import (
 	"github.com/mcpgw/gateway/handler/config"
 	"github.com/mcpgw/gateway/localdev/demobackend"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/upstream"
 )
 
 // demoConfig starts two in-process demo backends and returns a config with
@@ -30,11 +31,8 @@ func demoConfig(ctx context.Context) (*config.Config, func(), error) {
 		}
 		stops = append(stops, stop)
 		backends[name] = &router.Backend{
-			Key:       name,
-			URL:       url,
-			Transport: router.TransportStreamableHTTP,
-			Timeout:   30 * time.Second,
-			Session:   router.SessionPerRequest,
+			Config:  upstream.Config{Key: name, URL: url, Transport: upstream.TransportStreamableHTTP, Timeout: 30 * time.Second},
+			Session: router.SessionPerRequest,
 		}
 	}
 	backends["gateway-one"].ToolNameAliases = map[string]string{"Public.Tool": "get_stats"}

@@ -10,14 +10,31 @@ import (
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/mcpgw/gateway/tests/testsupport"
 )
 
 // An endpoint is one way of reaching the gateway: a Lambda event source
 // under the emulator, or the plain HTTP server. Tests drive a session
-// through any mix of them.
+// through any mix of them, with testsupport.Client (Do) or by hand (do).
 type endpoint interface {
+	testsupport.Endpoint
 	name() string
 	do(t testing.TB, method, path string, header http.Header, body []byte) *response
+}
+
+// doHTTP is an endpoint's Do: req through its do, the answer as an
+// http.Response whose body is already whole.
+func doHTTP(t testing.TB, ep endpoint, req *http.Request) *http.Response {
+	t.Helper()
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := ep.do(t, req.Method, req.URL.Path, req.Header, body)
+	return &http.Response{StatusCode: r.status, Header: r.header, Body: io.NopCloser(bytes.NewReader(r.body))}
 }
 
 type response struct {
@@ -53,6 +70,8 @@ type functionURL struct {
 }
 
 func (e *functionURL) name() string { return "function URL" }
+
+func (e *functionURL) Do(t testing.TB, req *http.Request) *http.Response { return doHTTP(t, e, req) }
 
 func (e *functionURL) do(t testing.TB, method, path string, header http.Header, body []byte) *response {
 	t.Helper()
@@ -112,6 +131,8 @@ type httpAPI struct{ rie *rieProcess }
 
 func (e *httpAPI) name() string { return "API Gateway HTTP API" }
 
+func (e *httpAPI) Do(t testing.TB, req *http.Request) *http.Response { return doHTTP(t, e, req) }
+
 func (e *httpAPI) do(t testing.TB, method, path string, header http.Header, body []byte) *response {
 	t.Helper()
 	ev := events.APIGatewayV2HTTPRequest{
@@ -138,6 +159,8 @@ func (e *httpAPI) do(t testing.TB, method, path string, header http.Header, body
 type restAPI struct{ rie *rieProcess }
 
 func (e *restAPI) name() string { return "API Gateway REST API" }
+
+func (e *restAPI) Do(t testing.TB, req *http.Request) *http.Response { return doHTTP(t, e, req) }
 
 func (e *restAPI) do(t testing.TB, method, path string, header http.Header, body []byte) *response {
 	t.Helper()
@@ -178,6 +201,8 @@ func (e *alb) name() string {
 	return "ALB"
 }
 
+func (e *alb) Do(t testing.TB, req *http.Request) *http.Response { return doHTTP(t, e, req) }
+
 func (e *alb) do(t testing.TB, method, path string, header http.Header, body []byte) *response {
 	t.Helper()
 	ev := events.ALBTargetGroupRequest{
@@ -210,6 +235,8 @@ func (e *alb) do(t testing.TB, method, path string, header http.Header, body []b
 type plainHTTP struct{ base string }
 
 func (e *plainHTTP) name() string { return "plain HTTP server" }
+
+func (e *plainHTTP) Do(t testing.TB, req *http.Request) *http.Response { return doHTTP(t, e, req) }
 
 func (e *plainHTTP) do(t testing.TB, method, path string, header http.Header, body []byte) *response {
 	t.Helper()

@@ -89,6 +89,8 @@ func (f *fixture) startPlain() *plainHTTP {
 	return &plainHTTP{base: strings.TrimRight(p.URL, "/")}
 }
 
-func (f *fixture) client(sub string) *mcpClient {
-	return &mcpClient{t: f.t, vhost: "demo", token: testsupport.MintJWT(f.t, jwtSecret, testsupport.StdClaims(sub))}
+// client is a hand-written MCP client for sub on the "demo" vhost, for
+// test t: each request of its session may take any endpoint.
+func (f *fixture) client(t testing.TB, sub string) *testsupport.Client {
+	return &testsupport.Client{T: t, VHost: "demo", Token: testsupport.MintJWT(t, jwtSecret, testsupport.StdClaims(sub))}
 }

@@ -175,12 +175,12 @@ func TestColdStart_UnderEmulator(t *testing.T) {
 		rie := startRIE(t, f.lambdaEnv("url")...)
 		ep := &functionURL{rie: rie, domain: functionURLDomain}
 		start := time.Now()
-		c := f.client("coldstart")
-		c.initialize(ep, nil)
+		c := f.client(t, "coldstart")
+		c.Initialize(ep, nil)
 		first = append(first, ms(time.Since(start)))
 		start = time.Now()
-		c2 := f.client("coldstart")
-		c2.initialize(ep, nil)
+		c2 := f.client(t, "coldstart")
+		c2.Initialize(ep, nil)
 		warm = append(warm, ms(time.Since(start)))
 		if !testsupport.Eventually(t, 5*time.Second, func() bool { _, _, ok := rie.initDurations(); return ok }) {
 			t.Fatalf("no INIT REPORT / init line in the output:\n%s", rie.Output())

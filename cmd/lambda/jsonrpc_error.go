@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/mcpgw/gateway/router/wire"
@@ -15,15 +14,10 @@ const (
 )
 
 // writeJSONRPCError answers with an HTTP status and a JSON-RPC error body
-// (id null), the shape of the handler's own transport-level errors, which
-// every MCP client can display.
-func writeJSONRPCError(w http.ResponseWriter, status, code int, msg string) {
-	body, _ := json.Marshal(map[string]any{
-		"jsonrpc": "2.0",
-		"id":      nil,
-		"error":   map[string]any{"code": code, "message": msg},
-	})
+// (id null), written by the same wire.ErrorBody as the handler's own
+// transport-level errors, which every MCP client can display.
+func writeJSONRPCError(w http.ResponseWriter, status int, code int64, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(body, '\n'))
+	_, _ = w.Write(wire.ErrorBody(nil, code, msg))
 }

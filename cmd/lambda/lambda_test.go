@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgw/gateway/tests/testsupport"
 )
 
 // progressParams is a tools/call of the streaming backend's "progress"
@@ -21,15 +23,15 @@ func progressParams(token string, steps int) map[string]any {
 
 // checkProgressReply asserts an SSE answer of `steps` progress
 // notifications carrying the client's token, in order, then the result.
-func checkProgressReply(t *testing.T, r *reply, token string, steps int) {
+func checkProgressReply(t *testing.T, r *testsupport.Reply, token string, steps int) {
 	t.Helper()
-	if !r.sse {
-		t.Fatalf("tools/call with a progress token: Content-Type %q, want text/event-stream; body %s", r.header.Get("Content-Type"), r.body)
+	if !r.SSE {
+		t.Fatalf("tools/call with a progress token: Content-Type %q, want text/event-stream; body %s", r.Header.Get("Content-Type"), r.Body)
 	}
-	if len(r.messages) != steps+1 {
-		t.Fatalf("got %d SSE messages, want %d progress + the result: %s", len(r.messages), steps, r.body)
+	if len(r.Messages) != steps+1 {
+		t.Fatalf("got %d SSE messages, want %d progress + the result: %s", len(r.Messages), steps, r.Body)
 	}
-	for i, m := range r.messages[:steps] {
+	for i, m := range r.Messages[:steps] {
 		var p struct {
 			ProgressToken string  `json:"progressToken"`
 			Progress      float64 `json:"progress"`
@@ -38,7 +40,7 @@ func checkProgressReply(t *testing.T, r *reply, token string, steps int) {
 			t.Fatalf("message %d = %s %s, want progress %d with token %q", i, m.Method, m.Params, i+1, token)
 		}
 	}
-	if got := resultText(t, r); got != "done" {
+	if got := r.Text(); got != "done" {
 		t.Fatalf("result %q, want done", got)
 	}
 }
@@ -60,45 +62,45 @@ func TestFunctionURL_SessionWithStreamedProgressOnRedis(t *testing.T) {
 	f := newFixture(t)
 	rie := startRIE(t, f.lambdaEnv("")...) // MCPGW_LAMBDA_MODE unset: url
 	ep := &functionURL{rie: rie, domain: functionURLDomain}
-	c := f.client("alice")
+	c := f.client(t, "alice")
 
-	c.initialize(ep, nil)
-	if !sessionInRedis(t, c.sid) {
-		t.Fatalf("session %s is not in Redis", c.sid)
+	c.Initialize(ep, nil)
+	if !sessionInRedis(t, c.SessionID) {
+		t.Fatalf("session %s is not in Redis", c.SessionID)
 	}
 	if !strings.Contains(rie.Output(), `"mode":"url"`) {
 		t.Errorf("init line does not name mode url:\n%s", rie.Output())
 	}
 
-	tools := toolNames(t, c.call(ep, "tools/list", nil))
+	tools := c.Call(ep, "tools/list", nil).ToolNames()
 	for _, want := range []string{"gateway-one-progress", "gateway-one-echo", "gateway-two-echo"} {
 		if !slices.Contains(tools, want) {
 			t.Errorf("tools/list lacks %s: %v", want, tools)
 		}
 	}
 
-	checkProgressReply(t, c.call(ep, "tools/call", progressParams("tok-1", 3)), "tok-1", 3)
+	checkProgressReply(t, c.Call(ep, "tools/call", progressParams("tok-1", 3)), "tok-1", 3)
 	// The backend credential came from the environment (a secret on
 	// Lambda) through the config's ${ENV} expansion.
 	if got := f.backends["gateway-one"].LastHeaders("tools/call").Get("X-Backend-Token"); got != backendToken {
 		t.Errorf("backend got X-Backend-Token %q, want the value of %s", got, backendTokenEnv)
 	}
 
-	if st := c.delete(ep); st != http.StatusOK {
+	if st := c.Delete(ep); st != http.StatusOK {
 		t.Fatalf("DELETE: %d", st)
 	}
-	if sessionInRedis(t, c.sid) {
+	if sessionInRedis(t, c.SessionID) {
 		t.Error("session still in Redis after DELETE")
 	}
-	if r := c.request(ep, "tools/list", nil); r.status != http.StatusNotFound {
-		t.Errorf("tools/list after DELETE: %d, want 404", r.status)
+	if r := c.Request(ep, "tools/list", nil); r.Status != http.StatusNotFound {
+		t.Errorf("tools/list after DELETE: %d, want 404", r.Status)
 	}
 
 	// Host is the Function URL's domain: a config whose allowed_hosts
 	// does not list it refuses every request.
 	other := &functionURL{rie: rie, domain: "zzzz.lambda-url.eu-west-1.on.aws"}
-	if r := c.request(other, "tools/list", nil); r.status != http.StatusForbidden {
-		t.Errorf("request for a domain not in allowed_hosts: %d, want 403", r.status)
+	if r := c.Request(other, "tools/list", nil); r.Status != http.StatusForbidden {
+		t.Errorf("request for a domain not in allowed_hosts: %d, want 403", r.Status)
 	}
 }
 
@@ -112,36 +114,36 @@ func TestHTTPAPI_SessionBufferedOnRedis(t *testing.T) {
 	rie := startRIE(t, append(f.secrets(),
 		envMode+"=apigw-v2", envConfig+"="+f.configPath, envRedisURL+"="+redisSrv.URL())...)
 	ep := &httpAPI{rie: rie}
-	c := f.client("bob")
+	c := f.client(t, "bob")
 
 	// The client says it can sample; in a buffered mode it never could
 	// answer in time, so the gateway's session records that it cannot.
-	c.initialize(ep, map[string]any{"sampling": map[string]any{}, "roots": map[string]any{}})
-	if !sessionInRedis(t, c.sid) {
-		t.Fatalf("session %s is not in Redis", c.sid)
+	c.Initialize(ep, map[string]any{"sampling": map[string]any{}, "roots": map[string]any{}})
+	if !sessionInRedis(t, c.SessionID) {
+		t.Fatalf("session %s is not in Redis", c.SessionID)
 	}
-	if tools := toolNames(t, c.call(ep, "tools/list", nil)); !slices.Contains(tools, "gateway-two-echo") {
+	if tools := c.Call(ep, "tools/list", nil).ToolNames(); !slices.Contains(tools, "gateway-two-echo") {
 		t.Errorf("tools/list: %v", tools)
 	}
-	checkProgressReply(t, c.call(ep, "tools/call", progressParams("tok-2", 2)), "tok-2", 2)
+	checkProgressReply(t, c.Call(ep, "tools/call", progressParams("tok-2", 2)), "tok-2", 2)
 
 	start := time.Now()
-	r := c.call(ep, "tools/call", map[string]any{"name": "gateway-one-sample", "arguments": map[string]any{"prompt": "hi"}})
-	if got := resultText(t, r); !strings.HasPrefix(got, "sampling failed") {
+	r := c.Call(ep, "tools/call", map[string]any{"name": "gateway-one-sample", "arguments": map[string]any{"prompt": "hi"}})
+	if got := r.Text(); !strings.HasPrefix(got, "sampling failed") {
 		t.Errorf("sample tool: %q, want the backend to see sampling refused", got)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("the sampling call took %v: it waited for a client that cannot answer", d)
 	}
 
-	g := ep.do(t, http.MethodGet, c.path(), c.headers("text/event-stream"), nil)
+	g := ep.do(t, http.MethodGet, c.Path(), c.Header("text/event-stream"), nil)
 	checkGETRefused(t, ep, g)
 
-	if st := c.delete(ep); st != http.StatusOK {
+	if st := c.Delete(ep); st != http.StatusOK {
 		t.Fatalf("DELETE: %d", st)
 	}
-	if r := c.request(ep, "tools/list", nil); r.status != http.StatusNotFound {
-		t.Errorf("tools/list after DELETE: %d, want 404", r.status)
+	if r := c.Request(ep, "tools/list", nil); r.Status != http.StatusNotFound {
+		t.Errorf("tools/list after DELETE: %d, want 404", r.Status)
 	}
 }
 
@@ -150,7 +152,7 @@ func checkGETRefused(t *testing.T, ep endpoint, r *response) {
 	if r.status != http.StatusMethodNotAllowed {
 		t.Fatalf("GET stream via %s: %d, want 405; body %s", ep.name(), r.status, r.body)
 	}
-	var body message
+	var body testsupport.Message
 	if err := json.Unmarshal(r.body, &body); err != nil || body.Error == nil ||
 		!strings.Contains(body.Error.Message, "Function URL") || !strings.Contains(string(r.body), `"id":null`) {
 		t.Errorf("GET stream via %s: body %s, want a JSON-RPC error (id null) pointing to the Function URL", ep.name(), r.body)
@@ -178,17 +180,17 @@ func TestBufferedModes_RefuseGETStreams(t *testing.T) {
 		t.Run(ep.name(), func(t *testing.T) {
 			t.Parallel()
 			ep := tc.ep(startRIE(t, f.lambdaEnv(tc.mode)...))
-			c := f.client("carol")
-			c.initialize(ep, nil)
-			if got := resultText(t, c.call(ep, "tools/call", map[string]any{
-				"name": "gateway-two-echo", "arguments": map[string]any{"text": "hi"}})); !strings.Contains(got, "hi") {
+			c := f.client(t, "carol")
+			c.Initialize(ep, nil)
+			if got := c.Call(ep, "tools/call", map[string]any{
+				"name": "gateway-two-echo", "arguments": map[string]any{"text": "hi"}}).Text(); !strings.Contains(got, "hi") {
 				t.Errorf("echo: %q", got)
 			}
-			checkGETRefused(t, ep, ep.do(t, http.MethodGet, c.path(), c.headers("text/event-stream"), nil))
+			checkGETRefused(t, ep, ep.do(t, http.MethodGet, c.Path(), c.Header("text/event-stream"), nil))
 			if r := ep.do(t, http.MethodGet, "/healthz", nil, nil); r.status != http.StatusOK {
 				t.Errorf("/healthz: %d %s", r.status, r.body)
 			}
-			if st := c.delete(ep); st != http.StatusOK {
+			if st := c.Delete(ep); st != http.StatusOK {
 				t.Errorf("DELETE: %d", st)
 			}
 		})
@@ -212,28 +214,28 @@ func TestSession_MovesBetweenLambdaAndPlainServer(t *testing.T) {
 		{"plain then lambda", "erin", plain, lam},
 	} {
 		t.Run(dir.name, func(t *testing.T) {
-			c := f.client(dir.user)
-			c.initialize(dir.start, nil)
+			c := f.client(t, dir.user)
+			c.Initialize(dir.start, nil)
 			token := "p-" + dir.user
-			checkProgressReply(t, c.call(dir.next, "tools/call", progressParams(token, 2)), token, 2)
-			if tools := toolNames(t, c.call(dir.start, "tools/list", nil)); len(tools) == 0 {
+			checkProgressReply(t, c.Call(dir.next, "tools/call", progressParams(token, 2)), token, 2)
+			if tools := c.Call(dir.start, "tools/list", nil).ToolNames(); len(tools) == 0 {
 				t.Error("no tools")
 			}
-			if st := c.delete(dir.next); st != http.StatusOK {
+			if st := c.Delete(dir.next); st != http.StatusOK {
 				t.Fatalf("DELETE on the second endpoint: %d", st)
 			}
-			if r := c.request(dir.start, "tools/list", nil); r.status != http.StatusNotFound {
-				t.Errorf("first endpoint after DELETE on the second: %d, want 404", r.status)
+			if r := c.Request(dir.start, "tools/list", nil); r.Status != http.StatusNotFound {
+				t.Errorf("first endpoint after DELETE on the second: %d, want 404", r.Status)
 			}
 		})
 	}
 	t.Run("another principal gets 404", func(t *testing.T) {
-		c := f.client("frank")
-		c.initialize(lam, nil)
-		mallory := f.client("mallory")
-		mallory.sid = c.sid
-		if r := mallory.request(plain, "tools/list", nil); r.status != http.StatusNotFound {
-			t.Errorf("foreign principal: %d, want 404", r.status)
+		c := f.client(t, "frank")
+		c.Initialize(lam, nil)
+		mallory := f.client(t, "mallory")
+		mallory.SessionID = c.SessionID
+		if r := mallory.Request(plain, "tools/list", nil); r.Status != http.StatusNotFound {
+			t.Errorf("foreign principal: %d, want 404", r.Status)
 		}
 	})
 }

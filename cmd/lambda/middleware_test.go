@@ -276,7 +276,7 @@ func TestSetup_AdaptersInProcess(t *testing.T) {
 		t.Setenv(k, v) // the config reads secrets from the process environment
 	}
 	h := http.Header{}
-	h.Set("Authorization", "Bearer "+f.client("ivan").token)
+	h.Set("Authorization", "Bearer "+f.client(t, "ivan").Token)
 	h.Set("Accept", "application/json, text/event-stream")
 	h.Set("Content-Type", "application/json")
 	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`

@@ -76,22 +76,27 @@ func tryStartRIE(t testing.TB, rie, bootstrap string, env []string) (*rieProcess
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 
 	// RIE says nothing when it starts listening: wait until it accepts.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
-		}
+	var exited bool
+	listening := testsupport.Eventually(t, 10*time.Second, func() bool {
 		select {
 		case <-p.exited:
-			return nil, fmt.Errorf("emulator exited: %s", out.String())
-		case <-time.After(10 * time.Millisecond):
+			exited = true
+			return true
+		default:
 		}
-		if time.Now().After(deadline) {
-			p.stop()
-			return nil, fmt.Errorf("emulator not listening on %s after 10s: %s", addr, out.String())
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false
 		}
+		c.Close()
+		return true
+	})
+	switch {
+	case exited:
+		return nil, fmt.Errorf("emulator exited: %s", out.String())
+	case !listening:
+		p.stop()
+		return nil, fmt.Errorf("emulator not listening on %s after 10s: %s", addr, out.String())
 	}
 	t.Cleanup(func() {
 		p.stop()

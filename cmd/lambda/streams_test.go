@@ -56,14 +56,14 @@ func TestFunctionURL_GETStreamEndsCleanlyAndResumesElsewhere(t *testing.T) {
 	plain := f.startPlain()
 	one := f.backends["gateway-one"]
 
-	c := f.client("grace")
-	c.initialize(plain, nil)
-	c.call(plain, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"})
+	c := f.client(t, "grace")
+	c.Initialize(plain, nil)
+	c.Call(plain, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"})
 
 	// The invocation holds the stream; the emulator hands over the whole
 	// response once it ends.
 	gets := one.Count("GET")
-	ev := lam.event(t, http.MethodGet, c.path(), c.headers("text/event-stream"), nil)
+	ev := lam.event(t, http.MethodGet, c.Path(), c.Header("text/event-stream"), nil)
 	type result struct {
 		payload []byte
 		err     error
@@ -78,7 +78,7 @@ func TestFunctionURL_GETStreamEndsCleanlyAndResumesElsewhere(t *testing.T) {
 	if !one.WaitCount("GET", gets+1, 10*time.Second) {
 		t.Fatal("the Lambda invocation opened no backend listener for the GET stream")
 	}
-	c.call(plain, "tools/call", map[string]any{"name": "gateway-one-increment"})
+	c.Call(plain, "tools/call", map[string]any{"name": "gateway-one-increment"})
 
 	var res result
 	select {
@@ -114,8 +114,8 @@ func TestFunctionURL_GETStreamEndsCleanlyAndResumesElsewhere(t *testing.T) {
 	// replayed from the event log with the same id.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, plain.base+c.path(), nil)
-	for k, v := range c.headers("text/event-stream") {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, plain.base+c.Path(), nil)
+	for k, v := range c.Header("text/event-stream") {
 		req.Header[k] = v
 	}
 	req.Header.Set("Last-Event-ID", evs[0].id)
@@ -145,12 +145,11 @@ func TestFunctionURL_SamplingDuringACallAnsweredOnAnotherInstance(t *testing.T) 
 	lam := &functionURL{rie: startRIE(t, f.lambdaEnv("url")...), domain: functionURLDomain}
 	plain := f.startPlain()
 
-	c := f.client("heidi")
-	c.initialize(plain, map[string]any{"sampling": map[string]any{}})
-	c.next++
-	h := c.headers("application/json, text/event-stream")
+	c := f.client(t, "heidi")
+	c.Initialize(plain, map[string]any{"sampling": map[string]any{}})
+	h := c.Header("application/json, text/event-stream")
 	h.Set("Content-Type", "application/json")
-	ev := lam.event(t, http.MethodPost, c.path(), h, mustJSON(t, map[string]any{"jsonrpc": "2.0", "id": c.next, "method": "tools/call",
+	ev := lam.event(t, http.MethodPost, c.Path(), h, mustJSON(t, map[string]any{"jsonrpc": "2.0", "id": c.NextID(), "method": "tools/call",
 		"params": map[string]any{"name": "gateway-one-sample", "arguments": map[string]any{"prompt": "6x7?"}}}))
 	done := make(chan []byte, 1)
 	errc := make(chan error, 1)
@@ -165,7 +164,7 @@ func TestFunctionURL_SamplingDuringACallAnsweredOnAnotherInstance(t *testing.T) 
 
 	var pending string
 	if !testsupport.Eventually(t, 10*time.Second, func() bool {
-		fields, _ := redisSrv.Client().HKeys(t.Context(), "mcpgw:{"+c.sid+"}:session").Result()
+		fields, _ := redisSrv.Client().HKeys(t.Context(), "mcpgw:{"+c.SessionID+"}:session").Result()
 		for _, k := range fields {
 			if id, ok := strings.CutPrefix(k, "p:"); ok {
 				pending = id // the JSON-RPC id, as JSON
@@ -177,9 +176,9 @@ func TestFunctionURL_SamplingDuringACallAnsweredOnAnotherInstance(t *testing.T) 
 		t.Fatal("the invocation recorded no pending sampling request")
 	}
 	answer := []byte(`{"jsonrpc":"2.0","id":` + pending + `,"result":{"role":"assistant","content":{"type":"text","text":"42"},"model":"m"}}`)
-	ah := c.headers("application/json, text/event-stream")
+	ah := c.Header("application/json, text/event-stream")
 	ah.Set("Content-Type", "application/json")
-	if r := plain.do(t, http.MethodPost, c.path(), ah, answer); r.status != http.StatusAccepted {
+	if r := plain.do(t, http.MethodPost, c.Path(), ah, answer); r.status != http.StatusAccepted {
 		t.Fatalf("answer on the plain server: %d %s", r.status, r.body)
 	}
 
@@ -191,11 +190,12 @@ func TestFunctionURL_SamplingDuringACallAnsweredOnAnotherInstance(t *testing.T) 
 	case <-time.After(20 * time.Second):
 		t.Fatal("the call did not complete after the answer")
 	}
-	r := parseReply(t, parseStreamingResponse(t, payload))
-	if len(r.messages) != 2 || r.messages[0].Method != "sampling/createMessage" || string(r.messages[0].ID) != pending {
-		t.Fatalf("want the sampling request (id %s) then the result on the call's stream: %s", pending, r.body)
+	res := parseStreamingResponse(t, payload)
+	r := testsupport.ParseReply(t, res.status, res.header, res.body)
+	if len(r.Messages) != 2 || r.Messages[0].Method != "sampling/createMessage" || string(r.Messages[0].ID) != pending {
+		t.Fatalf("want the sampling request (id %s) then the result on the call's stream: %s", pending, r.Body)
 	}
-	if got := resultText(t, r); got != "model said: 42" {
+	if got := r.Text(); got != "model said: 42" {
 		t.Fatalf("result %q", got)
 	}
 }

@@ -3,7 +3,6 @@ package auth
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -65,8 +64,7 @@ func unauthorized(w http.ResponseWriter, challenge string, err error) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusUnauthorized)
-	// msg is one of a few fixed ASCII strings: no JSON escaping needed.
-	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":` + strconv.Itoa(CodeUnauthorized) + `,"message":"` + msg + `"}}` + "\n"))
+	_, _ = w.Write(wire.ErrorBody(nil, CodeUnauthorized, msg))
 }
 
 // ChallengeParam formats one auth-param of a challenge: name="value",

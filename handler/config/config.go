@@ -53,8 +53,11 @@ type Config struct {
 	SessionTTL time.Duration
 	// AllowedHosts is the Host allow-list (lower-cased); empty allows any Host.
 	AllowedHosts []string
-	// AllowedOrigins is the Origin allow-list, each "scheme://host[:port]"
-	// lower-cased; empty means no Origin check.
+	// AllowedOrigins lists the browser origins, each "scheme://host[:port]"
+	// lower-cased, allowed besides the request's own origin. Empty does not
+	// turn the Origin check off: a request without Origin (a non-browser
+	// client) or from the gateway's own origin passes, any other Origin
+	// gets 403.
 	AllowedOrigins []string
 	MaxBodyBytes   int64
 	// CursorSecret is the pagination cursor signing key taken from

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/upstream"
 )
 
 const src = "config.yaml"
@@ -134,22 +135,26 @@ func TestConfig_FullExampleParsesWithDefaults(t *testing.T) {
 	demo := cfg.VirtualHosts["demo"]
 	want := &router.VirtualHost{Name: "demo", Backends: map[string]*router.Backend{
 		"gateway-one": {
-			Key: "gateway-one", URL: "http://127.0.0.1:9001/mcp", Transport: router.TransportStreamableHTTP,
-			Timeout: 30 * time.Second, PassthroughHeaders: []string{"X-Tenant"},
-			AddHeaders: map[string]string{"Authorization": "Bearer " + testBackendToken}, RemoveHeaders: []string{},
+			Config: upstream.Config{
+				Key: "gateway-one", URL: "http://127.0.0.1:9001/mcp", Transport: upstream.TransportStreamableHTTP,
+				Timeout: 30 * time.Second, PassthroughHeaders: []string{"X-Tenant"},
+				AddHeaders: map[string]string{"Authorization": "Bearer " + testBackendToken}, RemoveHeaders: []string{},
+			},
 			ToolNameAliases: map[string]string{"Public.Tool": "get_stats"}, Session: router.SessionPerRequest,
 		},
 		"gateway-two": {
-			Key: "gateway-two", URL: "http://127.0.0.1:9002/mcp", Transport: router.TransportStreamableHTTP,
-			Timeout: DefaultTimeout, PassthroughHeaders: []string{}, AddHeaders: map[string]string{},
-			RemoveHeaders: []string{}, ToolNameAliases: map[string]string{}, Session: router.SessionPerRequest,
+			Config: upstream.Config{
+				Key: "gateway-two", URL: "http://127.0.0.1:9002/mcp", Transport: upstream.TransportStreamableHTTP,
+				Timeout: DefaultTimeout, PassthroughHeaders: []string{}, AddHeaders: map[string]string{}, RemoveHeaders: []string{},
+			},
+			ToolNameAliases: map[string]string{}, Session: router.SessionPerRequest,
 		},
 	}}
 	if !reflect.DeepEqual(demo, want) {
 		t.Errorf("demo vhost:\n got %+v\nwant %+v", *demo.Backends["gateway-one"], *want.Backends["gateway-one"])
 	}
 	old := cfg.VirtualHosts["legacy"].Backends["old"]
-	if old.Transport != router.TransportSSE || old.Session != router.SessionReuse || old.Timeout != 5*time.Second ||
+	if old.Transport != upstream.TransportSSE || old.Session != router.SessionReuse || old.Timeout != 5*time.Second ||
 		old.ListCacheTTL != 30*time.Second ||
 		!reflect.DeepEqual(old.RemoveHeaders, []string{"User-Agent"}) {
 		t.Errorf("legacy backend: %+v", *old)
@@ -163,7 +168,7 @@ func TestConfig_AppliesDefaults(t *testing.T) {
 	case cfg.SessionTTL != DefaultSessionTTL, cfg.MaxBodyBytes != DefaultMaxBodyBytes, cfg.CursorSecret != nil,
 		len(cfg.AllowedHosts) != 0, len(cfg.AllowedOrigins) != 0, cfg.Auth.Mode != ModeNone, cfg.Auth.JWT != nil:
 		t.Errorf("top-level defaults: %+v", cfg)
-	case b.Key != "one", b.Transport != router.TransportStreamableHTTP, b.Session != router.SessionPerRequest,
+	case b.Key != "one", b.Transport != upstream.TransportStreamableHTTP, b.Session != router.SessionPerRequest,
 		b.Timeout != DefaultTimeout, b.AddHeaders == nil, b.ToolNameAliases == nil, b.ListCacheTTL != 0:
 		t.Errorf("backend defaults: %+v", *b)
 	}
@@ -450,7 +455,8 @@ func TestConfig_RejectsConflictingHeaders(t *testing.T) {
 }
 
 // A header may be passed through and added (add overrides) or also
-// removed (remove wins): DESIGN.md's precedence, applied at request time.
+// removed (remove wins: removed last), the precedence the README's config
+// reference states; router/upstream applies it at request time.
 func TestConfig_AllowsOverlappingHeaderRulesWithPrecedence(t *testing.T) {
 	cfg, err := Parse([]byte(withBackends("one:\n  url: http://h\n  add_headers: {X-A: v}\n  passthrough_headers: [x-a, X-B]\n  remove_headers: [x-b]\n")), src)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/upstream"
 )
 
 // validator collects every problem of one source, in a stable order.
@@ -207,7 +208,7 @@ func (v *validator) origins(list []string) []string {
 		p := indexPath("allowed_origins", i)
 		o = strings.TrimSpace(o)
 		if o == "*" {
-			v.errf(p, `"*" is not supported: an empty list disables the Origin check`)
+			v.errf(p, `"*" is not supported: list each browser origin to allow (requests without Origin, and same-origin ones, are always allowed)`)
 			continue
 		}
 		u, err := url.Parse(o)
@@ -401,21 +402,23 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 		return nil
 	}
 	b := &router.Backend{
-		Key:             key,
-		URL:             v.backendURL(joinPath(path, "url"), strings.TrimSpace(raw.URL)),
-		Transport:       router.TransportStreamableHTTP,
-		Timeout:         v.duration(joinPath(path, "timeout"), raw.Timeout, DefaultTimeout, time.Nanosecond),
+		Config: upstream.Config{
+			Key:        key,
+			URL:        v.backendURL(joinPath(path, "url"), strings.TrimSpace(raw.URL)),
+			Transport:  upstream.TransportStreamableHTTP,
+			Timeout:    v.duration(joinPath(path, "timeout"), raw.Timeout, DefaultTimeout, time.Nanosecond),
+			AddHeaders: map[string]string{},
+		},
 		Session:         router.SessionPerRequest,
 		ListCacheTTL:    v.duration(joinPath(path, "list_cache"), raw.ListCache, 0, 0),
-		AddHeaders:      map[string]string{},
 		ToolNameAliases: map[string]string{},
 	}
-	switch t := router.Transport(raw.Transport); t {
+	switch t := upstream.Transport(raw.Transport); t {
 	case "":
-	case router.TransportStreamableHTTP, router.TransportSSE:
+	case upstream.TransportStreamableHTTP, upstream.TransportSSE:
 		b.Transport = t
 	default:
-		v.errf(joinPath(path, "transport"), "%q is not a transport (want streamable-http or sse)", raw.Transport)
+		v.errf(joinPath(path, "transport"), "%q is not a transport (want %s or %s)", raw.Transport, upstream.TransportStreamableHTTP, upstream.TransportSSE)
 	}
 	switch s := router.SessionMode(raw.Session); s {
 	case "":
@@ -430,8 +433,9 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 	v.addHeaders(joinPath(path, "add_headers"), raw.AddHeaders, b)
 
 	// A header may be both passed through and added (add overrides) or
-	// removed as well (remove wins): DESIGN.md's precedence, applied in
-	// router/upstream at request time.
+	// removed as well (remove wins: removed last), so none of these
+	// overlaps is an error; router/upstream applies that precedence at
+	// request time.
 
 	for _, alias := range sortedKeys(raw.ToolNameAliases) {
 		p := joinPath(joinPath(path, "tool_name_aliases"), alias)

@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/mcpgw/gateway/localdev/demobackend"
+	"github.com/mcpgw/gateway/tests/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
 )
 
 // start runs a demo backend for the duration of the test. It is not tied
@@ -322,7 +323,7 @@ func TestStateless(t *testing.T) {
 }
 
 func TestStopEndsEverything(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	url, stop, err := demobackend.Start(ctx, "127.0.0.1:0", "alpha", demobackend.Options{})
@@ -349,15 +350,8 @@ func TestStopEndsEverything(t *testing.T) {
 	stop() // idempotent
 	cs.Close()
 	hc.CloseIdleConnections()
-
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<20)
-		t.Errorf("%d goroutines after stop, %d before:\n%s", n, before, buf[:runtime.Stack(buf, true)])
-	}
+	// goleak names what stop left running, with its stack.
+	goleak.VerifyNone(t, before)
 }
 
 func TestContextCancelStops(t *testing.T) {
@@ -368,16 +362,14 @@ func TestContextCancelStops(t *testing.T) {
 	}
 	defer stop()
 	cancel()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	if !testsupport.Eventually(t, 5*time.Second, func() bool {
 		resp, err := http.Post(url, "application/json", nil)
 		if err != nil {
-			return // refused: the server is gone
+			return true // refused: the server is gone
 		}
 		resp.Body.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("server still answering after its context was cancelled")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatal("server still answering after its context was cancelled")
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/session"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/mcpgw/gateway/tests/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -68,10 +69,11 @@ func New(t testing.TB, redisURL string, opts Options, specs ...Spec) *Fixture {
 		}
 		b := testsupport.StartBackend(t, s.Opts)
 		f.Backends[s.Key] = b
-		cfg := &router.Backend{Key: s.Key, URL: b.URL, Transport: router.TransportStreamableHTTP,
-			Timeout: 5 * time.Second, Session: router.SessionPerRequest, ToolNameAliases: s.Aliases}
+		cfg := &router.Backend{
+			Config:  upstream.Config{Key: s.Key, URL: b.URL, Transport: upstream.TransportStreamableHTTP, Timeout: 5 * time.Second},
+			Session: router.SessionPerRequest, ToolNameAliases: s.Aliases}
 		if s.Opts.LegacySSE {
-			cfg.Transport = router.TransportSSE
+			cfg.Transport = upstream.TransportSSE
 		}
 		if s.Adjust != nil {
 			s.Adjust(cfg)

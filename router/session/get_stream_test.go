@@ -11,6 +11,7 @@ import (
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/routertest"
 	"github.com/mcpgw/gateway/router/session"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/mcpgw/gateway/tests/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -165,7 +166,7 @@ func TestStream_ConfigReloadEmitsListChanged(t *testing.T) {
 	ev := openStream(t, f.Instance, sid, "")
 	defer ev.Close()
 	changed := f.Router.Reload(map[string]*router.VirtualHost{f.VHost: {Name: f.VHost, Backends: map[string]*router.Backend{
-		"gateway-one": {Key: "gateway-one", URL: f.Backends["gateway-one"].URL, Timeout: 5 * time.Second},
+		"gateway-one": {Config: upstream.Config{Key: "gateway-one", URL: f.Backends["gateway-one"].URL, Timeout: 5 * time.Second}},
 	}}})
 	if len(changed) != 1 || changed[0] != f.VHost {
 		t.Fatalf("changed vhosts %v", changed)
@@ -250,8 +251,8 @@ func TestStream_CloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	vhosts := map[string]*router.VirtualHost{f.VHost: {Name: f.VHost, Backends: map[string]*router.Backend{
-		"gateway-one": {Key: "gateway-one", URL: f.Backends["gateway-one"].URL, Timeout: waitFor},
-		"gateway-two": {Key: "gateway-two", URL: f.Backends["gateway-two"].URL, Timeout: waitFor},
+		"gateway-one": {Config: upstream.Config{Key: "gateway-one", URL: f.Backends["gateway-one"].URL, Timeout: waitFor}},
+		"gateway-two": {Config: upstream.Config{Key: "gateway-two", URL: f.Backends["gateway-two"].URL, Timeout: waitFor}},
 	}}}
 	in := &instance{Store: st, Router: router.New(vhosts, router.Options{Store: st})}
 	in.Sessions = session.New(st, in.Router, session.Options{})

@@ -18,30 +18,22 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// Transport names accepted in Config.Transport.
-const (
-	TransportStreamableHTTP = "streamable-http"
-	TransportSSE            = "sse"
-)
+// Transport names how the gateway talks to a backend: the `transport` of
+// a backend in config. These are the only names; config accepts exactly
+// these.
+type Transport string
 
-// Protocol versions the client knows how to speak.
 const (
-	ProtocolVersion20241105 = "2024-11-05" // legacy HTTP+SSE
-	ProtocolVersion20250326 = "2025-03-26"
-	ProtocolVersion20250618 = "2025-06-18"
-	ProtocolVersion20251125 = "2025-11-25"
-	LatestProtocolVersion   = ProtocolVersion20251125
+	// TransportStreamableHTTP is the MCP Streamable HTTP transport
+	// (2025-03-26 on), the default.
+	TransportStreamableHTTP Transport = "streamable-http"
+	// TransportSSE is the legacy HTTP+SSE transport (2024-11-05).
+	TransportSSE Transport = "sse"
 )
-
-var knownProtocolVersions = map[string]bool{
-	ProtocolVersion20241105: true,
-	ProtocolVersion20250326: true,
-	ProtocolVersion20250618: true,
-	ProtocolVersion20251125: true,
-}
 
 const (
 	// cleanupTimeout bounds the best-effort messages sent when a call or a
@@ -53,18 +45,28 @@ const (
 	maxErrorBody = 64 << 10
 )
 
-// Config is what the client needs of one configured backend. It mirrors
-// router.Backend; it is separate so that router can import this package.
+// Config is the wire-level part of one configured backend: where it is,
+// how to reach it, how long to wait, and the header policy. router.Backend
+// embeds it and adds the routing rules, so config validation builds both
+// in one value and nothing is copied field by field.
 type Config struct {
-	Key       string // backend key: names the backend in every error
+	// Key is the backend key: it names the backend in every error, and is
+	// its public prefix on a multi-backend vhost.
+	Key       string
 	URL       string
-	Transport string // TransportStreamableHTTP (default when empty) or TransportSSE
+	Transport Transport // TransportStreamableHTTP (also when empty) or TransportSSE
 	// Timeout bounds Open and each Call, together with the caller's context.
 	// Zero means no bound beyond the caller's context.
-	Timeout            time.Duration
+	Timeout time.Duration
+	// PassthroughHeaders are copied from the downstream request (never
+	// Authorization).
 	PassthroughHeaders []string
-	AddHeaders         map[string]string // may hold secrets: never logged
-	RemoveHeaders      []string
+	// AddHeaders are set on every backend request; values are already
+	// ${ENV}-expanded and may hold secrets: never log them.
+	AddHeaders map[string]string
+	// RemoveHeaders are deleted last, so remove wins over add and
+	// passthrough.
+	RemoveHeaders []string
 	// MaxMessageBytes bounds one message (SSE event or JSON body) from the
 	// backend; zero means 16 MiB.
 	MaxMessageBytes int
@@ -151,22 +153,6 @@ type InitResult struct {
 	SessionID       string          // "" = the backend is stateless (always "" for legacy SSE)
 }
 
-// Initialize is Open + Close(false): the probe made at session initialize.
-// It always performs the handshake (SkipInitialize and SessionID are
-// ignored). Because the session is closed (DELETE) before it returns, the
-// SessionID in the result only says whether the backend is stateful; to
-// keep a backend session for reuse, call Open and Close(true) instead.
-func (c *Client) Initialize(ctx context.Context, h Handshake, downstream http.Header) (*InitResult, error) {
-	h.SkipInitialize, h.SessionID = false, ""
-	conn, err := c.Open(ctx, h, downstream)
-	if err != nil {
-		return nil, err
-	}
-	res := conn.Init()
-	_ = conn.Close(false) // the probe succeeded; a failed DELETE does not change that
-	return res, nil
-}
-
 // Open opens a per-request connection. Unless SkipInitialize or SessionID
 // is set (Streamable HTTP), it performs initialize and
 // notifications/initialized. Failures are *Error values naming the backend;
@@ -183,7 +169,7 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 	switch c.cfg.Transport {
 	case TransportSSE:
 		if h.ProtocolVersion == "" {
-			h.ProtocolVersion = ProtocolVersion20241105
+			h.ProtocolVersion = wire.LegacySSEProtocolVersion
 		}
 		var l *legacySSE
 		if l, err = openLegacySSE(openCtx, conn); err == nil {
@@ -193,7 +179,7 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 	case TransportStreamableHTTP, "":
 		conn.t = &streamable{conn: conn}
 		if h.ProtocolVersion == "" {
-			h.ProtocolVersion = LatestProtocolVersion
+			h.ProtocolVersion = wire.LatestProtocolVersion
 		}
 		switch {
 		case h.SessionID != "":
@@ -217,9 +203,8 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 	return conn, nil
 }
 
-// handshake performs initialize and notifications/initialized.
-func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
-	const op = "initialize"
+// initializeParams builds the params of an initialize request for h.
+func initializeParams(h Handshake) (json.RawMessage, error) {
 	caps, info := h.ClientCapabilities, h.ClientInfo
 	if len(caps) == 0 {
 		caps = json.RawMessage(`{}`)
@@ -227,11 +212,17 @@ func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
 	if len(info) == 0 {
 		info = json.RawMessage(`{"name":"mcpgw","version":"0"}`)
 	}
-	params, err := json.Marshal(struct {
+	return json.Marshal(struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
 		ClientInfo      json.RawMessage `json:"clientInfo"`
 	}{h.ProtocolVersion, caps, info})
+}
+
+// handshake performs initialize and notifications/initialized.
+func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
+	const op = "initialize"
+	params, err := initializeParams(h)
 	if err != nil {
 		return conn.c.newError(op, 0, fmt.Errorf("encoding params: %w", err))
 	}
@@ -250,7 +241,7 @@ func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
 	}
 	// The spec lets the server answer with another version; one we cannot
 	// speak means we must disconnect rather than guess the wire rules.
-	if res.ProtocolVersion != h.ProtocolVersion && !knownProtocolVersions[res.ProtocolVersion] {
+	if res.ProtocolVersion != h.ProtocolVersion && !wire.KnowsProtocolVersion(res.ProtocolVersion) {
 		return conn.c.newError(op, 0, fmt.Errorf("unsupported protocol version %q", res.ProtocolVersion))
 	}
 	conn.mu.Lock()

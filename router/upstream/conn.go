@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -167,9 +167,6 @@ func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessag
 
 	resp, err := conn.t.roundTrip(callCtx, req, conn.dispatcher(onMessage))
 	if err == nil {
-		if conn.expectStateless && wantsHandshake(resp) {
-			return nil, conn.c.newError(method, 0, ErrHandshakeRequired)
-		}
 		return resp, nil
 	}
 	if callCtx.Err() == nil {
@@ -185,11 +182,6 @@ func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessag
 		return nil, err // says what the call was waiting for
 	}
 	return nil, conn.c.contextError(method, callCtx)
-}
-
-// Notify sends a notification to the backend.
-func (conn *Conn) Notify(ctx context.Context, method string, params json.RawMessage) error {
-	return conn.deliver(ctx, method, &jsonrpc.Request{Method: method, Params: params})
 }
 
 // Reply answers a server-to-client request received through onMessage,
@@ -295,7 +287,7 @@ func (conn *Conn) autoReply(ctx context.Context, req *jsonrpc.Request) {
 		resp.Result = json.RawMessage(`{}`)
 	} else {
 		resp.Error = &jsonrpc.Error{
-			Code:    jsonrpc.CodeMethodNotFound,
+			Code:    wire.CodeMethodNotFound,
 			Message: fmt.Sprintf("method %q is not supported by the gateway for this request", req.Method),
 		}
 	}
@@ -312,18 +304,4 @@ func opOf(msg jsonrpc.Message) string {
 		return r.Method
 	}
 	return "response"
-}
-
-// wantsHandshake recognises the answer of a stateful server to a request
-// sent without a session: a JSON-RPC error saying it is not initialized
-// (the go-sdk answers `method "x" is invalid during session
-// initialization`). Servers that answer HTTP 400 or 404 instead are caught
-// by status. Such a server ran nothing, so a retry with a handshake is safe.
-func wantsHandshake(resp *jsonrpc.Response) bool {
-	var werr *jsonrpc.Error
-	if resp == nil || !errors.As(resp.Error, &werr) {
-		return false
-	}
-	msg := strings.ToLower(werr.Message)
-	return strings.Contains(msg, "initializ") && (strings.Contains(msg, "session") || strings.Contains(msg, "not "))
 }

@@ -18,9 +18,10 @@ import (
 var ErrSessionGone = errors.New("backend session not found")
 
 // ErrHandshakeRequired reports that a backend sent requests without a
-// handshake (Handshake.SkipInitialize) answered with a session id: it is
-// not stateless (any more) and ran nothing. The caller should open again
-// with the full handshake.
+// handshake (Handshake.SkipInitialize) is not stateless (any more): it
+// answered with a session id, or refused the request and issues one to an
+// initialize (see streamable.issuesSessions). It ran nothing. The caller
+// should open again with the full handshake.
 var ErrHandshakeRequired = errors.New("backend requires the initialize handshake")
 
 // ErrClosed reports use of a Conn after Close, or a call aborted by Close.

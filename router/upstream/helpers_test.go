@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,11 +26,13 @@ const testKey = "gateway-one"
 const failsafe = 10 * time.Second
 
 // backend is a real go-sdk MCP server with tools that exercise the
-// client: echo, progress, sample, block and rich.
+// client: echo, fail, progress, sample, block, poll and rich.
 type backend struct {
 	server    *mcp.Server
 	started   chan struct{} // block: the tool is running
 	cancelled chan string   // block: the tool saw its context end (with the cause)
+	echoes    atomic.Int32  // echo: times it ran
+	fails     atomic.Int32  // fail: times it ran
 }
 
 var emptyObject = map[string]any{"type": "object"}
@@ -41,8 +45,17 @@ func newBackend() *backend {
 	}
 	b.server.AddTool(&mcp.Tool{Name: "echo", InputSchema: emptyObject},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b.echoes.Add(1)
 			seen, _ := json.Marshal(map[string]any{"args": json.RawMessage(req.Params.Arguments)})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(seen)}}}, nil
+		})
+	// fail's error is a plain Go error: the go-sdk answers it with a
+	// JSON-RPC error of code 0, as it answers a request a stateful server
+	// refuses for want of a session.
+	b.server.AddTool(&mcp.Tool{Name: "fail", InputSchema: emptyObject},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b.fails.Add(1)
+			return nil, errors.New("the tool failed")
 		})
 	b.server.AddTool(&mcp.Tool{Name: "progress", InputSchema: emptyObject},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -105,7 +118,7 @@ func newBackend() *backend {
 // mode is one way of serving the backend.
 type mode struct {
 	name      string
-	transport string
+	transport Transport
 	handler   func(*mcp.Server) http.Handler
 	stateful  bool // has backend sessions
 	streams   bool // can send server messages on a call's stream

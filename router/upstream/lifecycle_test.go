@@ -4,12 +4,12 @@ import (
 	"context"
 	"net"
 	"net/http/httptest"
-	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // closedPortURL returns a URL nothing listens on.
@@ -62,43 +62,13 @@ func blackholeURL(t *testing.T) string {
 	return "http://" + ln.Addr().String() + "/mcp"
 }
 
-// ownFrame matches a stack frame in this package's non-test files.
-var ownFrame = regexp.MustCompile(`/router/upstream/[a-z_]+\.go:\d+`)
-
-// ownGoroutines returns the stacks of goroutines running this package's
-// (non-test) code.
-func ownGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		for _, m := range ownFrame.FindAllString(g, -1) {
-			if !strings.Contains(m, "_test.go") {
-				out = append(out, g)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// settle polls cond for up to failsafe: goroutines end asynchronously
-// after the connections they serve are closed.
-func settle(cond func() bool) bool {
-	deadline := time.Now().Add(failsafe)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
-}
-
+// Close, then the client's and the server's own cleanup, leave no
+// goroutine behind: goleak names any that is left, with its stack, and
+// gives the ones already on their way out a moment to end.
 func TestConn_NoGoroutineLeakAfterClose(t *testing.T) {
 	for _, m := range []mode{modeStreamable, modeSSE} {
 		t.Run(m.name, func(t *testing.T) {
-			before := runtime.NumGoroutine()
+			before := goleak.IgnoreCurrent()
 			b := newBackend()
 			srv := httptest.NewServer(m.handler(b.server))
 			c := New(Config{Key: testKey, URL: srv.URL, Transport: m.transport, Timeout: 10 * time.Second})
@@ -129,14 +99,9 @@ func TestConn_NoGoroutineLeakAfterClose(t *testing.T) {
 			if err := conn.Close(false); err != nil {
 				t.Fatal(err)
 			}
-			if own := ownGoroutines(); len(own) != 0 {
-				t.Fatalf("goroutines outlive Close:\n%s", strings.Join(own, "\n\n"))
-			}
 			c.Close()
 			srv.Close()
-			if !settle(func() bool { return runtime.NumGoroutine() <= before }) {
-				t.Errorf("goroutines: %d before, %d after", before, runtime.NumGoroutine())
-			}
+			goleak.VerifyNone(t, before)
 		})
 	}
 }

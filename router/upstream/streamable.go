@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mcpgw/gateway/router/wire"
 	"io"
 	"mime"
 	"net/http"
 	"time"
+
+	"github.com/mcpgw/gateway/router/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -76,7 +77,20 @@ func (s *streamable) post(ctx context.Context, msg jsonrpc.Message) (*http.Respo
 	return hresp, sid, nil
 }
 
+// roundTrip sends req and returns the backend's response. On a connection
+// that skipped the handshake (the backend was stateless), an error answer
+// may mean the backend keeps sessions now and refused a request that had
+// none; issuesSessions tells, and such a refusal is ErrHandshakeRequired.
 func (s *streamable) roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
+	resp, err := s.exchange(ctx, req, handle)
+	if err == nil && resp.Error != nil && s.conn.expectStateless && req.Method != "initialize" && s.issuesSessions(ctx) {
+		return nil, s.conn.c.newError(req.Method, 0, ErrHandshakeRequired)
+	}
+	return resp, err
+}
+
+// exchange is one POST of req and the reading of its answer.
+func (s *streamable) exchange(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
 	c, op := s.conn.c, req.Method
 	// reqCtx lets us end the HTTP exchange after a short drain (see drain).
 	reqCtx, reqCancel := context.WithCancel(ctx)
@@ -348,6 +362,42 @@ func visibleASCII(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// issuesSessions reports whether the backend keeps sessions now, by the
+// signal the snapshot's "stateless" came from: whether it answers an
+// initialize with an Mcp-Session-Id. It runs only when a backend thought
+// stateless answers a request sent without a handshake with an error,
+// since a stateful backend refuses such a request without running it, and
+// the answer alone does not tell the two apart: the go-sdk answers HTTP
+// 200 with a JSON-RPC error of code 0, the code any failing handler of a
+// stateless go-sdk server gets too. (Backends that answer 400 or 404, as
+// the transport spec asks, are caught by their status; see
+// router.refusedFastPath.) Retrying a request the backend did run would
+// run it twice, so anything short of a session id (no answer, a failure,
+// none issued) keeps the error as the backend's answer. The session the
+// initialize opens is ended at once, in the background; nothing is sent on
+// it.
+func (s *streamable) issuesSessions(ctx context.Context) bool {
+	_, version, _ := s.conn.state()
+	params, err := initializeParams(Handshake{ProtocolVersion: version})
+	if err != nil {
+		return false
+	}
+	reqCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hresp, _, err := s.post(reqCtx, s.conn.newCall("initialize", params))
+	if err != nil {
+		return false
+	}
+	defer hresp.Body.Close()
+	id := hresp.Header.Get(headerSessionID)
+	drain(hresp.Body, cancel)
+	if hresp.StatusCode < 200 || hresp.StatusCode > 299 || id == "" {
+		return false
+	}
+	s.abandonSession(id)
+	return true
 }
 
 // abandonSession ends, best effort and in the background, a session a

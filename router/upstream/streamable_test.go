@@ -6,10 +6,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mcpgw/gateway/tests/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -85,9 +87,13 @@ func TestConn_StatelessSkipInitialize(t *testing.T) {
 	srv, rec := serve(t, newBackend(), modeStateless)
 	c := newClient(t, srv.URL, modeStateless, 10*time.Second)
 
-	probe, err := c.Initialize(context.Background(), Handshake{}, nil)
-	if err != nil || probe.SessionID != "" {
-		t.Fatalf("Initialize = %+v, %v; want a stateless result", probe, err)
+	// The probe a session's initialize makes: a handshake, then Close.
+	probe := open(t, c, Handshake{})
+	if init := probe.Init(); init == nil || init.SessionID != "" {
+		t.Fatalf("Init() = %+v; want a stateless result", init)
+	}
+	if err := probe.Close(false); err != nil {
+		t.Fatal(err)
 	}
 	before := len(rec.posted("initialize"))
 
@@ -186,5 +192,58 @@ func TestConn_ReusesKeepAliveConnections(t *testing.T) {
 	// answered over SSE, initialized, DELETE); one pooled connection suffices.
 	if dials > 3 { // 1 in practice; slack for a slow machine
 		t.Errorf("%d rounds opened %d TCP connections; SSE answers are not returning connections to the pool", rounds, dials)
+	}
+}
+
+// A backend thought stateless that keeps sessions now (redeployed
+// stateful) refuses a request sent without a handshake, having run
+// nothing: the client tells by the session id an initialize gets, and
+// says ErrHandshakeRequired so the caller shakes hands and retries. The
+// session that initialize opened is ended.
+func TestConn_StatefulBackendRefusesASkippedHandshake(t *testing.T) {
+	b := newBackend()
+	srv, rec := serve(t, b, modeStreamable)
+	conn := open(t, newClient(t, srv.URL, modeStreamable, 10*time.Second), Handshake{SkipInitialize: true, ProtocolVersion: "2025-11-25"})
+	_, err := conn.Call(context.Background(), "tools/call", callParams(t, "echo", nil), nil)
+	if !errors.Is(err, ErrHandshakeRequired) {
+		t.Fatalf("Call on a stateful backend without a handshake: %v, want ErrHandshakeRequired", err)
+	}
+	if n := b.echoes.Load(); n != 0 {
+		t.Fatalf("the refused tool ran %d times", n)
+	}
+	if n := len(rec.posted("initialize")); n != 1 {
+		t.Fatalf("%d initialize requests, want the one that asked for a session", n)
+	}
+	if !testsupport.Eventually(t, failsafe, func() bool { return rec.count(http.MethodDelete) == 1 }) {
+		t.Fatalf("the session opened to ask was not ended (%d DELETEs)", rec.count(http.MethodDelete))
+	}
+}
+
+// A stateless backend's own error answer to a request sent without a
+// handshake passes through as its answer: asked, the backend issues no
+// session, so the request is not retried (it ran, and would run twice).
+func TestConn_StatelessBackendsErrorIsItsAnswer(t *testing.T) {
+	b := newBackend()
+	srv, rec := serve(t, b, modeStateless)
+	conn := open(t, newClient(t, srv.URL, modeStateless, 10*time.Second), Handshake{SkipInitialize: true, ProtocolVersion: "2025-11-25"})
+	resp, err := conn.Call(context.Background(), "tools/call", callParams(t, "fail", nil), nil)
+	if err != nil {
+		t.Fatalf("Call: %v, want the backend's error answer", err)
+	}
+	if resp.Error == nil || !strings.Contains(resp.Error.Error(), "the tool failed") {
+		t.Fatalf("answer %+v, want the tool's error", resp)
+	}
+	if n := b.fails.Load(); n != 1 {
+		t.Fatalf("the tool ran %d times, want once", n)
+	}
+	if n := len(rec.posted("initialize")); n != 1 {
+		t.Fatalf("%d initialize requests, want the one that asked for a session", n)
+	}
+	// A success needs no asking.
+	if _, err := conn.Call(context.Background(), "tools/call", callParams(t, "echo", nil), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(rec.posted("initialize")); n != 1 {
+		t.Fatalf("a successful call sent initialize (%d in all)", n)
 	}
 }

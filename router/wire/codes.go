@@ -2,14 +2,18 @@ package wire
 
 import "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-// JSON-RPC error codes of the gateway's transport-level answers: an HTTP
-// status with a JSON-RPC error body (id null). This is the one table the
-// three writers of such answers share: handler/errors.go, the 401 of
-// handler/auth, and cmd/lambda's adapters.
+// JSON-RPC error codes the gateway answers with. This is the one table:
+// the router's answers (router/errors.go aliases these), the session
+// runtime's, the upstream client's automatic replies to backends, and the
+// transport-level answers (an HTTP status with an ErrorBody) that the
+// handler, handler/auth's 401 and cmd/lambda's adapters write. A backend's
+// own error passes through with its own code and is not in this table.
 const (
 	CodeParseError     = jsonrpc.CodeParseError     // -32700, with 400: the body is not JSON
 	CodeInvalidRequest = jsonrpc.CodeInvalidRequest // -32600, with 400, 403, 405, 406, 408, 413, 415
-	CodeInternalError  = jsonrpc.CodeInternalError  // -32603, with 500, 503
+	CodeMethodNotFound = jsonrpc.CodeMethodNotFound // -32601: a method the gateway does not serve or forward
+	CodeInvalidParams  = jsonrpc.CodeInvalidParams  // -32602: unknown or hidden identifiers, bad cursors, bad params
+	CodeInternalError  = jsonrpc.CodeInternalError  // -32603, with 500, 503; and an unreachable or timed-out backend
 
 	// CodeSessionNotFound answers HTTP 404 for an unknown, expired or
 	// foreign Mcp-Session-Id: the code MCP SDKs send and recognise there.
@@ -25,4 +29,9 @@ const (
 	// connection errors), -32020..-32022 (2026-07-28 header, capability and
 	// version errors) and -32042 (URL elicitation required).
 	CodeUnauthorized = -32010
+
+	// CodeRequestCancelled answers a request the client cancelled, for
+	// transports that need some answer to close the HTTP exchange (the
+	// client has stopped waiting for it).
+	CodeRequestCancelled = -32800
 )

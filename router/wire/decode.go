@@ -1,6 +1,10 @@
-// Package wire decodes JSON-RPC messages for the request path.
+// Package wire is the wire format every layer of the gateway shares:
+// JSON-RPC decoding and encoding for the request path, and the tables of
+// JSON-RPC error codes (codes.go) and MCP protocol versions
+// (protocol_versions.go) that the handler, the router and the backend
+// client all read.
 //
-// It produces the go-sdk's own jsonrpc types, but decodes with
+// Decoding produces the go-sdk's own jsonrpc types, but decodes with
 // encoding/json into raw fields instead of calling jsonrpc.DecodeMessage,
 // whose decoder allocates a 64 KiB buffer per message: on a gateway that
 // decodes every request and every backend answer, that buffer was almost

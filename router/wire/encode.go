@@ -67,3 +67,21 @@ func EncodeResponseAs(resp *jsonrpc.Response, rawID json.RawMessage) ([]byte, er
 	b = append(b, body...)
 	return append(b, '}'), nil
 }
+
+// ErrorBody is the body of a transport-level answer: an HTTP status with a
+// JSON-RPC error, which every MCP client can display. rawID is the id of
+// the request it answers as the client wrote it, or empty for null (the
+// request was never decoded, or was refused before its id mattered). The
+// body ends with a newline. It is the one writer of such bodies: the
+// handler's errors, handler/auth's 401 and cmd/lambda's adapters all use
+// it, with codes from codes.go.
+func ErrorBody(rawID json.RawMessage, code int64, msg string) []byte {
+	if len(rawID) == 0 {
+		rawID = json.RawMessage("null")
+	}
+	body, err := EncodeResponseAs(&jsonrpc.Response{Error: &jsonrpc.Error{Code: code, Message: msg}}, rawID)
+	if err != nil { // not reachable: an error object always encodes
+		body = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":` + strconv.FormatInt(CodeInternalError, 10) + `,"message":"internal error"}}`)
+	}
+	return append(body, '\n')
+}

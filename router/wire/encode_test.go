@@ -76,3 +76,32 @@ func BenchmarkEncodeResponse(b *testing.B) {
 		}
 	})
 }
+
+func TestErrorBody_OneShapeForEveryTransportError(t *testing.T) {
+	cases := []struct {
+		name  string
+		rawID json.RawMessage
+		code  int64
+		msg   string
+		want  string
+	}{
+		{"no id", nil, wire.CodeUnauthorized, "Unauthorized: bearer token required",
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32010,"message":"Unauthorized: bearer token required"}}` + "\n"},
+		{"id as the client wrote it", json.RawMessage(`"a\u0062"`), wire.CodeInternalError, "session store unavailable",
+			`{"jsonrpc":"2.0","id":"a\u0062","error":{"code":-32603,"message":"session store unavailable"}}` + "\n"},
+		{"message escaped", nil, wire.CodeInvalidRequest, `bad "x"` + "\n",
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"bad \"x\"\n"}}` + "\n"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := wire.ErrorBody(tc.rawID, tc.code, tc.msg)
+			if string(got) != tc.want {
+				t.Fatalf("got  %s\nwant %s", got, tc.want)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(got, &m); err != nil {
+				t.Fatalf("not JSON: %v", err)
+			}
+		})
+	}
+}

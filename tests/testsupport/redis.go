@@ -1,7 +1,9 @@
-// Package testsupport starts real dependencies for tests. A real
-// redis-server (rather than a fake) is used so tests exercise the exact
-// command semantics, Lua scripting, expiry and INFO statistics that
-// production sees.
+// Package testsupport is what the repository's tests share: real
+// dependencies (redis-server, go-sdk backends, gateway processes), the
+// hand-written MCP client (Client), and the one polling helper
+// (Eventually). A real redis-server (rather than a fake) is used so tests
+// exercise the exact command semantics, Lua scripting, expiry and INFO
+// statistics that production sees.
 package testsupport
 
 import (
@@ -111,32 +113,22 @@ func startRedis(bin string) (*RedisServer, error) {
 	return s, nil
 }
 
-// waitReady polls PING with a growing backoff: redis-server gives no other
-// readiness signal. It gives up early if the process has exited.
+// waitReady polls PING: redis-server gives no other readiness signal. It
+// gives up early if the process has exited.
 func (s *RedisServer) waitReady() error { return waitForPing(s.client, s.exited) }
 
 // waitForPing polls client's PING until it answers, redisReadyTimeout
 // passes, or exited is closed (the server died).
 func waitForPing(client *redis.Client, exited <-chan struct{}) error {
-	deadline := time.Now().Add(redisReadyTimeout)
-	backoff := 5 * time.Millisecond
-	for {
+	err := poll(redisReadyTimeout, exited, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := client.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready after %v: %w", redisReadyTimeout, err)
-		}
-		select {
-		case <-exited:
-			return errExited
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 200*time.Millisecond)
+		defer cancel()
+		return client.Ping(ctx).Err()
+	})
+	if err != nil && !errors.Is(err, errExited) {
+		return fmt.Errorf("not ready after %v: %w", redisReadyTimeout, err)
 	}
+	return err
 }
 
 // URL is the server's redis:// URL.

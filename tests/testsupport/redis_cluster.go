@@ -195,28 +195,22 @@ func (c *RedisCluster) waitClusterOK() error {
 	return nil
 }
 
-// poll runs check with a growing backoff until it succeeds, timeout
-// passes, or the process exits.
+// poll runs check (with a second to answer) until it succeeds, timeout
+// passes, or the node's process exits: the test support's one polling
+// loop, with the node named in the error.
 func (n *clusterNode) poll(timeout time.Duration, check func(context.Context) error) error {
-	deadline := time.Now().Add(timeout)
-	backoff := 5 * time.Millisecond
-	for {
+	err := poll(timeout, n.exited, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := check(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("node %s not ready after %v: %w", n.addr, timeout, err)
-		}
-		select {
-		case <-n.exited:
-			return fmt.Errorf("node %s: %w", n.addr, errExited)
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 200*time.Millisecond)
+		defer cancel()
+		return check(ctx)
+	})
+	switch {
+	case errors.Is(err, errExited):
+		return fmt.Errorf("node %s: %w", n.addr, err)
+	case err != nil:
+		return fmt.Errorf("node %s not ready after %v: %w", n.addr, timeout, err)
 	}
+	return nil
 }
 
 // logs returns every node's log, for error messages.

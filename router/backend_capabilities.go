@@ -1,0 +1,95 @@
+package router
+
+import (
+	"encoding/json"
+
+	"github.com/mcpgw/gateway/store"
+)
+
+// backendCapabilities is what the gateway reads of a backend's
+// ServerCapabilities, decoded from its snapshot in one place for every
+// use: which lists to fan out to it (has), what the merged initialize
+// result advertises (mergedCapabilities), and whether a GET stream needs a
+// listener on it (sendsUnsolicited).
+//
+// It decodes into a small struct rather than the SDK's full type, so
+// unknown or future capability fields never fail the decode; a malformed
+// snapshot advertises nothing.
+type backendCapabilities struct {
+	Tools       *capability `json:"tools"`
+	Prompts     *capability `json:"prompts"`
+	Resources   *capability `json:"resources"`
+	Completions *capability `json:"completions"`
+	Logging     *capability `json:"logging"`
+}
+
+// capability is one advertised capability and the flags the gateway
+// reads of it. A capability is advertised when its field is present and
+// not null, whatever its value holds.
+type capability struct {
+	ListChanged bool // tools, prompts, resources: the backend sends list_changed
+	Subscribe   bool // resources: the backend takes resources/subscribe
+}
+
+// UnmarshalJSON never fails: a capability whose value is not the object
+// the spec says is still advertised, with no flags.
+func (c *capability) UnmarshalJSON(b []byte) error {
+	var v struct {
+		ListChanged bool `json:"listChanged"`
+		Subscribe   bool `json:"subscribe"`
+	}
+	if json.Unmarshal(b, &v) == nil {
+		c.ListChanged, c.Subscribe = v.ListChanged, v.Subscribe
+	}
+	return nil
+}
+
+// capabilitiesOf decodes a snapshot's capabilities; a failed or missing
+// snapshot advertises nothing.
+func capabilitiesOf(s *store.BackendSnapshot) backendCapabilities {
+	var c backendCapabilities
+	if s.OK() && len(s.Capabilities) > 0 {
+		_ = json.Unmarshal(s.Capabilities, &c) // a malformed snapshot advertises nothing
+	}
+	return c
+}
+
+// has reports whether a top-level capability is advertised, by its name
+// in ServerCapabilities ("tools", "prompts", "resources", "completions",
+// "logging").
+func (c backendCapabilities) has(name string) bool {
+	switch name {
+	case "tools":
+		return c.Tools != nil
+	case "prompts":
+		return c.Prompts != nil
+	case "resources":
+		return c.Resources != nil
+	case "completions":
+		return c.Completions != nil
+	case "logging":
+		return c.Logging != nil
+	}
+	return false
+}
+
+// sendsUnsolicited reports whether the backend can send a session
+// anything it did not ask for: updates for its subscriptions (hasSubs),
+// list changes, or log messages at the level the client set
+// (hasLogLevel). Only such a backend needs a listener on a GET stream.
+func (c backendCapabilities) sendsUnsolicited(hasSubs, hasLogLevel bool) bool {
+	switch {
+	case hasSubs && c.Resources != nil && c.Resources.Subscribe:
+		return true
+	case c.Tools != nil && c.Tools.ListChanged,
+		c.Prompts != nil && c.Prompts.ListChanged,
+		c.Resources != nil && c.Resources.ListChanged:
+		return true
+	case hasLogLevel && c.Logging != nil:
+		return true
+	}
+	return false
+}
+
+// has reports whether a backend snapshot advertises a top-level capability.
+func has(s *store.BackendSnapshot, name string) bool { return capabilitiesOf(s).has(name) }

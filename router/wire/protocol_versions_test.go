@@ -1,0 +1,42 @@
+package wire
+
+import "testing"
+
+func TestProtocolVersions_WhoSpeaksWhat(t *testing.T) {
+	for _, tc := range []struct {
+		v             string
+		serves, knows bool
+	}{
+		{ProtocolVersion20251125, true, true},
+		{ProtocolVersion20250618, true, true},
+		{ProtocolVersion20250326, true, true},
+		{ProtocolVersion20241105, false, true}, // backends only: the legacy HTTP+SSE transport
+		{"2026-07-28", false, false},
+		{"", false, false},
+	} {
+		if got := ServesProtocolVersion(tc.v); got != tc.serves {
+			t.Errorf("ServesProtocolVersion(%q) = %v, want %v", tc.v, got, tc.serves)
+		}
+		if got := KnowsProtocolVersion(tc.v); got != tc.knows {
+			t.Errorf("KnowsProtocolVersion(%q) = %v, want %v", tc.v, got, tc.knows)
+		}
+	}
+	if !ServesProtocolVersion(LatestProtocolVersion) || !ServesProtocolVersion(BatchProtocolVersion) || !ServesProtocolVersion(DefaultProtocolVersion) {
+		t.Error("the latest, batch and default versions must be ones the gateway serves")
+	}
+	if !KnowsProtocolVersion(LegacySSEProtocolVersion) {
+		t.Error("the legacy SSE version must be one the backend client knows")
+	}
+}
+
+func TestProtocolVersions_OfARequest(t *testing.T) {
+	for _, tc := range []struct{ header, negotiated, want string }{
+		{"2025-06-18", "2025-11-25", "2025-06-18"},
+		{"", "2025-11-25", "2025-11-25"},
+		{"", "", DefaultProtocolVersion},
+	} {
+		if got := RequestProtocolVersion(tc.header, tc.negotiated); got != tc.want {
+			t.Errorf("RequestProtocolVersion(%q, %q) = %q, want %q", tc.header, tc.negotiated, got, tc.want)
+		}
+	}
+}
