@@ -55,6 +55,8 @@ type gwOptions struct {
 	keepAlive time.Duration
 	prm       *config.ResourceMetadata
 	metrics   *metrics.Metrics // also the router's observer
+	// stateless backends speak 2026-07-28 as well as the session protocol.
+	stateless bool
 	// oneTimeout is gateway-one's backend timeout (default 5s).
 	oneTimeout time.Duration
 	// redis is the store's server (default: the shared one); storeTimeout
@@ -77,8 +79,8 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	one := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-one", StreamingTools: true})
-	two := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-two"})
+	one := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-one", StreamingTools: true, Stateless: o.stateless})
+	two := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-two", Stateless: o.stateless})
 	vhosts := map[string]*router.VirtualHost{
 		"demo": {Name: "demo", Backends: map[string]*router.Backend{
 			"gateway-one": {Config: upstream.Config{Key: "gateway-one", URL: one.URL, Timeout: cmp.Or(o.oneTimeout, 5*time.Second)}},

@@ -49,3 +49,27 @@ func TestStoreTraffic_RoutedRequestIsTwoCommands(t *testing.T) {
 		t.Fatalf("%.1f store commands per routed request, budget is 2", perRequest)
 	}
 }
+
+// A 2026-07-28 request has no session: once the instance knows its
+// backends, a call and a list cost the store nothing at all.
+func TestStoreTraffic_ModernRequestsTouchNoStore(t *testing.T) {
+	g := startGateway(t, gwOptions{stateless: true})
+	call := modernBody(2, "tools/call", `{"name":"gateway-one-echo","arguments":{"text":"x"}}`, okMeta)
+	list := modernBody(3, "tools/list", "", okMeta)
+	callHeaders := with(modernHeaders("tools/call"), "Mcp-Name", "gateway-one-echo")
+	g.do(req{body: call, headers: callHeaders}) // warm-up: discovery, connections
+
+	const n = 5
+	before := commandCalls(t)
+	for range n {
+		if r := g.do(req{body: call, headers: callHeaders}); r.status != 200 || r.rpc.Error != nil {
+			t.Fatalf("call: %d %s", r.status, r.body)
+		}
+		if r := g.do(req{body: list, headers: modernHeaders("tools/list")}); r.status != 200 || r.rpc.Error != nil {
+			t.Fatalf("list: %d %s", r.status, r.body)
+		}
+	}
+	if got := commandCalls(t) - before; got != 0 {
+		t.Fatalf("%d store commands for %d modern calls and lists, want 0", got, 2*n)
+	}
+}

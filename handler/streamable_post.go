@@ -69,8 +69,13 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	} else {
 		metrics.SetRPCMethod(r.Context(), "response")
 	}
+	if req, ok := msg.(*jsonrpc.Request); ok && isModern(req, r.Header.Get(headerProtocolVersion)) {
+		s.serveModern(w, r, req, rawID, jsonOK, sseOK)
+		return
+	}
 	if pv := r.Header.Get(headerProtocolVersion); pv != "" && !wire.ServesProtocolVersion(pv) {
-		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "unsupported MCP-Protocol-Version "+wire.Quote(pv))
+		herr := unsupportedVersion(pv)
+		writeRPCError(w, herr.status, rawID, herr.err)
 		return
 	}
 	principal, _ := auth.FromContext(r.Context())

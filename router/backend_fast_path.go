@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/router/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -105,6 +106,10 @@ func (r *Router) fastHandshake(v *vhost, key string, sess *store.Session, snap *
 	}
 	h := r.handshake(sess, snap)
 	switch {
+	case modernSnapshot(snap):
+		// A 2026-07-28 backend: one exchange per request, never a session
+		// (not even with `session: reuse`: it has none to keep).
+		h.ProtocolVersion, h.SkipInitialize = wire.ModernProtocolVersion, true
 	case reuse && snap.SessionID != "":
 		h.SessionID = snap.SessionID
 	case snap.Stateless:

@@ -16,16 +16,19 @@ import (
 // backend connection another request may need). What it knows about a
 // backend between requests is the snapshot in the store.
 
-// handshake builds the upstream handshake for a session's backend.
+// handshake builds the upstream handshake for a session's backend: the
+// snapshot's version, or the newest session version for a backend known
+// by none (or a modern one being asked to shake hands after all).
 func (r *Router) handshake(sess *store.Session, snap *store.BackendSnapshot) upstream.Handshake {
 	pv := wire.LatestProtocolVersion
-	if snap.OK() && snap.ProtocolVersion != "" {
+	if snap.OK() && snap.ProtocolVersion != "" && !modernSnapshot(snap) {
 		pv = snap.ProtocolVersion
 	}
 	return upstream.Handshake{
 		ProtocolVersion:    pv,
 		ClientInfo:         r.clientInfo(),
 		ClientCapabilities: sess.ClientCapabilities,
+		LogLevel:           sess.LogLevel,
 	}
 }
 
@@ -120,6 +123,16 @@ func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snap
 	}
 	// sess itself is not updated: list fan-out calls this concurrently, and
 	// the rest of the request does not need the new snapshot.
+	if sess.ID == "" {
+		// A 2026-07-28 request's view: what it learned goes to the
+		// instance's discovery cache, never to the store.
+		if v, ok := r.table.Load().vhosts[sess.VHost]; ok {
+			for _, snap := range snaps {
+				r.rememberDiscovery(v, snap)
+			}
+		}
+		return
+	}
 	if err := r.opts.Store.PutBackends(ctx, sess.ID, snaps, r.opts.SessionTTL); err != nil {
 		r.log.Warn("storing backend snapshots failed", "session_backends", len(snaps), "error", err)
 	}
@@ -129,8 +142,8 @@ func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snap
 // connection, so log messages the backend sends during the call respect
 // the level the client chose (on whichever instance it chose it).
 func (r *Router) applyLogLevel(ctx context.Context, conn *upstream.Conn, sess *store.Session, key string) {
-	if sess.LogLevel == "" || !has(sess.Backends[key], "logging") {
-		return
+	if sess.LogLevel == "" || conn.Modern() || !has(sess.Backends[key], "logging") {
+		return // a 2026-07-28 backend gets the level in each request's _meta
 	}
 	params, _ := json.Marshal(map[string]string{"level": sess.LogLevel})
 	if _, err := conn.Call(ctx, "logging/setLevel", params, nil); err != nil {

@@ -106,7 +106,31 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		r.log.Error("building a list result failed", "method", op.method, "vhost", v.name, "error", err)
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "building the %s result failed", op.method))
 	}
+	if c.modern {
+		h := pageHints(results)
+		c.hints = &h
+	}
 	return resultResponse(c.Request.ID, raw)
+}
+
+// pageHints are the caching hints of a merged page: the shortest lifetime
+// of the pages it was made of, private if any was (a failed backend's
+// absence is not cached for long either: its ttlMs counts as 0).
+func pageHints(results []*pageResult) cacheHints {
+	h, seen := cacheHints{}, false
+	for _, res := range results {
+		switch {
+		case res == nil || !res.queried:
+			continue
+		case res.failed || res.result == nil:
+			return cacheHints{}
+		case !seen:
+			h, seen = hintsOf(res.result), true
+		default:
+			h = h.merge(hintsOf(res.result))
+		}
+	}
+	return h
 }
 
 // listOne fetches one page from one backend.

@@ -40,6 +40,15 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if rerr != nil {
 		return errorResponse(c.Request.ID, rerr)
 	}
+	mrtr := c.modern && multiRoundTrip(method)
+	if mrtr {
+		if resp := r.openRequestState(ctx, v, c, t); resp != nil {
+			return resp
+		}
+		if method == "tools/call" {
+			ctx = upstream.WithHeaders(ctx, paramHeaders(c.Header))
+		}
+	}
 	params, err := json.Marshal(t.params)
 	if err != nil {
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cannot encode the params for the backend"))
@@ -78,6 +87,18 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		return &jsonrpc.Response{ID: c.Request.ID, Error: resp.Error}
 	}
 	result := resp.Result
+	if mrtr {
+		var asks bool
+		if result, asks, err = r.sealRequestState(ctx, v, c, t, result); err != nil {
+			if errors.Is(err, errStoreUnavailable) {
+				return r.storeUnavailable(c.Request.ID, err)
+			}
+			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "backend %s answered input_required with a malformed result", wire.Quote(t.backend)))
+		}
+		if asks {
+			return resultResponse(c.Request.ID, result) // an interim result: no post-hooks, no renaming
+		}
+	}
 	if method == "resources/read" && !v.single() {
 		result = reprefixContents(t.backend, result)
 	}

@@ -45,6 +45,15 @@ type Options struct {
 	// a backend whose snapshot records a failure (default 5s), so a down
 	// backend does not add its connect time to every list request.
 	ReprobeInterval time.Duration
+	// DiscoveryMinTTL and DiscoveryMaxTTL bound how long an instance trusts
+	// a backend's discovery (which generation it speaks, its capabilities)
+	// for 2026-07-28 requests: the backend's ttlMs, within them (defaults
+	// 30s and 10m; see discovery.go).
+	DiscoveryMinTTL, DiscoveryMaxTTL time.Duration
+	// RequestStateTTL is how long a multi-round-trip request's state is
+	// good for: the client must retry within it (default 15m: a human may
+	// be answering an elicitation).
+	RequestStateTTL time.Duration
 	// Observer, when set, learns the duration and outcome of every backend
 	// exchange of a list or routed request (metrics); nil costs nothing.
 	Observer Observer
@@ -66,6 +75,10 @@ type Router struct {
 	closed  bool
 
 	cursorKeys *sharedKey
+	stateKeys  *sharedKey
+
+	listensDone chan struct{} // closed by EndListens
+	endListens  func()
 }
 
 // New compiles the virtual hosts into a routing table. It does no I/O:
@@ -83,8 +96,20 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	if opts.Info.Name == "" {
 		opts.Info = Implementation{Name: "mcpgw", Version: "dev"}
 	}
+	if opts.DiscoveryMinTTL <= 0 {
+		opts.DiscoveryMinTTL = 30 * time.Second
+	}
+	if opts.DiscoveryMaxTTL < opts.DiscoveryMinTTL {
+		opts.DiscoveryMaxTTL = max(10*time.Minute, opts.DiscoveryMinTTL)
+	}
+	if opts.RequestStateTTL <= 0 {
+		opts.RequestStateTTL = 15 * time.Minute
+	}
 	r := &Router{opts: opts, log: opts.Logger,
-		cursorKeys: newSharedKey(opts.Store, cursorKeyName, opts.CursorSecret)}
+		cursorKeys:  newSharedKey(opts.Store, cursorKeyName, opts.CursorSecret),
+		stateKeys:   newSharedKey(opts.Store, stateKeyName, derivedSecret(opts.CursorSecret, stateKeyName)),
+		listensDone: make(chan struct{})}
+	r.endListens = sync.OnceFunc(func() { close(r.listensDone) })
 	r.table.Store(newRoutingTable(vhosts))
 	return r
 }
@@ -150,6 +175,11 @@ type Call struct {
 	// POST's SSE stream): progress, log messages, server-to-client
 	// requests. nil when the client accepts no event stream.
 	Stream Stream
+	// modern marks a 2026-07-28 request (HandleModern): results are
+	// decorated, request states wrapped, nothing is stored; hints are the
+	// caching hints its list gathered.
+	modern bool
+	hints  *cacheHints
 	// Runtime is the session runtime of a 2025-era session (package
 	// router/session): it carries a backend's server-to-client requests to
 	// the client and back across instances, and hears of changes to the

@@ -16,6 +16,9 @@ type vhost struct {
 	aliases  *aliasTable
 	clients  map[string]*upstream.Client
 	lists    *listCache // pages of backends with ListCacheTTL; dies with the table
+	// discovered caches what each backend speaks, for 2026-07-28 requests
+	// (discovery.go); it dies with the table.
+	discovered *discoveryCache
 }
 
 // single reports whether identifiers pass through unchanged.
@@ -35,6 +38,8 @@ func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
 			clients:  map[string]*upstream.Client{},
 			aliases:  newAliasTable(vh.Backends),
 			lists:    newListCache(),
+
+			discovered: newDiscoveryCache(),
 		}
 		for key, b := range vh.Backends {
 			v.keys = append(v.keys, key)

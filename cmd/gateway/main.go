@@ -125,6 +125,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	// GET streams never end on their own: end them first so Shutdown can
 	// drain; their clients resume on another instance.
 	srv.RegisterOnShutdown(a.Sessions.EndStreams)
+	srv.RegisterOnShutdown(a.Router.EndListens) // 2026-07-28 listens end with their result
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 

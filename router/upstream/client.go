@@ -136,10 +136,14 @@ type Handshake struct {
 	ProtocolVersion    string          // version to request (e.g. "2025-11-25"); empty: the latest known for the transport
 	ClientInfo         json.RawMessage // sent as params.clientInfo; a gateway default if nil
 	ClientCapabilities json.RawMessage // sent as params.capabilities ({} if nil)
+	// LogLevel, for a 2026-07-28 connection, is the _meta logLevel of its
+	// requests (the client's; "" sends none, and the backend logs nothing).
+	LogLevel string
 	// SkipInitialize sends requests directly, with ProtocolVersion as
 	// MCP-Protocol-Version, for a backend known to be stateless. Streamable
 	// HTTP only: a legacy SSE session is its GET stream and always needs
-	// the handshake.
+	// the handshake. With protocol 2026-07-28 it is the only way: the
+	// connection is then a modern one (see modern.go).
 	SkipInitialize bool
 	// SessionID reuses an existing backend session: no handshake, requests
 	// carry this Mcp-Session-Id and ProtocolVersion. Streamable HTTP only.
@@ -184,6 +188,9 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 		switch {
 		case h.SessionID != "":
 			conn.sessionID, conn.protocolVersion = h.SessionID, h.ProtocolVersion
+		case h.SkipInitialize && h.ProtocolVersion == wire.ModernProtocolVersion:
+			conn.protocolVersion = h.ProtocolVersion
+			conn.meta = modernMeta(h)
 		case h.SkipInitialize:
 			conn.protocolVersion = h.ProtocolVersion
 			conn.expectStateless = true

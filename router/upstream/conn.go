@@ -59,6 +59,9 @@ type Conn struct {
 	// backend was known to issue no session: a session id in an answer
 	// then means it wants a handshake after all (ErrHandshakeRequired).
 	expectStateless bool
+	// meta is set on a 2026-07-28 connection: what every request's _meta
+	// carries (see modern.go).
+	meta map[string]json.RawMessage
 	mu              sync.Mutex
 }
 
@@ -98,6 +101,9 @@ func (conn *Conn) end() {
 // Init returns the handshake result, or nil when no handshake was made.
 func (conn *Conn) Init() *InitResult { return conn.init }
 
+// Modern reports whether the connection speaks protocol 2026-07-28.
+func (conn *Conn) Modern() bool { return conn.meta != nil }
+
 // SessionID returns the backend's Mcp-Session-Id ("" when stateless).
 func (conn *Conn) SessionID() string {
 	conn.mu.Lock()
@@ -134,6 +140,9 @@ func (conn *Conn) newCall(method string, params json.RawMessage) *jsonrpc.Reques
 	// MakeID maps a float64 to an integer id (the package has no Int64ID);
 	// ids stay far below 2^53, so the conversion is exact.
 	id, _ := jsonrpc.MakeID(float64(conn.nextID.Add(1)))
+	if conn.meta != nil {
+		params = withMeta(params, conn.meta)
+	}
 	return &jsonrpc.Request{ID: id, Method: method, Params: params}
 }
 
@@ -250,6 +259,9 @@ func (conn *Conn) Close(keep bool) error {
 // from ctx (which has ended) and best effort: the call has failed either
 // way, so its error is not reported.
 func (conn *Conn) sendCancelled(ctx context.Context, id jsonrpc.ID, reason string) {
+	if conn.Modern() {
+		return // 2026-07-28: closing the request's HTTP exchange is the cancellation
+	}
 	params, err := json.Marshal(struct {
 		RequestID any    `json:"requestId"`
 		Reason    string `json:"reason,omitempty"`

@@ -68,6 +68,9 @@ func (s *streamable) post(ctx context.Context, msg jsonrpc.Message) (*http.Respo
 	if err != nil {
 		return nil, "", c.newError(op, 0, err)
 	}
+	if s.conn.Modern() {
+		setModernHeaders(ctx, hreq.Header, msg)
+	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json, text/event-stream")
 	hresp, err := c.hc.Do(hreq)

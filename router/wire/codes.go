@@ -30,6 +30,19 @@ const (
 	// version errors) and -32042 (URL elicitation required).
 	CodeUnauthorized = -32010
 
+	// Protocol 2026-07-28's own codes, each answered with HTTP 400.
+	//
+	// CodeHeaderMismatch: a header the transport requires (MCP-Protocol-
+	// Version, Mcp-Method, Mcp-Name, Mcp-Param-*) is missing, malformed or
+	// does not match the body.
+	CodeHeaderMismatch = -32020
+	// CodeMissingClientCapability: the request needs a client capability
+	// its _meta does not declare (data.requiredCapabilities).
+	CodeMissingClientCapability = -32021
+	// CodeUnsupportedProtocolVersion: a protocol version the gateway does
+	// not speak (data: {supported, requested}).
+	CodeUnsupportedProtocolVersion = -32022
+
 	// CodeRequestCancelled answers a request the client cancelled, for
 	// transports that need some answer to close the HTTP exchange (the
 	// client has stopped waiting for it).

@@ -76,10 +76,16 @@ func EncodeResponseAs(resp *jsonrpc.Response, rawID json.RawMessage) ([]byte, er
 // handler's errors, handler/auth's 401 and cmd/lambda's adapters all use
 // it, with codes from codes.go.
 func ErrorBody(rawID json.RawMessage, code int64, msg string) []byte {
+	return ErrorBodyOf(rawID, &jsonrpc.Error{Code: code, Message: msg})
+}
+
+// ErrorBodyOf is ErrorBody for an error with data (-32022's supported
+// versions, -32021's required capabilities).
+func ErrorBodyOf(rawID json.RawMessage, e *jsonrpc.Error) []byte {
 	if len(rawID) == 0 {
 		rawID = json.RawMessage("null")
 	}
-	body, err := EncodeResponseAs(&jsonrpc.Response{Error: &jsonrpc.Error{Code: code, Message: msg}}, rawID)
+	body, err := EncodeResponseAs(&jsonrpc.Response{Error: e}, rawID)
 	if err != nil { // not reachable: an error object always encodes
 		body = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":` + strconv.FormatInt(CodeInternalError, 10) + `,"message":"internal error"}}`)
 	}

@@ -17,7 +17,13 @@ const (
 	ProtocolVersion20250618 = "2025-06-18"
 	ProtocolVersion20251125 = "2025-11-25"
 
-	// LatestProtocolVersion is the newest version the gateway speaks. A
+	// ModernProtocolVersion is the sessionless revision: no initialize,
+	// every request carries its client in params._meta. The gateway serves
+	// it beside the session versions on the same endpoint, and speaks it
+	// to backends that discover as modern.
+	ModernProtocolVersion = "2026-07-28"
+
+	// LatestProtocolVersion is the newest session version the gateway speaks. A
 	// client whose initialize asks for a version the gateway does not
 	// speak is offered it, and a backend with no usable snapshot is asked
 	// for it, on either transport.
@@ -48,10 +54,26 @@ func ServesProtocolVersion(v string) bool {
 }
 
 // KnowsProtocolVersion reports whether the gateway can speak v with a
-// backend: every version of the table. A backend whose initialize answers
-// with another one is disconnected rather than spoken to by guesswork.
+// backend: every session version of the table. A backend whose initialize
+// answers with another one is disconnected rather than spoken to by
+// guesswork.
 func KnowsProtocolVersion(v string) bool {
 	return v == ProtocolVersion20241105 || ServesProtocolVersion(v)
+}
+
+// AllProtocolVersions lists every version the gateway serves clients,
+// newest first: the sessionless revision, then the session versions. It is
+// server/discover's supportedVersions and -32022's data.supported.
+func AllProtocolVersions() []string {
+	return []string{ModernProtocolVersion, ProtocolVersion20251125, ProtocolVersion20250618, ProtocolVersion20250326}
+}
+
+// IsModernVersion reports whether v names a sessionless revision: the
+// revision compares versions as text, so any version at or after
+// 2026-07-28 does ("v999.0.0" too, an unknown one), and a session version
+// never does.
+func IsModernVersion(v string) bool {
+	return v >= ModernProtocolVersion && !ServesProtocolVersion(v) && v != ProtocolVersion20241105
 }
 
 // RequestProtocolVersion is the version one request of a session speaks:

@@ -1,0 +1,83 @@
+package handler
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// serveModern serves one POSTed request of protocol 2026-07-28: no
+// session to load, nothing stored, so it costs the store nothing. The
+// answer is JSON, or an event stream when the request streams (progress,
+// log messages, a listen) and the client accepts one. Closing the stream
+// cancels the request: the revision has no resumption, and no
+// notifications/cancelled over HTTP.
+func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request, rawID json.RawMessage, jsonOK, sseOK bool) {
+	if !req.IsCall() {
+		// The revision sends none but notifications/cancelled, which HTTP
+		// replaces by closing the request's stream: nothing to do.
+		if got := r.Header.Get(headerMethod); got != "" && got != req.Method {
+			w.WriteHeader(http.StatusBadRequest) // a notification gets a status only
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if herr := checkModern(req, r.Header); herr != nil {
+		writeRPCError(w, herr.status, rawID, herr.err)
+		return
+	}
+	meta, _ := paramsMeta(req.Params)
+	principal, _ := auth.FromContext(r.Context())
+	call := &router.ModernCall{VHost: r.PathValue("vhost"), Principal: string(principal), Header: r.Header,
+		Request: req, ClientCapabilities: meta.ClientCapabilities, ClientInfo: meta.ClientInfo}
+	if meta.LogLevel != nil {
+		call.LogLevel = *meta.LogLevel
+	}
+	listen := req.Method == "subscriptions/listen"
+	if listen && !sseOK {
+		writeRPCError(w, http.StatusNotAcceptable, rawID, &jsonrpc.Error{Code: codeInvalidRequest,
+			Message: "subscriptions/listen answers on an event stream: Accept must include text/event-stream"})
+		return
+	}
+	ctx, held := s.opts.ResponseBudget.Hold(r.Context())
+	defer held.Release()
+	var ps *postStream
+	if sseOK {
+		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics, errLog: s.log}
+		defer ps.end()
+		call.Stream = ps
+		if listen || !jsonOK || hasProgressToken(req.Params) {
+			ps.begin()
+		}
+		defer ps.keepAlive(s.opts.KeepAlive)()
+	}
+	resp := s.opts.Router.HandleModern(ctx, call)
+	if ps != nil && ps.streaming() {
+		if data, err := wire.EncodeResponseAs(resp, rawID); err == nil {
+			ps.finish(data)
+		}
+		return
+	}
+	if resp.Error != nil {
+		if e, ok := resp.Error.(*jsonrpc.Error); ok {
+			if status := modernErrorStatus(e.Code); status != http.StatusOK {
+				writeRPCError(w, status, rawID, e)
+				return
+			}
+		}
+	}
+	s.writeResponse(w, resp, rawID, jsonOK)
+}
+
+// writeRPCError answers with an HTTP status and a JSON-RPC error (its data
+// included) for the request whose id is rawID.
+func writeRPCError(w http.ResponseWriter, status int, rawID json.RawMessage, e *jsonrpc.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(wire.ErrorBodyOf(rawID, e))
+}

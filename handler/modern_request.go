@@ -1,0 +1,174 @@
+package handler
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Protocol revision 2026-07-28 has no session: every request says who its
+// client is in params._meta and mirrors its method and target in headers.
+// The gateway serves it beside the session protocol on the same endpoint;
+// this file tells the two apart and checks a modern request's _meta and
+// headers before anything else sees it, with the revision's error codes.
+
+// Keys of a modern request's params._meta.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+)
+
+// Headers of the 2026-07-28 transport.
+const (
+	headerMethod = "Mcp-Method"
+	headerName   = "Mcp-Name"
+)
+
+// modernHTTPError is a refused modern request: an HTTP status and the
+// JSON-RPC error it answers with.
+type modernHTTPError struct {
+	status int
+	err    *jsonrpc.Error
+}
+
+func modernRefusal(status int, code int64, format string, args ...any) *modernHTTPError {
+	return &modernHTTPError{status: status, err: &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}}
+}
+
+// requestMeta is the part of params._meta the transport checks.
+type requestMeta struct {
+	ProtocolVersion    *string         `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+	ClientInfo         json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
+	LogLevel           *string         `json:"io.modelcontextprotocol/logLevel"`
+}
+
+// paramsMeta decodes params._meta; ok is false when params or _meta is
+// not an object. A request without params has an empty _meta.
+func paramsMeta(params json.RawMessage) (m requestMeta, ok bool) {
+	if len(params) == 0 || string(params) == "null" {
+		return m, true
+	}
+	var p struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return m, false
+	}
+	if len(p.Meta) == 0 || string(p.Meta) == "null" {
+		return m, true
+	}
+	if p.Meta[0] != '{' || json.Unmarshal(p.Meta, &m) != nil {
+		return m, false
+	}
+	return m, true
+}
+
+// isModern reports whether a POSTed request belongs to the sessionless
+// generation: its _meta names a protocol version, or its
+// MCP-Protocol-Version header names one the gateway does not know as a
+// session version and that sorts at or after 2026-07-28 (the revision
+// compares versions as text, so "v999.0.0" is a modern version too, an
+// unsupported one).
+func isModern(req *jsonrpc.Request, pvHeader string) bool {
+	if m, ok := paramsMeta(req.Params); ok && m.ProtocolVersion != nil {
+		return true
+	}
+	return wire.IsModernVersion(pvHeader)
+}
+
+// checkModern validates a modern request's version, _meta and headers, in
+// the revision's order: header against body (-32020), version (-32022),
+// _meta (-32602), then the mirrored method and name (-32020), and the
+// method itself (404 -32601).
+func checkModern(req *jsonrpc.Request, h http.Header) *modernHTTPError {
+	pv := h.Get(headerProtocolVersion)
+	meta, ok := paramsMeta(req.Params)
+	if !ok {
+		return modernRefusal(http.StatusBadRequest, wire.CodeInvalidParams, "params._meta must be an object")
+	}
+	switch {
+	case meta.ProtocolVersion != nil && pv == "":
+		return modernRefusal(http.StatusBadRequest, wire.CodeHeaderMismatch,
+			"the MCP-Protocol-Version header is required for requests carrying %q", metaProtocolVersion)
+	case meta.ProtocolVersion != nil && *meta.ProtocolVersion != pv:
+		return modernRefusal(http.StatusBadRequest, wire.CodeHeaderMismatch,
+			"header mismatch: MCP-Protocol-Version header %s does not match %s %s", wire.Quote(pv), metaProtocolVersion, wire.Quote(*meta.ProtocolVersion))
+	case pv != wire.ModernProtocolVersion:
+		return unsupportedVersion(pv)
+	case meta.ProtocolVersion == nil:
+		return modernRefusal(http.StatusBadRequest, wire.CodeInvalidParams, "params._meta needs %q", metaProtocolVersion)
+	case len(meta.ClientCapabilities) == 0 || meta.ClientCapabilities[0] != '{':
+		return modernRefusal(http.StatusBadRequest, wire.CodeInvalidParams, "params._meta needs %q, an object", metaClientCapabilities)
+	case len(meta.ClientInfo) > 0 && meta.ClientInfo[0] != '{':
+		return modernRefusal(http.StatusBadRequest, wire.CodeInvalidParams, "params._meta %q must be an object", metaClientInfo)
+	case meta.LogLevel != nil && !router.ValidLogLevel(*meta.LogLevel):
+		return modernRefusal(http.StatusBadRequest, wire.CodeInvalidParams, "params._meta %q: unknown log level %s", metaLogLevel, wire.Quote(*meta.LogLevel))
+	}
+	if got := h.Get(headerMethod); got != req.Method {
+		if got == "" {
+			return modernRefusal(http.StatusBadRequest, wire.CodeHeaderMismatch, "missing required %s header", headerMethod)
+		}
+		return modernRefusal(http.StatusBadRequest, wire.CodeHeaderMismatch,
+			"header mismatch: %s header %s does not match the body's method %s", headerMethod, wire.Quote(got), wire.Quote(req.Method))
+	}
+	if !router.ModernMethod(req.Method) {
+		return modernRefusal(http.StatusNotFound, wire.CodeMethodNotFound, "method %s is not part of protocol %s", wire.Quote(req.Method), wire.ModernProtocolVersion)
+	}
+	if field := router.NameField(req.Method); field != "" {
+		if err := checkNameHeader(req, field, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkNameHeader checks Mcp-Name against the body's name or URI, after
+// decoding the header's Base64 sentinel form.
+func checkNameHeader(req *jsonrpc.Request, field string, h http.Header) *modernHTTPError {
+	var p map[string]json.RawMessage
+	var body string
+	if json.Unmarshal(req.Params, &p) != nil || json.Unmarshal(p[field], &body) != nil {
+		return nil // the router answers a missing name with -32602
+	}
+	raw := h.Get(headerName)
+	if raw == "" && len(h.Values(headerName)) == 0 {
+		return modernRefusal(http.StatusBadRequest, wire.CodeHeaderMismatch, "missing required %s header for %s", headerName, req.Method)
+	}
+	got, ok := wire.DecodeHeaderValue(raw)
+	switch {
+	case !ok:
+		return modernRefusal(http.StatusBadRequest, wire.CodeHeaderMismatch, "%s header: malformed Base64 value", headerName)
+	case got != body:
+		return modernRefusal(http.StatusBadRequest, wire.CodeHeaderMismatch,
+			"header mismatch: %s header %s does not match params.%s %s", headerName, wire.Quote(got), field, wire.Quote(body))
+	}
+	return nil
+}
+
+// unsupportedVersion answers a protocol version the gateway does not
+// speak: -32022 with the versions it does, for either generation.
+func unsupportedVersion(requested string) *modernHTTPError {
+	data, _ := json.Marshal(map[string]any{"supported": wire.AllProtocolVersions(), "requested": requested})
+	return &modernHTTPError{status: http.StatusBadRequest, err: &jsonrpc.Error{
+		Code: wire.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version " + wire.Quote(requested), Data: data}}
+}
+
+// modernErrorStatus is the HTTP status a modern request's JSON-RPC error
+// is sent with: the revision's transport errors are 4xx, a call's own
+// errors (a tool that failed, a resource not found) are 200 like results.
+func modernErrorStatus(code int64) int {
+	switch code {
+	case wire.CodeMethodNotFound:
+		return http.StatusNotFound
+	case wire.CodeHeaderMismatch, wire.CodeMissingClientCapability, wire.CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}

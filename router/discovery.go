@@ -1,0 +1,131 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/router/wire"
+	"github.com/mcpgw/gateway/store"
+	"golang.org/x/sync/singleflight"
+)
+
+// A request of protocol 2026-07-28 has no session, so no snapshot of the
+// backends stored at initialize: the gateway discovers each backend
+// instead, modern first (server/discover), initialize as the fallback,
+// and keeps what it learned per instance and vhost for the backend's
+// ttlMs, at least DiscoveryMinTTL (a go-sdk backend says 0, which would
+// cost a discover per request) and at most DiscoveryMaxTTL. It is a cache,
+// never session state: losing it costs one discovery per backend.
+//
+// What a discovery yields is a snapshot like initialize's, so the rest of
+// the router (capabilities, fast paths, re-probes) treats both
+// generations alike: a modern backend's snapshot says protocol 2026-07-28
+// and stateless, so every request to it is one exchange.
+
+// discovery is one backend's cached discovery.
+type discovery struct {
+	snap    *store.BackendSnapshot
+	ttlMs   int64 // the backend's own ttlMs (0 for a legacy backend)
+	expires time.Time
+}
+
+// discoveryCache holds a vhost's discoveries; it dies with the routing table.
+type discoveryCache struct {
+	mu      sync.Mutex // never held across I/O
+	entries map[string]discovery
+	flight  singleflight.Group
+}
+
+func newDiscoveryCache() *discoveryCache {
+	return &discoveryCache{entries: map[string]discovery{}}
+}
+
+// backendDiscovery returns backend key's discovery, probing it (once for
+// every request waiting) when none is fresh.
+func (r *Router) backendDiscovery(ctx context.Context, v *vhost, key string, hdr http.Header) discovery {
+	c := v.discovered
+	c.mu.Lock()
+	d, ok := c.entries[key]
+	c.mu.Unlock()
+	if ok && time.Now().Before(d.expires) {
+		return d
+	}
+	// Detached from the first caller: the result serves every waiter.
+	ch := c.flight.DoChan(key, func() (any, error) {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.backendTimeout(v, key))
+		defer cancel()
+		d := r.probeGeneration(pctx, v, key, hdr)
+		c.mu.Lock()
+		c.entries[key] = d
+		c.mu.Unlock()
+		return d, nil
+	})
+	select {
+	case res := <-ch:
+		return res.Val.(discovery)
+	case <-ctx.Done():
+		return discovery{snap: failedSnapshot(key, ctx.Err())}
+	}
+}
+
+// rememberDiscovery replaces a backend's cached snapshot with one a
+// request learned (a backend that changed generation, or recovered).
+func (r *Router) rememberDiscovery(v *vhost, snap *store.BackendSnapshot) {
+	ttl := r.opts.DiscoveryMinTTL
+	if !snap.OK() {
+		ttl = r.opts.ReprobeInterval
+	}
+	c := v.discovered
+	c.mu.Lock()
+	c.entries[snap.Key] = discovery{snap: snap, expires: time.Now().Add(ttl)}
+	c.mu.Unlock()
+}
+
+// probeGeneration asks a backend which generation it speaks: server/discover
+// first; any answer but a discover result naming 2026-07-28 means a legacy
+// backend, probed with initialize (on a backend session closed at once: a
+// discovery is shared by every caller, so it never keeps one).
+func (r *Router) probeGeneration(ctx context.Context, v *vhost, key string, hdr http.Header) discovery {
+	now := time.Now()
+	if v.backends[key].Transport != upstream.TransportSSE {
+		if res, err := v.clients[key].Discover(ctx, r.clientInfo(), hdr); err == nil && slices.Contains(res.SupportedVersions, wire.ModernProtocolVersion) {
+			snap := &store.BackendSnapshot{Key: key, ProbedAt: now.UTC(), ProtocolVersion: wire.ModernProtocolVersion,
+				Capabilities: res.Capabilities, ServerInfo: res.ServerInfo, Instructions: res.Instructions, Stateless: true}
+			ttl := min(max(time.Duration(res.TTLMs)*time.Millisecond, r.opts.DiscoveryMinTTL), r.opts.DiscoveryMaxTTL)
+			return discovery{snap: snap, ttlMs: res.TTLMs, expires: now.Add(ttl)}
+		}
+	}
+	snap := r.probeLegacy(ctx, v, key, hdr)
+	ttl := r.opts.DiscoveryMinTTL
+	if !snap.OK() {
+		ttl = r.opts.ReprobeInterval
+	}
+	return discovery{snap: snap, expires: now.Add(ttl)}
+}
+
+// probeLegacy runs initialize against a backend on a session of its own
+// and closes it.
+func (r *Router) probeLegacy(ctx context.Context, v *vhost, key string, hdr http.Header) *store.BackendSnapshot {
+	conn, err := v.clients[key].Open(ctx, upstream.Handshake{ProtocolVersion: wire.LatestProtocolVersion,
+		ClientInfo: r.clientInfo(), ClientCapabilities: json.RawMessage(`{}`)}, hdr)
+	if err != nil {
+		r.log.Warn("backend discovery failed", "vhost", v.name, "backend", key, "error", err)
+		return failedSnapshot(key, err)
+	}
+	snap := snapshotFrom(key, conn.Init())
+	r.release(conn, false)
+	return snap
+}
+
+// backendTimeout is a backend's configured timeout (a discovery's bound).
+func (r *Router) backendTimeout(v *vhost, key string) time.Duration {
+	if t := v.backends[key].Timeout; t > 0 {
+		return t
+	}
+	return 30 * time.Second
+}

@@ -1,0 +1,136 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+
+	"github.com/mcpgw/gateway/router/wire"
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Protocol 2026-07-28 requests reach the same federation code as session
+// requests. What a session held (the client's capabilities and log level,
+// each backend's snapshot) comes from the request instead: its _meta, and
+// the instance's discovery cache. Nothing is read from or written to the
+// store on the way, so any instance serves any request with no round trip
+// but the backend's.
+
+// modernSnapshot reports whether a backend snapshot is a 2026-07-28
+// backend's (from discovery): every request to it is one exchange.
+func modernSnapshot(snap *store.BackendSnapshot) bool {
+	return snap.OK() && snap.ProtocolVersion == wire.ModernProtocolVersion
+}
+
+// ModernCall is one request of protocol 2026-07-28. The transport has
+// checked its _meta and headers.
+type ModernCall struct {
+	VHost     string
+	Principal string
+	// Header is the downstream request's headers, for passthrough_headers.
+	Header  http.Header
+	Request *jsonrpc.Request
+	// ClientCapabilities, ClientInfo and LogLevel are the request's _meta.
+	ClientCapabilities json.RawMessage
+	ClientInfo         json.RawMessage
+	LogLevel           string
+	// Stream carries the request's own notifications (progress, log
+	// messages), and a listen's; nil when the client accepts no stream.
+	Stream Stream
+}
+
+// HandleModern answers one modern request.
+func (r *Router) HandleModern(ctx context.Context, c *ModernCall) *jsonrpc.Response {
+	v, ok := r.table.Load().vhosts[c.VHost]
+	if !ok {
+		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))
+	}
+	method := c.Request.Method
+	switch method {
+	case "server/discover":
+		return r.modernDiscover(ctx, v, c)
+	case "subscriptions/listen":
+		return r.listen(ctx, v, c)
+	}
+	call := &Call{Session: r.modernView(ctx, v, c), Header: c.Header, Request: c.Request, Stream: c.Stream, modern: true}
+	resp := r.Handle(ctx, call)
+	return r.finishModern(ctx, resp, method, call.hints)
+}
+
+// finishModern turns a response into a 2026-07-28 one: results decorated;
+// a backend's version refusal, which is about the gateway's link to it and
+// not the client's request, reported as the gateway's failure.
+func (r *Router) finishModern(ctx context.Context, resp *jsonrpc.Response, method string, hints *cacheHints) *jsonrpc.Response {
+	if resp.Error != nil {
+		var e *jsonrpc.Error
+		if errors.As(resp.Error, &e) && e.Code == wire.CodeUnsupportedProtocolVersion {
+			return errorResponse(resp.ID, rpcError(CodeInternalError, "a backend refused the gateway's protocol version: %s", e.Message))
+		}
+		return resp
+	}
+	if !cacheable(method) {
+		hints = nil
+	} else if hints == nil {
+		hints = &cacheHints{}
+	}
+	out, err := r.decorateModern(resp.Result, method, hints)
+	if err != nil {
+		r.log.Warn("a backend result is not a JSON object", "method", method, "error", err)
+		return errorResponse(resp.ID, rpcError(CodeInternalError, "a backend's result is not a JSON object"))
+	}
+	return resultResponse(resp.ID, out)
+}
+
+// modernView is the session a modern request stands for: never stored,
+// with the request's own client and the discovery cache's snapshots.
+func (r *Router) modernView(ctx context.Context, v *vhost, c *ModernCall) *store.Session {
+	sess := &store.Session{Principal: c.Principal, VHost: v.name, ProtocolVersion: wire.ModernProtocolVersion,
+		ClientInfo: c.ClientInfo, ClientCapabilities: c.ClientCapabilities, LogLevel: c.LogLevel,
+		Backends: make(map[string]*store.BackendSnapshot, len(v.keys))}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, key := range v.keys {
+		wg.Go(func() {
+			d := r.backendDiscovery(ctx, v, key, c.Header)
+			mu.Lock()
+			sess.Backends[key] = d.snap
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return sess
+}
+
+// modernDiscover answers server/discover for the virtual host: built from
+// every backend's discovery, never one backend's answer, like initialize.
+func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.Response {
+	snaps := make(map[string]*store.BackendSnapshot, len(v.keys))
+	hints := cacheHints{ttlMs: -1}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, key := range v.keys {
+		wg.Go(func() {
+			d := r.backendDiscovery(ctx, v, key, c.Header)
+			mu.Lock()
+			defer mu.Unlock()
+			snaps[key] = d.snap
+			if d.snap.OK() && (hints.ttlMs < 0 || d.ttlMs < hints.ttlMs) {
+				hints.ttlMs = d.ttlMs
+			}
+		})
+	}
+	wg.Wait()
+	hints.ttlMs = max(hints.ttlMs, 0)
+	result := map[string]any{
+		"supportedVersions": wire.AllProtocolVersions(),
+		"capabilities":      mergedCapabilities(snaps),
+	}
+	if ins := joinedInstructions(v.keys, snaps); ins != "" {
+		result["instructions"] = ins
+	}
+	raw, _ := json.Marshal(result)
+	return r.finishModern(ctx, resultResponse(c.Request.ID, raw), "server/discover", &hints)
+}

@@ -1,0 +1,236 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+
+	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// subscriptions/listen (protocol 2026-07-28) is the client's one stream of
+// what nobody asked for: list changes and updates of the resources it
+// names. The gateway fans it in: one upstream listen per backend that can
+// honour part of the client's filter, each asked for its part (resource
+// URIs routed and stripped like resources/read's). The client is sent the
+// acknowledgement first, with the union of what the backends agreed to
+// (URIs renamed back), then every notification they send, renamed and
+// tagged with the client's subscription id (its listen request's id),
+// until it goes away or the gateway shuts down, which ends the stream
+// with the listen's result.
+
+// listenFilter is subscriptions/listen's params.notifications.
+type listenFilter struct {
+	ToolsListChanged      bool     `json:"toolsListChanged,omitempty"`
+	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+}
+
+const (
+	metaSubscriptionID   = "io.modelcontextprotocol/subscriptionId"
+	methodListenAck      = "notifications/subscriptions/acknowledged"
+	methodResourceUpdate = "notifications/resources/updated"
+)
+
+// EndListens ends every subscriptions/listen this instance serves, each
+// with its result: servers call it when shutting down, so the clients
+// reconnect elsewhere rather than see a cut stream.
+func (r *Router) EndListens() { r.endListens() }
+
+// listen serves one subscriptions/listen; it returns when the client has
+// gone (ctx) or the gateway shuts down.
+func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.Response {
+	var p struct {
+		Notifications *listenFilter `json:"notifications"`
+	}
+	if err := json.Unmarshal(orEmpty(c.Request.Params), &p); err != nil || p.Notifications == nil {
+		return errorResponse(c.Request.ID, invalidParams("subscriptions/listen needs params.notifications, an object"))
+	}
+	if c.Stream == nil {
+		return errorResponse(c.Request.ID, invalidParams("subscriptions/listen answers on an event stream: accept text/event-stream"))
+	}
+	subID, _ := json.Marshal(c.Request.ID.Raw())
+	sess := r.modernView(ctx, v, c)
+	ls := &listenSession{r: r, v: v, c: c, subID: subID}
+
+	lctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	for _, key := range v.keys {
+		want := backendFilter(v, key, p.Notifications, sess.Backends[key])
+		if want == nil {
+			continue
+		}
+		ls.pending.Add(1)
+		wg.Go(func() { ls.run(lctx, sess, key, want) })
+	}
+	ls.pending.Wait() // every backend acknowledged, or failed
+	ls.acknowledge()
+
+	if ls.agreedAny() {
+		select {
+		case <-ctx.Done():
+		case <-r.listensDone:
+		}
+	}
+	stop()
+	wg.Wait()
+	result, _ := json.Marshal(map[string]any{"_meta": map[string]json.RawMessage{metaSubscriptionID: subID}})
+	return r.finishModern(ctx, resultResponse(c.Request.ID, result), "subscriptions/listen", nil)
+}
+
+// backendFilter is the part of the client's filter backend key can honour,
+// by its snapshot's capabilities, in its own URIs; nil when none is (or
+// when it does not speak 2026-07-28: legacy backends' notifications reach
+// modern listens through issue-level translation, not here).
+func backendFilter(v *vhost, key string, f *listenFilter, snap *store.BackendSnapshot) *listenFilter {
+	if !snap.OK() || !modernSnapshot(snap) {
+		return nil
+	}
+	caps := capabilitiesOf(snap)
+	out := &listenFilter{
+		ToolsListChanged:     f.ToolsListChanged && caps.Tools != nil && caps.Tools.ListChanged,
+		PromptsListChanged:   f.PromptsListChanged && caps.Prompts != nil && caps.Prompts.ListChanged,
+		ResourcesListChanged: f.ResourcesListChanged && caps.Resources != nil && caps.Resources.ListChanged,
+	}
+	if caps.Resources != nil && caps.Resources.Subscribe {
+		for _, uri := range f.ResourceSubscriptions {
+			if b, name, err := v.route("resource", uri); err == nil && b == key {
+				out.ResourceSubscriptions = append(out.ResourceSubscriptions, name)
+			}
+		}
+	}
+	if !out.ToolsListChanged && !out.PromptsListChanged && !out.ResourcesListChanged && len(out.ResourceSubscriptions) == 0 {
+		return nil
+	}
+	return out
+}
+
+// listenSession is one client listen being served.
+type listenSession struct {
+	r     *Router
+	v     *vhost
+	c     *ModernCall
+	subID json.RawMessage
+
+	pending sync.WaitGroup // backends not yet acknowledged (or failed)
+
+	mu     sync.Mutex
+	acked  bool              // the client has its acknowledgement
+	agreed listenFilter      // union of the backends' acknowledgements, client-side names
+	any    bool              // some backend agreed to something
+	early  []*jsonrpc.Request // notifications that came before the client's ack
+}
+
+// run keeps one backend's listen until ctx ends. It acknowledges its part
+// (once) whatever happens, so the client's acknowledgement never waits on
+// a dead backend.
+func (ls *listenSession) run(ctx context.Context, sess *store.Session, key string, want *listenFilter) {
+	ackOnce := sync.OnceFunc(ls.pending.Done)
+	defer ackOnce()
+	params, _ := json.Marshal(map[string]any{"notifications": want})
+	_, err := ls.r.withBackend(ctx, ls.v, key, "subscriptions/listen", sess, ls.c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+		return conn.Call(ctx, "subscriptions/listen", params, func(msg jsonrpc.Message) {
+			n, ok := msg.(*jsonrpc.Request)
+			if !ok || n.IsCall() {
+				return
+			}
+			if n.Method == methodListenAck {
+				ls.acknowledged(key, n)
+				ackOnce()
+				return
+			}
+			ls.forward(key, n)
+		})
+	})
+	if err != nil && ctx.Err() == nil {
+		ls.r.log.Warn("backend listen ended", "vhost", ls.v.name, "backend", key, "error", err)
+	}
+}
+
+// acknowledged adds a backend's acknowledged filter to the union.
+func (ls *listenSession) acknowledged(key string, n *jsonrpc.Request) {
+	var p struct {
+		Notifications listenFilter `json:"notifications"`
+	}
+	_ = json.Unmarshal(n.Params, &p)
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	a := &ls.agreed
+	a.ToolsListChanged = a.ToolsListChanged || p.Notifications.ToolsListChanged
+	a.PromptsListChanged = a.PromptsListChanged || p.Notifications.PromptsListChanged
+	a.ResourcesListChanged = a.ResourcesListChanged || p.Notifications.ResourcesListChanged
+	for _, uri := range p.Notifications.ResourceSubscriptions {
+		if !ls.v.single() {
+			uri = prefix(key, uri)
+		}
+		if !slices.Contains(a.ResourceSubscriptions, uri) {
+			a.ResourceSubscriptions = append(a.ResourceSubscriptions, uri)
+		}
+	}
+	f := p.Notifications
+	ls.any = ls.any || f.ToolsListChanged || f.PromptsListChanged || f.ResourcesListChanged || len(f.ResourceSubscriptions) > 0
+}
+
+// acknowledge sends the client its acknowledgement, then what came early.
+func (ls *listenSession) acknowledge() {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	params, _ := json.Marshal(map[string]any{"notifications": ls.agreed,
+		"_meta": map[string]json.RawMessage{metaSubscriptionID: ls.subID}})
+	_ = ls.c.Stream.Send(&jsonrpc.Request{Method: methodListenAck, Params: params})
+	ls.acked = true
+	for _, n := range ls.early {
+		_ = ls.c.Stream.Send(n)
+	}
+	ls.early = nil
+}
+
+func (ls *listenSession) agreedAny() bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.any
+}
+
+// forward renames a backend's notification for the client, tags it with
+// the client's subscription id, and sends it (or keeps it until the
+// acknowledgement has gone out). Progress and log messages belong to
+// requests, never to a listen.
+func (ls *listenSession) forward(key string, n *jsonrpc.Request) {
+	switch n.Method {
+	case "notifications/progress", "notifications/message", "notifications/cancelled":
+		return
+	case methodResourceUpdate:
+		if n = reprefixNotification(ls.v, key, n); n == nil {
+			return
+		}
+	}
+	n = tagSubscription(n, ls.subID)
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if !ls.acked {
+		ls.early = append(ls.early, n)
+		return
+	}
+	_ = ls.c.Stream.Send(n)
+}
+
+// tagSubscription sets params._meta's subscription id.
+func tagSubscription(n *jsonrpc.Request, subID json.RawMessage) *jsonrpc.Request {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(orEmpty(n.Params), &p) != nil || p == nil {
+		p = map[string]json.RawMessage{}
+	}
+	meta := map[string]json.RawMessage{}
+	_ = json.Unmarshal(p["_meta"], &meta)
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	meta[metaSubscriptionID] = subID
+	p["_meta"] = rawObject(meta)
+	return &jsonrpc.Request{Method: n.Method, Params: rawObject(p)}
+}

@@ -1,0 +1,190 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sort"
+
+	"github.com/mcpgw/gateway/router/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A backend that speaks protocol 2026-07-28 has no session and no
+// handshake: every request stands alone, with the client's description in
+// params._meta and its method and target mirrored in headers. A Conn opened
+// with that version (SkipInitialize) is such a connection: each request is
+// one POST, its _meta completed from the Handshake (keys the caller already
+// set are kept, the protocol version is the connection's), its headers
+// (Mcp-Method, Mcp-Name) built from the request the backend gets, after
+// renaming, plus any the caller adds (WithHeaders: Mcp-Param-*). A
+// cancelled request is cancelled by closing its HTTP exchange; nothing
+// else is sent.
+
+const (
+	headerMethod = "Mcp-Method"
+	headerName   = "Mcp-Name"
+
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+)
+
+// modernMeta is the _meta every request of a modern connection carries
+// unless the caller's params already say: the version, and the client's
+// capabilities, identity and log level.
+func modernMeta(h Handshake) map[string]json.RawMessage {
+	m := map[string]json.RawMessage{}
+	m[metaProtocolVersion], _ = json.Marshal(h.ProtocolVersion)
+	caps := h.ClientCapabilities
+	if len(caps) == 0 {
+		caps = json.RawMessage(`{}`)
+	}
+	m[metaClientCapabilities] = caps
+	if len(h.ClientInfo) > 0 {
+		m[metaClientInfo] = h.ClientInfo
+	}
+	if h.LogLevel != "" {
+		m[metaLogLevel], _ = json.Marshal(h.LogLevel)
+	}
+	return m
+}
+
+// withMeta completes params._meta with base (the version always the
+// connection's). Params that are not an object are left alone: the
+// backend answers them.
+func withMeta(params json.RawMessage, base map[string]json.RawMessage) json.RawMessage {
+	p := map[string]json.RawMessage{}
+	if len(params) > 0 && string(params) != "null" {
+		if json.Unmarshal(params, &p) != nil {
+			return params
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := p["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
+		return params
+	}
+	for k, v := range base {
+		if _, set := meta[k]; !set || k == metaProtocolVersion {
+			meta[k] = v
+		}
+	}
+	p["_meta"] = objectOf(meta)
+	return objectOf(p)
+}
+
+// objectOf encodes a map of raw values, keys sorted, values as they are.
+func objectOf(m map[string]json.RawMessage) json.RawMessage {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b := []byte{'{'}
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		kb, _ := json.Marshal(k)
+		b = append(b, kb...)
+		b = append(b, ':')
+		b = append(b, m[k]...)
+	}
+	return append(b, '}')
+}
+
+// setModernHeaders mirrors a request's method and target in its headers,
+// and adds the caller's (WithHeaders).
+func setModernHeaders(ctx context.Context, h http.Header, msg jsonrpc.Message) {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return
+	}
+	h.Set(headerMethod, req.Method)
+	if field := nameField(req.Method); field != "" {
+		var p map[string]json.RawMessage
+		var name string
+		if json.Unmarshal(req.Params, &p) == nil && json.Unmarshal(p[field], &name) == nil {
+			h.Set(headerName, wire.EncodeHeaderValue(name))
+		}
+	}
+	for k, vs := range extraHeaders(ctx) {
+		h[k] = append([]string(nil), vs...)
+	}
+}
+
+// nameField is the params field Mcp-Name mirrors for method, or "".
+func nameField(method string) string {
+	switch method {
+	case "tools/call", "prompts/get":
+		return "name"
+	case "resources/read":
+		return "uri"
+	}
+	return ""
+}
+
+type headersKey struct{}
+
+// WithHeaders returns a context whose modern backend requests also carry h
+// (the Mcp-Param-* headers of a tools/call, say). Other headers the
+// connection sets win over h.
+func WithHeaders(ctx context.Context, h http.Header) context.Context {
+	return context.WithValue(ctx, headersKey{}, h)
+}
+
+func extraHeaders(ctx context.Context) http.Header {
+	h, _ := ctx.Value(headersKey{}).(http.Header)
+	return h
+}
+
+// DiscoverResult is what a backend's server/discover said.
+type DiscoverResult struct {
+	SupportedVersions []string        `json:"supportedVersions"`
+	Capabilities      json.RawMessage `json:"capabilities"`
+	Instructions      string          `json:"instructions"`
+	TTLMs             int64           `json:"ttlMs"`
+	// ServerInfo is the backend's _meta serverInfo (nil when absent).
+	ServerInfo json.RawMessage `json:"-"`
+	// Raw is the result, verbatim.
+	Raw json.RawMessage `json:"-"`
+}
+
+// ErrNotModern is returned by Discover for a backend whose answer does not
+// show a 2026-07-28 server: an error or a result that is not a discover
+// result. The backend may still speak the session protocol.
+var ErrNotModern = errors.New("not a 2026-07-28 server")
+
+// Discover asks the backend which protocol versions it speaks, as a
+// 2026-07-28 client would (server/discover on a connection of its own):
+// a result lists them; any error, whatever its form, is ErrNotModern
+// wrapped in an *Error (a legacy server answers 400, 404 or 405, or a
+// JSON-RPC error; a stateful go-sdk server -32022).
+func (c *Client) Discover(ctx context.Context, clientInfo json.RawMessage, downstream http.Header) (*DiscoverResult, error) {
+	conn, err := c.Open(ctx, Handshake{ProtocolVersion: wire.ModernProtocolVersion, SkipInitialize: true, ClientInfo: clientInfo}, downstream)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(false)
+	resp, err := conn.Call(ctx, "server/discover", nil, nil)
+	if err != nil {
+		return nil, c.newError("server/discover", 0, errors.Join(ErrNotModern, err))
+	}
+	if resp.Error != nil {
+		return nil, c.newError("server/discover", 0, errors.Join(ErrNotModern, resp.Error))
+	}
+	var res DiscoverResult
+	if err := json.Unmarshal(resp.Result, &res); err != nil || len(res.SupportedVersions) == 0 {
+		return nil, c.newError("server/discover", 0, ErrNotModern)
+	}
+	var meta struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(resp.Result, &meta)
+	res.ServerInfo = meta.Meta[metaServerInfo]
+	res.Raw = resp.Result
+	return &res, nil
+}
