@@ -120,9 +120,9 @@ type listenSession struct {
 	pending sync.WaitGroup // backends not yet acknowledged (or failed)
 
 	mu     sync.Mutex
-	acked  bool              // the client has its acknowledgement
-	agreed listenFilter      // union of the backends' acknowledgements, client-side names
-	any    bool              // some backend agreed to something
+	acked  bool               // the client has its acknowledgement
+	agreed listenFilter       // union of the backends' acknowledgements, client-side names
+	any    bool               // some backend agreed to something
 	early  []*jsonrpc.Request // notifications that came before the client's ack
 }
 

@@ -62,7 +62,7 @@ type Conn struct {
 	// meta is set on a 2026-07-28 connection: what every request's _meta
 	// carries (see modern.go).
 	meta map[string]json.RawMessage
-	mu              sync.Mutex
+	mu   sync.Mutex
 }
 
 // closeWait bounds how long Close waits for in-flight calls to wind down
