@@ -25,7 +25,7 @@ func TestErrorMessages_QuoteClientInputAtMost200Bytes(t *testing.T) {
 		{"unknown method", req{body: `{"jsonrpc":"2.0","id":1,"method":"` + huge + `"}`}, 200, -32601, "is not supported"},
 		{"unknown log level", req{body: `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"` + huge + `"}}`}, 200, -32602, "log level"},
 		{"unsupported ref type", req{body: `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"` + huge + `"},"argument":{"name":"a","value":"b"}}}`}, 200, -32602, "ref type"},
-		{"unsupported protocol version", req{body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, headers: map[string]string{"Mcp-Protocol-Version": strings.Repeat("9", 16<<10)}}, 400, -32600, "MCP-Protocol-Version"},
+		{"unsupported protocol version", req{body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, headers: map[string]string{"Mcp-Protocol-Version": strings.Repeat("9", 16<<10)}}, 400, -32022, "unsupported protocol version"},
 		{"answer nobody waits for", req{body: `{"jsonrpc":"2.0","id":"` + huge + `","result":{}}`}, 400, -32600, "no server request"},
 		{"bad id", req{body: `{"jsonrpc":"2.0","id":` + strings.Repeat("1", 1<<20) + `.5,"method":"ping"}`}, 400, -32600, "not an integer"},
 	}
@@ -35,6 +35,9 @@ func TestErrorMessages_QuoteClientInputAtMost200Bytes(t *testing.T) {
 			r := g.do(tc.r)
 			if r.status != tc.status || r.rpc.Error == nil || r.rpc.Error.Code != tc.code || !strings.Contains(r.rpc.Error.Message, tc.contains) {
 				t.Fatalf("status %d, body %.300s: want %d, %d mentioning %q", r.status, r.body, tc.status, tc.code, tc.contains)
+			}
+			if n := len(r.body); n > 2*maxErrorMessage+300 {
+				t.Fatalf("answer of %d bytes carries the client's input in full: %.300s...", n, r.body)
 			}
 			if n := len(r.rpc.Error.Message); n > maxErrorMessage {
 				t.Fatalf("error message of %d bytes quotes the client's input in full: %.300s...", n, r.rpc.Error.Message)

@@ -155,7 +155,7 @@ func checkNameHeader(req *jsonrpc.Request, field string, h http.Header) *modernH
 // unsupportedVersion answers a protocol version the gateway does not
 // speak: -32022 with the versions it does, for either generation.
 func unsupportedVersion(requested string) *modernHTTPError {
-	data, _ := json.Marshal(map[string]any{"supported": wire.AllProtocolVersions(), "requested": requested})
+	data, _ := json.Marshal(map[string]any{"supported": wire.AllProtocolVersions(), "requested": wire.Clip(requested)})
 	return &modernHTTPError{status: http.StatusBadRequest, err: &jsonrpc.Error{
 		Code: wire.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version " + wire.Quote(requested), Data: data}}
 }

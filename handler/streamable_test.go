@@ -23,7 +23,7 @@ func TestTransport_StatusCodesAndErrors(t *testing.T) {
 		{"other principal", req{body: list, session: sid, sub: "mallory"}, 404, -32001, "session not found"},
 		{"other vhost", req{body: list, session: sid, path: "/servers/other/mcp"}, 404, -32001, "session not found"},
 		{"unknown vhost", req{body: list, session: sid, path: "/servers/nope/mcp"}, 404, -32600, "virtual host"},
-		{"unsupported protocol version", req{body: list, session: sid, headers: map[string]string{"Mcp-Protocol-Version": "1999-01-01"}}, 400, -32600, "1999-01-01"},
+		{"unsupported protocol version", req{body: list, session: sid, headers: map[string]string{"Mcp-Protocol-Version": "1999-01-01"}}, 400, -32022, "1999-01-01"}, // -32022 with the supported versions, both generations
 		{"foreign host", req{body: list, session: sid, headers: map[string]string{"Host": "evil.example"}}, 403, -32600, "host"},
 		{"foreign origin", req{body: list, session: sid, headers: map[string]string{"Origin": "https://evil.example"}}, 403, -32600, "origin"},
 		{"no token", req{body: list, session: sid, sub: "-"}, 401, 0, ""},

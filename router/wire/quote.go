@@ -45,3 +45,17 @@ func Quote(s string) string {
 	b = append(b, " bytes)"...)
 	return string(b)
 }
+
+// Clip cuts client input to at most MaxQuoted bytes, on a character
+// boundary, for places that carry it as a value rather than in a message
+// (the "requested" version of an unsupported-version error's data).
+func Clip(s string) string {
+	if len(s) <= MaxQuoted {
+		return s
+	}
+	end := MaxQuoted
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end]
+}
