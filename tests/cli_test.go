@@ -69,9 +69,9 @@ func TestCLI_DemoServesARealClient(t *testing.T) {
 	}
 }
 
-// The go-sdk client with no options: it probes server/discover (protocol
-// 2026-07-28) first, falls back to initialize, and opens the standalone GET
-// stream. All of that must work against the gateway.
+// The go-sdk client with no options probes server/discover first: the
+// gateway speaks protocol 2026-07-28, so it gets it (no initialize, no
+// session), whatever its demo backends speak.
 func TestCLI_DefaultGoSDKClientConnects(t *testing.T) {
 	bin := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
 	p := testsupport.StartGateway(t, bin, []string{"--demo"}, nil)
@@ -82,7 +82,7 @@ func TestCLI_DefaultGoSDKClientConnects(t *testing.T) {
 		t.Fatalf("connect: %v\n%s", err, p.Output())
 	}
 	defer cs.Close()
-	if v := cs.InitializeResult().ProtocolVersion; v != "2025-11-25" {
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		t.Fatalf("negotiated %q", v)
 	}
 	if tools, err := cs.ListTools(ctx, nil); err != nil || len(tools.Tools) != 6 {
