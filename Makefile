@@ -28,8 +28,9 @@ clean:
 
 MCPGW_CACHE ?= .cache/conformance
 
-conformance: ## MCP conformance suite vs 2 gateways on Redis behind a round-robin proxy (SCENARIO=name for one)
+conformance: ## MCP conformance suite vs 2 gateways on Redis behind a round-robin proxy: both protocol generations
 	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2025-11-25 BACKEND_MODE=stateful ./scripts/conformance.sh
+	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=stateless ./scripts/conformance.sh
 
 .PHONY: bench
 
