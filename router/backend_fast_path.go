@@ -65,6 +65,18 @@ func (r *Router) exchange(ctx context.Context, v *vhost, key string, sess *store
 	}
 
 	conn, err := v.clients[key].Open(ctx, r.handshake(sess, snap), hdr)
+	if err != nil && refusedHandshake(err) {
+		// A backend that refuses initialize may speak only 2026-07-28 (now).
+		if next, _ := r.discoverModern(ctx, v, key, hdr); next != nil {
+			r.persistSnapshots(ctx, sess, []*store.BackendSnapshot{next})
+			h, _ := r.fastHandshake(v, key, sess, next, false)
+			if conn, err = v.clients[key].Open(ctx, h, hdr); err == nil {
+				resp, err := fn(conn)
+				r.release(conn, false)
+				return resp, err
+			}
+		}
+	}
 	if err != nil {
 		if !snap.OK() {
 			r.persistSnapshots(ctx, sess, []*store.BackendSnapshot{failedSnapshot(key, err)})

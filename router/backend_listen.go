@@ -61,6 +61,9 @@ func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr htt
 		return ErrNoStream // reloaded away: the runtime rebuilds its listeners
 	}
 	key := t.Key
+	if snap := sess.Backends[key]; modernSnapshot(snap) {
+		return r.listenModern(ctx, v, sess, hdr, t, emit, up)
+	}
 	conn, _, err := r.open(ctx, v, key, sess, hdr)
 	if err != nil {
 		return err
@@ -100,4 +103,73 @@ func subscriptionsOf(v *vhost, key string, subs []string) []string {
 		}
 	}
 	return out
+}
+
+// listenModern is ListenBackend for a backend that speaks 2026-07-28: it
+// has no standalone stream and no resources/subscribe, so the session's
+// interests become one subscriptions/listen (its acknowledgement is the
+// moment the listener is up), and what it sends is renamed and untagged
+// for the session's GET stream.
+func (r *Router) listenModern(ctx context.Context, v *vhost, sess *store.Session, hdr http.Header, t ListenTarget, emit func(*jsonrpc.Request), up func()) error {
+	key := t.Key
+	caps := capabilitiesOf(sess.Backends[key])
+	filter := listenFilter{
+		ToolsListChanged:      caps.Tools != nil && caps.Tools.ListChanged,
+		PromptsListChanged:    caps.Prompts != nil && caps.Prompts.ListChanged,
+		ResourcesListChanged:  caps.Resources != nil && caps.Resources.ListChanged,
+		ResourceSubscriptions: t.Subscriptions,
+	}
+	h, ok := r.fastHandshake(v, key, sess, sess.Backends[key], false)
+	if !ok {
+		return ErrNoStream
+	}
+	conn, err := v.clients[key].Open(ctx, h, hdr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(false)
+	params, _ := json.Marshal(map[string]any{"notifications": filter})
+	_, err = conn.Call(ctx, "subscriptions/listen", params, func(msg jsonrpc.Message) {
+		n, ok := msg.(*jsonrpc.Request)
+		if !ok || n.IsCall() {
+			return
+		}
+		switch n.Method {
+		case methodListenAck:
+			up()
+			return
+		case methodResourceUpdate:
+			if n = reprefixNotification(v, key, n); n == nil {
+				return
+			}
+		case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
+			if v.backends[key].ListCacheTTL > 0 {
+				r.listChanged(ctx, v.name, key)
+			}
+		default:
+			return // progress and log messages belong to requests
+		}
+		emit(untagSubscription(n))
+	})
+	return err
+}
+
+// untagSubscription drops a listen's subscription id from a notification
+// that goes to a 2025-era GET stream, which has no such thing.
+func untagSubscription(n *jsonrpc.Request) *jsonrpc.Request {
+	var p map[string]json.RawMessage
+	if json.Unmarshal(orEmpty(n.Params), &p) != nil || p == nil {
+		return n
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(p["_meta"], &meta) != nil || meta == nil {
+		return n
+	}
+	delete(meta, metaSubscriptionID)
+	if len(meta) == 0 {
+		delete(p, "_meta")
+	} else {
+		p["_meta"] = rawObject(meta)
+	}
+	return &jsonrpc.Request{Method: n.Method, Params: rawObject(p)}
 }

@@ -73,6 +73,14 @@ func (r *Router) reprobeDue(snap *store.BackendSnapshot) bool {
 func (r *Router) probe(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header) *store.BackendSnapshot {
 	conn, err := v.clients[key].Open(ctx, r.handshake(sess, nil), hdr)
 	if err != nil {
+		if refusedHandshake(err) {
+			// Maybe a backend that speaks only 2026-07-28: the session's
+			// requests then go to it as modern requests, carrying what the
+			// client's initialize said (see backend_fast_path.go).
+			if snap, _ := r.discoverModern(ctx, v, key, hdr); snap != nil {
+				return snap
+			}
+		}
 		r.log.Warn("backend initialize failed", "vhost", v.name, "backend", key, "error", err)
 		return failedSnapshot(key, err)
 	}

@@ -76,7 +76,12 @@ func (cs *callStream) onMessage(msg jsonrpc.Message) {
 		if n := reprefixNotification(cs.v, cs.key, req); n != nil {
 			cs.send(n)
 		}
-	default: // notifications/message, list_changed, ...
+	case "notifications/message":
+		if cs.c.modern && cs.c.Session.LogLevel == "" {
+			return // a 2026-07-28 request that names no log level gets no log messages
+		}
+		cs.send(req)
+	default: // list_changed, ...
 		cs.send(req)
 	}
 }

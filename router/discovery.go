@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/router/wire"
 	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -92,13 +94,9 @@ func (r *Router) rememberDiscovery(v *vhost, snap *store.BackendSnapshot) {
 // discovery is shared by every caller, so it never keeps one).
 func (r *Router) probeGeneration(ctx context.Context, v *vhost, key string, hdr http.Header) discovery {
 	now := time.Now()
-	if v.backends[key].Transport != upstream.TransportSSE {
-		if res, err := v.clients[key].Discover(ctx, r.clientInfo(), hdr); err == nil && slices.Contains(res.SupportedVersions, wire.ModernProtocolVersion) {
-			snap := &store.BackendSnapshot{Key: key, ProbedAt: now.UTC(), ProtocolVersion: wire.ModernProtocolVersion,
-				Capabilities: res.Capabilities, ServerInfo: res.ServerInfo, Instructions: res.Instructions, Stateless: true}
-			ttl := min(max(time.Duration(res.TTLMs)*time.Millisecond, r.opts.DiscoveryMinTTL), r.opts.DiscoveryMaxTTL)
-			return discovery{snap: snap, ttlMs: res.TTLMs, expires: now.Add(ttl)}
-		}
+	if snap, res := r.discoverModern(ctx, v, key, hdr); snap != nil {
+		ttl := min(max(time.Duration(res.TTLMs)*time.Millisecond, r.opts.DiscoveryMinTTL), r.opts.DiscoveryMaxTTL)
+		return discovery{snap: snap, ttlMs: res.TTLMs, expires: now.Add(ttl)}
 	}
 	snap := r.probeLegacy(ctx, v, key, hdr)
 	ttl := r.opts.DiscoveryMinTTL
@@ -106,6 +104,32 @@ func (r *Router) probeGeneration(ctx context.Context, v *vhost, key string, hdr 
 		ttl = r.opts.ReprobeInterval
 	}
 	return discovery{snap: snap, expires: now.Add(ttl)}
+}
+
+// discoverModern asks a backend for server/discover; it returns the
+// snapshot of a backend that speaks 2026-07-28, or nil.
+func (r *Router) discoverModern(ctx context.Context, v *vhost, key string, hdr http.Header) (*store.BackendSnapshot, *upstream.DiscoverResult) {
+	if v.backends[key].Transport == upstream.TransportSSE {
+		return nil, nil // HTTP+SSE predates the revision
+	}
+	res, err := v.clients[key].Discover(ctx, r.clientInfo(), hdr)
+	if err != nil || !slices.Contains(res.SupportedVersions, wire.ModernProtocolVersion) {
+		return nil, nil
+	}
+	return &store.BackendSnapshot{Key: key, ProbedAt: time.Now().UTC(), ProtocolVersion: wire.ModernProtocolVersion,
+		Capabilities: res.Capabilities, ServerInfo: res.ServerInfo, Instructions: res.Instructions, Stateless: true}, res
+}
+
+// refusedHandshake reports an initialize the backend answered and refused
+// (an HTTP 4xx, or a JSON-RPC error): a backend that may speak only
+// 2026-07-28, as opposed to one that is down.
+func refusedHandshake(err error) bool {
+	var ue *upstream.Error
+	if !errors.As(err, &ue) {
+		return false
+	}
+	var rpc *jsonrpc.Error
+	return ue.Status >= 400 && ue.Status < 500 || errors.As(ue.Err, &rpc)
 }
 
 // probeLegacy runs initialize against a backend on a session of its own

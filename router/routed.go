@@ -74,7 +74,15 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		if c.Stream != nil {
 			p = cs.mapProgressToken(params)
 		}
-		resp, err := conn.Call(callCtx, method, p, cs.onMessage)
+		var resp *jsonrpc.Response
+		var err error
+		if !c.modern && conn.Modern() && multiRoundTrip(method) {
+			// A 2025-era client on a 2026-07-28 backend: the gateway
+			// answers the backend's input requests by asking the client.
+			resp, err = r.callFulfilling(callCtx, conn, cs, method, p)
+		} else {
+			resp, err = conn.Call(callCtx, method, p, cs.onMessage)
+		}
 		endCall() // server-to-client requests still waiting give up
 		cs.wg.Wait()
 		return resp, err
@@ -114,21 +122,28 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "a post-hook returned a result that is not JSON"))
 		}
 	}
-	switch method {
+	return r.recordSubscription(ctx, c, t, result)
+}
+
+// recordSubscription records a resources/subscribe or unsubscribe the
+// backend accepted (or that the gateway answers itself) in the session,
+// and has the instance holding the session's GET stream rebuild its
+// listeners; other methods' results pass.
+func (r *Router) recordSubscription(ctx context.Context, c *Call, t *target, result json.RawMessage) *jsonrpc.Response {
+	var err error
+	switch c.Request.Method {
 	case "resources/subscribe":
 		err = r.opts.Store.AddSubscription(ctx, c.Session.ID, t.public, r.opts.SessionTTL)
 	case "resources/unsubscribe":
 		err = r.opts.Store.RemoveSubscription(ctx, c.Session.ID, t.public, r.opts.SessionTTL)
+	default:
+		return resultResponse(c.Request.ID, result)
 	}
 	if err != nil {
 		return r.subscriptionStoreError(c.Request.ID, t.public, err)
 	}
-	if method == "resources/subscribe" || method == "resources/unsubscribe" {
-		// The instance holding the session's GET stream re-subscribes its
-		// backend listeners.
-		if c.Runtime != nil {
-			c.Runtime.ListenersChanged(ctx, c.Session.ID)
-		}
+	if c.Runtime != nil {
+		c.Runtime.ListenersChanged(ctx, c.Session.ID)
 	}
 	return resultResponse(c.Request.ID, result)
 }
