@@ -3,8 +3,10 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -66,7 +68,7 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.R
 			continue
 		}
 		ls.pending.Add(1)
-		wg.Go(func() { ls.run(lctx, sess, key, want) })
+		wg.Go(func() { ls.keep(lctx, sess, key, want) })
 	}
 	ls.pending.Wait() // every backend acknowledged, or failed
 	ls.acknowledge()
@@ -84,11 +86,9 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.R
 }
 
 // backendFilter is the part of the client's filter backend key can honour,
-// by its snapshot's capabilities, in its own URIs; nil when none is (or
-// when it does not speak 2026-07-28: legacy backends' notifications reach
-// modern listens through issue-level translation, not here).
+// by its snapshot's capabilities, in its own URIs; nil when none is.
 func backendFilter(v *vhost, key string, f *listenFilter, snap *store.BackendSnapshot) *listenFilter {
-	if !snap.OK() || !modernSnapshot(snap) {
+	if !snap.OK() {
 		return nil
 	}
 	caps := capabilitiesOf(snap)
@@ -126,12 +126,39 @@ type listenSession struct {
 	early  []*jsonrpc.Request // notifications that came before the client's ack
 }
 
-// run keeps one backend's listen until ctx ends. It acknowledges its part
-// (once) whatever happens, so the client's acknowledgement never waits on
-// a dead backend.
-func (ls *listenSession) run(ctx context.Context, sess *store.Session, key string, want *listenFilter) {
+// keep keeps one backend's part of the listen until ctx ends,
+// reconnecting with backoff. It acknowledges its part (once) whatever
+// happens, so the client's acknowledgement never waits on a dead backend.
+func (ls *listenSession) keep(ctx context.Context, sess *store.Session, key string, want *listenFilter) {
 	ackOnce := sync.OnceFunc(ls.pending.Done)
 	defer ackOnce()
+	backoff := 500 * time.Millisecond
+	for ctx.Err() == nil {
+		var err error
+		if modernSnapshot(sess.Backends[key]) {
+			err = ls.run(ctx, sess, key, want, ackOnce)
+		} else {
+			err = ls.runLegacy(ctx, sess, key, want, ackOnce)
+		}
+		ackOnce() // a first try that failed acknowledges nothing of this backend
+		if errors.Is(err, ErrNoStream) || ctx.Err() != nil {
+			return
+		}
+		ls.r.log.Debug("backend listen ended; reconnecting", "vhost", ls.v.name, "backend", key, "error", err, "in", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+// run holds one 2026-07-28 backend's listen: its acknowledgement is this
+// backend's part of the client's.
+func (ls *listenSession) run(ctx context.Context, sess *store.Session, key string, want *listenFilter, acked func()) error {
 	params, _ := json.Marshal(map[string]any{"notifications": want})
 	_, err := ls.r.withBackend(ctx, ls.v, key, "subscriptions/listen", sess, ls.c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		return conn.Call(ctx, "subscriptions/listen", params, func(msg jsonrpc.Message) {
@@ -140,31 +167,84 @@ func (ls *listenSession) run(ctx context.Context, sess *store.Session, key strin
 				return
 			}
 			if n.Method == methodListenAck {
-				ls.acknowledged(key, n)
-				ackOnce()
+				var p struct {
+					Notifications listenFilter `json:"notifications"`
+				}
+				_ = json.Unmarshal(n.Params, &p)
+				ls.acknowledged(key, p.Notifications)
+				acked()
 				return
 			}
-			ls.forward(key, n)
+			ls.forward(key, n, false)
 		})
 	})
-	if err != nil && ctx.Err() == nil {
-		ls.r.log.Warn("backend listen ended", "vhost", ls.v.name, "backend", key, "error", err)
-	}
+	return err
 }
 
-// acknowledged adds a backend's acknowledged filter to the union.
-func (ls *listenSession) acknowledged(key string, n *jsonrpc.Request) {
-	var p struct {
-		Notifications listenFilter `json:"notifications"`
+// runLegacy holds a 2025-era backend's part: a backend session of its own
+// with resources/subscribe for the client's URIs and the backend's GET
+// stream (router.ListenBackend), filtered to what the client asked for.
+// Its part is acknowledged once the stream is up, as much of the filter as
+// its capabilities can honour.
+func (ls *listenSession) runLegacy(ctx context.Context, sess *store.Session, key string, want *listenFilter, acked func()) error {
+	quiet := *sess
+	quiet.LogLevel = "" // log messages belong to requests, never to a listen
+	subs := map[string]bool{}
+	for _, uri := range want.ResourceSubscriptions {
+		subs[uri] = true
 	}
-	_ = json.Unmarshal(n.Params, &p)
+	up := sync.OnceFunc(func() {
+		ls.acknowledged(key, *want)
+		acked()
+	})
+	return ls.r.ListenBackend(ctx, &quiet, ls.c.Header, ListenTarget{Key: key, Subscriptions: want.ResourceSubscriptions}, func(n *jsonrpc.Request) {
+		switch n.Method {
+		case "notifications/tools/list_changed":
+			if !want.ToolsListChanged {
+				return
+			}
+		case "notifications/prompts/list_changed":
+			if !want.PromptsListChanged {
+				return
+			}
+		case "notifications/resources/list_changed":
+			if !want.ResourcesListChanged {
+				return
+			}
+		case methodResourceUpdate:
+			// ListenBackend renamed it already; the backend may also update
+			// URIs nobody asked this listen for (another subscription of
+			// its session): only the asked ones pass.
+			var p struct {
+				URI string `json:"uri"`
+			}
+			_ = json.Unmarshal(n.Params, &p)
+			uri := p.URI
+			if !ls.v.single() {
+				if _, name, err := ls.v.route("resource", uri); err == nil {
+					uri = name
+				}
+			}
+			if !subs[uri] {
+				return
+			}
+		default:
+			return
+		}
+		ls.forward(key, n, true)
+	}, up)
+}
+
+// acknowledged adds a backend's acknowledged filter (its own URIs) to the
+// union.
+func (ls *listenSession) acknowledged(key string, f listenFilter) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	a := &ls.agreed
-	a.ToolsListChanged = a.ToolsListChanged || p.Notifications.ToolsListChanged
-	a.PromptsListChanged = a.PromptsListChanged || p.Notifications.PromptsListChanged
-	a.ResourcesListChanged = a.ResourcesListChanged || p.Notifications.ResourcesListChanged
-	for _, uri := range p.Notifications.ResourceSubscriptions {
+	a.ToolsListChanged = a.ToolsListChanged || f.ToolsListChanged
+	a.PromptsListChanged = a.PromptsListChanged || f.PromptsListChanged
+	a.ResourcesListChanged = a.ResourcesListChanged || f.ResourcesListChanged
+	for _, uri := range f.ResourceSubscriptions {
 		if !ls.v.single() {
 			uri = prefix(key, uri)
 		}
@@ -172,7 +252,6 @@ func (ls *listenSession) acknowledged(key string, n *jsonrpc.Request) {
 			a.ResourceSubscriptions = append(a.ResourceSubscriptions, uri)
 		}
 	}
-	f := p.Notifications
 	ls.any = ls.any || f.ToolsListChanged || f.PromptsListChanged || f.ResourcesListChanged || len(f.ResourceSubscriptions) > 0
 }
 
@@ -200,11 +279,14 @@ func (ls *listenSession) agreedAny() bool {
 // the client's subscription id, and sends it (or keeps it until the
 // acknowledgement has gone out). Progress and log messages belong to
 // requests, never to a listen.
-func (ls *listenSession) forward(key string, n *jsonrpc.Request) {
+func (ls *listenSession) forward(key string, n *jsonrpc.Request, renamed bool) {
 	switch n.Method {
 	case "notifications/progress", "notifications/message", "notifications/cancelled":
 		return
 	case methodResourceUpdate:
+		if renamed {
+			break
+		}
 		if n = reprefixNotification(ls.v, key, n); n == nil {
 			return
 		}
