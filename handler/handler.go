@@ -29,7 +29,12 @@ type Options struct {
 	// lookup, cancellation, server-to-client requests, GET streams and
 	// resumable calls, across instances.
 	Sessions *session.Runtime
-	Auth     auth.Verifier
+	// Parks holds 2026-07-28 calls to 2025-era backends that ask the
+	// client something, across rounds (usually Sessions); nil where an
+	// invocation cannot outlive its answer (Lambda): the backend's request
+	// then gets -32601.
+	Parks router.ParkRuntime
+	Auth  auth.Verifier
 	// AllowedHosts is the Host header allow-list (DNS rebinding
 	// protection); empty allows any Host.
 	AllowedHosts []string

@@ -102,7 +102,7 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := handler.New(handler.Options{Router: in.Router, Sessions: in.Sessions, Auth: v, MaxBodyBytes: o.maxBody,
+	h := handler.New(handler.Options{Router: in.Router, Sessions: in.Sessions, Parks: in.Sessions, Auth: v, MaxBodyBytes: o.maxBody,
 		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics,
 		ReadTimeout: o.readTimeout, ResponseBudget: o.budget})
 	srv := httptest.NewServer(h)

@@ -149,7 +149,7 @@ func (cs *callStream) serverRequest(req *jsonrpc.Request) {
 	case !hasClientCapability(cs.c.Session.ClientCapabilities, capName):
 		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "the client did not advertise the %q capability", capName)})
 		return
-	case cs.c.Stream == nil:
+	case cs.c.Stream == nil && !cs.c.parked:
 		reply(&jsonrpc.Response{Error: rpcError(CodeInternalError, "the client cannot receive requests on this call (it accepts no event stream)")})
 		return
 	case cs.c.Runtime == nil:

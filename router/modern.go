@@ -40,6 +40,9 @@ type ModernCall struct {
 	// Stream carries the request's own notifications (progress, log
 	// messages), and a listen's; nil when the client accepts no stream.
 	Stream Stream
+	// Parks holds calls to 2025-era backends that ask the client
+	// something (modern_park.go); nil: such requests get -32601.
+	Parks ParkRuntime
 }
 
 // HandleModern answers one modern request.
@@ -54,6 +57,9 @@ func (r *Router) HandleModern(ctx context.Context, c *ModernCall) *jsonrpc.Respo
 		return r.modernDiscover(ctx, v, c)
 	case "subscriptions/listen":
 		return r.listen(ctx, v, c)
+	}
+	if resp := r.parkable(ctx, v, c); resp != nil {
+		return resp
 	}
 	call := &Call{Session: r.modernView(ctx, v, c), Header: c.Header, Request: c.Request, Stream: c.Stream, modern: true}
 	resp := r.Handle(ctx, call)

@@ -48,6 +48,11 @@ type requestStateEnvelope struct {
 	Expires   int64  `json:"e"` // Unix milliseconds
 	Request   string `json:"r"` // requestDigest
 	State     string `json:"s,omitempty"`
+	// Park and Round name a call the gateway holds open on a 2025-era
+	// backend that asked the client something (modern_park.go); State is
+	// then empty: the backend has none.
+	Park  string `json:"k,omitempty"`
+	Round int    `json:"n,omitempty"`
 }
 
 var errBadRequestState = errors.New("invalid requestState")
@@ -61,12 +66,18 @@ func requestDigest(vhost, method, target string) string {
 // wrapRequestState returns the envelope the client is given for a
 // backend's state (possibly "": the backend kept none).
 func (r *Router) wrapRequestState(ctx context.Context, vhost, principal, method, target, backend, state string) (string, error) {
+	return r.sealEnvelope(ctx, vhost, principal, method, target, requestStateEnvelope{Backend: backend, State: state})
+}
+
+// sealEnvelope signs env, bound to the caller, the request and a lifetime.
+func (r *Router) sealEnvelope(ctx context.Context, vhost, principal, method, target string, env requestStateEnvelope) (string, error) {
 	key, err := r.stateKeys.signingKey(ctx)
 	if err != nil {
 		return "", fmt.Errorf("%w: request-state key: %w", errStoreUnavailable, err)
 	}
-	env := requestStateEnvelope{Backend: backend, Principal: principalTag(principal),
-		Expires: time.Now().Add(r.opts.RequestStateTTL).UnixMilli(), Request: requestDigest(vhost, method, target), State: state}
+	env.Principal = principalTag(principal)
+	env.Expires = time.Now().Add(r.opts.RequestStateTTL).UnixMilli()
+	env.Request = requestDigest(vhost, method, target)
 	payload, err := json.Marshal(env)
 	if err != nil {
 		return "", err
@@ -80,36 +91,48 @@ func (r *Router) wrapRequestState(ctx context.Context, vhost, principal, method,
 // that does not check out; an error wrapping errStoreUnavailable when the
 // key could not be read.
 func (r *Router) unwrapRequestState(ctx context.Context, vhost, principal, method, target, token string) (backend, state string, err error) {
+	env, err := r.openEnvelope(ctx, vhost, principal, method, target, token)
+	if err != nil {
+		return "", "", err
+	}
+	if env.Park != "" {
+		return "", "", errBadRequestState // a parked call's state is handled before routing
+	}
+	return env.Backend, env.State, nil
+}
+
+// openEnvelope verifies a client's envelope and its bindings.
+func (r *Router) openEnvelope(ctx context.Context, vhost, principal, method, target, token string) (*requestStateEnvelope, error) {
 	p, sig, ok := strings.Cut(token, ".")
 	if !ok || p == "" || sig == "" {
-		return "", "", errBadRequestState
+		return nil, errBadRequestState
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
 	if err != nil {
-		return "", "", errBadRequestState
+		return nil, errBadRequestState
 	}
 	valid, err := r.stateKeys.verify(ctx, func(key []byte) bool { return hmac.Equal(got, stateMAC(key, p)) })
 	switch {
 	case err != nil:
-		return "", "", fmt.Errorf("%w: request-state key: %w", errStoreUnavailable, err)
+		return nil, fmt.Errorf("%w: request-state key: %w", errStoreUnavailable, err)
 	case !valid:
-		return "", "", errBadRequestState
+		return nil, errBadRequestState
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(p)
 	if err != nil {
-		return "", "", errBadRequestState
+		return nil, errBadRequestState
 	}
 	var env requestStateEnvelope
 	if json.Unmarshal(payload, &env) != nil || env.Backend == "" {
-		return "", "", errBadRequestState
+		return nil, errBadRequestState
 	}
 	switch {
 	case env.Principal != principalTag(principal),
 		env.Request != requestDigest(vhost, method, target),
 		time.Now().UnixMilli() > env.Expires:
-		return "", "", errBadRequestState
+		return nil, errBadRequestState
 	}
-	return env.Backend, env.State, nil
+	return &env, nil
 }
 
 func stateMAC(key []byte, payload string) []byte {

@@ -180,6 +180,9 @@ type Call struct {
 	// caching hints its list gathered.
 	modern bool
 	hints  *cacheHints
+	// parked marks a modern call a ParkRuntime holds: its Runtime asks the
+	// client with input_required rounds, whatever stream it has.
+	parked bool
 	// Runtime is the session runtime of a 2025-era session (package
 	// router/session): it carries a backend's server-to-client requests to
 	// the client and back across instances, and hears of changes to the

@@ -117,7 +117,7 @@ func setup(getenv func(string) string, log *slog.Logger) (*function, error) {
 	}
 
 	lazy := &lazyApp{log: log, build: func() (*app.App, error) {
-		a, err := app.Build(cfg, redisURL, log, app.WithoutMetrics())
+		a, err := app.Build(cfg, redisURL, log, app.WithoutMetrics(), app.WithoutParking())
 		if err != nil {
 			return nil, err
 		}

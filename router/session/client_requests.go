@@ -53,6 +53,13 @@ func (rt *Runtime) AskClient(ctx context.Context, c *router.Call, req *jsonrpc.R
 	if err := c.Stream.Send(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params}); err != nil {
 		return errorAnswer(router.CodeInternalError, "the client stream is gone")
 	}
+	return rt.awaitAnswer(ctx, sid, key, ch, req.Method)
+}
+
+// awaitAnswer waits for the client's answer to request key of session
+// (or park) sid: on ch (delivered here, or over the bus), or stored in the
+// store by another instance whose message was lost.
+func (rt *Runtime) awaitAnswer(ctx context.Context, sid, key string, ch chan *jsonrpc.Response, method string) *jsonrpc.Response {
 	t := time.NewTimer(rt.opts.ClientRequestTimeout)
 	defer t.Stop()
 	// The answer normally arrives on ch (here, or over the bus); the poll
@@ -68,9 +75,9 @@ func (rt *Runtime) AskClient(ctx context.Context, c *router.Call, req *jsonrpc.R
 				return resp
 			}
 		case <-t.C:
-			return errorAnswer(router.CodeInternalError, fmt.Sprintf("the client did not answer %s within %s", req.Method, rt.opts.ClientRequestTimeout))
+			return errorAnswer(router.CodeInternalError, fmt.Sprintf("the client did not answer %s within %s", method, rt.opts.ClientRequestTimeout))
 		case <-ctx.Done():
-			return errorAnswer(router.CodeInternalError, fmt.Sprintf("the call ended before the client answered %s", req.Method))
+			return errorAnswer(router.CodeInternalError, fmt.Sprintf("the call ended before the client answered %s", method))
 		}
 	}
 }

@@ -70,6 +70,7 @@ type Runtime struct {
 
 	inflight *inflight
 	streams  *streamHub
+	parks    parks
 
 	mu      sync.Mutex
 	stopBus func() // set by Start
@@ -128,6 +129,7 @@ func (rt *Runtime) Close() {
 	if stop != nil {
 		stop()
 	}
+	rt.parks.closeAll()
 	rt.streams.closeAll()
 	rt.streams.wait()
 }

@@ -142,6 +142,8 @@ func (conn *Conn) newCall(method string, params json.RawMessage) *jsonrpc.Reques
 	id, _ := jsonrpc.MakeID(float64(conn.nextID.Add(1)))
 	if conn.meta != nil {
 		params = withMeta(params, conn.meta)
+	} else {
+		params = withoutModernMeta(params)
 	}
 	return &jsonrpc.Request{ID: id, Method: method, Params: params}
 }

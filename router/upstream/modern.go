@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,6 +74,35 @@ func withMeta(params json.RawMessage, base map[string]json.RawMessage) json.RawM
 		}
 	}
 	p["_meta"] = objectOf(meta)
+	return objectOf(p)
+}
+
+// withoutModernMeta drops the 2026-07-28 keys (the protocol version and
+// the client's description) from a request to a session backend: they say
+// what the session's initialize said already, and a backend that knows the
+// revision takes a request carrying them for a 2026-07-28 one (a stateful
+// go-sdk server refuses it, -32022). Other _meta keys (progressToken,
+// trace context) pass.
+func withoutModernMeta(params json.RawMessage) json.RawMessage {
+	if !bytes.Contains(params, []byte(`"io.modelcontextprotocol/`)) {
+		return params // the common case costs one scan
+	}
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil {
+		return params
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(p["_meta"], &meta) != nil || meta == nil {
+		return params
+	}
+	for _, k := range []string{metaProtocolVersion, metaClientCapabilities, metaClientInfo, metaLogLevel} {
+		delete(meta, k)
+	}
+	if len(meta) == 0 {
+		delete(p, "_meta")
+	} else {
+		p["_meta"] = objectOf(meta)
+	}
 	return objectOf(p)
 }
 

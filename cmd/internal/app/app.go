@@ -36,12 +36,18 @@ type App struct {
 // Option adjusts what Build assembles.
 type Option func(*buildOptions)
 
-type buildOptions struct{ noMetrics bool }
+type buildOptions struct{ noMetrics, noParking bool }
 
 // WithoutMetrics leaves out Prometheus metrics and GET /metrics: for entry
 // points where the listener is public and scraping makes no sense (a Lambda
 // Function URL, whose execution environments come and go).
 func WithoutMetrics() Option { return func(o *buildOptions) { o.noMetrics = true } }
+
+// WithoutParking leaves out parking 2026-07-28 calls to 2025-era backends
+// across the rounds in which the backend asks the client something: for
+// entry points where an invocation cannot outlive its answer (Lambda). Such
+// a backend's request then gets -32601.
+func WithoutParking() Option { return func(o *buildOptions) { o.noParking = true } }
 
 // Build opens the store (Redis when redisURL is set, else in-memory) and
 // wires router and handler. The caller must Close the App.
@@ -89,9 +95,14 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		ClientRequestTimeout: cfg.Streams.ClientRequestTimeout,
 		Logger:               log,
 	})
+	var parks router.ParkRuntime // a nil interface: no parking
+	if !bo.noParking {
+		parks = sessions
+	}
 	h := handler.New(handler.Options{
 		Router:         rt,
 		Sessions:       sessions,
+		Parks:          parks,
 		Auth:           verifier,
 		AllowedHosts:   cfg.AllowedHosts,
 		AllowedOrigins: cfg.AllowedOrigins,

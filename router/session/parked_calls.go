@@ -1,0 +1,438 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/wire"
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A parked call is a 2026-07-28 call to a 2025-era backend that asked the
+// client something (see router/modern_park.go for why). This instance
+// runs the backend call on a goroutine of its own, and a coordinator that
+// turns what the backend asks into rounds: the backend's requests of a
+// moment (gathered for gatherWindow) become one input_required answer.
+//
+// Nothing is stored for a call that never asks. Once one does, the call
+// gets a record of its own in the store, a session whose id is the park
+// id, so the machinery that carries a 2025 client's answers across
+// instances carries the rounds too:
+//
+//   - each backend request of a round is a pending request of the park,
+//     owned by this instance: the client's retry, on any instance,
+//     delivers each answer with Deliver (locally, or stored and published
+//     to this instance, which polls for a lost message);
+//   - each round is logged in the park's event log, so the retry's
+//     instance knows the round and can ask again for what is missing;
+//   - the retry's instance waits for the next outcome (the next round, or
+//     the call's answer) as a pending request of its own, which this
+//     instance answers the same way;
+//   - this instance holds a lease on the park (a call-stream lease) while
+//     the call runs: a retry whose call's instance is gone ends with an
+//     error within the lease's lifetime instead of waiting.
+
+// gatherWindow is how long a round waits, after the backend's first
+// request, for more before the client is asked: a backend that asks
+// several things at once (concurrently) gets them in one round.
+const gatherWindow = 25 * time.Millisecond
+
+// parkRecord is a round as the park's event log keeps it.
+type parkRecord struct {
+	Round  int                            `json:"round"`
+	Inputs map[string]router.InputRequest `json:"inputs"`
+	// Lease names the call stream whose lease this instance holds.
+	Lease string `json:"lease"`
+}
+
+// parkOutcome is a round's outcome as it crosses instances.
+type parkOutcome struct {
+	Response json.RawMessage                `json:"response,omitempty"` // a JSON-RPC response
+	Inputs   map[string]router.InputRequest `json:"inputs,omitempty"`
+	Round    int                            `json:"round,omitempty"`
+}
+
+// parkedCall is one call this instance holds.
+type parkedCall struct {
+	rt     *Runtime
+	id     string
+	pc     router.ParkedCall
+	asks   chan *parkAsk
+	done   chan *jsonrpc.Response
+	cancel context.CancelFunc
+}
+
+// parkAsk is one backend request waiting for the client.
+type parkAsk struct {
+	key   string // the request's key in the park's pending requests (idKey)
+	input string // the key the client sees in inputRequests
+	req   router.InputRequest
+}
+
+var _ router.ParkRuntime = (*Runtime)(nil)
+
+// parks tracks the calls this instance holds, for Close.
+type parks struct {
+	mu     sync.Mutex
+	calls  map[string]*parkedCall
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Run runs a 2026-07-28 call that may park (router.ParkRuntime).
+func (rt *Runtime) Run(ctx context.Context, p router.ParkedCall, call func(ctx context.Context, asker router.SessionRuntime) *jsonrpc.Response) router.ParkOutcome {
+	pk := &parkedCall{rt: rt, id: router.NewRandomID("park-"), pc: p,
+		asks: make(chan *parkAsk), done: make(chan *jsonrpc.Response, 1)}
+	// The call outlives the client's request once it has parked: its own
+	// context, ended by Close; the backend's timeout bounds it too.
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	pk.cancel = cancel
+	first := make(chan router.ParkOutcome, 1)
+	if !rt.parks.start(pk, func() { pk.done <- call(cctx, pk) }, func() { pk.coordinate(cctx, first) }) {
+		cancel()
+		return router.ParkOutcome{Err: &jsonrpc.Error{Code: router.CodeInternalError, Message: "the gateway is shutting down"}}
+	}
+	select {
+	case o := <-first:
+		return o
+	case <-ctx.Done():
+		// The client left before the call asked anything or answered: a
+		// 2026-07-28 client cancels by closing the request.
+		cancel()
+		return router.ParkOutcome{Err: &jsonrpc.Error{Code: router.CodeRequestCancelled, Message: "request cancelled by the client"}}
+	}
+}
+
+// start registers a parked call and starts its two goroutines, which the
+// runtime's Close waits for; false when the runtime is closing.
+func (ps *parks) start(pk *parkedCall, call, coordinate func()) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.closed {
+		return false
+	}
+	if ps.calls == nil {
+		ps.calls = map[string]*parkedCall{}
+	}
+	ps.calls[pk.id] = pk
+	ps.wg.Go(call)
+	ps.wg.Go(func() {
+		defer func() {
+			ps.mu.Lock()
+			delete(ps.calls, pk.id)
+			ps.mu.Unlock()
+		}()
+		coordinate()
+	})
+	return true
+}
+
+// closeAll cancels every parked call and waits for their goroutines.
+func (ps *parks) closeAll() {
+	ps.mu.Lock()
+	ps.closed = true
+	for _, pk := range ps.calls {
+		pk.cancel()
+	}
+	ps.mu.Unlock()
+	ps.wg.Wait()
+}
+
+// coordinate turns the call's requests into rounds until it answers.
+func (pk *parkedCall) coordinate(ctx context.Context, first chan<- router.ParkOutcome) {
+	defer pk.cancel()
+	rt := pk.rt
+	round, lease := 0, (*CallLog)(nil)
+	for {
+		var asks []*parkAsk
+		var final *jsonrpc.Response
+		select {
+		case final = <-pk.done:
+		case a := <-pk.asks:
+			asks, final = pk.gather(a)
+		}
+		var out parkOutcome
+		if final != nil {
+			data, _ := jsonrpc.EncodeMessage(final)
+			out.Response = data
+		} else {
+			round++
+			out.Round, out.Inputs = round, make(map[string]router.InputRequest, len(asks))
+			for _, a := range asks {
+				out.Inputs[a.input] = a.req
+			}
+			var err error
+			if lease, err = pk.record(ctx, round, asks, out.Inputs, lease); err != nil {
+				rt.log.Warn("parking a call failed", "error", err)
+				out = parkOutcome{Response: errorMessage(router.CodeInternalError, "session store unavailable: the call could not be held for the client's answer")}
+				pk.cancel() // the backend's requests get no answer: end the call
+			}
+		}
+		pk.deliver(ctx, first, round, out)
+		if out.Response != nil {
+			if lease != nil {
+				_, _ = lease.End(context.WithoutCancel(ctx), out.Response)
+			}
+			return
+		}
+	}
+}
+
+// gather collects a round: the first request, and those that follow
+// within gatherWindow. A call that answers meanwhile ends the round with
+// its answer (its requests went unanswered: it gave up on them).
+func (pk *parkedCall) gather(first *parkAsk) ([]*parkAsk, *jsonrpc.Response) {
+	asks := []*parkAsk{first}
+	t := time.NewTimer(gatherWindow)
+	defer t.Stop()
+	for {
+		select {
+		case a := <-pk.asks:
+			asks = append(asks, a)
+		case final := <-pk.done:
+			return nil, final
+		case <-t.C:
+			return asks, nil
+		}
+	}
+}
+
+// record makes a round findable from any instance: the park's record (on
+// its first round, with this instance's lease), the round's requests as
+// pending requests this instance answers, and the round in the log.
+func (pk *parkedCall) record(ctx context.Context, round int, asks []*parkAsk, inputs map[string]router.InputRequest, lease *CallLog) (*CallLog, error) {
+	rt := pk.rt
+	st, ttl := rt.store, rt.parkTTL()
+	if lease == nil {
+		if err := st.CreateSession(ctx, router.ParkedSession(pk.id, pk.pc.Principal, pk.pc.VHost), ttl); err != nil {
+			return nil, err
+		}
+		id, _ := jsonrpc.MakeID(pk.id)
+		lease = rt.NewCallLog(pk.id, id)
+		if _, err := lease.Append(ctx, nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range asks {
+		if err := st.AddPending(ctx, pk.id, a.key, st.InstanceID(), ttl); err != nil {
+			return lease, err
+		}
+	}
+	rec, _ := json.Marshal(parkRecord{Round: round, Inputs: inputs, Lease: lease.stream})
+	if _, err := st.AppendEvent(ctx, pk.id, rec, rt.opts.EventLogSize, ttl); err != nil {
+		return lease, err
+	}
+	return lease, nil
+}
+
+// deliver hands a round's outcome to whoever waits for it: the request
+// that started the call (round 0), or the retry that answered the
+// previous round, here or on another instance.
+func (pk *parkedCall) deliver(ctx context.Context, first chan<- router.ParkOutcome, round int, out parkOutcome) {
+	waitingRound := round - 1
+	if out.Response != nil {
+		waitingRound = round
+	}
+	if waitingRound == 0 {
+		first <- outcomeOf(pk.id, out)
+		return
+	}
+	rt := pk.rt
+	key := outcomeKey(waitingRound)
+	data, _ := json.Marshal(out)
+	resp := &jsonrpc.Response{ID: mustStringID(outcomeID(waitingRound)), Result: data}
+	if rt.inflight.deliver(pk.id, key, resp) {
+		return
+	}
+	sess, err := rt.store.LoadSession(ctx, pk.id, rt.parkTTL())
+	if err != nil {
+		return // the park ended (or the store is down): nobody can take it
+	}
+	if err := rt.Deliver(ctx, sess, resp); err != nil && !errors.Is(err, ErrNoPendingRequest) {
+		rt.log.Warn("handing a parked call's outcome to the retry's instance failed", "error", err)
+	}
+}
+
+// AskClient is the parked call's router.SessionRuntime: a backend's
+// request becomes an input request of the next round; the answer comes
+// from the client's retry, on any instance.
+func (pk *parkedCall) AskClient(ctx context.Context, _ *router.Call, req *jsonrpc.Request) *jsonrpc.Response {
+	rt := pk.rt
+	input := router.NewRandomID("mcpgw-s-")
+	id := mustStringID(input)
+	key := idKey(id)
+	ch := rt.inflight.addWaiter(pk.id, key)
+	defer rt.inflight.removeWaiter(pk.id, key)
+	select {
+	case pk.asks <- &parkAsk{key: key, input: input, req: router.InputRequest{Method: req.Method, Params: req.Params}}:
+	case <-ctx.Done():
+		return errorAnswer(router.CodeInternalError, "the call ended before the client was asked")
+	}
+	defer func() {
+		if err := rt.store.RemovePending(context.WithoutCancel(ctx), pk.id, key); err != nil {
+			rt.log.Warn("removing a parked call's request failed", "error", err)
+		}
+	}()
+	return rt.awaitAnswer(ctx, pk.id, key, ch, req.Method)
+}
+
+// ListenersChanged: a parked call has no GET stream.
+func (pk *parkedCall) ListenersChanged(context.Context, string) {}
+
+// Resume delivers a retry's answers to a parked call (router.ParkRuntime).
+func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park string, round int, answers map[string]json.RawMessage) router.ParkOutcome {
+	sess, err := rt.store.LoadSession(ctx, park, rt.parkTTL())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return parkFailed(router.CodeInternalError, "the call this requestState continues has ended")
+	case err != nil:
+		return parkFailed(router.CodeInternalError, "session store unavailable")
+	case sess.Principal != p.Principal || sess.VHost != p.VHost:
+		return parkFailed(router.CodeInvalidParams, "invalid requestState: it was not issued for this request and caller")
+	}
+	rec, lost, err := rt.parkState(ctx, park)
+	switch {
+	case err != nil:
+		return parkFailed(router.CodeInternalError, "session store unavailable")
+	case lost:
+		return parkFailed(router.CodeInternalError, "the gateway instance holding this call stopped before it answered; the call's outcome is unknown")
+	case rec == nil || rec.Round != round:
+		return parkFailed(router.CodeInvalidParams, "invalid requestState: the call has moved on from that round")
+	}
+	// A request the retry does not answer is asked again, alone.
+	missing := map[string]router.InputRequest{}
+	for k, in := range rec.Inputs {
+		if _, ok := answers[k]; !ok {
+			missing[k] = in
+		}
+	}
+	if len(missing) > 0 {
+		return router.ParkOutcome{Input: missing, Park: park, Round: round}
+	}
+	key := outcomeKey(round)
+	ch := rt.inflight.addWaiter(park, key)
+	defer rt.inflight.removeWaiter(park, key)
+	if err := rt.store.AddPending(ctx, park, key, rt.store.InstanceID(), rt.parkTTL()); err != nil {
+		return parkFailed(router.CodeInternalError, "session store unavailable")
+	}
+	defer func() { _ = rt.store.RemovePending(context.WithoutCancel(ctx), park, key) }()
+	keys := make([]string, 0, len(rec.Inputs))
+	for k := range rec.Inputs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := rt.Deliver(ctx, sess, &jsonrpc.Response{ID: mustStringID(k), Result: answers[k]}); err != nil {
+			if errors.Is(err, ErrNoPendingRequest) {
+				return parkFailed(router.CodeInvalidParams, "invalid requestState: the call has moved on from that round")
+			}
+			return parkFailed(router.CodeInternalError, "session store unavailable")
+		}
+	}
+	return rt.awaitOutcome(ctx, park, key, ch, rec.Lease)
+}
+
+// awaitOutcome waits for a parked call's next outcome, and for its
+// instance's lease, which ends the wait with an error when it lapses.
+func (rt *Runtime) awaitOutcome(ctx context.Context, park, key string, ch chan *jsonrpc.Response, lease string) router.ParkOutcome {
+	t := time.NewTimer(rt.opts.ClientRequestTimeout)
+	defer t.Stop()
+	poll := time.NewTicker(min(answerPoll, rt.opts.CallLeaseTTL/2))
+	defer poll.Stop()
+	for {
+		select {
+		case resp := <-ch:
+			return outcomeFrom(park, resp)
+		case <-poll.C:
+			if resp := rt.storedAnswer(ctx, park, key); resp != nil {
+				return outcomeFrom(park, resp)
+			}
+			cs, _, err := rt.store.CallStreamEventsAfter(ctx, park, lease, "0-0", 1)
+			if err == nil && cs.Lost() {
+				return parkFailed(router.CodeInternalError, "the gateway instance holding this call stopped before it answered; the call's outcome is unknown")
+			}
+		case <-t.C:
+			return parkFailed(router.CodeInternalError, fmt.Sprintf("the call did not go on within %s of the client's answers", rt.opts.ClientRequestTimeout))
+		case <-ctx.Done():
+			return parkFailed(router.CodeRequestCancelled, "request cancelled by the client")
+		}
+	}
+}
+
+// parkState reads the park's current round and whether its instance's
+// lease has lapsed.
+func (rt *Runtime) parkState(ctx context.Context, park string) (*parkRecord, bool, error) {
+	evs, err := rt.store.EventsAfter(ctx, park, "0-0", 0)
+	if err != nil {
+		return nil, false, err
+	}
+	var rec *parkRecord
+	for _, e := range evs {
+		if e.Stream != "" {
+			continue
+		}
+		var r parkRecord
+		if json.Unmarshal(e.Data, &r) == nil {
+			rec = &r
+		}
+	}
+	if rec == nil {
+		return nil, false, nil
+	}
+	cs, _, err := rt.store.CallStreamEventsAfter(ctx, park, rec.Lease, "0-0", 1)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, false, err
+	}
+	return rec, err == nil && cs.Lost(), nil
+}
+
+// parkTTL is how long a park's record lives without use: enough for the
+// client to answer a round, then to come back.
+func (rt *Runtime) parkTTL() time.Duration { return 2*rt.opts.ClientRequestTimeout + time.Minute }
+
+// outcomeKey and outcomeID name the wait for a round's outcome.
+func outcomeID(round int) string  { return "park-outcome-" + strconv.Itoa(round) }
+func outcomeKey(round int) string { return idKey(mustStringID(outcomeID(round))) }
+func mustStringID(s string) jsonrpc.ID {
+	id, _ := jsonrpc.MakeID(s)
+	return id
+}
+
+// outcomeOf turns an outcome into what the router returns.
+func outcomeOf(park string, out parkOutcome) router.ParkOutcome {
+	if out.Response != nil {
+		msg, err := wire.Decode(out.Response)
+		if resp, ok := msg.(*jsonrpc.Response); err == nil && ok {
+			return router.ParkOutcome{Response: resp}
+		}
+		return parkFailed(router.CodeInternalError, "a parked call's answer could not be read")
+	}
+	return router.ParkOutcome{Input: out.Inputs, Park: park, Round: out.Round}
+}
+
+// outcomeFrom reads an outcome that came as a pending request's answer.
+func outcomeFrom(park string, resp *jsonrpc.Response) router.ParkOutcome {
+	var out parkOutcome
+	if resp.Error != nil || json.Unmarshal(resp.Result, &out) != nil {
+		return parkFailed(router.CodeInternalError, "a parked call's outcome could not be read")
+	}
+	return outcomeOf(park, out)
+}
+
+func parkFailed(code int64, msg string) router.ParkOutcome {
+	return router.ParkOutcome{Err: &jsonrpc.Error{Code: code, Message: msg}}
+}
+
+// errorMessage is a JSON-RPC error response, encoded, without an id.
+func errorMessage(code int64, msg string) json.RawMessage {
+	data, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: mustStringID("park"), Error: &jsonrpc.Error{Code: code, Message: msg}})
+	return data
+}
