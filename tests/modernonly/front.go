@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 
@@ -44,9 +45,18 @@ const maxRequested = 64
 //     initialize's params.protocolVersion, else the header, else 2025-03-26
 //     (what a client that sends no header speaks);
 //   - a body that is not JSON gets 400 and -32700.
-func RefuseLegacy(next http.Handler) http.Handler {
+//
+// Each refusal is logged at warning level on logger (nil: not logged): in a
+// run through the gateway, one means that the gateway sent the server
+// something of the session protocol.
+func RefuseLegacy(next http.Handler, logger *slog.Logger) http.Handler {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
+			logger.Warn("refused: the session protocol's HTTP method", "http_method", r.Method, "status", http.StatusMethodNotAllowed,
+				"session_id", r.Header.Get("Mcp-Session-Id"))
 			w.Header().Set("Allow", http.MethodPost)
 			http.Error(w, fmt.Sprintf("Method Not Allowed: this server speaks MCP %s only, which has no %s endpoint", ProtocolVersion, r.Method), http.StatusMethodNotAllowed)
 			return
@@ -70,10 +80,12 @@ func RefuseLegacy(next http.Handler) http.Handler {
 		msg, ok := peek(body)
 		switch {
 		case !ok:
+			logger.Warn("refused: not JSON", "code", -32700)
 			writeError(w, nil, -32700, "Parse error: the body is not a JSON-RPC message", nil)
 		case msg.metaVersion >= ProtocolVersion && header == "":
 			next.ServeHTTP(w, r)
 		case msg.metaVersion >= ProtocolVersion:
+			logger.Warn("refused: modern _meta with an older header", "method", msg.method, "header", header, "code", mcp.CodeHeaderMismatch)
 			writeError(w, msg.id, mcp.CodeHeaderMismatch, fmt.Sprintf("Header mismatch: %s header value %q does not match _meta %s %q",
 				versionHeader, clip(header), metaVersion, clip(msg.metaVersion)), nil)
 		default:
@@ -84,6 +96,8 @@ func RefuseLegacy(next http.Handler) http.Handler {
 			case header != "":
 				requested = header
 			}
+			logger.Warn("refused: not a 2026-07-28 request", "method", describe(msg), "header", header,
+				"requested", clip(requested), "code", mcp.CodeUnsupportedProtocolVersion)
 			writeError(w, msg.id, mcp.CodeUnsupportedProtocolVersion,
 				fmt.Sprintf("Unsupported protocol version: this server speaks %s only (no initialize, no sessions)", ProtocolVersion),
 				&mcp.UnsupportedProtocolVersionData{Supported: []string{ProtocolVersion}, Requested: clip(requested)})
@@ -97,6 +111,19 @@ type message struct {
 	method      string
 	initVersion string // initialize's params.protocolVersion
 	metaVersion string // params._meta's protocolVersion
+}
+
+// describe names a refused message for the log: its method, or what it is
+// when it has none.
+func describe(m message) string {
+	switch {
+	case m.method != "":
+		return m.method
+	case m.id != nil:
+		return "(a response)"
+	default:
+		return "(a batch or another shape)"
+	}
 }
 
 // peek reads a body's message; ok is false when it is not JSON. A batch or

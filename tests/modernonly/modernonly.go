@@ -65,7 +65,8 @@ const shutdownTimeout = 5 * time.Second
 // Options shape a server. The zero value is the conformance fixture with a
 // resource that changes only when [Server.TouchWatched] is called.
 type Options struct {
-	// Logger receives go-sdk's server log (nil: discarded).
+	// Logger receives the front's refusals (warnings) and go-sdk's server
+	// log (nil: discarded).
 	Logger *slog.Logger
 }
 
@@ -103,7 +104,7 @@ func New(opts Options) *Server {
 		// Closing a response stream is how a 2026-07-28 client cancels.
 		PropagateRequestCancellation: true,
 	})
-	s.handler = RefuseLegacy(sdk)
+	s.handler = RefuseLegacy(sdk, logger)
 	return s
 }
 

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -724,3 +726,30 @@ func TestStartWatchAndStop(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 	goleak.VerifyNone(t, before)
 }
+
+// Each refusal is logged: in a run through the gateway, the backend's log
+// says what of the session protocol the gateway still sent.
+func TestRefusalsAreLogged(t *testing.T) {
+	var log strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return log.Write(p)
+	}), nil))
+	hs := httptest.NewServer(modernonly.New(modernonly.Options{Logger: logger}).Handler())
+	defer hs.Close()
+	post(t, http.MethodPost, hs.URL, nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}`)
+	post(t, http.MethodGet, hs.URL, nil, "")
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"method=initialize", "requested=2025-11-25", "code=-32022", "http_method=GET", "status=405"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("log %q has no %q", log.String(), want)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
