@@ -753,3 +753,48 @@ func TestRefusalsAreLogged(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// The answers the 2025-11-25 scenarios' client gives (copied from the
+// suite), relayed as they are into inputResponses, complete the calls: what
+// a translating gateway sends on the retry.
+func TestAskingToolsTakeTheSuitesAnswers(t *testing.T) {
+	_, url := serve(t)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{},"elicitation":{}}}`
+	for _, tc := range []struct{ tool, args, state, answer, want string }{
+		{"test_sampling", `{"prompt":"Test prompt for sampling"}`, `"test_sampling:asked"`,
+			`{"sampling":{"role":"assistant","content":{"type":"text","text":"This is a test response from the client"},"model":"test-model","stopReason":"endTurn"}}`,
+			"LLM response: This is a test response from the client"},
+		{"test_elicitation", `{"message":"Please provide your information"}`, `"test_elicitation:asked"`,
+			`{"elicitation":{"action":"accept","content":{"username":"testuser","email":"test@example.com"}}}`,
+			"Elicitation result: action=accept, content=map[email:test@example.com username:testuser]"},
+		{"test_elicitation_sep1034_defaults", `{}`, "",
+			`{"elicitation":{"action":"accept","content":{"name":"Jane Smith","age":25,"score":88.0,"status":"inactive","verified":false}}}`,
+			"Elicitation result: action=accept"},
+		{"test_elicitation_sep1330_enums", `{}`, "",
+			`{"elicitation":{"action":"accept","content":{"untitledSingle":"option1","titledSingle":"value1","legacyEnum":"opt1","untitledMulti":["option1","option2"],"titledMulti":["value1","value2"]}}}`,
+			"Elicitation result: action=accept"},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			h := modernHeaders("tools/call")
+			h["Mcp-Name"] = tc.tool
+			state := ""
+			if tc.state != "" {
+				state = `"requestState":` + tc.state + `,`
+			}
+			status, _, body := post(t, http.MethodPost, url, h, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tc.tool+
+				`","arguments":`+tc.args+`,`+state+`"inputResponses":`+tc.answer+`,`+meta+`}}`)
+			var r struct {
+				Result struct {
+					ResultType string `json:"resultType"`
+					Content    []struct {
+						Text string `json:"text"`
+					} `json:"content"`
+				} `json:"result"`
+			}
+			if status != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || r.Result.ResultType != "complete" ||
+				len(r.Result.Content) != 1 || !strings.HasPrefix(r.Result.Content[0].Text, tc.want) {
+				t.Errorf("got %d %s, want a complete result starting %q", status, body, tc.want)
+			}
+		})
+	}
+}
