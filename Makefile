@@ -32,6 +32,16 @@ conformance: ## MCP conformance suite vs 2 gateways on Redis behind a round-robi
 	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2025-11-25 BACKEND_MODE=stateful ./scripts/conformance.sh
 	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=stateless ./scripts/conformance.sh
 
+# The translation runs: each client generation on a backend that speaks only
+# the other (docs/conformance.md). In progress: they join `conformance` when
+# the gateway passes them. Both always run; the target fails if either does.
+.PHONY: conformance-translation
+conformance-translation: ## conformance suite with the gateway translating: 2026-07-28 client on a legacy-only backend, 2025-11-25 client on a modern-only one
+	@rc=0; \
+	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=stateful ./scripts/conformance.sh || rc=1; \
+	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2025-11-25 BACKEND_MODE=modern-only ./scripts/conformance.sh || rc=1; \
+	exit $$rc
+
 .PHONY: bench
 
 bench: ## standard benchmark: gateway vs direct backends, one table (BENCH_DURATION=5s per round; see BENCHMARKS.md)

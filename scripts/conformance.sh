@@ -2,7 +2,8 @@
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance)
 # against the gateway, deployed the way production runs it: two gateway
 # instances on one Redis behind a round-robin proxy with no affinity, in
-# front of the go-sdk's conformance "everything" server.
+# front of a conformance "everything" server: the go-sdk's, or its
+# modern-only counterpart (tests/cmd/modern-everything).
 #
 #   conformance CLI ──► rrproxy ──┬─► gateway #1 ──┬─► everything-server (stateful)
 #                                 └─► gateway #2 ──┘
@@ -10,6 +11,7 @@
 #
 # Usage: scripts/conformance.sh          (make conformance runs every combination)
 #        REQUIREMENTS=2026-07-28 BACKEND_MODE=stateless scripts/conformance.sh
+#        REQUIREMENTS=2025-11-25 BACKEND_MODE=modern-only scripts/conformance.sh
 #        SCENARIO=tools-call-sampling scripts/conformance.sh
 #
 # Environment:
@@ -18,12 +20,17 @@
 #   CONFORMANCE_VERSION  suite version, pinned (default 0.2.0-alpha.12)
 #   REQUIREMENTS         the requirement set, run at its revision's wire: 2025-11-25
 #                        (default: sessions, initialize) or 2026-07-28 (sessionless)
-#   BACKEND_MODE         the go-sdk everything-server behind the gateway: stateful
-#                        (default; legacy only, can send server-to-client requests)
-#                        or stateless (serves both generations)
+#   BACKEND_MODE         the backend behind the gateway: the go-sdk everything-server
+#                        stateful (default; legacy only, can send server-to-client
+#                        requests) or stateless (serves both generations), or
+#                        modern-only: tests/cmd/modern-everything, the same fixture
+#                        over 2026-07-28 alone (refuses initialize and GET; asks with
+#                        input_required), so a 2025-11-25 run needs the gateway to
+#                        translate
 #   SCENARIO             run only this scenario (default: the whole requirement set)
 #   GATEWAY_BIN          use this gateway binary instead of building ./cmd/gateway
-#   BACKEND_BIN          use this everything-server binary instead of building it
+#   BACKEND_BIN          use this backend binary instead of building it (the
+#                        everything-server, or modern-everything for modern-only)
 #   RRPROXY_BIN          use this rrproxy binary instead of building ./localdev/cmd/rrproxy
 #   BACKEND_SESSION      the backend's `session:` mode in the gateway config
 #                        (per-request, the default, or reuse)
@@ -35,6 +42,8 @@
 #                        so 3 is a useful second opinion (see docs/conformance.md)
 #   DIRECT=1             baseline: run the suite against the backend itself, with
 #                        no gateway, to tell gateway failures from backend ones
+#                        (modern-only: REQUIREMENTS=2026-07-28 only; a 2025-11-25
+#                        client cannot talk to it)
 #
 # Exit status: 0 when every check of every scenario passed, 1 otherwise.
 # Everything a run produced (config, process logs, the suite's output and
@@ -48,11 +57,17 @@ CACHE=${MCPGW_CACHE:-.cache/conformance}
 CONFORMANCE_VERSION=${CONFORMANCE_VERSION:-0.2.0-alpha.12}
 REQUIREMENTS=${REQUIREMENTS:-2025-11-25}
 BACKEND_MODE=${BACKEND_MODE:-stateful}
+# The backend, and its arguments besides -http.
 case $BACKEND_MODE in
-  stateful) BACKEND_STATELESS=false ;;
-  stateless) BACKEND_STATELESS=true ;;
-  *) echo "BACKEND_MODE must be stateful or stateless, not $BACKEND_MODE" >&2; exit 2 ;;
+  stateful) BACKEND_NAME=everything-server BACKEND_ARGS=(-stateless=false) ;;
+  stateless) BACKEND_NAME=everything-server BACKEND_ARGS=(-stateless=true) ;;
+  modern-only) BACKEND_NAME=modern-everything BACKEND_ARGS=() ;;
+  *) echo "BACKEND_MODE must be stateful, stateless or modern-only, not $BACKEND_MODE" >&2; exit 2 ;;
 esac
+if [ "${DIRECT:-}" = 1 ] && [ "$BACKEND_MODE" = modern-only ] && [ "$REQUIREMENTS" != 2026-07-28 ]; then
+  echo "DIRECT=1 with BACKEND_MODE=modern-only needs REQUIREMENTS=2026-07-28: a $REQUIREMENTS client cannot talk to a modern-only server (that is what the gateway is for)" >&2
+  exit 2
+fi
 NODE_MAJOR=22
 SCENARIO=${SCENARIO:-}
 BACKEND_SESSION=${BACKEND_SESSION:-per-request}
@@ -108,7 +123,8 @@ export PATH="$NPM_DIR/node_modules/.bin:$PATH"
 log "node $("$NODE" --version), conformance $(installed_version)"
 
 # ---------------------------------------------------------------------------
-# 2. Binaries: the gateway, the go-sdk conformance server, the proxy.
+# 2. Binaries: the gateway, the backend (the go-sdk conformance server, or
+#    ./tests/cmd/modern-everything), the proxy.
 # ---------------------------------------------------------------------------
 build() { # build <output> <package>
   log "go build $2"
@@ -120,7 +136,13 @@ if [ -z "${GATEWAY_BIN:-}" ]; then
   build "$GATEWAY_BIN" ./cmd/gateway
   GATEWAY_FROM="tree at $(git describe --always --dirty 2>/dev/null || echo '?')"
 fi
-if [ -z "${BACKEND_BIN:-}" ]; then BACKEND_BIN=$BIN_DIR/everything-server; build "$BACKEND_BIN" "$GO_SDK/conformance/everything-server"; fi
+if [ -z "${BACKEND_BIN:-}" ]; then
+  BACKEND_BIN=$BIN_DIR/$BACKEND_NAME
+  case $BACKEND_NAME in
+    everything-server) build "$BACKEND_BIN" "$GO_SDK/conformance/everything-server" ;;
+    modern-everything) build "$BACKEND_BIN" ./tests/cmd/modern-everything ;;
+  esac
+fi
 if [ -z "${RRPROXY_BIN:-}" ]; then RRPROXY_BIN=$BIN_DIR/rrproxy; build "$RRPROXY_BIN" ./localdev/cmd/rrproxy; fi
 for b in "$GATEWAY_BIN" "$BACKEND_BIN" "$RRPROXY_BIN" "$(command -v redis-server || echo redis-server)"; do
   [ -x "$b" ] || die "$b: not an executable (redis-server comes with: apt-get install redis-server)"
@@ -145,11 +167,12 @@ log "redis on 127.0.0.1:$REDIS_PORT"
 # The conformance backend. Stateful, it keeps sessions, so it can send
 # server-to-client requests and notifications, and speaks only the legacy
 # protocol; stateless, it serves both generations (2026-07-28 requests
-# statelessly, legacy ones on ephemeral sessions). It serves every path.
+# statelessly, legacy ones on ephemeral sessions); modern-only, it serves
+# 2026-07-28 alone and refuses the rest (-32022, 405). It serves every path.
 BACKEND_PORT=$(free_port)
-start backend "$BACKEND_BIN" -stateless="$BACKEND_STATELESS" -http "127.0.0.1:$BACKEND_PORT"
+start backend "$BACKEND_BIN" "${BACKEND_ARGS[@]}" -http "127.0.0.1:$BACKEND_PORT"
 wait_for backend "$LAST_PID" port_open "$BACKEND_PORT"
-log "everything-server on 127.0.0.1:$BACKEND_PORT"
+log "$BACKEND_NAME ($BACKEND_MODE) on 127.0.0.1:$BACKEND_PORT"
 
 # One vhost, one backend: identifiers pass through unchanged, which is what
 # the suite expects (test_simple_text, test://static-text, ...).
