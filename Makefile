@@ -28,13 +28,14 @@ clean:
 
 MCPGW_CACHE ?= .cache/conformance
 
-conformance: ## MCP conformance suite vs 2 gateways on Redis behind a round-robin proxy: both protocol generations
+conformance: ## MCP conformance suite vs 2 gateways on Redis behind a round-robin proxy: both protocol generations, each on a backend of its own generation and on one of the other (translation)
 	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2025-11-25 BACKEND_MODE=stateful ./scripts/conformance.sh
 	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=stateless ./scripts/conformance.sh
+	$(MAKE) --no-print-directory conformance-translation
 
 # The translation runs: each client generation on a backend that speaks only
-# the other (docs/conformance.md). In progress: they join `conformance` when
-# the gateway passes them. Both always run; the target fails if either does.
+# the other (docs/conformance.md). Both always run; the target fails if
+# either does.
 .PHONY: conformance-translation
 conformance-translation: ## conformance suite with the gateway translating: 2026-07-28 client on a legacy-only backend, 2025-11-25 client on a modern-only one
 	@rc=0; \

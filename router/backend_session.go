@@ -71,13 +71,17 @@ func (r *Router) reprobeDue(snap *store.BackendSnapshot) bool {
 // In `session: reuse` mode the backend session opened by the probe is kept
 // and its id stored, so later requests, on any instance, send on it.
 func (r *Router) probe(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header) *store.BackendSnapshot {
+	if snap := r.modernOnlySnapshot(v, key); snap != nil {
+		return snap
+	}
 	conn, err := v.clients[key].Open(ctx, r.handshake(sess, nil), hdr)
 	if err != nil {
 		if refusedHandshake(err) {
 			// Maybe a backend that speaks only 2026-07-28: the session's
 			// requests then go to it as modern requests, carrying what the
 			// client's initialize said (see backend_fast_path.go).
-			if snap, _ := r.discoverModern(ctx, v, key, hdr); snap != nil {
+			if snap, res := r.discoverModern(ctx, v, key, hdr); snap != nil {
+				r.rememberModernOnly(v, snap, res)
 				return snap
 			}
 		}

@@ -34,6 +34,10 @@ type discovery struct {
 	snap    *store.BackendSnapshot
 	ttlMs   int64 // the backend's own ttlMs (0 for a legacy backend)
 	expires time.Time
+	// modernOnly: the backend refused a 2025 session's initialize and
+	// answered server/discover. Later sessions go straight to the modern
+	// snapshot instead of paying a refused initialize each.
+	modernOnly bool
 }
 
 // discoveryCache holds a vhost's discoveries; it dies with the routing table.
@@ -85,6 +89,30 @@ func (r *Router) rememberDiscovery(v *vhost, snap *store.BackendSnapshot) {
 	c := v.discovered
 	c.mu.Lock()
 	c.entries[snap.Key] = discovery{snap: snap, expires: time.Now().Add(ttl)}
+	c.mu.Unlock()
+}
+
+// modernOnlySnapshot returns the cached snapshot of a backend known to
+// refuse initialize, or nil when none is fresh.
+func (r *Router) modernOnlySnapshot(v *vhost, key string) *store.BackendSnapshot {
+	c := v.discovered
+	c.mu.Lock()
+	d, ok := c.entries[key]
+	c.mu.Unlock()
+	if !ok || !d.modernOnly || !time.Now().Before(d.expires) {
+		return nil
+	}
+	snap := *d.snap
+	return &snap
+}
+
+// rememberModernOnly records that backend key refused initialize and spoke
+// 2026-07-28 instead (snap is its discovery).
+func (r *Router) rememberModernOnly(v *vhost, snap *store.BackendSnapshot, res *upstream.DiscoverResult) {
+	ttl := min(max(time.Duration(res.TTLMs)*time.Millisecond, r.opts.DiscoveryMinTTL), r.opts.DiscoveryMaxTTL)
+	c := v.discovered
+	c.mu.Lock()
+	c.entries[snap.Key] = discovery{snap: snap, ttlMs: res.TTLMs, expires: time.Now().Add(ttl), modernOnly: true}
 	c.mu.Unlock()
 }
 

@@ -189,15 +189,27 @@ func (r *Router) openRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 // is false for a complete result, which is returned as it is.
 func (r *Router) sealRequestState(ctx context.Context, v *vhost, c *Call, t *target, result json.RawMessage) (_ json.RawMessage, asks bool, _ error) {
 	var head struct {
-		ResultType   string          `json:"resultType"`
-		RequestState json.RawMessage `json:"requestState"`
+		ResultType    string          `json:"resultType"`
+		RequestState  json.RawMessage `json:"requestState"`
+		InputRequests json.RawMessage `json:"inputRequests"`
 	}
-	if json.Unmarshal(result, &head) != nil || head.ResultType != resultInputRequired {
+	if json.Unmarshal(result, &head) != nil {
+		return result, false, nil
+	}
+	// A 2025-era session's backend that knows multi-round trips may still
+	// answer in-band, without a resultType (go-sdk's bridge does when its
+	// re-invoked handler asks again): inputRequests alone says
+	// input_required.
+	inBand := head.ResultType == "" && len(head.InputRequests) > 0 && head.InputRequests[0] == '{'
+	if head.ResultType != resultInputRequired && !inBand {
 		return result, false, nil
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(result, &m); err != nil {
 		return nil, true, err
+	}
+	if inBand {
+		m["resultType"], _ = json.Marshal(resultInputRequired)
 	}
 	var state string
 	if len(head.RequestState) > 0 && string(head.RequestState) != "null" {

@@ -76,6 +76,12 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		}
 		var resp *jsonrpc.Response
 		var err error
+		if conn.Modern() && (method == "resources/subscribe" || method == "resources/unsubscribe") {
+			// A 2026-07-28 backend has no resources/subscribe: the session
+			// records the subscription and the GET-stream holder's
+			// subscriptions/listen carries it (backend_listen.go).
+			return &jsonrpc.Response{ID: c.Request.ID, Result: json.RawMessage(`{}`)}, nil
+		}
 		if !c.modern && conn.Modern() && multiRoundTrip(method) {
 			// A 2025-era client on a 2026-07-28 backend: the gateway
 			// answers the backend's input requests by asking the client.
