@@ -6,8 +6,8 @@ import (
 
 	"github.com/mcpgw/gateway/router/session"
 
-	"github.com/mcpgw/gateway/handler/metrics"
-	"github.com/mcpgw/gateway/router/wire"
+	"github.com/mcpgw/gateway/internal/metrics"
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 

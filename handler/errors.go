@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/mcpgw/gateway/router/wire"
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
-// The codes come from the one table in router/wire/codes.go.
+// The codes come from the one table in internal/wire/codes.go.
 const (
 	codeParseError      = wire.CodeParseError
 	codeInvalidRequest  = wire.CodeInvalidRequest

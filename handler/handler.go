@@ -13,8 +13,8 @@ import (
 	"github.com/mcpgw/gateway/router/session"
 
 	"github.com/mcpgw/gateway/handler/auth"
-	"github.com/mcpgw/gateway/handler/config"
-	"github.com/mcpgw/gateway/handler/metrics"
+	"github.com/mcpgw/gateway/internal/config"
+	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/upstream"
 )

@@ -5,8 +5,8 @@ import (
 	"net/http"
 
 	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 

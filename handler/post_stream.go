@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpgw/gateway/handler/metrics"
+	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/router/session"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )

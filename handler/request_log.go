@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpgw/gateway/handler/metrics"
+	"github.com/mcpgw/gateway/internal/metrics"
 )
 
 // logRequests logs one line per request. It never logs headers or bodies:

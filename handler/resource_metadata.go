@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/mcpgw/gateway/handler/auth"
-	"github.com/mcpgw/gateway/handler/config"
+	"github.com/mcpgw/gateway/internal/config"
 )
 
 // The MCP authorization spec asks a server that takes bearer tokens to

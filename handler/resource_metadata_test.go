@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpgw/gateway/handler/config"
+	"github.com/mcpgw/gateway/internal/config"
 )
 
 func TestResourceMetadata_ChallengeNamesTheVHostDocument(t *testing.T) {

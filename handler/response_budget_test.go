@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router/upstream"
-	"github.com/mcpgw/gateway/tests/testsupport"
 )
 
 func echoOf(id int, tool string, size int) string {

@@ -13,10 +13,10 @@ import (
 	"github.com/mcpgw/gateway/router/session"
 
 	"github.com/mcpgw/gateway/handler/auth"
-	"github.com/mcpgw/gateway/handler/metrics"
+	"github.com/mcpgw/gateway/internal/metrics"
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/upstream"
-	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 

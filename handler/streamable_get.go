@@ -8,7 +8,7 @@ import (
 	"github.com/mcpgw/gateway/router/session"
 
 	"github.com/mcpgw/gateway/handler/auth"
-	"github.com/mcpgw/gateway/handler/metrics"
+	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/store"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/mcpgw/gateway/router/session"
 
 	"github.com/mcpgw/gateway/handler/auth"
-	"github.com/mcpgw/gateway/handler/metrics"
+	"github.com/mcpgw/gateway/internal/metrics"
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/router/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -236,7 +236,7 @@ type decodeError struct {
 // decodeMessage parses one JSON-RPC message, telling malformed JSON
 // (-32700) from well-formed JSON that is not a valid message (-32600), and
 // returns its id as the client wrote it. An id that is not a string or an
-// integer (null, 1.5, 1e3, 2^63) is -32600: see router/wire/request_id.go.
+// integer (null, 1.5, 1e3, 2^63) is -32600: see internal/wire/request_id.go.
 func decodeMessage(body []byte) (jsonrpc.Message, json.RawMessage, *decodeError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {

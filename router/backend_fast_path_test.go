@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/testsupport"
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/upstream"
-	"github.com/mcpgw/gateway/router/wire"
 	"github.com/mcpgw/gateway/store"
-	"github.com/mcpgw/gateway/tests/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/upstream"
-	"github.com/mcpgw/gateway/router/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // JSON-RPC error codes the router answers with, from the one table in
-// router/wire/codes.go.
+// internal/wire/codes.go.
 const (
 	CodeInvalidRequest   = wire.CodeInvalidRequest
 	CodeMethodNotFound   = wire.CodeMethodNotFound

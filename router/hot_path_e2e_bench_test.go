@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/tests/testsupport"
 )
 
 // BenchmarkHandle_ToolsCall measures one routed tools/call through the

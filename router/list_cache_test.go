@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/tests/testsupport"
+	"github.com/mcpgw/gateway/internal/testsupport"
 )
 
 func cached(ttl time.Duration) func(*router.Backend) {

@@ -5,10 +5,10 @@ import (
 	"os"
 	"testing"
 
+	"github.com/mcpgw/gateway/internal/routertest"
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/router/routertest"
 	"github.com/mcpgw/gateway/store"
-	"github.com/mcpgw/gateway/tests/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 

@@ -10,7 +10,7 @@ import (
 
 // Observer learns how each backend exchange went. It lets a metrics
 // package count backend traffic without the router importing it (the
-// arrows stay one-way: handler/metrics implements this interface).
+// arrows stay one-way: internal/metrics implements this interface).
 // BackendCall runs on the request path, so it must be cheap and must not
 // block.
 type Observer interface {

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/upstream"
-	"github.com/mcpgw/gateway/tests/testsupport"
 )
 
 // Backend "short" has one page of tools; "long" has 3 demo tools plus 3

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/store"
-	"github.com/mcpgw/gateway/tests/testsupport"
 )
 
 // stallWait bounds the wait for an operation on a paused server. It is a

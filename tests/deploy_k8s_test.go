@@ -17,7 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/mcpgw/gateway/handler/config"
+	"github.com/mcpgw/gateway/internal/config"
 )
 
 // ---------------------------------------------------------------------------

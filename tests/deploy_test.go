@@ -14,7 +14,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mcpgw/gateway/handler/config"
+	"github.com/mcpgw/gateway/internal/config"
 )
 
 // repoPath is a path in the repository; tests run in tests/.

@@ -6,8 +6,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/mcpgw/gateway/handler/config"
-	"github.com/mcpgw/gateway/localdev/demobackend"
+	"github.com/mcpgw/gateway/internal/config"
+	"github.com/mcpgw/gateway/internal/demobackend"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/upstream"
 )

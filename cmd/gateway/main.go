@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/cmd/internal/app"
-	"github.com/mcpgw/gateway/handler/config"
+	"github.com/mcpgw/gateway/internal/config"
 )
 
 func main() {

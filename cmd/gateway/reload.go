@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/cmd/internal/app"
-	"github.com/mcpgw/gateway/handler/config"
+	"github.com/mcpgw/gateway/internal/config"
 )
 
 // watchConfig reloads the config file on SIGHUP and whenever its content

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgw/gateway/tests/testsupport"
+	"github.com/mcpgw/gateway/internal/testsupport"
 )
 
 // A bad config ends the init with exit status 1 and one JSON log line that

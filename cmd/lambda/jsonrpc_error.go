@@ -3,11 +3,11 @@ package main
 import (
 	"net/http"
 
-	"github.com/mcpgw/gateway/router/wire"
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // JSON-RPC error codes used by this package's own answers, from the table
-// the handler's answers use (router/wire/codes.go).
+// the handler's answers use (internal/wire/codes.go).
 const (
 	codeInvalidRequest = wire.CodeInvalidRequest
 	codeInternalError  = wire.CodeInternalError

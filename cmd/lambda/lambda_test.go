@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgw/gateway/tests/testsupport"
+	"github.com/mcpgw/gateway/internal/testsupport"
 )
 
 // progressParams is a tools/call of the streaming backend's "progress"

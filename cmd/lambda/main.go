@@ -48,7 +48,7 @@ import (
 
 	"github.com/mcpgw/gateway/cmd/internal/app"
 	"github.com/mcpgw/gateway/handler/auth"
-	"github.com/mcpgw/gateway/handler/config"
+	"github.com/mcpgw/gateway/internal/config"
 	"github.com/mcpgw/gateway/store"
 )
 

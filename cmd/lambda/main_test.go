@@ -17,7 +17,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mcpgw/gateway/tests/testsupport"
+	"github.com/mcpgw/gateway/internal/testsupport"
 )
 
 var redisSrv *testsupport.RedisServer

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgw/gateway/tests/testsupport"
+	"github.com/mcpgw/gateway/internal/testsupport"
 )
 
 // rieProcess is the Runtime Interface Emulator running the bootstrap: an

@@ -7,11 +7,11 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/mcpgw/gateway/router/wire"
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // CodeUnauthorized is the JSON-RPC error code of a 401 answer (see
-// router/wire/codes.go: it is not the -32001 of an unknown session).
+// internal/wire/codes.go: it is not the -32001 of an unknown session).
 const CodeUnauthorized = wire.CodeUnauthorized
 
 // Middleware authenticates every request with v. On success the principal

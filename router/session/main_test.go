@@ -8,10 +8,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpgw/gateway/router/routertest"
+	"github.com/mcpgw/gateway/internal/routertest"
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router/session"
 	"github.com/mcpgw/gateway/store"
-	"github.com/mcpgw/gateway/tests/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )

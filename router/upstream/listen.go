@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mcpgw/gateway/router/wire"
+	"github.com/mcpgw/gateway/internal/wire"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"sort"
 
-	"github.com/mcpgw/gateway/router/wire"
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 

@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpgw/gateway/router/wire"
+	"github.com/mcpgw/gateway/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgw/gateway/tests/testsupport"
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 

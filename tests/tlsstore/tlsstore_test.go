@@ -27,8 +27,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/store"
-	"github.com/mcpgw/gateway/tests/testsupport"
 )
 
 // tlsRedis is the TLS-only redis-server shared by the tests of the package.

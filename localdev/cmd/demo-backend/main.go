@@ -12,7 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/mcpgw/gateway/localdev/demobackend"
+	"github.com/mcpgw/gateway/internal/demobackend"
 )
 
 func main() {

@@ -1,6 +1,6 @@
 // Command modern-everything serves the MCP conformance fixture over revision
 // 2026-07-28 only, refusing the session protocol (package
-// tests/modernonly): the backend of the conformance runs in which the
+// internal/testsupport/modernonly): the backend of the conformance runs in which the
 // gateway translates between a 2025-11-25 client and a modern-only server
 // (scripts/conformance.sh, BACKEND_MODE=modern-only).
 //
@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mcpgw/gateway/tests/modernonly"
+	"github.com/mcpgw/gateway/internal/testsupport/modernonly"
 )
 
 func main() {

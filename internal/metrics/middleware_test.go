@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/mcpgw/gateway/handler/metrics"
+	"github.com/mcpgw/gateway/internal/metrics"
 )
 
 // BenchmarkMiddleware measures what instrumentation adds to one request:

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgw/gateway/localdev/demobackend"
+	"github.com/mcpgw/gateway/internal/demobackend"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

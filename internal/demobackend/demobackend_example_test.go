@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/mcpgw/gateway/localdev/demobackend"
+	"github.com/mcpgw/gateway/internal/demobackend"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgw/gateway/localdev/demobackend"
-	"github.com/mcpgw/gateway/tests/testsupport"
+	"github.com/mcpgw/gateway/internal/demobackend"
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 )
