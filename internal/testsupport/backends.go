@@ -43,6 +43,10 @@ type BackendOptions struct {
 	// request/response: progress, sampling, elicitation, roots, and a tool
 	// that blocks until cancelled (see streaming_tools.go).
 	StreamingTools bool
+	// ModernTools adds protocol 2026-07-28's test tools (multi-round-trip
+	// requests, a tool-list change; see mrtr_tools.go). They need
+	// Stateless: only a stateless backend speaks 2026-07-28.
+	ModernTools bool
 }
 
 // Backend is a real go-sdk MCP server on an httptest server, with a
@@ -71,7 +75,8 @@ type Backend struct {
 	failures map[string]int // method -> POSTs left to fail; -1: until cleared
 	down     bool
 	deletes  int
-	changed  chan struct{} // closed and replaced whenever a request is recorded
+	rounds   map[string]int // modern tools' rounds served, by name or URI
+	changed  chan struct{}  // closed and replaced whenever a request or round is recorded
 }
 
 // StartBackend starts a backend that is closed when the test ends.
@@ -87,11 +92,14 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		NoPrompts:    opts.NoPrompts,
 		NoResources:  opts.NoResources,
 	})
-	b := &Backend{Server: srv}
+	b := &Backend{Server: srv, rounds: map[string]int{}}
 	if opts.StreamingTools {
 		b.Cancelled = make(chan string, 16)
 		b.Started = make(chan string, 16)
 		addStreamingTools(srv, b)
+	}
+	if opts.ModernTools {
+		addModernTools(srv, b, !opts.NoResources, !opts.NoPrompts)
 	}
 	for i := range opts.ExtraTools {
 		addExtraTool(srv, fmt.Sprintf("t%02d", i))
@@ -204,13 +212,14 @@ func (b *Backend) Deletes() int {
 	return b.deletes
 }
 
-// ResetCounts forgets recorded counts, headers and DELETEs, so a test can
-// ignore the traffic of its own setup.
+// ResetCounts forgets recorded counts, headers, rounds and DELETEs, so a
+// test can ignore the traffic of its own setup.
 func (b *Backend) ResetCounts() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	clear(b.counts)
 	clear(b.headers)
+	clear(b.rounds)
 	b.deletes = 0
 }
 
