@@ -1,6 +1,7 @@
 package testsupport
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +23,19 @@ type RoundRobin struct {
 	targets []*url.URL
 	next    atomic.Uint64
 	hits    map[string]int
+	log     []Forwarded
 	srv     *httptest.Server
+}
+
+// Forwarded is one request the balancer passed to a target.
+type Forwarded struct {
+	// Target is the host:port of the target that answered.
+	Target string
+	// Method is the JSON-RPC method of a POSTed request ("" for anything
+	// else: a GET, a response, a batch).
+	Method string
+	// Body is the request's body as the client sent it.
+	Body []byte
 }
 
 // StartRoundRobin starts a balancer in front of the given base URLs.
@@ -49,6 +62,14 @@ func (rr *RoundRobin) SetTargets(targets ...string) {
 	rr.mu.Lock()
 	rr.targets = us
 	rr.mu.Unlock()
+}
+
+// Forwarded returns every request passed on so far, in the order the
+// targets answered them (started them, for streams).
+func (rr *RoundRobin) Forwarded() []Forwarded {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	return append([]Forwarded(nil), rr.log...)
 }
 
 // Hits returns how many requests each target served.
@@ -93,12 +114,10 @@ func (rr *RoundRobin) serve(w http.ResponseWriter, r *http.Request) {
 			},
 		}
 		r.Body = newBody(body)
-		rec := &refusalGuard{ResponseWriter: w}
+		rec := &refusalGuard{ResponseWriter: w, answered: func() { rr.record(target.Host, r.Method, body) }}
 		proxy.ServeHTTP(rec, r)
 		if !refused {
-			rr.mu.Lock()
-			rr.hits[target.Host]++
-			rr.mu.Unlock()
+			rec.answer() // an answer with no body nor explicit header
 			return
 		}
 		if rec.wrote {
@@ -108,15 +127,47 @@ func (rr *RoundRobin) serve(w http.ResponseWriter, r *http.Request) {
 	http.Error(w, errRefused.Error(), http.StatusBadGateway)
 }
 
-// refusalGuard records whether anything reached the client.
-type refusalGuard struct {
-	http.ResponseWriter
-	wrote bool
+// record counts a request a target answered.
+func (rr *RoundRobin) record(target, httpMethod string, body []byte) {
+	f := Forwarded{Target: target, Body: body}
+	if httpMethod == http.MethodPost {
+		var m struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(body, &m) == nil {
+			f.Method = m.Method
+		}
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	rr.hits[target]++
+	rr.log = append(rr.log, f)
 }
 
-func (g *refusalGuard) WriteHeader(code int) { g.wrote = true; g.ResponseWriter.WriteHeader(code) }
+// refusalGuard records whether anything reached the client, and reports
+// the answer once when it starts (so a long stream is recorded when it
+// opens, not when it ends).
+type refusalGuard struct {
+	http.ResponseWriter
+	wrote    bool
+	answered func()
+}
+
+func (g *refusalGuard) answer() {
+	if g.answered != nil {
+		g.answered()
+		g.answered = nil
+	}
+}
+
+func (g *refusalGuard) WriteHeader(code int) {
+	g.wrote = true
+	g.answer()
+	g.ResponseWriter.WriteHeader(code)
+}
 func (g *refusalGuard) Write(b []byte) (int, error) {
 	g.wrote = true
+	g.answer()
 	return g.ResponseWriter.Write(b)
 }
 func (g *refusalGuard) Unwrap() http.ResponseWriter { return g.ResponseWriter }
