@@ -364,3 +364,88 @@ func (r *Reply) Text() string {
 	}
 	return b.String()
 }
+
+// ModernProtocolVersion is the revision the client speaks in its modern
+// requests: no initialize, no session, the client described in each
+// request's _meta.
+const ModernProtocolVersion = "2026-07-28"
+
+// ModernMessage is a request of protocol 2026-07-28 with id: params (nil:
+// none) and a _meta with the keys the revision requires, the version and
+// the client's capabilities caps (JSON text or a value to encode; nil:
+// none), which params' own _meta keys override. params is not modified.
+func ModernMessage(id any, method string, params map[string]any, caps any) map[string]any {
+	p := make(map[string]any, len(params)+1)
+	for k, v := range params {
+		p[k] = v
+	}
+	meta := map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    ModernProtocolVersion,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "testsupport", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+	}
+	switch v := caps.(type) {
+	case nil:
+	case string:
+		meta["io.modelcontextprotocol/clientCapabilities"] = json.RawMessage(v)
+	default:
+		meta["io.modelcontextprotocol/clientCapabilities"] = v
+	}
+	if own, ok := params["_meta"].(map[string]any); ok {
+		for k, v := range own {
+			meta[k] = v
+		}
+	}
+	p["_meta"] = meta
+	return map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": p}
+}
+
+// ModernHeaders are the headers a request of protocol 2026-07-28 adds to
+// Header's: the version, Mcp-Method, and Mcp-Name for the methods that
+// name their target (sent as is: tests use ASCII names).
+func ModernHeaders(method string, params map[string]any) map[string]string {
+	h := map[string]string{"Mcp-Protocol-Version": ModernProtocolVersion, "Mcp-Method": method}
+	field := ""
+	switch method {
+	case "tools/call", "prompts/get":
+		field = "name"
+	case "resources/read":
+		field = "uri"
+	}
+	if name, ok := params[field].(string); ok && field != "" {
+		h["Mcp-Name"] = name
+	}
+	return h
+}
+
+// ModernRequest sends a request of protocol 2026-07-28 with the next id
+// (see ModernMessage) and returns the answer, whatever it is. The client
+// must have no session.
+func (c *Client) ModernRequest(ep Endpoint, method string, params map[string]any, caps any) *Reply {
+	c.T.Helper()
+	body, err := json.Marshal(ModernMessage(c.NextID(), method, params, caps))
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	return ReadReply(c.T, c.Open(ep, http.MethodPost, string(body), ModernHeaders(method, params)))
+}
+
+// ModernStream posts a request of protocol 2026-07-28 with the given id
+// (a subscriptions/listen), accepting only an event stream, and returns
+// the stream.
+func (c *Client) ModernStream(ep Endpoint, id any, method string, params map[string]any, caps any) *SSEStream {
+	c.T.Helper()
+	body, err := json.Marshal(ModernMessage(id, method, params, caps))
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	h := ModernHeaders(method, params)
+	h["Accept"] = "text/event-stream"
+	res := c.Open(ep, http.MethodPost, string(body), h)
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		c.T.Fatalf("POST %s: %d %s", method, res.StatusCode, b)
+	}
+	return ReadSSE(c.T, res)
+}
