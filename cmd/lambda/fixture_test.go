@@ -31,10 +31,19 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T) *fixture {
+	return newFixtureWith(t, testsupport.BackendOptions{})
+}
+
+// newFixtureWith is newFixture with both backends built from opts (the
+// names and gateway-one's streaming tools are the fixture's).
+func newFixtureWith(t *testing.T, opts testsupport.BackendOptions) *fixture {
 	t.Helper()
+	one, two := opts, opts
+	one.Name, one.StreamingTools = "gateway-one", true
+	two.Name = "gateway-two"
 	f := &fixture{t: t, backends: map[string]*testsupport.Backend{
-		"gateway-one": testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-one", StreamingTools: true}),
-		"gateway-two": testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-two"}),
+		"gateway-one": testsupport.StartBackend(t, one),
+		"gateway-two": testsupport.StartBackend(t, two),
 	}}
 	// allowed_hosts lists the domains Lambda puts in Host: the Function
 	// URL's, the APIs', the ALB's name; and loopback for cmd/gateway.
