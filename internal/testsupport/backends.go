@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -263,7 +264,11 @@ func (b *Backend) middleware(next http.Handler) http.Handler {
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			fail = b.recordPost(jsonrpcMethods(body), r.Header)
+			methods := jsonrpcMethods(body)
+			fail = b.recordPost(methods, r.Header)
+			if slices.Contains(methods, "subscriptions/listen") {
+				w = &ackWatcher{ResponseWriter: w, b: b}
+			}
 		case http.MethodDelete:
 			b.mu.Lock()
 			b.deletes++
@@ -284,6 +289,35 @@ func (b *Backend) middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// ListenAcknowledged is what Count and WaitCount call the
+// acknowledgements of subscriptions/listen a backend has sent: it sends
+// one once it has registered the listen's subscriptions, so a change made
+// after WaitCount returns reaches that listen.
+const ListenAcknowledged = "notifications/subscriptions/acknowledged"
+
+// ackWatcher counts the acknowledgement on a listen's stream once written
+// (the go-sdk writes each event in one Write, and flushes it).
+type ackWatcher struct {
+	http.ResponseWriter
+	b    *Backend
+	seen bool
+}
+
+func (w *ackWatcher) Write(p []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(p)
+	if !w.seen && bytes.Contains(p, []byte(`"`+ListenAcknowledged+`"`)) {
+		w.seen = true
+		w.b.mu.Lock()
+		w.b.counts[ListenAcknowledged]++
+		w.b.notifyLocked()
+		w.b.mu.Unlock()
+	}
+	return n, err
+}
+
+// Unwrap lets the SDK flush through the watcher.
+func (w *ackWatcher) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // recordPost counts the methods of one POST and reports whether it must
 // fail. A pending failure is consumed only by a POST that it fails.
