@@ -16,9 +16,11 @@ const deadlineMargin = 2 * time.Second
 
 // endBeforeDeadline gives each request a context that ends deadlineMargin
 // before the invocation's deadline (a fifth of the time left, for short
-// time limits). streamMax > 0 also bounds GET streams: a client that went
-// away is not noticed by a Function URL stream, which would otherwise run,
-// and be billed, until the time limit.
+// time limits). streamMax > 0 also bounds the streams that last as long
+// as the client wants (longStream): a client that went away is not
+// noticed by a Function URL stream, which would otherwise run, and be
+// billed, until the time limit. A listen ends with its result, a GET
+// stream cleanly: the client listens again, or resumes.
 func endBeforeDeadline(streamMax time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
@@ -28,7 +30,7 @@ func endBeforeDeadline(streamMax time.Duration, next http.Handler) http.Handler 
 			ctx, cancel = context.WithDeadline(ctx, d.Add(-margin))
 			defer cancel()
 		}
-		if streamMax > 0 && r.Method == http.MethodGet {
+		if streamMax > 0 && longStream(r) {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, streamMax)
 			defer cancel()
@@ -38,4 +40,18 @@ func endBeforeDeadline(streamMax time.Duration, next http.Handler) http.Handler 
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// longStream reports whether r opens a stream with no end of its own: a
+// session's GET stream, or a subscriptions/listen of protocol 2026-07-28,
+// known by its Mcp-Method header (which the revision requires, and the
+// handler refuses unless it names the body's method).
+func longStream(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet:
+		return true
+	case http.MethodPost:
+		return r.Header.Get("Mcp-Method") == "subscriptions/listen"
+	}
+	return false
 }

@@ -23,9 +23,10 @@
 //	                    AWS_LAMBDA_LOG_LEVEL when set, else info)
 //	MCPGW_LAMBDA_STRIP_BASE_PATH  buffered modes: a path prefix to remove
 //	                    first (a named API stage, a base path mapping)
-//	MCPGW_LAMBDA_STREAM_MAX  url mode: the longest a GET stream stays open
-//	                    in one invocation (Go duration; default: until
-//	                    shortly before the function's time limit)
+//	MCPGW_LAMBDA_STREAM_MAX  url mode: the longest a GET stream or a
+//	                    subscriptions/listen stays open in one invocation
+//	                    (Go duration; default: until shortly before the
+//	                    function's time limit)
 //
 // Secrets referenced by the config (auth.jwt.hs_secret_env, ${ENV} in
 // add_headers) are read from the environment like everywhere else.

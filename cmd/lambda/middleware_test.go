@@ -159,14 +159,19 @@ func TestEndBeforeDeadline(t *testing.T) {
 	h := endBeforeDeadline(5*time.Second, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen, hasDeadline = r.Context().Deadline()
 	}))
-	serve := func(method string, deadline time.Time) {
+	serveAs := func(method, mcpMethod string, deadline time.Time) {
 		ctx, cancel := context.Background(), context.CancelFunc(func() {})
 		if !deadline.IsZero() {
 			ctx, cancel = context.WithDeadline(ctx, deadline)
 		}
 		defer cancel()
-		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, method, "/servers/demo/mcp", nil))
+		r := httptest.NewRequestWithContext(ctx, method, "/servers/demo/mcp", nil)
+		if mcpMethod != "" {
+			r.Header.Set("Mcp-Method", mcpMethod)
+		}
+		h.ServeHTTP(httptest.NewRecorder(), r)
 	}
+	serve := func(method string, deadline time.Time) { serveAs(method, "", deadline) }
 	near := func(a, b time.Time) bool { return a.Sub(b).Abs() < 100*time.Millisecond }
 
 	d := time.Now().Add(60 * time.Second)
@@ -177,6 +182,14 @@ func TestEndBeforeDeadline(t *testing.T) {
 	serve(http.MethodGet, d)
 	if !near(seen, time.Now().Add(5*time.Second)) {
 		t.Errorf("GET with a stream limit: deadline %v, want in 5s", seen)
+	}
+	serveAs(http.MethodPost, "subscriptions/listen", d)
+	if !near(seen, time.Now().Add(5*time.Second)) {
+		t.Errorf("subscriptions/listen with a stream limit: deadline %v, want in 5s", seen)
+	}
+	serveAs(http.MethodPost, "tools/call", d)
+	if !near(seen, d.Add(-deadlineMargin)) {
+		t.Errorf("a 2026-07-28 call: deadline %v, want %v", seen, d.Add(-deadlineMargin))
 	}
 	d = time.Now().Add(time.Second)
 	serve(http.MethodPost, d)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -154,7 +155,10 @@ func checkModernCalls(t *testing.T, c *testsupport.Client, eps ...testsupport.En
 
 // In process: 2026-07-28 requests through the Function URL adapter and
 // the HTTP API adapter, a multi-round-trip request's rounds alternating
-// between them.
+// between them; and a listen through the Function URL, whose
+// acknowledgement and notifications reach the client while the
+// invocation runs, and which ends with its result at
+// MCPGW_LAMBDA_STREAM_MAX, long before the invocation's time limit.
 func TestModern_AdaptersInProcess(t *testing.T) {
 	f := modernFixture(t)
 	const streamMax = 2 * time.Second
@@ -163,4 +167,98 @@ func TestModern_AdaptersInProcess(t *testing.T) {
 
 	t.Run("calls", func(t *testing.T) { checkModernCalls(t, f.client(t, "judy"), url, api) })
 
+	t.Run("listen", func(t *testing.T) {
+		c := f.client(t, "judy")
+		two := f.backends["gateway-two"]
+		acks := two.Count(testsupport.ListenAcknowledged)
+		start := time.Now()
+		s := c.ModernStream(url, "l-1", "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil)
+		ack := s.Next()
+		if ack.Method() != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("first event %s, want the acknowledgement", ack.Data)
+		}
+		if !two.WaitCount(testsupport.ListenAcknowledged, acks+1, 10*time.Second) {
+			t.Fatal("gateway-two acknowledged no listen")
+		}
+		c.ModernRequest(api, "tools/call", map[string]any{"name": "gateway-two-add_tool", "arguments": map[string]any{"name": "late"}}, nil).Result()
+		if ev := s.Next(); ev.Method() != "notifications/tools/list_changed" || !strings.Contains(ev.Data, `"l-1"`) {
+			t.Fatalf("after a tool was added: %s, want tools/list_changed tagged l-1", ev.Data)
+		}
+		end := s.Next()
+		var res struct {
+			ID     string         `json:"id"`
+			Result map[string]any `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(end.Data), &res); err != nil || res.ID != "l-1" || res.Result["resultType"] != "complete" {
+			t.Fatalf("last event %s, want the listen's result", end.Data)
+		}
+		if d := time.Since(start); d > invocationLimit/2 {
+			t.Fatalf("the listen ended after %v: MCPGW_LAMBDA_STREAM_MAX (%v) does not bound it", d, streamMax)
+		}
+		s.ExpectEnd(10 * time.Second)
+	})
+}
+
+// Under the emulator: 2026-07-28 requests through the Function URL, a
+// multi-round-trip request's rounds alternating between the function and
+// the plain server (the request-state key is the store's), and a listen.
+// The emulator hands over a streamed response only once the invocation
+// ends, so what is observable is the whole stream: the acknowledgement
+// first, the change made meanwhile through the plain server, and the
+// listen's result last, at MCPGW_LAMBDA_STREAM_MAX rather than at the
+// function's time limit. (That the events reach the client as they happen
+// is TestModern_AdaptersInProcess's to show.)
+func TestFunctionURL_ModernRequestsAndAListenBoundedByStreamMax(t *testing.T) {
+	t.Parallel()
+	f := modernFixture(t)
+	const streamMax = 3 * time.Second
+	lam := &functionURL{rie: startRIE(t, f.lambdaEnv("url", envStreamMax+"="+streamMax.String())...), domain: functionURLDomain}
+	plain := f.startPlain()
+	c := f.client(t, "kim")
+	checkModernCalls(t, c, lam, plain)
+
+	two := f.backends["gateway-two"]
+	acks := two.Count(testsupport.ListenAcknowledged)
+	params := map[string]any{"notifications": map[string]any{"toolsListChanged": true}}
+	h := c.Header("text/event-stream")
+	h.Set("Content-Type", "application/json")
+	for k, v := range testsupport.ModernHeaders("subscriptions/listen", params) {
+		h.Set(k, v)
+	}
+	ev := lam.event(t, http.MethodPost, c.Path(), h, mustJSON(t, testsupport.ModernMessage("l-9", "subscriptions/listen", params, nil)))
+	type result struct {
+		payload []byte
+		err     error
+		took    time.Duration
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		b, err := lam.rie.tryInvoke(ev)
+		done <- result{b, err, time.Since(start)}
+	}()
+	if !two.WaitCount(testsupport.ListenAcknowledged, acks+1, 10*time.Second) {
+		t.Fatal("the invocation's listen reached no backend")
+	}
+	c.ModernRequest(plain, "tools/call", map[string]any{"name": "gateway-two-add_tool", "arguments": map[string]any{"name": "rie"}}, nil).Result()
+
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(functionTimeout + 15*time.Second):
+		t.Fatal("the listen's invocation did not end")
+	}
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	if res.took > functionTimeout/2 || res.took < streamMax-500*time.Millisecond {
+		t.Errorf("the listen ended after %v, want about MCPGW_LAMBDA_STREAM_MAX (%v)", res.took, streamMax)
+	}
+	out := parseStreamingResponse(t, res.payload)
+	r := testsupport.ParseReply(t, out.status, out.header, out.body)
+	if !r.SSE || len(r.Messages) != 3 || r.Messages[0].Method != "notifications/subscriptions/acknowledged" ||
+		r.Messages[1].Method != "notifications/tools/list_changed" || !strings.Contains(string(r.Messages[1].Params), `"l-9"`) ||
+		string(r.Messages[2].ID) != `"l-9"` || r.Messages[2].Result == nil {
+		t.Fatalf("the listen's stream: %d %s\nwant the acknowledgement, tools/list_changed tagged l-9, then the listen's result", out.status, out.body)
+	}
 }
