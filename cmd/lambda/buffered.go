@@ -10,12 +10,15 @@ import (
 )
 
 // The API Gateway and ALB adapters hand the client the response only once
-// the handler has returned. Two kinds of exchange cannot work that way:
-// the standalone GET stream, which never returns, and a server-to-client
-// request during a call (sampling, elicitation, roots), whose answer the
-// client can only send after it has seen the request. The middleware here
-// turns both into prompt, explained failures instead of requests that hang
-// until the API's integration timeout.
+// the handler has returned. Three kinds of exchange cannot work that way:
+// the standalone GET stream and protocol 2026-07-28's subscriptions/listen,
+// which never return, and a server-to-client request during a call
+// (sampling, elicitation, roots), whose answer the client can only send
+// after it has seen the request. The middleware here turns them into
+// prompt, explained failures instead of requests that hang until the API's
+// integration timeout (and the invocation until the function's). A
+// 2026-07-28 call's input requests need no such care: they are a result
+// (input_required), answered by the client's next request.
 
 // refuseGETStreams answers GET (and HEAD) on the MCP endpoint with 405 and
 // a JSON-RPC error, as the Streamable HTTP transport allows a server that
@@ -32,6 +35,32 @@ func refuseGETStreams(next http.Handler) http.Handler {
 				"use POST requests, or the gateway's Lambda Function URL (response streaming) for GET streams")
 	})
 	return mux
+}
+
+// refuseListens answers a subscriptions/listen (a POST whose Mcp-Method
+// header names it: the revision requires the header, and the handler
+// refuses a request whose header and body disagree) with 404 and -32601,
+// what the revision answers a method the server does not serve; a
+// 2026-07-28 client then goes without notifications, as it would with a
+// server that has none.
+func refuseListens(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "subscriptions/listen" && strings.HasPrefix(r.URL.Path, "/servers/") {
+			// The error names the request (the adapters built the body
+			// in memory); a body with no readable id gets null.
+			var msg struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if r.Body != nil {
+				_ = json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&msg)
+			}
+			writeJSONRPCErrorFor(w, msg.ID, http.StatusNotFound, codeMethodNotFound,
+				"subscriptions/listen is not available here: this endpoint buffers responses (API Gateway or ALB), so its notifications would never reach the client; "+
+					"use the gateway's Lambda Function URL (response streaming) to listen")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // withoutServerRequests removes the sampling, elicitation and roots

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/mcpgw/gateway/internal/wire"
@@ -10,6 +11,7 @@ import (
 // the handler's answers use (internal/wire/codes.go).
 const (
 	codeInvalidRequest = wire.CodeInvalidRequest
+	codeMethodNotFound = wire.CodeMethodNotFound
 	codeInternalError  = wire.CodeInternalError
 )
 
@@ -17,7 +19,13 @@ const (
 // (id null), written by the same wire.ErrorBody as the handler's own
 // transport-level errors, which every MCP client can display.
 func writeJSONRPCError(w http.ResponseWriter, status int, code int64, msg string) {
+	writeJSONRPCErrorFor(w, nil, status, code, msg)
+}
+
+// writeJSONRPCErrorFor is writeJSONRPCError for the request whose id is
+// rawID (JSON; nil: null).
+func writeJSONRPCErrorFor(w http.ResponseWriter, rawID json.RawMessage, status int, code int64, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_, _ = w.Write(wire.ErrorBody(nil, code, msg))
+	_, _ = w.Write(wire.ErrorBody(rawID, code, msg))
 }

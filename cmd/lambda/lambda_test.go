@@ -163,8 +163,8 @@ func checkGETRefused(t *testing.T, ep endpoint, r *response) {
 }
 
 // REST API and ALB events (both header formats of a target group): a
-// session works, health checks pass, and GET streams are refused rather
-// than left hanging.
+// session works, health checks pass, and GET streams and 2026-07-28
+// listens are refused rather than left hanging.
 func TestBufferedModes_RefuseGETStreams(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -187,6 +187,9 @@ func TestBufferedModes_RefuseGETStreams(t *testing.T) {
 				t.Errorf("echo: %q", got)
 			}
 			checkGETRefused(t, ep, ep.do(t, http.MethodGet, c.Path(), c.Header("text/event-stream"), nil))
+			start := time.Now()
+			listen := f.client(t, "carol").ModernRequest(ep, "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil)
+			checkListenRefused(t, listen, time.Since(start))
 			if r := ep.do(t, http.MethodGet, "/healthz", nil, nil); r.status != http.StatusOK {
 				t.Errorf("/healthz: %d %s", r.status, r.body)
 			}

@@ -158,7 +158,8 @@ func checkModernCalls(t *testing.T, c *testsupport.Client, eps ...testsupport.En
 // between them; and a listen through the Function URL, whose
 // acknowledgement and notifications reach the client while the
 // invocation runs, and which ends with its result at
-// MCPGW_LAMBDA_STREAM_MAX, long before the invocation's time limit.
+// MCPGW_LAMBDA_STREAM_MAX, long before the invocation's time limit;
+// through the HTTP API, which buffers, a listen is refused at once.
 func TestModern_AdaptersInProcess(t *testing.T) {
 	f := modernFixture(t)
 	const streamMax = 2 * time.Second
@@ -197,6 +198,27 @@ func TestModern_AdaptersInProcess(t *testing.T) {
 		}
 		s.ExpectEnd(10 * time.Second)
 	})
+
+	t.Run("listen refused at once where responses are buffered", func(t *testing.T) {
+		start := time.Now()
+		r := f.client(t, "judy").ModernRequest(api, "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil)
+		checkListenRefused(t, r, time.Since(start))
+	})
+}
+
+// checkListenRefused asserts a buffered endpoint's prompt refusal of a
+// subscriptions/listen: its notifications could reach the client only
+// once the invocation ended, so it would hang until the time limit.
+func checkListenRefused(t *testing.T, r *testsupport.Reply, took time.Duration) {
+	t.Helper()
+	if e := r.Error(); r.Status != http.StatusNotFound || e == nil || e.Code != -32601 || !strings.Contains(e.Message, "Function URL") {
+		t.Errorf("subscriptions/listen: %d %s, want 404 and -32601 pointing to the Function URL", r.Status, r.Body)
+	} else if id := string(r.Final().ID); id == "" || id == "null" {
+		t.Errorf("the refusal does not name the listen's id: %s", r.Body)
+	}
+	if took > 5*time.Second {
+		t.Errorf("the refusal took %v", took)
+	}
 }
 
 // Under the emulator: 2026-07-28 requests through the Function URL, a

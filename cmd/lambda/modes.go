@@ -58,10 +58,11 @@ func (m mode) buffered() bool { return m != modeURL }
 // (the Function URL adapter runs the handler on its own goroutine, where a
 // panic would end the process); the end of each request before the
 // invocation's time limit; and in buffered modes the refusal of GET
-// streams and of server-to-client requests that could never be answered.
+// streams, of listens, and of server-to-client requests that could never
+// be answered.
 func (m mode) wrap(h http.Handler, streamMax time.Duration, log *slog.Logger) http.Handler {
 	if m.buffered() {
-		h = refuseGETStreams(withoutServerRequests(h))
+		h = refuseGETStreams(refuseListens(withoutServerRequests(h)))
 		streamMax = 0 // no GET streams here
 	}
 	h = recoverPanics(log, endBeforeDeadline(streamMax, h))
