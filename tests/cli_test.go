@@ -3,11 +3,14 @@ package tests
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,10 +51,28 @@ func TestCLI_BadConfigStopsStartupNamingFieldAndFile(t *testing.T) {
 	}
 }
 
-// `gateway --demo` (what `make run` starts) answers a real MCP client.
+// checkProbes asserts that the health and readiness probes answer ok.
+func checkProbes(t *testing.T, base string) {
+	t.Helper()
+	for _, path := range []string{"/healthz", "/readyz"} {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `"ok"`) {
+			t.Fatalf("%s: %d %s", path, res.StatusCode, body)
+		}
+	}
+}
+
+// `gateway --demo` (what `make run` starts) answers a real MCP client of
+// the session protocol, and its probes answer before and after.
 func TestCLI_DemoServesARealClient(t *testing.T) {
 	bin := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
 	p := testsupport.StartGateway(t, bin, []string{"--demo"}, nil)
+	checkProbes(t, p.URL)
 	ctx := context.Background()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "demo-test", Version: "1"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: mcpURL(p.URL), DisableStandaloneSSE: true},
@@ -64,17 +85,20 @@ func TestCLI_DemoServesARealClient(t *testing.T) {
 	if err != nil || len(tools.Tools) != 6 {
 		t.Fatalf("tools/list: %v %v", err, tools)
 	}
-	if !strings.Contains(p.Output(), "tools/list") {
-		t.Fatalf("demo did not print a command to try:\n%s", p.Output())
+	if cs.ID() == "" {
+		t.Fatal("a 2025-11-25 client got no session")
 	}
+	checkProbes(t, p.URL)
 }
 
 // The go-sdk client with no options probes server/discover first: the
 // gateway speaks protocol 2026-07-28, so it gets it (no initialize, no
-// session), whatever its demo backends speak.
+// session), whatever its demo backends speak; the probes answer as for
+// any client.
 func TestCLI_DefaultGoSDKClientConnects(t *testing.T) {
 	bin := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
 	p := testsupport.StartGateway(t, bin, []string{"--demo"}, nil)
+	checkProbes(t, p.URL)
 	ctx := context.Background()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "default", Version: "1"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: mcpURL(p.URL)}, nil)
@@ -88,4 +112,76 @@ func TestCLI_DefaultGoSDKClientConnects(t *testing.T) {
 	if tools, err := cs.ListTools(ctx, nil); err != nil || len(tools.Tools) != 6 {
 		t.Fatalf("tools/list: %v %v", err, tools)
 	}
+	if cs.ID() != "" {
+		t.Fatalf("a 2026-07-28 client got session %q", cs.ID())
+	}
+	checkProbes(t, p.URL)
+}
+
+// The commands the demo prints (what `make run` shows) work pasted into
+// bash and into zsh, which splits no unquoted variable into words: a
+// 2026-07-28 tools/list with no session, and a 2025-11-25 session's.
+func TestCLI_DemoHelpCommandsWorkInBashAndZsh(t *testing.T) {
+	bin := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
+	p := testsupport.StartGateway(t, bin, []string{"--demo"}, nil)
+	var help string
+	if !testsupport.Eventually(t, 10*time.Second, func() bool { // printed right after the ready line
+		help = p.Output()
+		return strings.Contains(help, "npx ")
+	}) {
+		t.Fatalf("the demo printed no help:\n%s", help)
+	}
+	cmds := demoCommands(help)
+	if len(cmds) != 2 {
+		t.Fatalf("want 2 curl commands (2026-07-28, then a 2025-11-25 session), found %d in:\n%s", len(cmds), help)
+	}
+	for _, cmd := range cmds {
+		// An interactive shell would expand "!" (history) and, in zsh,
+		// not take "#" as a comment: pasted commands have neither.
+		if strings.ContainsAny(cmd, "!#") {
+			t.Errorf("a command has ! or #, which an interactive shell reads differently:\n%s", cmd)
+		}
+	}
+	for _, shell := range []string{"bash", "zsh"} {
+		t.Run(shell, func(t *testing.T) {
+			path, err := exec.LookPath(shell)
+			if err != nil {
+				t.Skipf("%s is not installed", shell)
+			}
+			for i, cmd := range cmds {
+				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+				out, err := exec.CommandContext(ctx, path, "-c", cmd).CombinedOutput()
+				cancel()
+				got := string(out)
+				if err != nil || !strings.Contains(got, `"gateway-one-increment"`) || !strings.Contains(got, `"gateway-two-echo"`) {
+					t.Fatalf("command %d in %s: %v\n%s\noutput:\n%s", i+1, shell, err, cmd, out)
+				}
+				if modern := strings.Contains(got, `"resultType":"complete"`); modern != (i == 0) {
+					t.Fatalf("command %d in %s: a 2026-07-28 result: %v, want %v:\n%s", i+1, shell, modern, i == 0, out)
+				}
+			}
+		})
+	}
+}
+
+// demoCommands are the curl commands of the demo's help: each block of
+// lines indented by two spaces that starts with curl or a variable.
+func demoCommands(help string) []string {
+	var cmds []string
+	var cur []string
+	flush := func() {
+		if len(cur) > 0 && (strings.HasPrefix(cur[0], "curl ") || strings.HasPrefix(cur[0], "URL=")) {
+			cmds = append(cmds, strings.Join(cur, "\n"))
+		}
+		cur = nil
+	}
+	for _, line := range strings.Split(help, "\n") {
+		if rest, ok := strings.CutPrefix(line, "  "); ok && strings.TrimSpace(line) != "" {
+			cur = append(cur, rest)
+			continue
+		}
+		flush()
+	}
+	flush()
+	return cmds
 }

@@ -49,17 +49,31 @@ func demoConfig(ctx context.Context) (*config.Config, func(), error) {
 	return cfg, stopAll, nil
 }
 
+// printDemoHelp tells a newcomer what to try. The commands are pasted
+// into bash or zsh as they are (tests/cli_test.go runs them in both): no
+// word splitting of variables (zsh does none), no history expansion (no
+// "!"), no comments (an interactive zsh does not take them).
 func printDemoHelp(w io.Writer, base string) {
 	url := base + "/servers/demo/mcp"
 	fmt.Fprintf(w, `
 Demo gateway ready: two demo backends (gateway-one, gateway-two) behind the "demo" virtual host.
 MCP endpoint: %s
 
-See tools/list through the gateway (needs only curl):
+With curl, paste into bash or zsh. A 2026-07-28 request needs no session:
 
-  H='-H Content-Type:application/json -H Accept:application/json,text/event-stream'; \
-  SID=$(curl -s -D - -o /dev/null $H %s -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}' | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}'); \
-  curl -s $H -H "Mcp-Session-Id: $SID" %s -d '{"jsonrpc":"2.0","id":2,"method":"tools/list"}'; echo
+  curl -s %s \
+    -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+    -H 'MCP-Protocol-Version: 2026-07-28' -H 'Mcp-Method: tools/list' \
+    -d '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}'; echo
+
+A 2025-11-25 client opens a session first:
+
+  URL=%s
+  SID=$(curl -s -D - -o /dev/null "$URL" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
+        -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}' \
+        | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
+  curl -s "$URL" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' -H "Mcp-Session-Id: $SID" \
+    -d '{"jsonrpc":"2.0","id":2,"method":"tools/list"}'; echo
 
 Or with the MCP Inspector CLI:
 
