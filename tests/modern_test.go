@@ -133,6 +133,17 @@ func TestModern_DefaultGoSDKClientsNegotiate20260728WithNoSession(t *testing.T) 
 	if len(served) != 3 {
 		t.Fatalf("requests reached instances %v, want all three", served)
 	}
+	// The instances' request metrics name the revision's methods.
+	byMethod := map[string]float64{}
+	for _, g := range m.gws {
+		fams := testsupport.ScrapeMetrics(t, g.URL)
+		for _, rpc := range []string{"server/discover", "tools/list", "other"} {
+			byMethod[rpc] += testsupport.MetricSum(fams, "mcpgw_http_requests_total", map[string]string{"rpc_method": rpc})
+		}
+	}
+	if byMethod["server/discover"] != 3 || byMethod["tools/list"] != 3 || byMethod["other"] != 0 {
+		t.Fatalf("requests counted by rpc_method %v, want 3 server/discover, 3 tools/list", byMethod)
+	}
 }
 
 func TestModern_ToolListPagesContinueOnAnyInstance(t *testing.T) {

@@ -1,10 +1,11 @@
 package metrics
 
 // rpcLabel maps a JSON-RPC method to a label value from a closed set: the
-// MCP methods and client notifications the gateway serves, "response" for
-// a client's answer to a server request, and "other" for anything else, so
-// made-up method names cannot create series. Returning constants also
-// keeps no reference to the request's memory.
+// MCP methods (of either protocol generation) and client notifications
+// the gateway serves, "response" for a client's answer to a server
+// request, and "other" for anything else, so made-up method names cannot
+// create series. Returning constants also keeps no reference to the
+// request's memory.
 func rpcLabel(method string) string {
 	switch method {
 	case "initialize":
@@ -31,6 +32,10 @@ func rpcLabel(method string) string {
 		return "prompts/get"
 	case "completion/complete":
 		return "completion/complete"
+	case "server/discover":
+		return "server/discover"
+	case "subscriptions/listen":
+		return "subscriptions/listen"
 	case "logging/setLevel":
 		return "logging/setLevel"
 	case "notifications/initialized":

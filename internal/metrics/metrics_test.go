@@ -57,6 +57,8 @@ func serve(m *metrics.Metrics, method, path, rpc string, status int) {
 func TestMiddleware_LabelsAreBounded(t *testing.T) {
 	m := metrics.New()
 	serve(m, http.MethodPost, "/servers/demo/mcp", "tools/call", 200)
+	serve(m, http.MethodPost, "/servers/demo/mcp", "server/discover", 200)
+	serve(m, http.MethodPost, "/servers/demo/mcp", "subscriptions/listen", 200)
 	serve(m, http.MethodPost, "/servers/demo/mcp", "frobnicate", 200)
 	serve(m, http.MethodPost, "/servers/demo/mcp", "notifications/made-up", 202)
 	serve(m, http.MethodPost, "/servers/demo/mcp", "notifications/cancelled", 202)
@@ -70,6 +72,8 @@ func TestMiddleware_LabelsAreBounded(t *testing.T) {
 		n                        float64
 	}{
 		{"demo", "POST", "tools/call", "200", 1},
+		{"demo", "POST", "server/discover", "200", 1},
+		{"demo", "POST", "subscriptions/listen", "200", 1},
 		{"demo", "POST", "other", "200", 1},
 		{"demo", "POST", "other", "202", 1},
 		{"demo", "POST", "notifications/cancelled", "202", 1},
