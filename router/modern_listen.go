@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -63,12 +64,18 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.R
 	defer stop()
 	var wg sync.WaitGroup
 	for _, key := range v.keys {
+		if !sess.Backends[key].OK() {
+			// Unreachable now: its part joins when it is back, without
+			// holding up the acknowledgement.
+			wg.Go(func() { ls.rejoin(lctx, sess, key, p.Notifications) })
+			continue
+		}
 		want := backendFilter(v, key, p.Notifications, sess.Backends[key])
 		if want == nil {
 			continue
 		}
 		ls.pending.Add(1)
-		wg.Go(func() { ls.keep(lctx, sess, key, want) })
+		wg.Go(func() { ls.keep(lctx, sess, key, want, ls.pending.Done) })
 	}
 	ls.pending.Wait() // every backend acknowledged, or failed
 	ls.acknowledge()
@@ -127,10 +134,11 @@ type listenSession struct {
 }
 
 // keep keeps one backend's part of the listen until ctx ends,
-// reconnecting with backoff. It acknowledges its part (once) whatever
-// happens, so the client's acknowledgement never waits on a dead backend.
-func (ls *listenSession) keep(ctx context.Context, sess *store.Session, key string, want *listenFilter) {
-	ackOnce := sync.OnceFunc(ls.pending.Done)
+// reconnecting with backoff. It calls acked once its part is acknowledged,
+// or its first try failed, so the client's acknowledgement never waits on
+// a dead backend.
+func (ls *listenSession) keep(ctx context.Context, sess *store.Session, key string, want *listenFilter, acked func()) {
+	ackOnce := sync.OnceFunc(acked)
 	defer ackOnce()
 	backoff := 500 * time.Millisecond
 	for ctx.Err() == nil {
@@ -151,6 +159,35 @@ func (ls *listenSession) keep(ctx context.Context, sess *store.Session, key stri
 			t.Stop()
 			return
 		case <-t.C:
+		}
+		backoff = min(backoff*2, 30*time.Second)
+	}
+}
+
+// rejoin waits for a backend that could not be reached when the listen
+// began (its discovery failed), rediscovering it with backoff, then keeps
+// its part like the others'. The client's acknowledgement has gone out
+// without it; its notifications follow as they come.
+func (ls *listenSession) rejoin(ctx context.Context, sess *store.Session, key string, f *listenFilter) {
+	backoff := 500 * time.Millisecond
+	for {
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if d := ls.r.backendDiscovery(ctx, ls.v, key, ls.c.Header); d.snap.OK() {
+			want := backendFilter(ls.v, key, f, d.snap)
+			if want == nil {
+				return // back, but it can honour none of the filter
+			}
+			view := *sess // sess is shared by every backend's part: a copy with this one's snapshot
+			view.Backends = maps.Clone(sess.Backends)
+			view.Backends[key] = d.snap
+			ls.keep(ctx, &view, key, want, func() {})
+			return
 		}
 		backoff = min(backoff*2, 30*time.Second)
 	}

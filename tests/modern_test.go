@@ -711,3 +711,27 @@ func TestModern_ListenEndsWithItsResultWhenItsInstanceStops(t *testing.T) {
 		t.Fatalf("listen elsewhere: %+v", ack)
 	}
 }
+
+// A backend that cannot be reached when a client starts listening joins
+// the listen once it is back: a listen lasts for hours, and a backend
+// restarting at the wrong moment must not leave its changes unheard for
+// all that time (the acknowledgement, which another backend's part
+// already makes say toolsListChanged, could not tell the client).
+func TestModern_ListenTakesInABackendThatWasDownWhenItBegan(t *testing.T) {
+	m := newModernCluster(t, testsupport.BackendOptions{})
+	two := m.backends["gateway-two"]
+	two.SetDown(true)
+	cl := m.client("alice")
+	s := cl.ModernStream(m.gws[0], "late", "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil)
+	if ack := decodeNote(t, s.Next()); ack.Method != "notifications/subscriptions/acknowledged" || !ack.Params.Notifications.ToolsListChanged {
+		t.Fatalf("first event %+v, want an acknowledgement of gateway-one's part", ack)
+	}
+	two.SetDown(false)
+	if !two.WaitCount(testsupport.ListenAcknowledged, 1, 30*time.Second) {
+		t.Fatal("the listen never reached gateway-two once it was back")
+	}
+	cl.ModernRequest(m.gws[1], "tools/call", map[string]any{"name": "gateway-two-add_tool", "arguments": map[string]any{"name": "back"}}, nil).Result()
+	if lc := decodeNote(t, s.Next()); lc.Method != "notifications/tools/list_changed" || string(lc.Params.Meta["io.modelcontextprotocol/subscriptionId"]) != `"late"` {
+		t.Fatalf("after gateway-two's tool list changed: %+v", lc)
+	}
+}
