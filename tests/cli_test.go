@@ -93,8 +93,8 @@ func TestCLI_DemoServesARealClient(t *testing.T) {
 
 // The go-sdk client with no options probes server/discover first: the
 // gateway speaks protocol 2026-07-28, so it gets it (no initialize, no
-// session), whatever its demo backends speak; the probes answer as for
-// any client.
+// session), whatever its demo backends speak, and its calls reach them;
+// the probes answer as for any client.
 func TestCLI_DefaultGoSDKClientConnects(t *testing.T) {
 	bin := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
 	p := testsupport.StartGateway(t, bin, []string{"--demo"}, nil)
@@ -114,6 +114,12 @@ func TestCLI_DefaultGoSDKClientConnects(t *testing.T) {
 	}
 	if cs.ID() != "" {
 		t.Fatalf("a 2026-07-28 client got session %q", cs.ID())
+	}
+	// The demo's backends speak only the session protocol: the gateway
+	// translates a 2026-07-28 call for them.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "gateway-two-echo", Arguments: map[string]any{"text": "both generations"}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "both generations" {
+		t.Fatalf("tools/call: %v %+v", err, res)
 	}
 	checkProbes(t, p.URL)
 }

@@ -44,11 +44,16 @@ func newCluster(t *testing.T) *cluster {
 
 // newClusterWith is newCluster with backends built from opts.
 func newClusterWith(t *testing.T, opts testsupport.BackendOptions) *cluster {
+	return newClusterOf(t, opts, opts)
+}
+
+// newClusterOf is newCluster with gateway-one built from one and
+// gateway-two from two.
+func newClusterOf(t *testing.T, one, two testsupport.BackendOptions) *cluster {
 	t.Helper()
 	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"),
 		backends: map[string]*testsupport.Backend{}, prefix: fmt.Sprintf("e%d", time.Now().UnixNano())}
-	for _, k := range []string{"gateway-one", "gateway-two"} {
-		o := opts
+	for k, o := range map[string]testsupport.BackendOptions{"gateway-one": one, "gateway-two": two} {
 		o.Name = k
 		c.backends[k] = testsupport.StartBackend(t, o)
 	}

@@ -36,7 +36,12 @@ type modernCluster struct {
 func newModernCluster(t *testing.T, opts testsupport.BackendOptions) *modernCluster {
 	t.Helper()
 	opts.Stateless, opts.ModernTools = true, true
-	c := newClusterWith(t, opts)
+	return startModernCluster(t, newClusterWith(t, opts))
+}
+
+// startModernCluster starts three instances of c behind a balancer.
+func startModernCluster(t *testing.T, c *cluster) *modernCluster {
+	t.Helper()
 	cfg, err := readFile(c.config)
 	if err != nil {
 		t.Fatal(err)
@@ -733,5 +738,92 @@ func TestModern_ListenTakesInABackendThatWasDownWhenItBegan(t *testing.T) {
 	cl.ModernRequest(m.gws[1], "tools/call", map[string]any{"name": "gateway-two-add_tool", "arguments": map[string]any{"name": "back"}}, nil).Result()
 	if lc := decodeNote(t, s.Next()); lc.Method != "notifications/tools/list_changed" || string(lc.Params.Meta["io.modelcontextprotocol/subscriptionId"]) != `"late"` {
 		t.Fatalf("after gateway-two's tool list changed: %+v", lc)
+	}
+}
+
+// One vhost, both generations of backend: gateway-one speaks 2026-07-28
+// (stateless), gateway-two only the session protocol (stateful). A default
+// go-sdk client sees one 2026-07-28 server: lists, calls and multi-round
+// trips reach either backend in its own protocol, and its listens hear the
+// session backend's changes too (through that backend's GET stream).
+func TestModern_MixedGenerationsOnOneVHost(t *testing.T) {
+	c := newClusterOf(t, testsupport.BackendOptions{Stateless: true, ModernTools: true}, testsupport.BackendOptions{ModernTools: true})
+	m := startModernCluster(t, c)
+	one, two := m.backends["gateway-one"], m.backends["gateway-two"]
+	acks := make(chan struct{}, 4)
+	toolsChanged := make(chan struct{}, 4)
+	updated := make(chan string, 4)
+	a := &answers{}
+	client := mcp.NewClient(&mcp.Implementation{Name: "mixed-e2e", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler:     a.elicit,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { toolsChanged <- struct{}{} },
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
+	})
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "notifications/subscriptions/acknowledged" {
+				acks <- struct{}{}
+			}
+			return next(ctx, method, req)
+		}
+	})
+	wait := func(what string, ch <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(15 * time.Second):
+			t.Fatalf("no %s within 15s", what)
+		}
+	}
+	cs := m.connect("alice", client)
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q", v)
+	}
+	wait("acknowledgement of the client's listen", acks)
+	ctx := t.Context()
+
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || !slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "Greeter" }) ||
+		!slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "gateway-two-echo" }) {
+		t.Fatalf("tools/list: %v %v", err, tools)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "gateway-two-echo", Arguments: map[string]any{"text": "old"}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "old" {
+		t.Fatalf("a call to the session backend: %v %+v", err, res)
+	}
+	if v := two.LastHeaders("tools/call").Get("Mcp-Protocol-Version"); v == "2026-07-28" || v == "" {
+		t.Fatalf("the session backend was spoken to in version %q", v)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "gateway-one-greet"})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "Hello, Ada!" || one.Rounds("greet") != 2 {
+		t.Fatalf("a multi-round trip to the 2026-07-28 backend: %v %+v (rounds %d)", err, res, one.Rounds("greet"))
+	}
+
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "gateway-two-add_tool", Arguments: map[string]any{"name": "mixed"}}); err != nil {
+		t.Fatal(err)
+	}
+	wait("tools/list_changed from the session backend", toolsChanged)
+	if tools, err := cs.ListTools(ctx, nil); err != nil || !slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "gateway-two-mixed" }) {
+		t.Fatalf("tools/list after the change: %v %v", err, tools)
+	}
+
+	gets := two.Count("GET")
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "gateway-two-test://counter"}); err != nil {
+		t.Fatal(err)
+	}
+	wait("acknowledgement of the resource's listen", acks)
+	if !two.WaitCount("GET", gets+1, 15*time.Second) {
+		t.Fatal("no stream opened on the session backend for the resource's listen")
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "gateway-two-increment"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case uri := <-updated:
+		if uri != "gateway-two-test://counter" {
+			t.Fatalf("resources/updated for %q", uri)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the session backend's resource update was not heard")
 	}
 }
