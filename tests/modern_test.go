@@ -334,6 +334,7 @@ var knownAnswers = map[string]map[string]any{
 	"Step 2: what is your favourite colour?": {"color": "teal"},
 	"Which topic?":                           {"topic": "gateways"},
 	"The passphrase?":                        {"passphrase": "sesame"},
+	"Proceed?":                               {"ok": true},
 }
 
 func (a *answers) elicit(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -744,10 +745,12 @@ func TestModern_ListenTakesInABackendThatWasDownWhenItBegan(t *testing.T) {
 // One vhost, both generations of backend: gateway-one speaks 2026-07-28
 // (stateless), gateway-two only the session protocol (stateful). A default
 // go-sdk client sees one 2026-07-28 server: lists, calls and multi-round
-// trips reach either backend in its own protocol, and its listens hear the
-// session backend's changes too (through that backend's GET stream).
+// trips reach either backend in its own protocol (the session backend's
+// mid-call elicitation becomes input_required, its retry on another
+// instance), and its listens hear the session backend's changes too
+// (through that backend's GET stream).
 func TestModern_MixedGenerationsOnOneVHost(t *testing.T) {
-	c := newClusterOf(t, testsupport.BackendOptions{Stateless: true, ModernTools: true}, testsupport.BackendOptions{ModernTools: true})
+	c := newClusterOf(t, testsupport.BackendOptions{Stateless: true, ModernTools: true}, testsupport.BackendOptions{ModernTools: true, StreamingTools: true})
 	m := startModernCluster(t, c)
 	one, two := m.backends["gateway-one"], m.backends["gateway-two"]
 	acks := make(chan struct{}, 4)
@@ -797,6 +800,21 @@ func TestModern_MixedGenerationsOnOneVHost(t *testing.T) {
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "gateway-one-greet"})
 	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "Hello, Ada!" || one.Rounds("greet") != 2 {
 		t.Fatalf("a multi-round trip to the 2026-07-28 backend: %v %+v (rounds %d)", err, res, one.Rounds("greet"))
+	}
+
+	// The session backend asks the client mid-call (elicitation/create):
+	// the call parks, the client gets input_required, and its retry, on
+	// another instance, resumes the parked call.
+	n := len(m.lb.Forwarded())
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "gateway-two-confirm", Arguments: map[string]any{"question": "Proceed?"}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "user chose accept") {
+		t.Fatalf("a session backend's elicitation: %v %+v", err, res)
+	}
+	if fs := m.forwardedSince(n, "tools/call"); len(fs) != 2 || m.instance(fs[0]) == m.instance(fs[1]) {
+		t.Fatalf("the elicitation's rounds: %d requests, want 2 on different instances", len(fs))
+	}
+	if q := a.questions(); !slices.Contains(q, "Proceed?") {
+		t.Fatalf("the client was asked %q", q)
 	}
 
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "gateway-two-add_tool", Arguments: map[string]any{"name": "mixed"}}); err != nil {
