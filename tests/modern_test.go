@@ -504,7 +504,7 @@ func TestModern_RequestStateRefusedUnlessItsOwnersUntouchedRetry(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			params := maps(tc.params)
+			params := cloneParams(tc.params)
 			if _, ok := params["inputResponses"]; !ok {
 				params["inputResponses"] = answer
 			}
@@ -533,7 +533,7 @@ func TestModern_RequestStateRefusedUnlessItsOwnersUntouchedRetry(t *testing.T) {
 	}
 }
 
-func maps(m map[string]any) map[string]any {
+func cloneParams(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		out[k] = v
