@@ -7,8 +7,9 @@
 //
 // Each request goes to the next target in turn. Responses are streamed
 // (SSE works), the client's Host header is kept, and a target that refuses
-// the connection is skipped: the request is retried on the next target,
-// which is safe because nothing reached that target or the client yet.
+// the connection (or resets a kept-alive one before answering: it died) is
+// skipped: the request is retried on the next target, as a real balancer's
+// "next upstream on error" does; nothing reached the client yet.
 // Once ready it prints "rrproxy: listening on http://ADDR" on stdout; it
 // stops on SIGINT or SIGTERM.
 package main
@@ -118,14 +119,20 @@ func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !refused {
 			return
 		}
-		log.Printf("%s refused the connection; trying the next target", target.Host)
+		log.Printf("%s could not be reached; trying the next target", target.Host)
 	}
 	http.Error(w, "rrproxy: every target refused the connection", http.StatusBadGateway)
 }
 
-// isRefused reports whether err means the target could not be reached at
-// all, so the request never left the proxy.
+// isRefused reports whether err means the target could not be reached, so
+// no answer came back: the dial failed, or a kept-alive connection to a
+// target that has since died was reset or closed before any response (the
+// ErrorHandler runs only before the response started). Like a real
+// balancer's "next upstream on error", the request then goes to the next
+// target; a dead target processed nothing.
 func isRefused(err error) bool {
 	var op *net.OpError
-	return errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial")
+	return errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &op) && op.Op == "dial") ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
