@@ -65,23 +65,43 @@ func (r *Router) reprobeDue(snap *store.BackendSnapshot) bool {
 	return snap == nil || time.Since(snap.ProbedAt) >= r.opts.ReprobeInterval
 }
 
-// probe runs the initialize handshake against one backend and records what
-// it answered, or why it failed.
+// probe learns what one backend speaks for a 2025-era session and records
+// it, or why it failed.
+//
+// Modern first, as for 2026-07-28 requests (DESIGN: "backends are
+// discovered, modern first"): a backend that speaks 2026-07-28 serves the
+// session's requests as modern requests carrying what the client's
+// initialize said (backend_fast_path.go), which is what lets a stateless
+// backend ask the client things (its input_required becomes real requests
+// on the call's stream) and spares it the initialize round trips. The
+// vhost's discovery cache says which generation each backend speaks, so a
+// legacy backend costs one refused server/discover per instance and TTL.
+// A backend in `session: reuse` mode keeps the legacy handshake: its
+// operator asked for a backend session that lives with the client's.
 //
 // In `session: reuse` mode the backend session opened by the probe is kept
 // and its id stored, so later requests, on any instance, send on it.
 func (r *Router) probe(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header) *store.BackendSnapshot {
-	if snap := r.modernOnlySnapshot(v, key); snap != nil {
-		return snap
+	reuse := v.backends[key].Session == SessionReuse
+	legacyKnown := false
+	if !reuse {
+		var snap *store.BackendSnapshot
+		if snap, legacyKnown = r.cachedGeneration(v, key); snap != nil {
+			return snap
+		}
+		if !legacyKnown {
+			if snap, res := r.discoverModern(ctx, v, key, hdr); snap != nil {
+				r.rememberModern(v, snap, res)
+				return snap
+			}
+		}
 	}
 	conn, err := v.clients[key].Open(ctx, r.handshake(sess, nil), hdr)
 	if err != nil {
-		if refusedHandshake(err) {
-			// Maybe a backend that speaks only 2026-07-28: the session's
-			// requests then go to it as modern requests, carrying what the
-			// client's initialize said (see backend_fast_path.go).
+		if refusedHandshake(err) && legacyKnown {
+			// A backend that turned modern-only since it was last seen.
 			if snap, res := r.discoverModern(ctx, v, key, hdr); snap != nil {
-				r.rememberModernOnly(v, snap, res)
+				r.rememberModern(v, snap, res)
 				return snap
 			}
 		}
@@ -89,7 +109,10 @@ func (r *Router) probe(ctx context.Context, v *vhost, key string, sess *store.Se
 		return failedSnapshot(key, err)
 	}
 	snap := snapshotFrom(key, conn.Init())
-	keep := v.backends[key].Session == SessionReuse && conn.SessionID() != ""
+	if !reuse {
+		r.rememberLegacy(v, snap)
+	}
+	keep := reuse && conn.SessionID() != ""
 	if keep {
 		snap.SessionID = conn.SessionID()
 	}

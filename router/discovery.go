@@ -34,10 +34,6 @@ type discovery struct {
 	snap    *store.BackendSnapshot
 	ttlMs   int64 // the backend's own ttlMs (0 for a legacy backend)
 	expires time.Time
-	// modernOnly: the backend refused a 2025 session's initialize and
-	// answered server/discover. Later sessions go straight to the modern
-	// snapshot instead of paying a refused initialize each.
-	modernOnly bool
 }
 
 // discoveryCache holds a vhost's discoveries; it dies with the routing table.
@@ -92,27 +88,46 @@ func (r *Router) rememberDiscovery(v *vhost, snap *store.BackendSnapshot) {
 	c.mu.Unlock()
 }
 
-// modernOnlySnapshot returns the cached snapshot of a backend known to
-// refuse initialize, or nil when none is fresh.
-func (r *Router) modernOnlySnapshot(v *vhost, key string) *store.BackendSnapshot {
+// cachedGeneration reads the vhost's discovery cache for a 2025 session's
+// probe: a copy of the snapshot of a backend known to speak 2026-07-28, or
+// legacy when the backend is known to speak only the session protocol.
+// Neither when nothing fresh is known.
+func (r *Router) cachedGeneration(v *vhost, key string) (modern *store.BackendSnapshot, legacy bool) {
 	c := v.discovered
 	c.mu.Lock()
 	d, ok := c.entries[key]
 	c.mu.Unlock()
-	if !ok || !d.modernOnly || !time.Now().Before(d.expires) {
-		return nil
+	if !ok || !time.Now().Before(d.expires) || !d.snap.OK() {
+		return nil, false
 	}
-	snap := *d.snap
-	return &snap
+	if modernSnapshot(d.snap) {
+		snap := *d.snap
+		snap.ProbedAt = time.Now().UTC()
+		return &snap, false
+	}
+	return nil, true
 }
 
-// rememberModernOnly records that backend key refused initialize and spoke
-// 2026-07-28 instead (snap is its discovery).
-func (r *Router) rememberModernOnly(v *vhost, snap *store.BackendSnapshot, res *upstream.DiscoverResult) {
+// rememberModern records a backend's discovery (it speaks 2026-07-28) for
+// the backend's ttlMs, within the cache's bounds.
+func (r *Router) rememberModern(v *vhost, snap *store.BackendSnapshot, res *upstream.DiscoverResult) {
 	ttl := min(max(time.Duration(res.TTLMs)*time.Millisecond, r.opts.DiscoveryMinTTL), r.opts.DiscoveryMaxTTL)
 	c := v.discovered
 	c.mu.Lock()
-	c.entries[snap.Key] = discovery{snap: snap, ttlMs: res.TTLMs, expires: time.Now().Add(ttl), modernOnly: true}
+	c.entries[snap.Key] = discovery{snap: snap, ttlMs: res.TTLMs, expires: time.Now().Add(ttl)}
+	c.mu.Unlock()
+}
+
+// rememberLegacy records that a backend answered initialize after refusing
+// server/discover, unless the cache already knows it.
+func (r *Router) rememberLegacy(v *vhost, snap *store.BackendSnapshot) {
+	cp := *snap
+	cp.SessionID = ""
+	c := v.discovered
+	c.mu.Lock()
+	if d, ok := c.entries[snap.Key]; !ok || !time.Now().Before(d.expires) {
+		c.entries[snap.Key] = discovery{snap: &cp, expires: time.Now().Add(r.opts.DiscoveryMinTTL)}
+	}
 	c.mu.Unlock()
 }
 
