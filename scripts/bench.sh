@@ -21,8 +21,11 @@
 #
 #   call-modern     tools/call echo, stateless backend, direct vs through the
 #                   gateway; modern client on both sides
-#   list-fanout-modern, list-fanout-modern-c1, list-fanout-modern-cached
-#                   as list-fanout*, over 8 stateless backends vs 1
+#   list-fanout-modern, list-fanout-modern-c1, list-fanout-modern-cached,
+#   list-fanout-modern-cached-c1
+#                   as list-fanout*, over 8 stateless backends vs 1 (the
+#                   cached one also with one worker: at c=16 two cores are
+#                   saturated and even cached pages cost 6× the bytes)
 #
 # then the store traffic per routed request (Redis INFO commandstats; must
 # be 0 for the modern rows) and the cost of 10,000 idle sessions (gateway
@@ -41,7 +44,7 @@
 #   BENCH_CONCURRENCY   workers, each with its own session (default 16)
 #   BENCH_IDLE_SESSIONS sessions opened for the idle-session figure (default 10000; 0: skip)
 #   BENCH_STORE_REQUESTS requests of the larger store-traffic run (default 2000; 0: skip)
-#   BENCH_SCENARIOS     which table rows to run (default: all ten, space-separated)
+#   BENCH_SCENARIOS     which table rows to run (default: all eleven, space-separated)
 #   MCPGW_BENCH_CACHE   where binaries and runs go (default .cache/bench)
 #   GO                  the go command (default go)
 #
@@ -58,7 +61,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 CONC=${BENCH_CONCURRENCY:-16}
 IDLE_SESSIONS=${BENCH_IDLE_SESSIONS:-10000}
 STORE_REQUESTS=${BENCH_STORE_REQUESTS:-2000}
-SCENARIOS=${BENCH_SCENARIOS:-call-stateful call-stateless call-reuse list-fanout list-fanout-c1 list-fanout-cached call-modern list-fanout-modern list-fanout-modern-c1 list-fanout-modern-cached}
+SCENARIOS=${BENCH_SCENARIOS:-call-stateful call-stateless call-reuse list-fanout list-fanout-c1 list-fanout-cached call-modern list-fanout-modern list-fanout-modern-c1 list-fanout-modern-cached list-fanout-modern-cached-c1}
 FANOUT=8
 PAGE_SIZE=2
 GO=${GO:-go}
@@ -200,6 +203,7 @@ for s in $SCENARIOS; do
   list-fanout-modern) compare "$s" "$GW/servers/mfan1/mcp" "$GW/servers/mfan$FANOUT/mcp" -workload list -proto "$MODERN" ;;
   list-fanout-modern-c1) compare "$s" "$GW/servers/mfan1/mcp" "$GW/servers/mfan$FANOUT/mcp" -workload list -c 1 -proto "$MODERN" ;;
   list-fanout-modern-cached) compare "$s" "$GW/servers/mcfan1/mcp" "$GW/servers/mcfan$FANOUT/mcp" -workload list -proto "$MODERN" ;;
+  list-fanout-modern-cached-c1) compare "$s" "$GW/servers/mcfan1/mcp" "$GW/servers/mcfan$FANOUT/mcp" -workload list -c 1 -proto "$MODERN" ;;
   *) die "unknown scenario $s (BENCH_SCENARIOS)" ;;
   esac
 done
@@ -298,7 +302,7 @@ fi
     esac
     case " $SCENARIOS " in *"-modern"*)
       echo
-      echo "*-modern: client and backends speak $MODERN (no session; backends go-sdk stateless); call-modern's \"direct\" is the backend called by the same modern client." ;;
+      echo "*-modern*: client and backends speak $MODERN (no session; backends go-sdk stateless); call-modern's \"direct\" is the backend called by the same modern client; -c1 runs one worker." ;;
     esac
   fi
   if [ ${#STORE_LINES[@]} -gt 0 ]; then
