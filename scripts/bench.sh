@@ -27,9 +27,9 @@
 #                   cached one also with one worker: at c=16 two cores are
 #                   saturated and even cached pages cost 6× the bytes)
 #
-# then the store traffic per routed request (Redis INFO commandstats; must
-# be 0 for the modern rows) and the cost of 10,000 idle sessions (gateway
-# RSS, Redis used_memory per session).
+# then the store traffic per routed request (Redis INFO commandstats; 0 for
+# a modern tools/call) and the cost of 10,000 idle sessions (gateway RSS,
+# Redis used_memory per session).
 #
 #   mcpbench ──► demo-backend (direct)
 #   mcpbench ──► gateway ──► demo-backend(s)
