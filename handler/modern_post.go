@@ -15,8 +15,9 @@ import (
 // answer is JSON, or an event stream when the request streams (progress,
 // log messages, a listen) and the client accepts one. Closing the stream
 // cancels the request: the revision has no resumption, and no
-// notifications/cancelled over HTTP.
-func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request, rawID json.RawMessage, jsonOK, sseOK bool) {
+// notifications/cancelled over HTTP. meta and metaOK are paramsMeta's
+// answer for req.
+func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request, rawID json.RawMessage, meta requestMeta, metaOK bool, jsonOK, sseOK bool) {
 	if !req.IsCall() {
 		// The revision sends none but notifications/cancelled, which HTTP
 		// replaces by closing the request's stream: nothing to do.
@@ -27,11 +28,10 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if herr := checkModern(req, r.Header); herr != nil {
+	if herr := checkModern(req, r.Header, meta, metaOK); herr != nil {
 		writeRPCError(w, herr.status, rawID, herr.err)
 		return
 	}
-	meta, _ := paramsMeta(req.Params)
 	principal, _ := auth.FromContext(r.Context())
 	call := &router.ModernCall{VHost: r.PathValue("vhost"), Principal: string(principal), Header: r.Header,
 		Request: req, ClientCapabilities: meta.ClientCapabilities, ClientInfo: meta.ClientInfo, Parks: s.opts.Parks}
@@ -51,7 +51,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics, errLog: s.log}
 		defer ps.end()
 		call.Stream = ps
-		if listen || !jsonOK || hasProgressToken(req.Params) {
+		if listen || !jsonOK || meta.hasProgressToken() {
 			ps.begin()
 		}
 		defer ps.keepAlive(s.opts.KeepAlive)()

@@ -41,12 +41,20 @@ func modernRefusal(status int, code int64, format string, args ...any) *modernHT
 	return &modernHTTPError{status: status, err: &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}}
 }
 
-// requestMeta is the part of params._meta the transport checks.
+// requestMeta is the part of params._meta the transport looks at. A
+// request's params are decoded for it once (paramsMeta): a page's params
+// carry the cursor, which every decode scans again.
 type requestMeta struct {
 	ProtocolVersion    *string         `json:"io.modelcontextprotocol/protocolVersion"`
 	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
 	ClientInfo         json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
 	LogLevel           *string         `json:"io.modelcontextprotocol/logLevel"`
+	ProgressToken      json.RawMessage `json:"progressToken"`
+}
+
+// hasProgressToken reports whether the request asked for progress.
+func (m *requestMeta) hasProgressToken() bool {
+	return len(m.ProgressToken) > 0 && string(m.ProgressToken) != "null"
 }
 
 // paramsMeta decodes params._meta; ok is false when params or _meta is
@@ -76,8 +84,9 @@ func paramsMeta(params json.RawMessage) (m requestMeta, ok bool) {
 // session version and that sorts at or after 2026-07-28 (the revision
 // compares versions as text, so "v999.0.0" is a modern version too, an
 // unsupported one).
-func isModern(req *jsonrpc.Request, pvHeader string) bool {
-	if m, ok := paramsMeta(req.Params); ok && m.ProtocolVersion != nil {
+// meta and metaOK are paramsMeta's answer for the request.
+func isModern(meta requestMeta, metaOK bool, pvHeader string) bool {
+	if metaOK && meta.ProtocolVersion != nil {
 		return true
 	}
 	return wire.IsModernVersion(pvHeader)
@@ -86,10 +95,9 @@ func isModern(req *jsonrpc.Request, pvHeader string) bool {
 // checkModern validates a modern request's version, _meta and headers, in
 // the revision's order: header against body (-32020), version (-32022),
 // _meta (-32602), then the mirrored method and name (-32020), and the
-// method itself (404 -32601).
-func checkModern(req *jsonrpc.Request, h http.Header) *modernHTTPError {
+// method itself (404 -32601). meta and ok are paramsMeta's answer for req.
+func checkModern(req *jsonrpc.Request, h http.Header, meta requestMeta, ok bool) *modernHTTPError {
 	pv := h.Get(headerProtocolVersion)
-	meta, ok := paramsMeta(req.Params)
 	if !ok {
 		return modernRefusal(http.StatusBadRequest, wire.CodeInvalidParams, "params._meta must be an object")
 	}

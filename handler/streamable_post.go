@@ -69,9 +69,11 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	} else {
 		metrics.SetRPCMethod(r.Context(), "response")
 	}
-	if req, ok := msg.(*jsonrpc.Request); ok && isModern(req, r.Header.Get(headerProtocolVersion)) {
-		s.serveModern(w, r, req, rawID, jsonOK, sseOK)
-		return
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		if meta, metaOK := paramsMeta(req.Params); isModern(meta, metaOK, r.Header.Get(headerProtocolVersion)) {
+			s.serveModern(w, r, req, rawID, meta, metaOK, jsonOK, sseOK)
+			return
+		}
 	}
 	if pv := r.Header.Get(headerProtocolVersion); pv != "" && !wire.ServesProtocolVersion(pv) {
 		herr := unsupportedVersion(pv)

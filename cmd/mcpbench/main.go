@@ -6,7 +6,9 @@
 //	mcpbench summary name=cmp.json ...    a Markdown table of comparisons (scripts/bench.sh)
 //
 // Each of -c workers opens its own session (initialize and
-// notifications/initialized, not timed), then sends requests back to back:
+// notifications/initialized, not timed; with -proto 2026-07-28 there is no
+// session, and each worker's first request is an untimed server/discover),
+// then sends requests back to back:
 // tools/call (-workload call), a walk of every tools/list page (list), a
 // mix of both (mix), or new sessions left open (init). After -warmup the
 // run measures for -d or -n requests and reports requests per second,
@@ -77,6 +79,7 @@ const usageText = `usage:
 examples:
   mcpbench -c 16 -d 10s http://127.0.0.1:8080/servers/demo/mcp
   mcpbench -workload list -n 2000 -H 'Authorization: Bearer TOKEN' http://host/servers/x/mcp
+  mcpbench -proto 2026-07-28 http://127.0.0.1:8080/servers/demo/mcp     no session: _meta and headers on every request
   mcpbench -rounds 3 -d 5s -json out.json http://127.0.0.1:9001/mcp http://127.0.0.1:8080/servers/x/mcp
 
 flags:
@@ -102,7 +105,7 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.args, "args", `{"text":"hi"}`, "tool arguments, a JSON object")
 	fs.IntVar(&o.cfg.MixCall, "mix", 80, "`percent` of tools/call requests in -workload mix")
 	fs.Var(&headers, "H", "extra request header 'Name: value' (repeatable), e.g. -H 'Authorization: Bearer T'")
-	fs.StringVar(&o.cfg.Proto, "proto", DefaultProto, "protocolVersion offered in initialize")
+	fs.StringVar(&o.cfg.Proto, "proto", DefaultProto, "protocol `version`: offered in initialize; 2026-07-28 or later: no session, no initialize, the version and client in params._meta and the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers of every request")
 	fs.DurationVar(&o.cfg.Timeout, "timeout", 30*time.Second, "per-request timeout")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per URL when comparing")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the figures as JSON to `file` (- for stdout, which then gets no table)")

@@ -35,7 +35,13 @@ func TestParseArgs(t *testing.T) {
 		t.Errorf("parsed %+v", o)
 	}
 
+	o, err = parseArgs([]string{"-proto", "2026-07-28", "http://a/mcp"}, &stderr)
+	if err != nil || o.cfg.Proto != ModernProto {
+		t.Errorf("-proto 2026-07-28: %v, %+v", err, o)
+	}
+
 	for _, bad := range [][]string{
+		{"-proto", "2026-07-28", "-workload", "init", "http://a"},
 		{},
 		{"ftp://x/mcp"},
 		{"http://a", "http://b", "http://c"},

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +26,13 @@ import (
 // It never opens the standalone GET stream, decodes only the envelope of a
 // result, and reuses its read buffers, so the generator spends its CPU on
 // sending requests rather than on itself.
+//
+// With a protocol version of 2026-07-28 or later (modern) there is no
+// session: no initialize, no notifications/initialized, no Mcp-Session-Id,
+// no DELETE. Every request carries the version and the client in
+// params._meta, and mirrors its method (Mcp-Method) and, for tools/call,
+// prompts/get and resources/read, its target (Mcp-Name) in headers beside
+// MCP-Protocol-Version.
 
 // Error kinds, the first word of ErrorKind keys in reports.
 const (
@@ -93,22 +102,33 @@ func errorKey(err error) string {
 	return KindTransport
 }
 
+// ModernProto is the first protocol version without sessions.
+const ModernProto = "2026-07-28"
+
+// IsModern reports whether protocol version v is sessionless. The
+// revision compares versions as text: every version that sorts at or
+// after 2026-07-28 is modern.
+func IsModern(v string) bool { return v >= ModernProto }
+
 // ClientConfig is shared by every session a run opens.
 type ClientConfig struct {
 	URL     string
 	HTTP    *http.Client
 	Headers http.Header // extra headers on every request (Authorization, ...)
 	// Proto is the protocolVersion sent in initialize; the version the
-	// server answers with goes in MCP-Protocol-Version afterwards.
+	// server answers with goes in MCP-Protocol-Version afterwards. A
+	// modern version (IsModern) is sent on every request instead, and
+	// there is no initialize.
 	Proto string
 }
 
-// Client is one MCP session. It is not safe for concurrent use: each
-// worker has its own.
+// Client is one MCP session, or, with a modern version, one client with
+// no session. It is not safe for concurrent use: each worker has its own.
 type Client struct {
 	cfg       *ClientConfig
 	sessionID string
-	proto     string // negotiated, "" before initialize
+	proto     string // negotiated, "" before initialize; modern: cfg.Proto
+	meta      []byte // modern: the params._meta of every request; nil otherwise
 	nextID    int64
 	br        *bufio.Reader // for event streams, made on first use
 	body      bytes.Buffer  // a JSON answer, reused
@@ -116,25 +136,74 @@ type Client struct {
 	env       envelope      // the decoded answer, reused
 }
 
-// NewClient returns a client with no session yet: call Initialize.
+// NewClient returns a client with no session yet: call Open.
 func NewClient(cfg *ClientConfig) *Client {
-	return &Client{cfg: cfg}
+	c := &Client{cfg: cfg}
+	if IsModern(cfg.Proto) {
+		c.proto = cfg.Proto
+		c.meta, _ = json.Marshal(map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    cfg.Proto,
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+			"io.modelcontextprotocol/clientInfo":         json.RawMessage(clientInfo),
+		})
+	}
+	return c
 }
+
+// clientInfo is how mcpbench names itself, in initialize or in _meta.
+const clientInfo = `{"name":"mcpbench","version":"1"}`
+
+// Modern reports whether the client speaks a sessionless protocol version.
+func (c *Client) Modern() bool { return c.meta != nil }
 
 // SessionID is the Mcp-Session-Id the server issued ("" for a stateless server).
 func (c *Client) SessionID() string { return c.sessionID }
 
-// ProtocolVersion is the version the server chose in initialize.
+// ProtocolVersion is the version the server chose in initialize, or the
+// modern version every request carries.
 func (c *Client) ProtocolVersion() string { return c.proto }
+
+// Open gets the client ready before it is timed: Initialize, or for a
+// modern client Discover (the revision's first request, which also opens
+// the connection and fails fast on a server that does not speak it).
+func (c *Client) Open(ctx context.Context) error {
+	if c.Modern() {
+		return c.Discover(ctx)
+	}
+	return c.Initialize(ctx)
+}
+
+// Discover sends server/discover and checks that the server supports the
+// client's version. Modern clients only.
+func (c *Client) Discover(ctx context.Context) error {
+	if !c.Modern() {
+		return fmt.Errorf("server/discover: protocol %s has sessions: use Initialize", c.cfg.Proto)
+	}
+	raw, _, err := c.call(ctx, "server/discover", nil)
+	if err != nil {
+		return err
+	}
+	var res struct {
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil || !slices.Contains(res.SupportedVersions, c.proto) {
+		return &RequestError{Kind: KindProtocol, Method: "server/discover", Message: "the server does not list " + c.proto + " in supportedVersions: " + snippet(raw)}
+	}
+	return nil
+}
 
 // Initialize opens the session: initialize, then notifications/initialized.
 // Errors carry the server's own message (JSON-RPC error or HTTP body).
+// A modern client has no session to open.
 func (c *Client) Initialize(ctx context.Context) error {
+	if c.Modern() {
+		return fmt.Errorf("initialize: protocol %s has no initialize", c.cfg.Proto)
+	}
 	c.sessionID, c.proto = "", ""
 	params, _ := json.Marshal(map[string]any{
 		"protocolVersion": c.cfg.Proto,
 		"capabilities":    map[string]any{},
-		"clientInfo":      map[string]any{"name": "mcpbench", "version": "1"},
+		"clientInfo":      json.RawMessage(clientInfo),
 	})
 	var res struct {
 		ProtocolVersion string `json:"protocolVersion"`
@@ -152,7 +221,9 @@ func (c *Client) Initialize(ctx context.Context) error {
 }
 
 // Call sends a request and returns its result, which stays valid until the
-// next call on c. A JSON-RPC error is a *RequestError of KindJSONRPC.
+// next call on c. A JSON-RPC error is a *RequestError of KindJSONRPC. A
+// modern client adds params._meta (params must not carry one) and the
+// headers.
 func (c *Client) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	raw, _, err := c.call(ctx, method, params)
 	return raw, err
@@ -160,7 +231,7 @@ func (c *Client) Call(ctx context.Context, method string, params json.RawMessage
 
 // Notify sends a notification; the server answers 202 with no body.
 func (c *Client) Notify(ctx context.Context, method string, params json.RawMessage) error {
-	resp, err := c.post(ctx, method, encodeMessage(0, method, params, false))
+	resp, err := c.post(ctx, method, "", encodeMessage(0, method, params, false, nil))
 	if err != nil {
 		return err
 	}
@@ -199,7 +270,11 @@ func (c *Client) Close(ctx context.Context) error {
 func (c *Client) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, http.Header, error) {
 	c.nextID++
 	id := c.nextID
-	resp, err := c.post(ctx, method, encodeMessage(id, method, params, true))
+	var name string
+	if c.Modern() {
+		name = mcpName(method, params)
+	}
+	resp, err := c.post(ctx, method, name, encodeMessage(id, method, params, true, c.meta))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -232,7 +307,9 @@ func (c *Client) call(ctx context.Context, method string, params json.RawMessage
 	return result, resp.Header, err
 }
 
-func (c *Client) post(ctx context.Context, method string, body []byte) (*http.Response, error) {
+// post sends one message; a modern client mirrors its method, and name
+// when not "", in headers.
+func (c *Client) post(ctx context.Context, method, name string, body []byte) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -240,6 +317,12 @@ func (c *Client) post(ctx context.Context, method string, body []byte) (*http.Re
 	req.Header["Content-Type"] = contentTypeJSON
 	req.Header["Accept"] = acceptBoth
 	c.setHeaders(req)
+	if c.Modern() {
+		req.Header["Mcp-Method"] = []string{method}
+		if name != "" {
+			req.Header["Mcp-Name"] = []string{headerValue(name)}
+		}
+	}
 	resp, err := c.cfg.HTTP.Do(req)
 	if err != nil {
 		return nil, transportError(ctx, method, err)
@@ -368,11 +451,13 @@ func idEquals(raw json.RawMessage, id int64) bool {
 	return err == nil && n == id
 }
 
-// encodeMessage builds a JSON-RPC request (withID) or notification.
-func encodeMessage(id int64, method string, params json.RawMessage, withID bool) []byte {
+// encodeMessage builds a JSON-RPC request (withID) or notification. With
+// meta, params get a "_meta" member of that value (params that are not an
+// object are sent as they are, for the server to refuse).
+func encodeMessage(id int64, method string, params json.RawMessage, withID bool, meta []byte) []byte {
 	// A fresh slice per message: the transport may still be reading the
 	// previous body when its response has already arrived.
-	b := make([]byte, 0, 64+len(method)+len(params))
+	b := make([]byte, 0, 64+len(method)+len(params)+len(meta))
 	b = append(b, `{"jsonrpc":"2.0",`...)
 	if withID {
 		b = append(b, `"id":`...)
@@ -381,11 +466,77 @@ func encodeMessage(id int64, method string, params json.RawMessage, withID bool)
 	}
 	b = append(b, `"method":`...)
 	b = strconv.AppendQuote(b, method) // method names are plain ASCII
-	if len(params) > 0 {
+	if len(params) > 0 || meta != nil {
 		b = append(b, `,"params":`...)
-		b = append(b, params...)
+		b = appendParams(b, params, meta)
 	}
 	return append(b, '}')
+}
+
+// appendParams appends params, with a "_meta" member first when meta is
+// set: spliced into the object's text, never decoded.
+func appendParams(b []byte, params json.RawMessage, meta []byte) []byte {
+	p := bytes.TrimSpace(params)
+	if meta == nil {
+		return append(b, params...)
+	}
+	if len(p) == 0 || string(p) == "null" {
+		p = []byte("{}")
+	}
+	if len(p) < 2 || p[0] != '{' || p[len(p)-1] != '}' {
+		return append(b, params...)
+	}
+	b = append(b, `{"_meta":`...)
+	b = append(b, meta...)
+	if inner := bytes.TrimSpace(p[1 : len(p)-1]); len(inner) > 0 {
+		b = append(b, ',')
+		b = append(b, inner...)
+	}
+	return append(b, '}')
+}
+
+// mcpName is the value a modern request mirrors in Mcp-Name: params.name
+// of tools/call and prompts/get, params.uri of resources/read; "" for other
+// methods, or when params do not say.
+func mcpName(method string, params json.RawMessage) string {
+	switch method {
+	case "tools/call", "prompts/get", "resources/read":
+	default:
+		return ""
+	}
+	var p struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	if method == "resources/read" {
+		return p.URI
+	}
+	return p.Name
+}
+
+// Base64 sentinel of a header value that cannot be sent as it is.
+const (
+	b64Prefix = "=?base64?"
+	b64Suffix = "?="
+)
+
+// headerValue is v as an Mcp-Name value: as it is when it is printable
+// ASCII (space and tab included) with no whitespace at either end and not
+// itself in the sentinel form; otherwise the Base64 of its UTF-8 in the
+// sentinel form.
+func headerValue(v string) string {
+	safe := !strings.HasPrefix(v, b64Prefix) &&
+		(v == "" || v[0] != ' ' && v[0] != '\t' && v[len(v)-1] != ' ' && v[len(v)-1] != '\t')
+	for i := 0; safe && i < len(v); i++ {
+		safe = v[i] == '\t' || v[i] >= 0x20 && v[i] <= 0x7e
+	}
+	if safe {
+		return v
+	}
+	return b64Prefix + base64.StdEncoding.EncodeToString([]byte(v)) + b64Suffix
 }
 
 func hasMediaType(contentType, want string) bool {

@@ -19,6 +19,7 @@ import (
 type Result struct {
 	URL           string               `json:"url"`
 	Workload      string               `json:"workload"`
+	Protocol      string               `json:"protocol"` // the version offered or, modern, carried
 	Tool          string               `json:"tool,omitempty"`
 	Concurrency   int                  `json:"concurrency"`
 	Started       time.Time            `json:"started"`
@@ -68,7 +69,7 @@ func latencyOf(h *Histogram) Latency {
 func (r *runner) result(workers []*worker, started, end time.Time, interrupted bool) *Result {
 	cfg := r.cfg
 	res := &Result{
-		URL: cfg.URL, Workload: cfg.Workload, Concurrency: cfg.Concurrency,
+		URL: cfg.URL, Workload: cfg.Workload, Protocol: cfg.Proto, Concurrency: cfg.Concurrency,
 		Started: started, WarmupS: cfg.Warmup.Seconds(), Interrupted: interrupted,
 		Ops: map[string]*OpResult{},
 	}
@@ -155,6 +156,9 @@ func describe(r *Result) string {
 	s := r.Workload
 	if r.Tool != "" {
 		s += " " + r.Tool
+	}
+	if IsModern(r.Protocol) {
+		s += ", protocol " + r.Protocol
 	}
 	return s
 }

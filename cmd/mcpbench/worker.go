@@ -41,8 +41,11 @@ type Config struct {
 	Args     json.RawMessage
 	MixCall  int // percent of call requests in mix (default 80)
 	Headers  http.Header
-	Proto    string        // protocolVersion offered in initialize (default 2025-11-25)
-	Timeout  time.Duration // per HTTP request (default 30s)
+	// Proto is the protocolVersion offered in initialize (default
+	// 2025-11-25); a modern one (2026-07-28 or later: IsModern) is carried
+	// by every request instead, and workers open no session.
+	Proto   string
+	Timeout time.Duration // per HTTP request (default 30s)
 	// Progress receives a line every second while the run lasts; nil: none.
 	Progress io.Writer
 	// Label prefixes the progress line ("A round 1/3").
@@ -88,6 +91,9 @@ func (cfg *Config) setDefaults() error {
 	}
 	if cfg.Proto == "" {
 		cfg.Proto = DefaultProto
+	}
+	if IsModern(cfg.Proto) && cfg.Workload == WorkloadInit {
+		return fmt.Errorf("workload init opens sessions: protocol %s has none", cfg.Proto)
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
@@ -179,9 +185,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 
-	// Every session is open before the clock starts.
+	// Every session is open (a modern client: has had its server/discover
+	// answered) before the clock starts.
 	if cfg.Workload != WorkloadInit {
-		if err := initAll(ctx, workers); err != nil {
+		if err := openAll(ctx, workers); err != nil {
 			closeAll(workers)
 			return nil, err
 		}
@@ -220,12 +227,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	return r.result(workers, started, end, interrupted), nil
 }
 
-// initAll initializes every worker's session concurrently and returns the
-// first failure, naming the URL.
-func initAll(ctx context.Context, workers []*worker) error {
+// openAll opens every worker's client concurrently (Client.Open) and
+// returns the first failure, naming the URL.
+func openAll(ctx context.Context, workers []*worker) error {
 	errc := make(chan error, len(workers))
 	for _, w := range workers {
-		go func() { errc <- w.client.Initialize(ctx) }()
+		go func() { errc <- w.client.Open(ctx) }()
 	}
 	var first error
 	for range workers {
@@ -235,7 +242,7 @@ func initAll(ctx context.Context, workers []*worker) error {
 	}
 	if first != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("interrupted while opening sessions: %w", ctx.Err())
+			return fmt.Errorf("interrupted while opening clients: %w", ctx.Err())
 		}
 		return fmt.Errorf("%s: %w", workers[0].r.cfg.URL, first)
 	}

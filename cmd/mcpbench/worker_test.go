@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -61,6 +62,59 @@ func TestRunListWalksEveryPage(t *testing.T) {
 				t.Errorf("%.2f pages and %.2f tools per walk, want 4 and 7", list.PagesPerRequest, list.ToolsPerRequest)
 			}
 		})
+	}
+}
+
+// -proto 2026-07-28: no session, so the server sees one untimed
+// server/discover per worker and then the measured requests, nothing else
+// (no initialize, no notifications/initialized, no DELETE).
+func TestRunModern(t *testing.T) {
+	for _, k := range serverKinds[2:] {
+		t.Run(k.name, func(t *testing.T) {
+			o := k.opts
+			o.pageSize, o.extraTools = 2, 5
+			ts := startServer(t, o)
+			res, err := Run(t.Context(), Config{URL: ts.URL, Concurrency: 4, Requests: 200, Warmup: 0, Proto: ModernProto})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OK != 200 || res.Errors != 0 || res.Protocol != ModernProto {
+				t.Fatalf("ok %d, errors %d %v, protocol %q", res.OK, res.Errors, res.ErrorSamples, res.Protocol)
+			}
+			if want := map[string]int64{"POST server/discover": 4, "POST tools/call": 200}; !maps.Equal(ts.requests(), want) {
+				t.Errorf("requests %v, want %v", ts.requests(), want)
+			}
+			if h := *ts.lastHeader.Load(); h.Get("Mcp-Name") != "echo" || h.Get("Mcp-Session-Id") != "" {
+				t.Errorf("headers %v", h)
+			}
+
+			// A walk of every page: the cursor params get _meta too.
+			res, err = Run(t.Context(), Config{URL: ts.URL, Concurrency: 2, Requests: 10, Warmup: 0, Workload: WorkloadList, Proto: ModernProto})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if list := res.Ops["list"]; res.OK != 10 || list == nil || list.PagesPerRequest != 4 || list.ToolsPerRequest != 7 {
+				t.Fatalf("ok %d, errors %v, list %+v", res.OK, res.ErrorSamples, list)
+			}
+			var out bytes.Buffer
+			res.WriteText(&out)
+			if !strings.Contains(out.String(), "protocol 2026-07-28") {
+				t.Errorf("report does not name the protocol:\n%s", out.String())
+			}
+		})
+	}
+}
+
+// A modern run against a server that does not speak 2026-07-28 does not
+// start, and says why.
+func TestRunModernRefused(t *testing.T) {
+	ts := startServer(t, serverOpts{})
+	_, err := Run(t.Context(), Config{URL: ts.URL, Requests: 5, Proto: ModernProto})
+	if err == nil || !strings.Contains(err.Error(), "server/discover") || !strings.Contains(err.Error(), ts.URL) {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := Run(t.Context(), Config{URL: ts.URL, Requests: 5, Proto: ModernProto, Workload: WorkloadInit}); err == nil {
+		t.Error("workload init accepted with protocol 2026-07-28")
 	}
 }
 
