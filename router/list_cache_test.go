@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/internal/testsupport"
+	"github.com/mcpgw/gateway/router"
 )
 
 func cached(ttl time.Duration) func(*router.Backend) {
