@@ -72,15 +72,25 @@ func (cs *callStream) onMessage(msg jsonrpc.Message) {
 	switch req.Method {
 	case "notifications/progress":
 		cs.progress(req)
-	case "notifications/resources/updated":
-		if n := reprefixNotification(cs.v, cs.key, req); n != nil {
-			cs.send(n)
-		}
+		return
 	case "notifications/message":
 		if cs.c.modern && cs.c.Session.LogLevel == "" {
 			return // a 2026-07-28 request that names no log level gets no log messages
 		}
 		cs.send(req)
+		return
+	}
+	if cs.c.modern {
+		// 2026-07-28: what a request's stream carries must relate to the
+		// request (its progress and log messages). List changes and
+		// resource updates reach a client through subscriptions/listen.
+		return
+	}
+	switch req.Method {
+	case "notifications/resources/updated":
+		if n := reprefixNotification(cs.v, cs.key, req); n != nil {
+			cs.send(n)
+		}
 	default: // list_changed, ...
 		cs.send(req)
 	}
