@@ -61,9 +61,10 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.R
 
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
+	access := v.access.decide(v.name, c.Claims)
 	var wg sync.WaitGroup
 	for _, key := range v.keys {
-		want := backendFilter(v, key, p.Notifications, sess.Backends[key])
+		want := backendFilter(v, key, access, p.Notifications, sess.Backends[key])
 		if want == nil {
 			continue
 		}
@@ -86,8 +87,10 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.R
 }
 
 // backendFilter is the part of the client's filter backend key can honour,
-// by its snapshot's capabilities, in its own URIs; nil when none is.
-func backendFilter(v *vhost, key string, f *listenFilter, snap *store.BackendSnapshot) *listenFilter {
+// by its snapshot's capabilities, in its own URIs; nil when none is. A URI
+// the caller's access rules hide is left out like one no backend owns:
+// never subscribed, never acknowledged.
+func backendFilter(v *vhost, key string, access accessView, f *listenFilter, snap *store.BackendSnapshot) *listenFilter {
 	if !snap.OK() {
 		return nil
 	}
@@ -99,7 +102,7 @@ func backendFilter(v *vhost, key string, f *listenFilter, snap *store.BackendSna
 	}
 	if caps.Resources != nil && caps.Resources.Subscribe {
 		for _, uri := range f.ResourceSubscriptions {
-			if b, name, err := v.route("resource", uri); err == nil && b == key {
+			if b, name, err := v.route("resource", uri); err == nil && b == key && access.visible(uri) {
 				out.ResourceSubscriptions = append(out.ResourceSubscriptions, name)
 			}
 		}
