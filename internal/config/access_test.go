@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -95,5 +96,28 @@ func TestConfig_AccessErrorsNameTheRule(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			checkErr(t, withAccess(tc.access), tc.want...)
 		})
+	}
+}
+
+// The README's access example is a config the gateway takes, and its
+// rules mean what the README says.
+func TestConfig_ReadmeAccessExampleParses(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "### Access by identity")
+	if !ok {
+		t.Fatal("README has no access section")
+	}
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("README's access section has no yaml example")
+	}
+	cfg := mustParse(t, "auth: {mode: none}\n"+block)
+	p := cfg.VirtualHosts["demo"].Access
+	if p == nil || len(p.Rules()) != 3 || !p.DependsOnClaims() {
+		t.Fatalf("README example rules: %+v", p.Rules())
 	}
 }
