@@ -33,7 +33,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		return
 	}
 	principal, _ := auth.FromContext(r.Context())
-	call := &router.ModernCall{VHost: r.PathValue("vhost"), Principal: string(principal), Header: r.Header,
+	call := &router.ModernCall{VHost: r.PathValue("vhost"), Principal: string(principal), Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header,
 		Request: req, ClientCapabilities: meta.ClientCapabilities, ClientInfo: meta.ClientInfo, Parks: s.opts.Parks}
 	if meta.LogLevel != nil {
 		call.LogLevel = *meta.LogLevel

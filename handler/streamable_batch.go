@@ -198,7 +198,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 			defer held.Release()
 		}
 		req := calls[i].msg.(*jsonrpc.Request)
-		call := &router.Call{Session: sess, Header: r.Header, Request: req, Runtime: s.opts.Sessions}
+		call := &router.Call{Session: sess, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req, Runtime: s.opts.Sessions}
 		var ps *postStream
 		if sw != nil {
 			// Counted once above for the whole batch, not per call.

@@ -144,7 +144,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 // The backend bytes the call reads are charged to the instance's response
 // budget until its answer has been written (Options.ResponseBudget).
 func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.Session, req *jsonrpc.Request, rawID json.RawMessage, jsonOK, sseOK bool) {
-	call := &router.Call{Session: sess, Header: r.Header, Request: req, Runtime: s.opts.Sessions}
+	call := &router.Call{Session: sess, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req, Runtime: s.opts.Sessions}
 	ctx, held := s.opts.ResponseBudget.Hold(r.Context())
 	defer held.Release()
 	var ps *postStream

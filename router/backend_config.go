@@ -34,4 +34,7 @@ type Backend struct {
 type VirtualHost struct {
 	Name     string
 	Backends map[string]*Backend
+	// Access, when set, limits what each caller sees (CompileAccess);
+	// nil: every caller sees every name.
+	Access *AccessPolicy
 }

@@ -4,10 +4,10 @@ import "reflect"
 
 // Reload swaps in a new set of virtual hosts. Requests already running
 // finish on the old table; new ones use the new. It returns the names of
-// the vhosts whose backends changed, for the session runtime to tell their
-// GET streams (session.Runtime.VHostsChanged: tools, resources and prompts
-// list_changed, since the gateway's lists may have changed even if no
-// backend's did, and rebuilt listeners).
+// the vhosts whose backends or access rules changed, for the session
+// runtime to tell their GET streams (session.Runtime.VHostsChanged: tools,
+// resources and prompts list_changed, since the gateway's lists may have
+// changed even if no backend's did, and rebuilt listeners).
 //
 // Each instance reloads its own config, so each notifies the streams it
 // holds; no cross-instance traffic is needed.
@@ -17,7 +17,7 @@ func (r *Router) Reload(vhosts map[string]*VirtualHost) []string {
 	changed := map[string]bool{}
 	var names []string
 	for name, v := range next.vhosts {
-		if old, ok := prev.vhosts[name]; !ok || !reflect.DeepEqual(old.backends, v.backends) {
+		if old, ok := prev.vhosts[name]; !ok || !reflect.DeepEqual(old.backends, v.backends) || !old.access.equal(v.access) {
 			changed[name] = true
 			names = append(names, name)
 		}

@@ -1,26 +1,32 @@
 package router
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"strings"
 )
 
 // A federated cursor wraps every backend's own cursor in one opaque token.
 //
-// Wire form: base64url(JSON state) "." base64url(HMAC-SHA256(key, payload)).
-// The key is shared by every instance (configured, or generated once and
-// kept in the store), so a page fetched on one instance can be continued on
-// any other. The MAC makes the token tamper-evident: clients cannot forge a
-// cursor that points a backend at a page of their choosing, nor move a
-// cursor between virtual hosts or list operations.
+// Wire form: base64url(nonce || AES-256-GCM(JSON state)), with the AES key
+// derived from the cursor key, which is shared by every instance
+// (configured, or generated once and kept in the store), so a page fetched
+// on one instance can be continued on any other. The seal makes the token
+// tamper-evident: clients cannot forge a cursor that points a backend at a
+// page of their choosing, nor move a cursor between virtual hosts or list
+// operations. It also makes it unreadable, which access rules need: the
+// state names the backends of the walk and carries their own cursors,
+// which often spell out the last item of a page (the go-sdk's do), and
+// that may be a name the caller's rules hide.
 
-// cursorVersion is mixed into the MAC so a future format cannot be confused
-// with this one.
-const cursorVersion = "mcpgw-cursor-v1"
+// cursorVersion is mixed into the key derivation and sealed as additional
+// data, so a future format cannot be confused with this one.
+const cursorVersion = "mcpgw-cursor-v2"
 
 // cursorState is what a gateway cursor carries.
 type cursorState struct {
@@ -31,7 +37,8 @@ type cursorState struct {
 	// forged one, so a leaked cursor reveals nothing of what its owner sees.
 	Principal string `json:"p"`
 	// Backends is the backend set of the walk (fixed at the first page,
-	// then amended: added backends join, removed ones are dropped).
+	// then amended: added backends join, removed ones are dropped; a
+	// backend the caller's access rules hide whole is left out).
 	Backends map[string]backendCursor `json:"b"`
 }
 
@@ -48,22 +55,30 @@ func encodeCursor(key []byte, st *cursorState) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	p := base64.RawURLEncoding.EncodeToString(payload)
-	return p + "." + base64.RawURLEncoding.EncodeToString(cursorMAC(key, p)), nil
+	aead, err := cursorAEAD(key)
+	if err != nil {
+		return "", err
+	}
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(payload)+aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, payload, []byte(cursorVersion))), nil
 }
 
 // decodeCursor verifies and decodes a token. Every failure is the same
 // errBadCursor: the client learns nothing about why a forged token failed.
 func decodeCursor(key []byte, token string) (*cursorState, error) {
-	p, sig, ok := strings.Cut(token, ".")
-	if !ok || p == "" || sig == "" {
+	sealed, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
 		return nil, errBadCursor
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, cursorMAC(key, p)) {
+	aead, err := cursorAEAD(key)
+	if err != nil || len(sealed) < aead.NonceSize()+aead.Overhead() {
 		return nil, errBadCursor
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(p)
+	n := aead.NonceSize()
+	payload, err := aead.Open(nil, sealed[:n], sealed[n:], []byte(cursorVersion))
 	if err != nil {
 		return nil, errBadCursor
 	}
@@ -74,8 +89,20 @@ func decodeCursor(key []byte, token string) (*cursorState, error) {
 	return &st, nil
 }
 
+// cursorAEAD is AES-256-GCM under a key derived from the cursor key (of
+// any length: a configured secret, or the store's).
+func cursorAEAD(key []byte) (cipher.AEAD, error) {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(cursorVersion))
+	block, err := aes.NewCipher(m.Sum(nil))
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
 // principalTag is the digest of a principal a cursor carries: short, and
-// not the principal itself, since a cursor is readable by whoever holds it.
+// not the principal itself, which the cursor need not hold to be checked.
 func principalTag(principal string) string {
 	sum := sha256.Sum256([]byte("mcpgw-cursor-principal\x00" + principal))
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
@@ -85,12 +112,4 @@ func principalTag(principal string) string {
 // list method, same virtual host, same caller.
 func (st *cursorState) accepts(op, vhost, principal string) bool {
 	return st.Op == op && st.VHost == vhost && st.Principal == principalTag(principal)
-}
-
-func cursorMAC(key []byte, payload string) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(cursorVersion))
-	m.Write([]byte{0})
-	m.Write([]byte(payload))
-	return m.Sum(nil)
 }

@@ -69,3 +69,40 @@ func BenchmarkResolve_ToolsCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAccess_Decide is the CEL part of a request under access rules:
+// the caller falls through two rules to the third.
+func BenchmarkAccess_Decide(b *testing.B) {
+	p, err := CompileAccess([]AccessRule{
+		{When: "'admins' in claims.groups", Allow: []string{"*"}},
+		{When: "claims.email.endsWith('@ops.example.com')", Allow: []string{"ops-*"}},
+		{When: "'dev' in claims.groups && claims.level >= 2", Allow: []string{"echo", "get_*"}, Deny: []string{"*delete*"}},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	claims := map[string]any{"sub": "bob", "email": "bob@example.com", "groups": []any{"dev", "staff"}, "level": 3.0}
+	b.ReportAllocs()
+	for b.Loop() {
+		if !p.decide("demo", claims).visible("get_stats") {
+			b.Fatal("not visible")
+		}
+	}
+}
+
+// BenchmarkAccess_FilterNames is the per-item part: one visibility check
+// per name of a 100-item list.
+func BenchmarkAccess_FilterNames(b *testing.B) {
+	p, _ := CompileAccess([]AccessRule{{Allow: []string{"gateway-one-*", "Public.Tool", "gateway-two-test://*"}, Deny: []string{"gateway-one-delete_*"}}})
+	a := p.decide("demo", nil)
+	names := make([]string, 100)
+	for i := range names {
+		names[i] = fmt.Sprintf("gateway-%d-tool_%03d", i%3, i)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, n := range names {
+			a.visible(n)
+		}
+	}
+}

@@ -14,30 +14,53 @@ import (
 // router (session load from Redis included) against a real go-sdk
 // backend, per backend session mode. The backend's own cost is in the
 // figure; compare modes with each other, not with a bare function call.
+// "stateless+access" is "stateless" with access rules whose conditions
+// read the caller's claims (the first two do not hold, the third does):
+// the difference is what access costs a call.
 func BenchmarkHandle_ToolsCall(b *testing.B) {
 	for _, mode := range []struct {
-		name string
-		opts testsupport.BackendOptions
-		sess router.SessionMode
+		name   string
+		opts   testsupport.BackendOptions
+		sess   router.SessionMode
+		access bool
 	}{
-		{"per-request", testsupport.BackendOptions{}, router.SessionPerRequest},
-		{"stateless", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest},
-		{"reuse", testsupport.BackendOptions{}, router.SessionReuse},
+		{"per-request", testsupport.BackendOptions{}, router.SessionPerRequest, false},
+		{"stateless", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, false},
+		{"stateless+access", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, true},
+		{"reuse", testsupport.BackendOptions{}, router.SessionReuse, false},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			f := newFixture(b, backendSpec{Key: "only", Opts: mode.opts, Adjust: func(be *router.Backend) { be.Session = mode.sess }})
+			var claims map[string]any
+			if mode.access {
+				f.Config.Access = compileRules(b, benchRules)
+				f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
+				claims = benchClaims
+			}
 			sid, _ := f.Initialize(nil)
 			args := map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if resp := f.Call(sid, "tools/call", args); resp.Error != nil {
+				if resp := f.Instance.CallClaims(b, sid, claims, "tools/call", args); resp.Error != nil {
 					b.Fatal(resp.Error)
 				}
 			}
 		})
 	}
 }
+
+// benchRules and benchClaims: a caller decided by the third rule, as a
+// realistic policy makes most callers fall through a rule or two.
+var (
+	benchRules = []router.AccessRule{
+		{When: "'admins' in claims.groups", Allow: []string{"*"}},
+		{When: "claims.email.endsWith('@ops.example.com')", Allow: []string{"ops-*"}},
+		{When: "'dev' in claims.groups && claims.level >= 2", Allow: []string{"echo", "get_*"}, Deny: []string{"*delete*"}},
+	}
+	benchClaims = map[string]any{"sub": "bob", "email": "bob@example.com", "groups": []any{"dev", "staff"}, "level": 3.0,
+		"iss": "mcpgateway", "aud": "mcpgateway-api", "exp": 1.9e9, "iat": 1.7e9}
+)
 
 // BenchmarkHandle_ToolsListCached walks tools/list (2 pages) over vhosts of
 // 1 and 8 backends whose pages are all cached: what is left is the

@@ -40,12 +40,17 @@ type pageResult struct {
 	// named holds items renamed by the publishing rule, when computed
 	// ahead (cached pages are renamed once, when cached).
 	named []namedItem
+	// hidden: the caller's access rules hide everything the backend could
+	// list, so it was not asked; its position in the walk is kept.
+	hidden bool
 }
 
-// namedItem is a list item as published downstream, with its name.
+// namedItem is a list item as published downstream, with its name and
+// the identifier access rules judge (the name, or for resources and
+// templates the published URI or URI template).
 type namedItem struct {
-	name string
-	item json.RawMessage
+	name, id string
+	item     json.RawMessage
 }
 
 // list fans a list method out to every eligible backend concurrently and
@@ -78,12 +83,17 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		}
 	}
 
+	access := r.accessFor(v, c)
 	results := make([]*pageResult, len(v.keys))
 	var wg sync.WaitGroup
 	for i, key := range v.keys {
 		pos := positions[key]
 		if pos.Done {
 			results[i] = &pageResult{key: key}
+			continue
+		}
+		if !access.backendVisible(v, key, op.field == "tools") {
+			results[i] = &pageResult{key: key, hidden: true}
 			continue
 		}
 		p, ck := r.cachedPage(v, c, op, key, pos.Cursor)
@@ -95,7 +105,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	}
 	wg.Wait()
 
-	raw, err := r.mergePages(ctx, v, op, c.Session.Principal, positions, results)
+	raw, err := r.mergePages(ctx, v, op, c.Session.Principal, access, positions, results)
 	var stranded *strandedPagesError
 	switch {
 	case errors.Is(err, errStoreUnavailable):

@@ -12,11 +12,15 @@ import (
 // mergePages builds the downstream list result from one page of every
 // backend: items renamed by the prefix/alias rule, sorted by name (ties by
 // backend key), the next gateway cursor, and _meta naming skipped backends.
+// Items the request's access rules hide are left out here, per request,
+// after the list cache: a page may come out shorter, or empty with a
+// cursor, and the walk goes on. A backend hidden whole keeps its position
+// and holds no pages of this walk.
 //
 // A single-backend vhost passes names through unchanged and keeps the
 // backend's own order and result fields; only nextCursor is replaced by a
 // gateway cursor, so that cursors are uniform across vhosts.
-func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, positions map[string]backendCursor, results []*pageResult) (json.RawMessage, error) {
+func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access accessView, positions map[string]backendCursor, results []*pageResult) (json.RawMessage, error) {
 	type entry struct {
 		name, key string
 		item      json.RawMessage
@@ -28,6 +32,11 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	for _, res := range results {
 		switch {
 		case res == nil:
+			continue
+		case res.hidden:
+			if pos, ok := positions[res.key]; ok {
+				next.Backends[res.key] = pos
+			}
 			continue
 		case !res.queried:
 			next.Backends[res.key] = backendCursor{Done: true}
@@ -53,7 +62,9 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			}
 		}
 		for _, n := range named {
-			entries = append(entries, entry{name: n.name, key: res.key, item: n.item})
+			if access.visible(n.id) {
+				entries = append(entries, entry{name: n.name, key: res.key, item: n.item})
+			}
 		}
 	}
 	if !v.single() {
@@ -137,11 +148,11 @@ func quoteAll(keys []string) []string {
 func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMessage) ([]namedItem, error) {
 	named := make([]namedItem, len(items))
 	for i, item := range items {
-		renamed, name, err := r.renameItem(v, op, key, item)
+		renamed, name, id, err := r.renameItem(v, op, key, item)
 		if err != nil {
 			return nil, err
 		}
-		named[i] = namedItem{name: name, item: renamed}
+		named[i] = namedItem{name: name, id: id, item: renamed}
 	}
 	return named, nil
 }
@@ -195,26 +206,44 @@ func appendRaw(b []byte, v json.RawMessage) []byte {
 }
 
 // renameItem applies the publishing rule to one list item and returns it
-// with its downstream name. Items whose name does not change pass through
-// byte-for-byte.
-func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, error) {
+// with its downstream name and the identifier access rules judge (the
+// name; for resources and templates the published URI or URI template).
+// Items whose name does not change pass through byte-for-byte.
+func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, string, error) {
 	var head struct {
-		Name string `json:"name"`
+		Name        string `json:"name"`
+		URI         string `json:"uri"`
+		URITemplate string `json:"uriTemplate"`
 	}
 	if err := json.Unmarshal(item, &head); err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	name := head.Name
 	alias, aliased := "", false
 	if op.field == "tools" {
 		alias, aliased = v.aliases.advertised(key, head.Name)
 	}
+	id := func(name string) string {
+		var uri string
+		switch op.uriField {
+		case "":
+			return name
+		case "uri":
+			uri = head.URI
+		default:
+			uri = head.URITemplate
+		}
+		if !v.single() && uri != "" {
+			uri = prefix(key, uri)
+		}
+		return uri
+	}
 	if v.single() && !aliased {
-		return item, name, nil
+		return item, name, id(name), nil
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(item, &fields); err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
 	switch {
 	case aliased:
@@ -230,5 +259,5 @@ func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessag
 		}
 	}
 	out, err := json.Marshal(fields)
-	return out, name, err
+	return out, name, id(name), err
 }

@@ -30,6 +30,8 @@ func modernSnapshot(snap *store.BackendSnapshot) bool {
 type ModernCall struct {
 	VHost     string
 	Principal string
+	// Claims are the request's token claims, for access rules (nil: none).
+	Claims map[string]any
 	// Header is the downstream request's headers, for passthrough_headers.
 	Header  http.Header
 	Request *jsonrpc.Request
@@ -58,12 +60,18 @@ func (r *Router) HandleModern(ctx context.Context, c *ModernCall) *jsonrpc.Respo
 	case "subscriptions/listen":
 		return r.listen(ctx, v, c)
 	}
-	if resp := r.parkable(ctx, v, c); resp != nil {
+	var access *accessView // decided once for the request, whichever path it takes
+	if v.access != nil {
+		a := v.access.decide(v.name, c.Claims)
+		access = &a
+	}
+	if resp := r.parkable(ctx, v, c, access); resp != nil {
 		return resp
 	}
-	call := &Call{Session: r.modernView(ctx, v, c), Header: c.Header, Request: c.Request, Stream: c.Stream, modern: true}
+	call := &Call{Session: r.modernView(ctx, v, c), Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
+		modern: true, access: access}
 	resp := r.Handle(ctx, call)
-	return r.finishModern(ctx, resp, method, call.hints)
+	return r.finishModern(ctx, resp, method, v.accessHints(method, call.hints))
 }
 
 // finishModern turns a response into a 2026-07-28 one: results decorated;

@@ -62,15 +62,16 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.R
 
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
+	access := v.access.decide(v.name, c.Claims)
 	var wg sync.WaitGroup
 	for _, key := range v.keys {
 		if !sess.Backends[key].OK() {
 			// Unreachable now: its part joins when it is back, without
 			// holding up the acknowledgement.
-			wg.Go(func() { ls.rejoin(lctx, sess, key, p.Notifications) })
+			wg.Go(func() { ls.rejoin(lctx, sess, key, access, p.Notifications) })
 			continue
 		}
-		want := backendFilter(v, key, p.Notifications, sess.Backends[key])
+		want := backendFilter(v, key, access, p.Notifications, sess.Backends[key])
 		if want == nil {
 			continue
 		}
@@ -93,8 +94,10 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.R
 }
 
 // backendFilter is the part of the client's filter backend key can honour,
-// by its snapshot's capabilities, in its own URIs; nil when none is.
-func backendFilter(v *vhost, key string, f *listenFilter, snap *store.BackendSnapshot) *listenFilter {
+// by its snapshot's capabilities, in its own URIs; nil when none is. A URI
+// the caller's access rules hide is left out like one no backend owns:
+// never subscribed, never acknowledged.
+func backendFilter(v *vhost, key string, access accessView, f *listenFilter, snap *store.BackendSnapshot) *listenFilter {
 	if !snap.OK() {
 		return nil
 	}
@@ -106,7 +109,7 @@ func backendFilter(v *vhost, key string, f *listenFilter, snap *store.BackendSna
 	}
 	if caps.Resources != nil && caps.Resources.Subscribe {
 		for _, uri := range f.ResourceSubscriptions {
-			if b, name, err := v.route("resource", uri); err == nil && b == key {
+			if b, name, err := v.route("resource", uri); err == nil && b == key && access.visible(uri) {
 				out.ResourceSubscriptions = append(out.ResourceSubscriptions, name)
 			}
 		}
@@ -168,7 +171,7 @@ func (ls *listenSession) keep(ctx context.Context, sess *store.Session, key stri
 // began (its discovery failed), rediscovering it with backoff, then keeps
 // its part like the others'. The client's acknowledgement has gone out
 // without it; its notifications follow as they come.
-func (ls *listenSession) rejoin(ctx context.Context, sess *store.Session, key string, f *listenFilter) {
+func (ls *listenSession) rejoin(ctx context.Context, sess *store.Session, key string, access accessView, f *listenFilter) {
 	backoff := 500 * time.Millisecond
 	for {
 		t := time.NewTimer(backoff)
@@ -179,7 +182,7 @@ func (ls *listenSession) rejoin(ctx context.Context, sess *store.Session, key st
 		case <-t.C:
 		}
 		if d := ls.r.backendDiscovery(ctx, ls.v, key, ls.c.Header); d.snap.OK() {
-			want := backendFilter(ls.v, key, f, d.snap)
+			want := backendFilter(ls.v, key, access, f, d.snap)
 			if want == nil {
 				return // back, but it can honour none of the filter
 			}

@@ -72,13 +72,13 @@ type ParkOutcome struct {
 // parkable routes a modern MRTR-capable call that may have to park: a
 // retry of a parked call, or a call whose backend speaks the session
 // protocol. It returns nil when the call takes the ordinary path.
-func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.Response {
+func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall, access *accessView) *jsonrpc.Response {
 	if c.Parks == nil || !multiRoundTrip(c.Request.Method) {
 		return nil
 	}
 	t, rerr := r.resolve(v, c.Request.Method, c.Request.Params)
-	if rerr != nil {
-		return nil // the ordinary path answers it
+	if rerr != nil || access != nil && !access.routedVisible(v, c.Request.Method, t) {
+		return nil // the ordinary path answers it (a hidden name: as unknown)
 	}
 	pc := ParkedCall{Principal: c.Principal, VHost: v.name, ClientCapabilities: c.ClientCapabilities}
 	if raw, ok := t.params["requestState"]; ok && string(raw) != "null" {
@@ -103,8 +103,8 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc
 		return nil // a 2026-07-28 backend asks with input_required itself
 	}
 	return r.parkAnswer(ctx, v, c, t, c.Parks.Run(ctx, pc, func(ctx context.Context, asker SessionRuntime) *jsonrpc.Response {
-		call := &Call{Session: r.modernView(ctx, v, c), Header: c.Header, Request: c.Request, Stream: c.Stream,
-			modern: true, parked: true, Runtime: asker}
+		call := &Call{Session: r.modernView(ctx, v, c), Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
+			modern: true, parked: true, Runtime: asker, access: access}
 		return r.Handle(ctx, call)
 	}))
 }
@@ -119,7 +119,7 @@ func (r *Router) parkAnswer(ctx context.Context, v *vhost, c *ModernCall, t *tar
 	case o.Response != nil:
 		resp := *o.Response
 		resp.ID = c.Request.ID
-		return r.finishModern(ctx, &resp, method, nil)
+		return r.finishModern(ctx, &resp, method, v.accessHints(method, nil))
 	}
 	token, err := r.sealEnvelope(ctx, v.name, c.Principal, method, t.public,
 		requestStateEnvelope{Backend: t.backend, Park: o.Park, Round: o.Round})

@@ -26,6 +26,7 @@ type target struct {
 	backend string
 	name    string // backend-side identifier
 	public  string // downstream identifier, for messages and re-prefixing
+	kind    string // what the identifier names: tool, prompt, resource
 	params  map[string]json.RawMessage
 }
 
@@ -34,6 +35,11 @@ type target struct {
 func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	method := c.Request.Method
 	t, rerr := r.resolve(v, method, c.Request.Params)
+	if rerr == nil && !r.accessFor(v, c).routedVisible(v, method, t) {
+		// Hidden: refused as if no backend owned it, before any hook,
+		// bound or backend could answer differently.
+		rerr = unknownIdentifier(t.kind, t.public)
+	}
 	if rerr == nil && method == "resources/subscribe" {
 		rerr = subscribeRefusal(c.Session, t.public)
 	}
@@ -168,7 +174,7 @@ func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target,
 		if err != nil {
 			return nil, err
 		}
-		t := &target{public: name, params: params}
+		t := &target{public: name, kind: kind, params: params}
 		if a, ok := v.aliases.resolve(name); ok {
 			t.backend, t.name = a.backend, a.tool
 		} else if t.backend, t.name, err = v.route(kind, name); err != nil {
@@ -216,7 +222,7 @@ func routeField(v *vhost, obj map[string]json.RawMessage, field, kind, method st
 	if err != nil {
 		return nil, err
 	}
-	t := &target{public: id, params: obj}
+	t := &target{public: id, kind: kind, params: obj}
 	if t.backend, t.name, err = v.route(kind, id); err != nil {
 		return nil, err
 	}
@@ -233,7 +239,14 @@ func (v *vhost) route(kind, id string) (backend, name string, err *jsonrpc.Error
 	if k, rest, ok := v.split.split(id); ok {
 		return k, rest, nil
 	}
-	return "", "", invalidParams("unknown %s %s: no backend of this virtual host owns it", kind, wire.Quote(id))
+	return "", "", unknownIdentifier(kind, id)
+}
+
+// unknownIdentifier is the answer to a routed request for an identifier
+// no backend owns, and, word for word, to one for an identifier the
+// caller's access rules hide: the two must not be told apart.
+func unknownIdentifier(kind, id string) *jsonrpc.Error {
+	return invalidParams("unknown %s %s: no backend of this virtual host owns it", kind, wire.Quote(id))
 }
 
 func stringField(obj map[string]json.RawMessage, field, method string) (string, *jsonrpc.Error) {

@@ -168,6 +168,11 @@ func (r *Router) SessionTTL() time.Duration { return r.opts.SessionTTL }
 // Call is one downstream JSON-RPC request on an established session.
 type Call struct {
 	Session *store.Session
+	// Claims are the claims of the token the request came with (nil:
+	// none, as in auth mode none), for the vhost's access rules. They are
+	// the request's own, never stored with the session: a 2025 session's
+	// later requests are judged by the token each one carries.
+	Claims map[string]any
 	// Header is the downstream request's headers, for passthrough_headers.
 	Header  http.Header
 	Request *jsonrpc.Request
@@ -180,6 +185,9 @@ type Call struct {
 	// caching hints its list gathered.
 	modern bool
 	hints  *cacheHints
+	// access is the request's access decision, taken on first use
+	// (accessFor).
+	access *accessView
 	// parked marks a modern call a ParkRuntime holds: its Runtime asks the
 	// client with input_required rounds, whatever stream it has.
 	parked bool

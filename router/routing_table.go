@@ -19,6 +19,7 @@ type vhost struct {
 	// discovered caches what each backend speaks, for 2026-07-28 requests
 	// (discovery.go); it dies with the table.
 	discovered *discoveryCache
+	access     *AccessPolicy // nil: no access rules
 }
 
 // single reports whether identifiers pass through unchanged.
@@ -40,6 +41,7 @@ func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
 			lists:    newListCache(),
 
 			discovered: newDiscoveryCache(),
+			access:     vh.Access,
 		}
 		for key, b := range vh.Backends {
 			v.keys = append(v.keys, key)

@@ -40,6 +40,33 @@ func FromContext(ctx context.Context) (Principal, bool) {
 	return p, ok && p != ""
 }
 
+// Claims are a verified token's claims as JSON values (string, float64,
+// bool, []any, map[string]any, nil): what access rules are written over.
+// They live in the request's context only; nothing stores them.
+type Claims map[string]any
+
+type claimsKey struct{}
+
+// WithClaims returns a copy of ctx carrying the caller's claims.
+func WithClaims(ctx context.Context, c Claims) context.Context {
+	return context.WithValue(ctx, claimsKey{}, c)
+}
+
+// ClaimsFromContext returns the claims stored by Middleware (or
+// WithClaims); nil when the caller has none (auth mode none).
+func ClaimsFromContext(ctx context.Context) Claims {
+	c, _ := ctx.Value(claimsKey{}).(Claims)
+	return c
+}
+
+// ClaimsVerifier is a Verifier that also returns the verified token's
+// claims. Middleware puts them in the request context; a Verifier without
+// it gives callers no claims.
+type ClaimsVerifier interface {
+	Verifier
+	VerifyClaims(r *http.Request) (Principal, Claims, error)
+}
+
 // Verifier authenticates a request.
 type Verifier interface {
 	// Verify returns the caller's principal, or an error that wraps
@@ -121,18 +148,27 @@ func newJWT(s *config.JWTSettings) (*jwtVerifier, error) {
 }
 
 func (v *jwtVerifier) Verify(r *http.Request) (Principal, error) {
+	p, _, err := v.VerifyClaims(r)
+	return p, err
+}
+
+// VerifyClaims verifies the bearer token and returns its subject and every
+// claim (the registered ones are checked by the parser's options, the rest
+// are passed on as they are).
+func (v *jwtVerifier) VerifyClaims(r *http.Request) (Principal, Claims, error) {
 	raw, err := BearerToken(r)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	var claims jwt.RegisteredClaims
-	if _, err := v.parser.ParseWithClaims(raw, &claims, v.key); err != nil {
-		return "", &tokenError{cause: err}
+	claims := jwt.MapClaims{}
+	if _, err := v.parser.ParseWithClaims(raw, claims, v.key); err != nil {
+		return "", nil, &tokenError{cause: err}
 	}
-	if !validSubject(claims.Subject) {
-		return "", &tokenError{cause: ownError("token has no usable sub claim")}
+	sub, err := claims.GetSubject()
+	if err != nil || !validSubject(sub) {
+		return "", nil, &tokenError{cause: ownError("token has no usable sub claim")}
 	}
-	return Principal(claims.Subject), nil
+	return Principal(sub), Claims(claims), nil
 }
 
 // key picks the verification key for the token's algorithm, insisting that

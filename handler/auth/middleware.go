@@ -15,7 +15,8 @@ import (
 const CodeUnauthorized = wire.CodeUnauthorized
 
 // Middleware authenticates every request with v. On success the principal
-// is stored in the request context (FromContext) and the Authorization
+// is stored in the request context (FromContext), with the token's claims
+// when v is a ClaimsVerifier (ClaimsFromContext), and the Authorization
 // header is dropped, so nothing downstream can forward the caller's token.
 // On failure it answers 401 with a Bearer challenge for realm and a
 // JSON-RPC error body; the token never appears in the answer, and nothing
@@ -28,7 +29,14 @@ func Middleware(v Verifier, realm string, params func(*http.Request) string) fun
 	base := `Bearer realm="` + quoteEscape(realm) + `"`
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			p, err := v.Verify(r)
+			var p Principal
+			var claims Claims
+			var err error
+			if cv, ok := v.(ClaimsVerifier); ok {
+				p, claims, err = cv.VerifyClaims(r)
+			} else {
+				p, err = v.Verify(r)
+			}
 			if err != nil || p == "" {
 				challenge := base
 				if params != nil {
@@ -39,7 +47,11 @@ func Middleware(v Verifier, realm string, params func(*http.Request) string) fun
 				unauthorized(w, challenge, err)
 				return
 			}
-			r = r.WithContext(WithPrincipal(r.Context(), p))
+			ctx := WithPrincipal(r.Context(), p)
+			if claims != nil {
+				ctx = WithClaims(ctx, claims)
+			}
+			r = r.WithContext(ctx)
 			r.Header.Del("Authorization")
 			next.ServeHTTP(w, r)
 		})

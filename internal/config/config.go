@@ -270,6 +270,7 @@ type rawJWT struct {
 
 type rawVHost struct {
 	Backends map[string]*rawBackend `yaml:"backends"`
+	Access   []*rawAccessRule       `yaml:"access"`
 }
 
 type rawBackend struct {

@@ -346,7 +346,7 @@ func (v *validator) vhost(name string, raw *rawVHost) *router.VirtualHost {
 		v.errf(joinPath(path, "backends"), "at least one backend is required")
 		return nil
 	}
-	vh := &router.VirtualHost{Name: name, Backends: map[string]*router.Backend{}}
+	vh := &router.VirtualHost{Name: name, Backends: map[string]*router.Backend{}, Access: v.access(path, raw.Access)}
 	keys := sortedKeys(raw.Backends)
 	bpath := func(key string) string { return joinPath(joinPath(path, "backends"), key) }
 	for _, key := range keys {

@@ -196,6 +196,18 @@ func (f *Fixture) CallHdr(sid string, hdr http.Header, method string, params any
 // backend's server-to-client requests, s (may be nil) for its stream.
 func (in *Instance) Call(t testing.TB, sid string, id jsonrpc.ID, hdr http.Header, method string, params any, s router.Stream) *jsonrpc.Response {
 	t.Helper()
+	return in.call(t, sid, id, hdr, nil, method, params, s)
+}
+
+// CallClaims runs one request of session sid on this instance for a
+// caller whose token carried claims (what access rules judge).
+func (in *Instance) CallClaims(t testing.TB, sid string, claims map[string]any, method string, params any) *jsonrpc.Response {
+	t.Helper()
+	return in.call(t, sid, MustID(7), nil, claims, method, params, nil)
+}
+
+func (in *Instance) call(t testing.TB, sid string, id jsonrpc.ID, hdr http.Header, claims map[string]any, method string, params any, s router.Stream) *jsonrpc.Response {
+	t.Helper()
 	sess := in.Load(t, sid)
 	var raw json.RawMessage
 	if params != nil {
@@ -206,7 +218,7 @@ func (in *Instance) Call(t testing.TB, sid string, id jsonrpc.ID, hdr http.Heade
 	}
 	ctx, done := in.Sessions.Track(context.Background(), sess, id)
 	defer done()
-	return in.Router.Handle(ctx, &router.Call{Session: sess, Header: hdr, Stream: s, Runtime: in.Sessions,
+	return in.Router.Handle(ctx, &router.Call{Session: sess, Claims: claims, Header: hdr, Stream: s, Runtime: in.Sessions,
 		Request: &jsonrpc.Request{ID: id, Method: method, Params: raw}})
 }
 

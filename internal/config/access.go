@@ -1,0 +1,59 @@
+package config
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/mcpgw/gateway/router"
+)
+
+// rawAccessRule is one rule of a virtual host's `access` list.
+type rawAccessRule struct {
+	When  string   `yaml:"when"`
+	Allow []string `yaml:"allow"`
+	Deny  []string `yaml:"deny"`
+}
+
+// access compiles a virtual host's access rules (router.CompileAccess:
+// every CEL expression and pattern) and reports each problem at its field,
+// e.g. virtual_hosts.demo.access[1].when, with its line. nil rules (the
+// field absent or null) mean no access control; an empty list hides
+// everything, as a list whose rules no caller meets would.
+func (v *validator) access(vhostPath string, raw []*rawAccessRule) *router.AccessPolicy {
+	if raw == nil {
+		return nil
+	}
+	path := joinPath(vhostPath, "access")
+	rules := make([]router.AccessRule, len(raw))
+	for i, r := range raw {
+		if r == nil {
+			v.errf(indexPath(path, i), "empty rule: give allow (and when, deny)")
+			return nil
+		}
+		rules[i] = router.AccessRule{When: r.When, Allow: r.Allow, Deny: r.Deny}
+	}
+	p, err := router.CompileAccess(rules)
+	if err == nil {
+		return p
+	}
+	var multi interface{ Unwrap() []error }
+	errs := []error{err}
+	if errors.As(err, &multi) {
+		errs = multi.Unwrap()
+	}
+	for _, e := range errs {
+		var re *router.AccessRuleError
+		if !errors.As(e, &re) {
+			v.errf(path, "%s", errMsg(e))
+			continue
+		}
+		at := indexPath(path, re.Rule)
+		if re.Field != "" {
+			at += "." + re.Field
+		}
+		// CEL messages may quote the expression: the operator's own
+		// text, never a secret, but kept to one line.
+		v.errf(at, "%s", strings.TrimSpace(oneLine(re.Msg)))
+	}
+	return nil
+}
