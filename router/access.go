@@ -330,7 +330,7 @@ func (v *vhost) accessHints(method string, h *cacheHints) *cacheHints {
 		return h
 	}
 	if h == nil {
-		h = &cacheHints{}
+		h = &cacheHints{fromResult: true}
 	}
 	h.private = true
 	return h

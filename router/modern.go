@@ -88,7 +88,7 @@ func (r *Router) finishModern(ctx context.Context, resp *jsonrpc.Response, metho
 	if !cacheable(method) {
 		hints = nil
 	} else if hints == nil {
-		hints = &cacheHints{}
+		hints = &cacheHints{fromResult: true} // a routed result: the backend's own hints
 	}
 	out, err := r.decorateModern(resp.Result, method, hints)
 	if err != nil {

@@ -25,6 +25,9 @@ const (
 type cacheHints struct {
 	ttlMs   int64
 	private bool
+	// fromResult: the result is one backend's (a routed resources/read),
+	// whose own ttlMs and cacheScope stand (private still wins).
+	fromResult bool
 }
 
 // cacheable reports whether a method's complete results carry cacheHints.
@@ -89,6 +92,10 @@ func (r *Router) decorateModern(result json.RawMessage, method string, hints *ca
 		delete(m, "ttlMs")
 		delete(m, "cacheScope")
 	case hints != nil:
+		if hints.fromResult {
+			own := hintsOf(m)
+			hints = &cacheHints{ttlMs: own.ttlMs, private: own.private || hints.private}
+		}
 		m["ttlMs"] = json.RawMessage(strconv.FormatInt(hints.ttlMs, 10))
 		scope := scopePublic
 		if hints.private {

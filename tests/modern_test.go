@@ -280,6 +280,13 @@ func TestModern_RoutedCallsAndAliasesOnAMultiBackendVHost(t *testing.T) {
 			}
 			return res.Contents[0].URI + " " + res.Contents[0].Text, nil
 		}, want: "gateway-one-test://template/abc/data data for abc", backend: one, method: "resources/read", nameSent: "test://template/abc/data"},
+		{name: "resources/read keeps the backend's cache hints", call: func() (string, error) {
+			res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "gateway-one-" + testsupport.CachedURI})
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("%s %d %s", res.Contents[0].Text, res.TTLMs, res.CacheScope), nil
+		}, want: "cached 60000 private", backend: one, method: "resources/read", nameSent: testsupport.CachedURI},
 		{name: "completion/complete", call: func() (string, error) {
 			res, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "gateway-two-greeting"},
 				Argument: mcp.CompleteParamsArgument{Name: "name", Value: "al"}})

@@ -39,6 +39,10 @@ type addToolArgs struct {
 // VaultURI is the modern tools' resource that asks for input.
 const VaultURI = "test://vault"
 
+// CachedURI is a modern resource whose result carries its own cache hints
+// (ttlMs 60000, cacheScope private).
+const CachedURI = "test://cached"
+
 // elicitText is the schema of an elicitation asking for one string field.
 func elicitText(message, field string) *mcp.ElicitParams {
 	return &mcp.ElicitParams{
@@ -120,6 +124,11 @@ func addModernTools(srv *mcp.Server, b *Backend, resources, prompts bool) {
 			})
 	}
 	if resources {
+		srv.AddResource(&mcp.Resource{URI: CachedURI, Name: "cached", Description: "May be cached, privately, for a minute.", MIMEType: "text/plain"},
+			func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Cacheable: mcp.Cacheable{TTLMs: 60000, CacheScope: "private"},
+					Contents: []*mcp.ResourceContents{{URI: CachedURI, MIMEType: "text/plain", Text: "cached"}}}, nil
+			})
 		srv.AddResource(&mcp.Resource{URI: VaultURI, Name: "vault", Description: "Opens with a passphrase.", MIMEType: "text/plain"},
 			func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 				b.round(VaultURI)
