@@ -318,7 +318,7 @@ func parse(data []byte, source, baseDir string) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fail("empty configuration")
 		}
-		return nil, fail(yamlMsg(err))
+		return nil, syntaxError(source, data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {

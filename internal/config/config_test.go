@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/rsa"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -306,16 +307,21 @@ func TestConfig_RejectsBadURLs(t *testing.T) {
 		"relative":     {"/mcp", path + `"/mcp" is not an http(s) URL`},
 		"no host":      {"http:///mcp", path + `"http:///mcp" is not an http(s) URL`},
 		"opaque":       {"http:foo", "is not an http(s) URL"},
-		"unparsable":   {`"http://[::1"`, path + "is not a valid URL"},
-		"control char": {`"http://h/\u0001"`, path + "is not a valid URL"},
+		"unparsable":   {`"http://[::1"`, path + `"http://[::1" is not a valid URL`},
+		"control char": {`"http://h/\u0001"`, path + `"http://h/\x01" is not a valid URL`},
+		"no scheme":    {"127.0.0.1:9001/mcp", path + `"127.0.0.1:9001/mcp" is not a valid URL (missing scheme? write "http://127.0.0.1:9001/mcp")`},
+		"host:port":    {"localhost:9001", path + `"localhost:9001" is not an http(s) URL (missing scheme? write "http://localhost:9001")`},
+		"host only":    {"backend/mcp", path + `"backend/mcp" is not an http(s) URL (missing scheme? write "http://backend/mcp")`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) { checkErr(t, withBackends("one:\n  url: "+c.url+"\n"), c.want) })
 	}
 	// Credentials in a URL are redacted in messages.
-	_, err := Parse([]byte(withBackends("one:\n  url: ftp://user:hunter2@h/x\n")), src)
-	if err == nil || strings.Contains(err.Error(), "hunter2") {
-		t.Errorf("URL password leaked or not rejected: %v", err)
+	for _, u := range []string{"ftp://user:hunter2@h/x", "h:1/x?key=hunter2", "user:hunter2@h:1/mcp", `"http://u:hunter2@[::1"`} {
+		_, err := Parse([]byte(withBackends("one:\n  url: "+u+"\n")), src)
+		if err == nil || strings.Contains(err.Error(), "hunter2") || !strings.Contains(err.Error(), "xxxxx") {
+			t.Errorf("%s: URL secret leaked, not shown redacted, or not rejected: %v", u, err)
+		}
 	}
 }
 
@@ -547,5 +553,35 @@ func TestConfig_ResourceMetadata(t *testing.T) {
 		"auth none":    {"auth:\n  mode: none\n  resource_metadata:\n    authorization_servers: [https://a.example]\n" + minimal[strings.Index(minimal, "virtual_hosts:"):], "auth.resource_metadata: needs auth.mode jwt"},
 	} {
 		t.Run(name, func(t *testing.T) { checkErr(t, c.yaml, c.want) })
+	}
+}
+
+// A YAML mistake is reported at its own line, not at the line where the
+// construct around it begins (which the YAML library reports, sometimes
+// minus one).
+func TestConfig_YAMLErrorsNameTheLineOfTheMistake(t *testing.T) {
+	cases := map[string]struct {
+		yaml string
+		line int
+	}{
+		"tab in indentation":      {"auth:\n  mode: none\n\tbad: 1\n", 3},
+		"key indented too little": {"auth: {mode: none}\nvirtual_hosts:\n  d:\n    backends:\n      a:\n        url: http://x\n       timeout: 3s\n", 7},
+		"missing colon":           {"auth: {mode: none}\nvirtual_hosts\n  d: 1\n", 2},
+		"unclosed flow map":       {"auth: {mode: none}\nvirtual_hosts:\n  d:\n    backends:\n      a: {url: http://x\n", 5},
+		"list item in a map":      {"auth: {mode: none}\nallowed_hosts:\n  - a\n  b: 2\n", 4},
+		"unclosed quote":          {"auth: {mode: none}\nvirtual_hosts:\n  d:\n    backends:\n      a:\n        url: 'http://x\n", 6},
+		"stray indented line":     {"auth: {mode: none}\n session_ttl: 1h\n", 2},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(c.yaml), "gateway.yaml")
+			var ce *Error
+			if !errors.As(err, &ce) || !strings.Contains(ce.Msg, "invalid YAML") || ce.Line != c.line {
+				t.Fatalf("got %v, want an invalid YAML error at line %d", err, c.line)
+			}
+			if want := fmt.Sprintf("(line %d)", c.line); !strings.HasSuffix(err.Error(), want) {
+				t.Fatalf("message %q does not end with %q", err, want)
+			}
+		})
 	}
 }

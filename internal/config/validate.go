@@ -461,14 +461,48 @@ func (v *validator) backendURL(path, s string) string {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		// url errors quote the input, which may hold credentials.
-		v.errf(path, "is not a valid URL")
+		// url errors quote the input, which may hold credentials: the
+		// message shows the value with those cut out instead.
+		v.errf(path, "%q is not a valid URL%s", displayURL(s), schemeHint(s))
 		return s
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
-		v.errf(path, "%q is not an http(s) URL", u.Redacted())
+		v.errf(path, "%q is not an http(s) URL%s", displayURL(s), schemeHint(s))
 	}
 	return s
+}
+
+// displayURL is s as an error message may show it: user information
+// (a password) and the query (an API key) replaced by "xxxxx".
+func displayURL(s string) string {
+	rest, query, hasQuery := strings.Cut(s, "?")
+	if hasQuery {
+		query = "xxxxx"
+	}
+	authStart := 0
+	if i := strings.Index(rest, "://"); i >= 0 {
+		authStart = i + 3
+	}
+	authEnd := len(rest)
+	if i := strings.IndexByte(rest[authStart:], '/'); i >= 0 {
+		authEnd = authStart + i
+	}
+	if at := strings.LastIndexByte(rest[authStart:authEnd], '@'); at >= 0 {
+		rest = rest[:authStart] + "xxxxx" + rest[authStart+at:]
+	}
+	if hasQuery {
+		return rest + "?" + query
+	}
+	return rest
+}
+
+// schemeHint suggests the fix for the most common URL mistake, a value
+// without a scheme ("127.0.0.1:9001/mcp", "localhost:9001").
+func schemeHint(s string) string {
+	if strings.Contains(s, "://") {
+		return ""
+	}
+	return fmt.Sprintf(" (missing scheme? write %q)", "http://"+displayURL(strings.TrimPrefix(s, "//")))
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -167,3 +167,14 @@ func TestMiddlewareContextPassesThrough(t *testing.T) {
 		t.Fatal("cancelling the request's context did not reach a derived context")
 	}
 }
+
+func TestSetBuildInfo_PublishesOneSeriesAtOne(t *testing.T) {
+	m := metrics.New()
+	m.SetBuildInfo("v1.2.3", "abc123", "go1.26.0")
+	got, ok := value(scrape(t, m), "mcpgw_build_info", map[string]string{"version": "v1.2.3", "commit": "abc123", "goversion": "go1.26.0"})
+	if !ok || got != 1 {
+		t.Fatalf("mcpgw_build_info = %v (present %v), want 1", got, ok)
+	}
+	var none *metrics.Metrics
+	none.SetBuildInfo("v", "c", "g") // metrics off: nothing to do, no panic
+}

@@ -15,15 +15,13 @@ import (
 
 	"github.com/mcpgw/gateway/handler"
 	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/internal/buildinfo"
 	"github.com/mcpgw/gateway/internal/config"
 	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 )
-
-// Version is the gateway's version, reported as serverInfo.version.
-var Version = "0.1.0"
 
 // App is an assembled gateway.
 type App struct {
@@ -36,7 +34,16 @@ type App struct {
 // Option adjusts what Build assembles.
 type Option func(*buildOptions)
 
-type buildOptions struct{ noMetrics, noParking bool }
+type buildOptions struct {
+	noMetrics, noParking bool
+	build                buildinfo.Info
+}
+
+// WithBuildInfo names the build being assembled: its version is the
+// gateway's serverInfo.version, and mcpgw_build_info carries all of it.
+// Entry points read it with buildinfo.Read from the values stamped at link
+// time; without this option the version is "devel".
+func WithBuildInfo(bi buildinfo.Info) Option { return func(o *buildOptions) { o.build = bi } }
 
 // WithoutMetrics leaves out Prometheus metrics and GET /metrics: for entry
 // points where the listener is public and scraping makes no sense (a Lambda
@@ -52,7 +59,7 @@ func WithoutParking() Option { return func(o *buildOptions) { o.noParking = true
 // Build opens the store (Redis when redisURL is set, else in-memory) and
 // wires router and handler. The caller must Close the App.
 func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Option) (*App, error) {
-	var bo buildOptions
+	bo := buildOptions{build: buildinfo.Info{Version: "devel", Commit: "unknown"}}
 	for _, o := range options {
 		o(&bo)
 	}
@@ -77,6 +84,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	var observer router.Observer // a nil interface: the router skips timing
 	if !bo.noMetrics {
 		m = metrics.New()
+		m.SetBuildInfo(bo.build.Version, bo.build.Commit, bo.build.GoVersion)
 		observer = m
 	}
 	rt := router.New(cfg.VirtualHosts, router.Options{
@@ -84,7 +92,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		SessionTTL:   cfg.SessionTTL,
 		CursorSecret: cfg.CursorSecret,
 		Logger:       log,
-		Info:         router.Implementation{Name: "mcpgw", Title: "MCP gateway", Version: Version},
+		Info:         router.Implementation{Name: "mcpgw", Title: "MCP gateway", Version: bo.build.Version},
 		Observer:     observer,
 	})
 	sessions := session.New(st, rt, session.Options{
