@@ -4,18 +4,29 @@ GO      ?= go
 BIN     ?= bin
 GOFLAGS ?=
 
+# The build's identity, stamped into every binary at link time (gateway
+# --version, mcpgw_build_info, serverInfo.version). Override for a release:
+#   make build VERSION=v1.2.0
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
 .PHONY: run test build vet fmt clean conformance
 
+# run builds, then execs the binary (not `go run`, which ends with status 1
+# when interrupted): Ctrl-C stops the gateway cleanly and make exits 0.
 run: ## demo gateway: in-memory store, two demo backends, no auth
-	$(GO) run ./cmd/gateway --demo
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gateway ./cmd/gateway
+	exec $(BIN)/gateway --demo
 
 test: ## all tests, race detector on
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 
-build: ## binaries into ./bin
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/gateway ./cmd/gateway
+build: ## binaries into ./bin: the gateway, and the demo backend and round-robin proxy of the local topology (docs/deploy.md)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gateway ./cmd/gateway
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/demo-backend ./localdev/cmd/demo-backend
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/rrproxy ./localdev/cmd/rrproxy
 
 vet:
 	$(GO) vet ./...
@@ -57,7 +68,7 @@ bench: ## standard benchmark: gateway vs direct backends, one table (BENCH_DURAT
 # adds files it refers to, e.g. a JWT public key:
 #   LAMBDA_CONFIG=deploy/gateway.yaml LAMBDA_EXTRA_FILES=deploy/jwt.pem sam build
 LAMBDA_GOENV       = GOOS=linux GOARCH=arm64 CGO_ENABLED=0
-LAMBDA_GOFLAGS     = -tags lambda.norpc -trimpath -ldflags='-s -w'
+LAMBDA_GOFLAGS     = -tags lambda.norpc -trimpath -ldflags='-s -w $(LDFLAGS)'
 LAMBDA_CONFIG      ?= $(if $(filter /%,$(MCPGW_CONFIG)),,$(MCPGW_CONFIG))
 LAMBDA_EXTRA_FILES ?=
 

@@ -2,108 +2,103 @@
 //
 //	gateway --config gateway.yaml [--listen :8080] [--redis-url redis://host:6379]
 //	gateway --demo
+//	gateway check --config gateway.yaml
+//	gateway --version
 //
 // Flags override environment variables (MCPGW_CONFIG, MCPGW_LISTEN,
-// MCPGW_REDIS_URL, MCPGW_LOG_LEVEL). The config's virtual_hosts reload on
-// SIGHUP and when the file changes. Without a Redis URL the gateway keeps
-// sessions in memory and must run as a single instance.
+// MCPGW_REDIS_URL, MCPGW_LOG_LEVEL, MCPGW_LOG_FORMAT). The config's
+// virtual_hosts reload on SIGHUP and when the file changes. Without a Redis
+// URL the gateway keeps sessions in memory and must run as a single
+// instance. `gateway --help` has the rest.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/mcpgw/gateway/cmd/internal/app"
+	"github.com/mcpgw/gateway/internal/buildinfo"
 	"github.com/mcpgw/gateway/internal/config"
+	"github.com/mcpgw/gateway/store"
 )
 
+// version and commit are stamped at link time and never written after:
+//
+//	go build -ldflags "-X main.version=v1.2.0 -X main.commit=$(git rev-parse HEAD)" ./cmd/gateway
+//
+// (`make build` and infra/Dockerfile do). main reads them once and passes
+// them on; when they are empty, buildinfo.Read uses what the toolchain
+// recorded. They must be package variables: -X can set nothing else.
+var version, commit string
+
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr, buildinfo.Read(version, commit)); err != nil {
 		fmt.Fprintln(os.Stderr, "gateway:", err)
 		os.Exit(1)
 	}
 }
 
-type options struct {
-	config, listen, redisURL, logLevel string
-	demo                               bool
-	reloadEvery                        time.Duration
-}
-
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{}
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.config, "config", os.Getenv("MCPGW_CONFIG"), "config file `path` (env MCPGW_CONFIG); required unless --demo")
-	fs.StringVar(&o.listen, "listen", envOr("MCPGW_LISTEN", ":8080"), "listen `address` (env MCPGW_LISTEN)")
-	fs.StringVar(&o.redisURL, "redis-url", os.Getenv("MCPGW_REDIS_URL"), "Redis `URL`: redis://, rediss://, redis+cluster://, redis+sentinel:// (env MCPGW_REDIS_URL); empty = in-memory store, single instance")
-	fs.StringVar(&o.logLevel, "log-level", envOr("MCPGW_LOG_LEVEL", "info"), "log `level`: debug, info, warn, error (env MCPGW_LOG_LEVEL)")
-	fs.DurationVar(&o.reloadEvery, "reload-interval", 5*time.Second, "how often to check the config file for changes (0: only on SIGHUP)")
-	fs.BoolVar(&o.demo, "demo", false, "run two in-process demo backends behind a \"demo\" vhost with no auth")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+// run is the whole command: it returns nil for exit status 0 and an error,
+// printed as one line, for 1.
+func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
+	if len(args) > 0 && args[0] == "check" {
+		return runCheck(args[1:], stdout)
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	o, err := parseFlags(args)
+	switch {
+	case errors.Is(err, errHelp):
+		printUsage(stdout)
+		return nil
+	case err != nil:
+		return err
+	case o.version:
+		fmt.Fprintln(stdout, "gateway", bi)
+		return nil
 	}
-	if o.demo && o.config != "" {
-		return nil, errors.New("--demo and --config cannot be combined")
-	}
-	if !o.demo && o.config == "" {
-		return nil, errors.New("--config (or MCPGW_CONFIG) is required; try --demo for a self-contained demo")
-	}
-	return o, nil
-}
-
-func run(args []string, stdout, stderr io.Writer) error {
-	o, err := parseFlags(args, stderr)
+	log, err := newLogger(stderr, o.logLevel, o.logFormat)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		return err
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	routeRedisLogs(log, o.redisURL)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
 	var cfg *config.Config
-	var stopDemo func()
 	if o.demo {
+		var stopDemo func()
 		cfg, stopDemo, err = demoConfig(ctx)
 		if err != nil {
 			return err
 		}
 		defer stopDemo()
-	} else if cfg, err = config.Load(o.config); err != nil {
+	} else if cfg, err = validate(o.config, o.redisURL); err != nil {
 		return err
 	}
 
-	a, err := app.Build(cfg, o.redisURL, log)
+	a, err := app.Build(cfg, o.redisURL, log, app.WithBuildInfo(bi))
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	// Say at once when the store is not reachable: the gateway still
-	// starts (Redis may come up later), but /readyz answers 503 until then.
+	// A store that can never work (refused credentials, a database index
+	// it does not have, a host name that does not resolve) stops start-up:
+	// waiting would not fix it. One that does not answer yet may be
+	// starting: the gateway starts, and /readyz answers 503 until then.
 	startCtx, cancelStart := context.WithTimeout(ctx, 3*time.Second)
 	if err := a.Store.Ping(startCtx); err != nil {
+		cancelStart()
+		if store.Unusable(err) {
+			return fmt.Errorf("the session store cannot work with this URL (fix --redis-url or MCPGW_REDIS_URL): %w", err)
+		}
 		log.Warn("session store not reachable yet; /readyz answers 503 until it is", "error", err)
 	} else if err := a.Start(startCtx); err != nil {
 		log.Warn("the store's bus did not confirm the subscription yet; it keeps trying", "error", err)
@@ -130,6 +125,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	go func() { errc <- srv.Serve(ln) }()
 
 	base := "http://" + displayAddr(ln.Addr())
+	log.Info("gateway started", "version", bi.Version, "commit", bi.Commit, "listen", base, "config", cfg.Source)
 	// Tests and scripts wait for this exact line: it is printed once the
 	// listener accepts connections.
 	fmt.Fprintf(stdout, "mcpgw: listening on %s\n", base)

@@ -49,14 +49,25 @@ import (
 
 	"github.com/mcpgw/gateway/cmd/internal/app"
 	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/internal/buildinfo"
 	"github.com/mcpgw/gateway/internal/config"
 	"github.com/mcpgw/gateway/store"
+	"github.com/redis/go-redis/v9"
 )
+
+// version and commit are stamped at link time (the Makefile's
+// build-GatewayFunction passes -ldflags "-X main.version=… -X
+// main.commit=…") and never written after; main reads them once.
+var version, commit string
 
 func main() {
 	start := time.Now()
 	log := newLogger(os.Stderr, os.Getenv)
-	fn, err := setup(os.Getenv, log)
+	// go-redis's own lines go through the same JSON logger. Its logger is
+	// process-wide, so it is set once, here, before any client exists.
+	redis.SetLogger(store.NewRedisLogger(log, os.Getenv(envRedisURL), store.DefaultRedisLogEvery))
+	bi := buildinfo.Read(version, commit)
+	fn, err := setup(os.Getenv, log, app.WithBuildInfo(bi))
 	if err != nil {
 		// One line that says what is wrong; Lambda reports the init error.
 		log.Error("mcpgw lambda: init failed: " + strings.ReplaceAll(err.Error(), "\n", "; "))
@@ -64,6 +75,8 @@ func main() {
 	}
 	log.Info("mcpgw lambda: initialized",
 		"mode", string(fn.mode),
+		"version", bi.Version,
+		"commit", bi.Commit,
 		"init_duration_ms", float64(time.Since(start).Microseconds())/1000,
 		"config", fn.cfg.Source,
 		"store", fn.storeKind)
@@ -83,7 +96,7 @@ type function struct {
 
 // setup reads the environment, parses and validates the config and wraps
 // the (lazily built) gateway for the mode. It does no network I/O.
-func setup(getenv func(string) string, log *slog.Logger) (*function, error) {
+func setup(getenv func(string) string, log *slog.Logger, options ...app.Option) (*function, error) {
 	m, err := parseMode(getenv(envMode))
 	if err != nil {
 		return nil, err
@@ -118,7 +131,7 @@ func setup(getenv func(string) string, log *slog.Logger) (*function, error) {
 	}
 
 	lazy := &lazyApp{log: log, build: func() (*app.App, error) {
-		a, err := app.Build(cfg, redisURL, log, app.WithoutMetrics(), app.WithoutParking())
+		a, err := app.Build(cfg, redisURL, log, append([]app.Option{app.WithoutMetrics(), app.WithoutParking()}, options...)...)
 		if err != nil {
 			return nil, err
 		}

@@ -311,6 +311,7 @@ func TestConfig_RejectsBadURLs(t *testing.T) {
 		"control char": {`"http://h/\u0001"`, path + `"http://h/\x01" is not a valid URL`},
 		"no scheme":    {"127.0.0.1:9001/mcp", path + `"127.0.0.1:9001/mcp" is not a valid URL (missing scheme? write "http://127.0.0.1:9001/mcp")`},
 		"host:port":    {"localhost:9001", path + `"localhost:9001" is not an http(s) URL (missing scheme? write "http://localhost:9001")`},
+		"mangled":      {"https//h/mcp", path + `"https//h/mcp" is not an http(s) URL (missing scheme? write "https://h/mcp")`},
 		"host only":    {"backend/mcp", path + `"backend/mcp" is not an http(s) URL (missing scheme? write "http://backend/mcp")`},
 	}
 	for name, c := range cases {

@@ -502,7 +502,14 @@ func schemeHint(s string) string {
 	if strings.Contains(s, "://") {
 		return ""
 	}
-	return fmt.Sprintf(" (missing scheme? write %q)", "http://"+displayURL(strings.TrimPrefix(s, "//")))
+	scheme, rest := "http://", strings.TrimPrefix(s, "//")
+	for _, p := range []string{"https", "http"} { // a mangled scheme: "http//h", "http:/h"
+		if r, ok := strings.CutPrefix(s, p); ok && (strings.HasPrefix(r, ":") || strings.HasPrefix(r, "/")) {
+			scheme, rest = p+"://", strings.TrimLeft(r, ":/")
+			break
+		}
+	}
+	return fmt.Sprintf(" (missing scheme? write %q)", scheme+displayURL(rest))
 }
 
 func sortedKeys[V any](m map[string]V) []string {
