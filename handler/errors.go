@@ -24,6 +24,7 @@ func writeHTTPError(w http.ResponseWriter, status int, code int64, msg string) {
 // writeHTTPErrorRaw is writeHTTPError for a request whose id is known:
 // rawID, as the client wrote it (nil: null).
 func writeHTTPErrorRaw(w http.ResponseWriter, status int, rawID json.RawMessage, code int64, msg string) {
+	noteOf(w).setError(code)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(wire.ErrorBody(rawID, code, msg))

@@ -114,7 +114,7 @@ func New(opts Options) http.Handler {
 		requireSingleHeaders,
 	)
 	mux.Handle("/servers/{vhost}/mcp", mcp)
-	return limitBodyRead(opts.ReadTimeout)(logRequests(opts.Logger)(mux))
+	return limitBodyRead(opts.ReadTimeout)(logRequests(opts.Logger, opts.Router.RouteOf)(mux))
 }
 
 type server struct {

@@ -2,7 +2,9 @@ package handler
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/wire"
@@ -29,6 +31,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		return
 	}
 	if herr := checkModern(req, r.Header, meta, metaOK); herr != nil {
+		s.logRefusedVersion(r, req.Method, herr.err)
 		writeRPCError(w, herr.status, rawID, herr.err)
 		return
 	}
@@ -57,6 +60,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		defer ps.keepAlive(s.opts.KeepAlive)()
 	}
 	resp := s.opts.Router.HandleModern(ctx, call)
+	noteOf(w).setResponse(resp)
 	if ps != nil && ps.streaming() {
 		if data, err := wire.EncodeResponseAs(resp, rawID); err == nil {
 			ps.finish(data)
@@ -77,7 +81,41 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 // writeRPCError answers with an HTTP status and a JSON-RPC error (its data
 // included) for the request whose id is rawID.
 func writeRPCError(w http.ResponseWriter, status int, rawID json.RawMessage, e *jsonrpc.Error) {
+	noteOf(w).setError(e.Code)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(wire.ErrorBodyOf(rawID, e))
+}
+
+// logRefusedVersion says why a request was refused before it reached the
+// router (an unsupported protocol version, headers that disagree with the
+// body, _meta missing what the revision requires): a client that fails
+// protocol negotiation usually gives up after its first request, and
+// without this line the operator sees only a 400.
+func (s *server) logRefusedVersion(r *http.Request, method string, e *jsonrpc.Error) {
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "protocol negotiation failed",
+		slog.String("vhost", wire.Clip(r.PathValue("vhost"))),
+		slog.String("rpc_method", wire.Clip(method)),
+		slog.String("protocol_version", wire.Clip(r.Header.Get(headerProtocolVersion))),
+		slog.Int64("rpc_code", e.Code),
+		slog.String("reason", e.Message),
+		slog.String("supported", strings.Join(wire.AllProtocolVersions(), ", ")))
+}
+
+// logUnservedInitialize notes an initialize that asks for a protocol
+// version the gateway does not speak: the answer offers
+// wire.LatestProtocolVersion instead, and a client that cannot speak that
+// disconnects without saying why, so the log says it.
+func (s *server) logUnservedInitialize(r *http.Request, params json.RawMessage) {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if json.Unmarshal(params, &p) != nil || wire.ServesProtocolVersion(p.ProtocolVersion) {
+		return
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "protocol negotiation: initialize asks for a version this gateway does not speak; offering its latest",
+		slog.String("vhost", wire.Clip(r.PathValue("vhost"))),
+		slog.String("requested", wire.Clip(p.ProtocolVersion)),
+		slog.String("offered", wire.LatestProtocolVersion),
+		slog.String("supported", strings.Join(wire.AllProtocolVersions(), ", ")))
 }

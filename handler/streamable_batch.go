@@ -127,6 +127,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 		return
 	}
 	metrics.SetRPCMethod(r.Context(), "batch")
+	noteOf(w).setRequest("batch", nil)
 	principal, _ := auth.FromContext(r.Context())
 	sess, ok := s.loadSession(w, r, principal)
 	if !ok {

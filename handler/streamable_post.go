@@ -66,8 +66,10 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		metrics.SetRPCMethod(r.Context(), req.Method)
+		noteOf(w).setRequest(req.Method, req.Params)
 	} else {
 		metrics.SetRPCMethod(r.Context(), "response")
+		noteOf(w).setRequest("response", nil)
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
 		if meta, metaOK := paramsMeta(req.Params); isModern(meta, metaOK, r.Header.Get(headerProtocolVersion)) {
@@ -77,6 +79,11 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	if pv := r.Header.Get(headerProtocolVersion); pv != "" && !wire.ServesProtocolVersion(pv) {
 		herr := unsupportedVersion(pv)
+		method := "response"
+		if req, ok := msg.(*jsonrpc.Request); ok {
+			method = req.Method
+		}
+		s.logRefusedVersion(r, method, herr.err)
 		writeRPCError(w, herr.status, rawID, herr.err)
 		return
 	}
@@ -89,9 +96,11 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		}
 		ctx, held := s.opts.ResponseBudget.Hold(r.Context())
 		defer held.Release()
+		s.logUnservedInitialize(r, req.Params)
 		sess, resp := s.opts.Router.Initialize(ctx, r.PathValue("vhost"), string(principal), r.Header, req)
 		if sess != nil {
 			w.Header().Set(headerSessionID, sess.ID)
+			noteOf(w).setSession(sess.ID)
 		}
 		s.writeResponse(w, resp, rawID, jsonOK)
 		return
@@ -170,6 +179,7 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.S
 	ctx, done := s.opts.Sessions.Track(ctx, sess, req.ID)
 	defer done()
 	resp := s.opts.Router.Handle(ctx, call)
+	noteOf(w).setResponse(resp)
 	if ps != nil {
 		if ps.streaming() {
 			if data, err := wire.EncodeResponseAs(resp, rawID); err == nil {
@@ -195,6 +205,7 @@ func hasProgressToken(params json.RawMessage) bool {
 // it, else as a one-event SSE stream; the id is rawID, as the client wrote
 // it. A call the session store failed gets HTTP 503.
 func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, rawID json.RawMessage, jsonOK bool) {
+	noteOf(w).setResponse(resp)
 	if router.StoreUnavailable(resp) {
 		writeHTTPErrorRaw(w, http.StatusServiceUnavailable, rawID, codeInternalError, "session store unavailable")
 		return

@@ -14,6 +14,7 @@ import (
 // the response is written and ok is false.
 func (s *server) loadSession(w http.ResponseWriter, r *http.Request, principal auth.Principal) (*store.Session, bool) {
 	id := r.Header.Get(headerSessionID)
+	noteOf(w).setSession(id)
 	if id == "" {
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "missing Mcp-Session-Id header")
 		return nil, false

@@ -302,3 +302,23 @@ func TestInitialize_MergesCapabilitiesFromEveryBackend(t *testing.T) {
 		t.Fatalf("instructions not joined under keys: %q", ins)
 	}
 }
+
+// RouteOf, which the request log uses, names the backend a routed
+// identifier goes to, aliases included, and nothing for what is not routed.
+func TestRouteOf_NamesTheBackendOfARoutedIdentifier(t *testing.T) {
+	f := twoBackends(t)
+	cases := []struct{ vhost, method, id, want string }{
+		{f.VHost, "tools/call", "gateway-two-echo", "gateway-two"},
+		{f.VHost, "tools/call", "Public.Tool", "gateway-one"},
+		{f.VHost, "resources/read", "gateway-one-test://x", "gateway-one"},
+		{f.VHost, "prompts/get", "gateway-two-greeting", "gateway-two"},
+		{f.VHost, "tools/call", "gateway-oneincrement", ""},
+		{f.VHost, "tools/list", "", ""},
+		{"no-such-vhost", "tools/call", "gateway-two-echo", ""},
+	}
+	for _, c := range cases {
+		if got := f.Router.RouteOf(c.vhost, c.method, c.id); got != c.want {
+			t.Errorf("RouteOf(%q, %q, %q) = %q, want %q", c.vhost, c.method, c.id, got, c.want)
+		}
+	}
+}
