@@ -70,7 +70,7 @@ func logRequests(log *slog.Logger, routeOf func(vhost, method, id string) string
 			if n.session != "" {
 				attrs = append(attrs, slog.String("session_hash", sessionHash(n.session)))
 			}
-			attrs = append(attrs, slog.Duration("duration", time.Since(start)))
+			attrs = append(attrs, slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
 			log.LogAttrs(ctx, level, "request", attrs...)
 		})
 	}
