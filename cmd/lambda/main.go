@@ -63,6 +63,12 @@ var version, commit string
 func main() {
 	start := time.Now()
 	log := newLogger(os.Stderr, os.Getenv)
+	// Secrets referenced as aws-secretsmanager:… or aws-ssm:… (see
+	// secret_refs.go) become plain values before anything reads them.
+	if err := resolveSecretEnv(); err != nil {
+		log.Error("mcpgw lambda: init failed: " + strings.ReplaceAll(err.Error(), "\n", "; "))
+		os.Exit(1)
+	}
 	// go-redis's own lines go through the same JSON logger. Its logger is
 	// process-wide, so it is set once, here, before any client exists.
 	redis.SetLogger(store.NewRedisLogger(log, os.Getenv(envRedisURL), store.DefaultRedisLogEvery))
