@@ -106,12 +106,19 @@ func TestTemplate_GatewayFunction(t *testing.T) {
 
 	env := at(t, p, "Environment", "Variables").(map[string]any)
 	want(t, "MCPGW_LAMBDA_MODE", env["MCPGW_LAMBDA_MODE"], "url")
-	// The store: the created cache over TLS, else the parameter.
+	// The store: the created cache over TLS, else a reference to the secret
+	// holding the URL (and its password), resolved by the function at cold
+	// start: no password in the environment.
 	want(t, "MCPGW_REDIS_URL", env["MCPGW_REDIS_URL"], map[string]any{"Fn::If": []any{
 		"CreateCache",
 		map[string]any{"Fn::Sub": "rediss://${Cache.Endpoint.Address}:${Cache.Endpoint.Port}"},
-		ref("RedisUrl"),
+		map[string]any{"Fn::If": []any{"RedisUrlInSsm",
+			map[string]any{"Fn::Sub": refSSM + "${RedisUrlSecretName}"},
+			map[string]any{"Fn::Sub": refSecretsManager + "${RedisUrlSecretName}"}}},
 	}})
+	if _, ok := at(t, tpl, "Parameters").(map[string]any)["RedisUrl"]; ok {
+		t.Error("a RedisUrl parameter would put the store's password into a plain environment variable")
+	}
 	// The config: a bundled file, or inline YAML; never both.
 	want(t, "MCPGW_CONFIG", env["MCPGW_CONFIG"], map[string]any{"Fn::If": []any{"HasConfigFile", ref("ConfigFile"), ref("AWS::NoValue")}})
 	inline := at(t, env, "MCPGW_CONFIG_YAML", "Fn::If").([]any)
@@ -160,11 +167,11 @@ func TestTemplate_CacheAndVPC(t *testing.T) {
 	want(t, "Cache.SecurityGroupIds", at(t, cache, "Properties", "SecurityGroupIds"), []any{getAtt("CacheSecurityGroup", "GroupId")})
 	// Created only when no Redis URL is given (and there is a VPC).
 	cc := flatten(at(t, tpl, "Conditions", "CreateCache"))
-	if !strings.Contains(cc, `"Fn::Equals":[{"Ref":"RedisUrl"},""]`) || !strings.Contains(cc, `"Condition":"HasVpc"`) {
+	if !strings.Contains(cc, `"Fn::Equals":[{"Ref":"RedisUrlSecretName"},""]`) || !strings.Contains(cc, `"Condition":"HasVpc"`) {
 		t.Errorf("CreateCache = %s", cc)
 	}
-	want(t, "RedisUrl default", at(t, tpl, "Parameters", "RedisUrl", "Default"), "")
-	want(t, "RedisUrl NoEcho", at(t, tpl, "Parameters", "RedisUrl", "NoEcho"), true)
+	want(t, "RedisUrlSecretName default", at(t, tpl, "Parameters", "RedisUrlSecretName", "Default"), "")
+	want(t, "RedisUrlSecretSource values", at(t, tpl, "Parameters", "RedisUrlSecretSource", "AllowedValues"), []any{"secretsmanager", "ssm"})
 
 	ingress := at(t, tpl, "Resources", "CacheSecurityGroup", "Properties", "SecurityGroupIngress").([]any)[0].(map[string]any)
 	want(t, "cache ingress from", ingress["SourceSecurityGroupId"], getAtt("GatewaySecurityGroup", "GroupId"))
@@ -368,4 +375,23 @@ func flatten(v any) string {
 	}
 	walk(v)
 	return b.String()
+}
+
+// Each function may read the secret holding the store's URL, and nothing
+// else: the action of the chosen service on that one name.
+func TestTemplate_FunctionsMayReadTheStoreSecret(t *testing.T) {
+	tpl := loadTemplate(t)
+	for _, fn := range []string{"GatewayFunction", "HttpApiFunction"} {
+		policies, ok := at(t, effective(t, tpl, fn), "Policies").([]any)
+		if !ok || len(policies) != 1 {
+			t.Fatalf("%s Policies = %v", fn, policies)
+		}
+		p := flatten(policies[0])
+		for _, w := range []string{`"HasRedisUrlSecret"`, `"ssm:GetParameter"`, `"secretsmanager:GetSecretValue"`,
+			`:parameter*${RedisUrlSecretName}`, `:secret:${RedisUrlSecretName}-??????`, `{"Ref":"AWS::NoValue"}`} {
+			if !strings.Contains(p, w) {
+				t.Errorf("%s policy %s lacks %s", fn, p, w)
+			}
+		}
+	}
 }
