@@ -300,6 +300,19 @@ func TestDeploy_KubernetesManifests(t *testing.T) {
 			}
 		}
 	})
+	t.Run("MemoryHeadroom", func(t *testing.T) {
+		// GOMEMLIMIT leaves the container limit headroom for what the Go
+		// heap does not count: between 70% and 95% of limits.memory.
+		limit := k8sBytes(t, c.Resources.Limits["memory"])
+		i := slices.IndexFunc(c.Env, func(e k8sEnv) bool { return e.Name == "GOMEMLIMIT" })
+		if i < 0 || c.Env[i].Value == "" {
+			t.Fatal("no GOMEMLIMIT value on the gateway container")
+		}
+		soft := goMemBytes(t, c.Env[i].Value)
+		if ratio := float64(soft) / float64(limit); ratio < 0.70 || ratio > 0.95 {
+			t.Errorf("GOMEMLIMIT %s is %.0f%% of limits.memory %s, want 70-95%%", c.Env[i].Value, ratio*100, c.Resources.Limits["memory"])
+		}
+	})
 	t.Run("Secret", func(t *testing.T) {
 		// MCPGW_REDIS_URL from a secretKeyRef; every referenced key present
 		// in the example Secret, whose values are obviously fake.
@@ -446,4 +459,34 @@ func TestDeploy_KubernetesManifests(t *testing.T) {
 			t.Log("kubectl not on PATH: kustomize build not checked")
 		}
 	})
+}
+
+// k8sBytes reads a Kubernetes memory quantity with a binary suffix (512Mi).
+func k8sBytes(t *testing.T, q string) int64 {
+	t.Helper()
+	for suffix, mult := range map[string]int64{"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30} {
+		if n, ok := strings.CutSuffix(q, suffix); ok {
+			v, err := strconv.ParseInt(n, 10, 64)
+			if err == nil {
+				return v * mult
+			}
+		}
+	}
+	t.Fatalf("memory quantity %q: want a number with Ki, Mi or Gi", q)
+	return 0
+}
+
+// goMemBytes reads a GOMEMLIMIT value with a unit (460MiB).
+func goMemBytes(t *testing.T, v string) int64 {
+	t.Helper()
+	for suffix, mult := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+		if n, ok := strings.CutSuffix(v, suffix); ok {
+			b, err := strconv.ParseInt(n, 10, 64)
+			if err == nil {
+				return b * mult
+			}
+		}
+	}
+	t.Fatalf("GOMEMLIMIT %q: want a number with KiB, MiB or GiB", v)
+	return 0
 }
