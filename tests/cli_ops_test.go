@@ -263,3 +263,41 @@ func TestCLI_StoreThatCanNeverWorkStopsStartup(t *testing.T) {
 		t.Fatalf("no warning about the store:\n%s", p.Output())
 	}
 }
+
+// The README's minimal config is one the gateway takes as it is.
+func TestDocs_ReadmeMinimalConfigIsValid(t *testing.T) {
+	readme := string(mustRead(t, "README.md"))
+	_, section, ok := strings.Cut(readme, "### A minimal config")
+	if !ok {
+		t.Fatal("README has no minimal config section")
+	}
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 || !strings.Contains(block, "auth: {mode: none}") {
+		t.Fatalf("no yaml example with auth mode none:\n%s", section)
+	}
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
+	stdout, stderr, code := runBinary(t, bin, nil, "check", "--config", path)
+	if code != 0 || !strings.Contains(stdout, "ok: 1 virtual host(s), 1 backend(s), auth none") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	// Each line is needed: without it the config is refused.
+	for _, drop := range []string{"auth: {mode: none}", "url: http://127.0.0.1:9001/mcp"} {
+		var kept []string
+		for _, l := range strings.Split(block, "\n") {
+			if !strings.Contains(l, drop) {
+				kept = append(kept, l)
+			}
+		}
+		if err := os.WriteFile(path, []byte(strings.Join(kept, "\n")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, code := runBinary(t, bin, nil, "check", "--config", path); code != 1 {
+			t.Errorf("without %q the config is still valid: the example has a line it does not need", drop)
+		}
+	}
+}
