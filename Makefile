@@ -13,11 +13,15 @@ LDFLAGS  = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 .PHONY: run test build vet fmt clean conformance
 
-# run builds, then execs the binary (not `go run`, which ends with status 1
-# when interrupted): Ctrl-C stops the gateway cleanly and make exits 0.
-run: ## demo gateway: in-memory store, two demo backends, no auth
+# run builds the gateway, then runs it as the terminal's foreground job: a
+# terminal sends Ctrl-C's SIGINT to its foreground process group, and make
+# answers SIGINT by dying of it (status 130, whatever its recipe did). With
+# job control on (set -m) the gateway gets a process group of its own and
+# `fg` hands it the terminal, so Ctrl-C reaches the gateway alone: it shuts
+# down cleanly, and make exits 0. Without a terminal it simply runs.
+run: ## demo gateway: in-memory store, two demo backends, no auth (Ctrl-C stops it)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gateway ./cmd/gateway
-	exec $(BIN)/gateway --demo
+	@if [ -t 0 ]; then set -m; $(BIN)/gateway --demo & fg >/dev/null; else exec $(BIN)/gateway --demo; fi
 
 test: ## all tests, race detector on
 	$(GO) vet ./...
