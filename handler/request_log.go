@@ -145,7 +145,11 @@ func mcpPathVHost(path string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	return strings.CutSuffix(rest, "/mcp")
+	vhost, ok := strings.CutSuffix(rest, "/mcp")
+	if !ok {
+		return "", false
+	}
+	return vhost, true
 }
 
 // publishedName is the identifier a routed request names: the tool or
