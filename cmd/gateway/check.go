@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -22,7 +23,7 @@ func runCheck(args []string, stdout io.Writer) error {
 	path := fs.String("config", os.Getenv("MCPGW_CONFIG"), "config file `path` (env MCPGW_CONFIG)")
 	redisURL := fs.String("redis-url", os.Getenv("MCPGW_REDIS_URL"), "Redis `URL` to check the form of; not connected to (env MCPGW_REDIS_URL)")
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, "Usage: gateway check --config FILE [--redis-url URL]\n\nValidates FILE (and the Redis URL's form) as start-up does, then exits: 0 valid, 1 not.\nNo listener is opened and no store is contacted.\n\n")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()

@@ -16,9 +16,6 @@ type options struct {
 	reloadEvery                                   time.Duration
 }
 
-// errHelp asks for the usage text on stdout and exit status 0.
-var errHelp = flag.ErrHelp
-
 // newFlagSet declares the serve flags on a silent FlagSet: parse errors
 // are reported by the caller, as one line that lists the valid flags.
 func newFlagSet(o *options) *flag.FlagSet {
@@ -27,8 +24,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.config, "config", os.Getenv("MCPGW_CONFIG"), "config file `path` (env MCPGW_CONFIG); required unless --demo")
 	fs.StringVar(&o.listen, "listen", envOr("MCPGW_LISTEN", ":8080"), "listen `address` (env MCPGW_LISTEN)")
 	fs.StringVar(&o.redisURL, "redis-url", os.Getenv("MCPGW_REDIS_URL"), "Redis `URL`: redis://, rediss://, redis+cluster://, redis+sentinel:// (env MCPGW_REDIS_URL); empty = in-memory store, single instance")
-	fs.StringVar(&o.logLevel, "log-level", envOr("MCPGW_LOG_LEVEL", "info"), "log `level`: "+strings.Join(logLevels, ", ")+" (env MCPGW_LOG_LEVEL); debug logs one line per request")
-	fs.StringVar(&o.logFormat, "log-format", envOr("MCPGW_LOG_FORMAT", "text"), "log `format`: "+strings.Join(logFormats, ", ")+" (env MCPGW_LOG_FORMAT)")
+	fs.StringVar(&o.logLevel, "log-level", envOr("MCPGW_LOG_LEVEL", "info"), "log `level`: "+logLevels+" (env MCPGW_LOG_LEVEL); debug logs one line per request")
+	fs.StringVar(&o.logFormat, "log-format", envOr("MCPGW_LOG_FORMAT", "text"), "log `format`: "+logFormats+" (env MCPGW_LOG_FORMAT)")
 	fs.DurationVar(&o.reloadEvery, "reload-interval", 5*time.Second, "how often to check the config file for changes (0: only on SIGHUP)")
 	fs.BoolVar(&o.demo, "demo", false, "run two in-process demo backends behind a \"demo\" vhost with no auth")
 	fs.BoolVar(&o.version, "version", false, "print version, commit and Go version, and exit")
@@ -56,10 +53,11 @@ func parseFlags(args []string) (*options, error) {
 	return o, nil
 }
 
-// flagError is a parse error with the valid flags named, or errHelp.
+// flagError is a parse error with the valid flags named; flag.ErrHelp
+// (-h, --help) passes through: it asks for the usage text on stdout.
 func flagError(fs *flag.FlagSet, err error) error {
 	if errors.Is(err, flag.ErrHelp) {
-		return errHelp
+		return err
 	}
 	return fmt.Errorf("%v (valid flags: %s; see --help)", err, flagNames(fs))
 }

@@ -10,9 +10,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-var (
-	logLevels  = []string{"debug", "info", "warn", "error"}
-	logFormats = []string{"text", "json"}
+// The valid values of --log-level and --log-format, as messages name them.
+const (
+	logLevels  = "debug, info, warn, error"
+	logFormats = "text, json"
 )
 
 // newLogger is the process's one logger: slog, text or JSON lines on w.
@@ -20,7 +21,7 @@ var (
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: unknown level %q (valid: %s)", level, strings.Join(logLevels, ", "))
+		return nil, fmt.Errorf("--log-level: unknown level %q (valid: %s)", level, logLevels)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	switch strings.ToLower(format) {
@@ -29,7 +30,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return nil, fmt.Errorf("--log-format: unknown format %q (valid: %s)", format, strings.Join(logFormats, ", "))
+	return nil, fmt.Errorf("--log-format: unknown format %q (valid: %s)", format, logFormats)
 }
 
 // routeRedisLogs sends go-redis's own log lines (dial failures, topology

@@ -15,6 +15,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -54,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 	}
 	o, err := parseFlags(args)
 	switch {
-	case errors.Is(err, errHelp):
+	case errors.Is(err, flag.ErrHelp):
 		printUsage(stdout)
 		return nil
 	case err != nil:
