@@ -151,7 +151,7 @@ func TestDeploy_ComposeTopologyWithoutDocker(t *testing.T) {
 // requestLines counts the gateway's per-request debug log lines for the
 // MCP endpoint.
 func requestLines(out string) int {
-	return strings.Count(out, "msg=request method=POST path=/servers/demo/mcp")
+	return strings.Count(out, "msg=request vhost=demo http_method=POST ")
 }
 
 // deployProcess is a child process started by startProcess. It is the
