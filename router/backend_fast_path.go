@@ -78,7 +78,8 @@ func (r *Router) exchange(ctx context.Context, v *vhost, key string, sess *store
 		}
 	}
 	if err != nil {
-		if !snap.OK() {
+		// A caller's credentials failing says nothing of the backend.
+		if !snap.OK() && !errors.Is(err, upstream.ErrCredentials) {
 			r.persistSnapshots(ctx, sess, []*store.BackendSnapshot{failedSnapshot(key, err)})
 		}
 		return nil, err
