@@ -107,18 +107,11 @@ var errNoCaller = errors.New("the request carries no caller token to exchange")
 // client authentication (HTTP Basic, RFC 6749 §2.3.1), the form encoding
 // and the answer's parsing are the library's.
 func (src *Source) exchange(ctx context.Context, caller Caller) (string, time.Time, error) {
-	params := url.Values{
-		"grant_type":           {GrantTypeTokenExchange},
-		"subject_token":        {caller.Token},
-		"subject_token_type":   {src.s.SubjectTokenType},
-		"requested_token_type": {TokenTypeAccessToken},
-	}
-	if src.s.Audience != "" {
-		params.Set("audience", src.s.Audience)
-	}
-	if src.s.Resource != "" {
-		params.Set("resource", src.s.Resource)
-	}
+	params := src.targetParams()
+	params.Set("grant_type", GrantTypeTokenExchange)
+	params.Set("subject_token", caller.Token)
+	params.Set("subject_token_type", src.s.SubjectTokenType)
+	params.Set("requested_token_type", TokenTypeAccessToken)
 	tok, refreshAt, err := src.fetch(ctx, params)
 	if err != nil {
 		return "", time.Time{}, err
@@ -135,7 +128,21 @@ func (src *Source) exchange(ctx context.Context, caller Caller) (string, time.Ti
 
 // clientCredentials runs one client credentials grant.
 func (src *Source) clientCredentials(ctx context.Context) (string, time.Time, error) {
-	return src.fetch(ctx, nil)
+	return src.fetch(ctx, src.targetParams())
+}
+
+// targetParams name the token's target: audience (RFC 8693 §2.1; many
+// authorization servers take it for client credentials too) and resource
+// (RFC 8707).
+func (src *Source) targetParams() url.Values {
+	params := url.Values{}
+	if src.s.Audience != "" {
+		params.Set("audience", src.s.Audience)
+	}
+	if src.s.Resource != "" {
+		params.Set("resource", src.s.Resource)
+	}
+	return params
 }
 
 // fetch asks the token endpoint and returns the token and when to stop
