@@ -174,3 +174,38 @@ one:
     client_credentials: {token_url: https://a/t, client_id: c, client_secret_env: MCPGW_TEST_STS_SECRET}
 `))
 }
+
+// The README's credentials example is a config the gateway takes, and its
+// templates fill the headers as the README says.
+func TestConfig_ReadmeCredentialsExampleParses(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "### Per-user backend credentials")
+	if !ok {
+		t.Fatal("README has no credentials section")
+	}
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("README's credentials section has no yaml example")
+	}
+	t.Setenv("MCPGW_JWT_SECRET", testJWTSecret)
+	t.Setenv("STS_CLIENT_SECRET", testClientSecret)
+	t.Setenv("TENANT", "eu")
+	vh := mustParse(t, block).VirtualHosts["demo"]
+	one, two := vh.Backends["gateway-one"], vh.Backends["gateway-two"]
+	if one.Credentials == nil || one.Credentials.Grant != credentials.GrantTokenExchange ||
+		two.Credentials == nil || two.Credentials.Grant != credentials.GrantClientCredentials {
+		t.Fatalf("grants: %#v / %#v", one.Credentials, two.Credentials)
+	}
+	claims := map[string]any{"sub": "alice", "org": map[string]any{"id": "o-1"}, "groups": []any{"dev", "ops"},
+		"https://example.com/roles": []any{"reader", "writer"}, "tenant": "t9"}
+	for name, want := range map[string]string{"X-User": "alice", "X-Org": "o-1", "X-Primary-Group": "dev",
+		"X-Groups": "dev,ops", "X-Roles": "reader,writer", "X-Tenant": "eu-t9"} {
+		if got, err := one.HeaderTemplates[name].Expand(claims); err != nil || got != want {
+			t.Errorf("%s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+}
