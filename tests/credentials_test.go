@@ -344,3 +344,32 @@ func TestCredentials_MissingClaimIsRefusedForThatCallerOnly(t *testing.T) {
 		t.Fatal("a caller refused by a claim template still had its token exchanged")
 	}
 }
+
+// A 2025 session's GET stream, opened on another instance than the
+// subscriptions, listens to both backends with their credentials: the
+// client credentials token on the stateful backend's standalone stream,
+// the caller's exchanged token on the modern backend's listen (each
+// backend refuses any other token), so updates reach the client.
+func TestCredentials_GetStreamListenersCarryTheCredentials(t *testing.T) {
+	c := newCredCluster(t)
+	a, b := c.start(), c.start()
+	alice := c.client("alice", "dev")
+	alice.Initialize(a, nil)
+	for _, uri := range []string{"gateway-one-test://counter", "gateway-two-test://counter"} {
+		alice.Call(a, "resources/subscribe", map[string]any{"uri": uri})
+	}
+	acks := c.one.Count(testsupport.ListenAcknowledged)
+	st := alice.Stream(b, "")
+	st.NextRaw()
+	if !c.one.WaitCount(testsupport.ListenAcknowledged, acks+1, 15*time.Second) {
+		t.Fatal("gateway-one acknowledged no listen")
+	}
+	for _, key := range []string{"gateway-two", "gateway-one"} {
+		alice.Call(a, "tools/call", map[string]any{"name": key + "-increment"})
+		ev := st.Next()
+		if ev.Method() != "notifications/resources/updated" || !strings.Contains(ev.Data, key+"-test://counter") {
+			t.Fatalf("after %s-increment: %s", key, ev.Data)
+		}
+	}
+	assertNoSecrets(t, a.Output()+b.Output(), alice)
+}
