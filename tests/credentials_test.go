@@ -373,3 +373,51 @@ func TestCredentials_GetStreamListenersCarryTheCredentials(t *testing.T) {
 	}
 	assertNoSecrets(t, a.Output()+b.Output(), alice)
 }
+
+// A reload applies changed templates and credentials without a restart;
+// one whose secret variable is unset is refused whole, naming the
+// variable, and the running credentials stay.
+func TestCredentials_ReloadAppliesNewCredentialsAndABadOneKeepsThem(t *testing.T) {
+	c := newCredCluster(t)
+	a := c.start()
+	alice := c.client("alice", "dev")
+	if got := whoami(alice, a, "gateway-one"); got != "alice" {
+		t.Fatalf("gateway-one saw %q", got)
+	}
+	orig, err := os.ReadFile(c.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := strings.Replace(string(orig), `X-Team: "team-${claims.groups[0]}"`, `X-Team: "squad-${claims.groups[*]}"`, 1)
+	if next == string(orig) {
+		t.Fatal("the template to change is not in the config")
+	}
+	if err := os.WriteFile(c.config, []byte(next), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.Signal(sighup)
+	if !testsupport.Eventually(t, 10*time.Second, func() bool {
+		whoami(alice, a, "gateway-one")
+		return c.one.LastHeaders("tools/call").Get("X-Team") == "squad-dev"
+	}) {
+		t.Fatalf("the new template never applied: X-Team %q", c.one.LastHeaders("tools/call").Get("X-Team"))
+	}
+
+	bad := strings.ReplaceAll(next, "client_secret_env: "+stsSecretEnv, "client_secret_env: E2E_STS_UNSET_SECRET")
+	if err := os.WriteFile(c.config, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.Signal(sighup)
+	if !testsupport.Eventually(t, 10*time.Second, func() bool {
+		return strings.Contains(a.Output(), "environment variable E2E_STS_UNSET_SECRET is not set")
+	}) {
+		t.Fatalf("the bad reload was not reported by variable:\n%s", a.Output())
+	}
+	if got := whoami(c.client("erin", "dev"), a, "gateway-one"); got != "erin" {
+		t.Fatalf("after a bad reload gateway-one saw %q", got)
+	}
+	if c.one.LastHeaders("tools/call").Get("X-Team") != "squad-dev" {
+		t.Fatal("a bad reload changed the running templates")
+	}
+	assertNoSecrets(t, a.Output(), alice)
+}
