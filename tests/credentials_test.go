@@ -421,3 +421,26 @@ func TestCredentials_ReloadAppliesNewCredentialsAndABadOneKeepsThem(t *testing.T
 	}
 	assertNoSecrets(t, a.Output(), alice)
 }
+
+// A backend that refuses a cached token (revoked before it expired) costs
+// one failed request: the gateway drops the token and the next request
+// exchanges again.
+func TestCredentials_ARefusedTokenIsReplacedOnTheNextRequest(t *testing.T) {
+	c := newCredCluster(t)
+	a := c.start()
+	alice := c.client("alice", "dev")
+	if got := whoami(alice, a, "gateway-one"); got != "alice" {
+		t.Fatalf("gateway-one saw %q", got)
+	}
+	c.sts.Revoke("alice")
+	r := alice.ModernRequest(a, "tools/call", map[string]any{"name": "gateway-one-whoami"}, nil)
+	if e := r.Error(); e == nil || e.Code != -32603 || !strings.Contains(e.Message, "HTTP 401") {
+		t.Fatalf("a revoked token: %s", r.Body)
+	}
+	if got := whoami(alice, a, "gateway-one"); got != "alice" {
+		t.Fatalf("after the refusal gateway-one saw %q", got)
+	}
+	if n := c.sts.Issued("alice"); n != 2 {
+		t.Fatalf("%d exchanges, want 2", n)
+	}
+}

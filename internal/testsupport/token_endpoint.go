@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +42,7 @@ type TokenEndpoint struct {
 	forms     []url.Values   // every request's form, for assertions
 	down      bool           // answer 503
 	hold      chan struct{}  // non-nil: requests wait until it is closed
+	revoked   map[string]int // subject -> tokens up to this count are refused
 	changed   chan struct{}
 }
 
@@ -50,7 +52,7 @@ func StartTokenEndpoint(t testing.TB, clientID, clientSecret string, subjectKey 
 	t.Helper()
 	e := &TokenEndpoint{ClientID: clientID, ClientSecret: clientSecret, subjectKey: subjectKey,
 		issueKey: []byte("token-endpoint-issue-key-0123456789abcdef"), expiresIn: 3600,
-		issued: map[string]int{}, changed: make(chan struct{})}
+		issued: map[string]int{}, revoked: map[string]int{}, changed: make(chan struct{})}
 	e.srv = httptest.NewServer(http.HandlerFunc(e.serve))
 	e.URL = e.srv.URL + "/oauth/token"
 	t.Cleanup(func() {
@@ -90,6 +92,14 @@ func (e *TokenEndpoint) Release() {
 		close(e.hold)
 		e.hold = nil
 	}
+	e.mu.Unlock()
+}
+
+// Revoke revokes every token issued for subject so far: Verifier refuses
+// them from now on, as a backend would after a revocation.
+func (e *TokenEndpoint) Revoke(subject string) {
+	e.mu.Lock()
+	e.revoked[subject] = e.issued[subject]
 	e.mu.Unlock()
 }
 
@@ -245,6 +255,13 @@ func (e *TokenEndpoint) Verifier(audience string) auth.TokenVerifier {
 			return nil, errors.Join(auth.ErrInvalidToken, errors.New("no sub or exp"))
 		}
 		jti, _ := claims["jti"].(string)
+		_, seq, _ := strings.Cut(jti, "#")
+		e.mu.Lock()
+		revoked := e.revoked[sub]
+		e.mu.Unlock()
+		if n, err := strconv.Atoi(seq); err != nil || n <= revoked {
+			return nil, fmt.Errorf("%w: revoked", auth.ErrInvalidToken)
+		}
 		return &auth.TokenInfo{UserID: sub, Expiration: exp.Time, Scopes: strings.Fields(fmt.Sprint(claims["scope"])),
 			Extra: map[string]any{"jti": jti}}, nil
 	}

@@ -109,6 +109,13 @@ func (c *tokenCache) store(key, tok string, refreshAt time.Time) {
 	c.entries[key] = cachedToken{value: tok, refreshAt: refreshAt}
 }
 
+// drop forgets key's token.
+func (c *tokenCache) drop(key string) {
+	c.mu.Lock()
+	delete(c.entries, key)
+	c.mu.Unlock()
+}
+
 // len is the number of cached tokens (tests).
 func (c *tokenCache) len() int {
 	c.mu.Lock()

@@ -95,6 +95,22 @@ func (src *Source) Token(ctx context.Context) (string, error) {
 	})
 }
 
+// Forget drops the cached token a request made in ctx would use, so the
+// next one fetches a new token: the backend refused this one (revoked
+// before it expired). A token fetched meanwhile may be dropped too; that
+// costs one more token request, nothing else.
+func (src *Source) Forget(ctx context.Context) {
+	key := ""
+	if src.s.Grant == GrantTokenExchange {
+		caller, ok := CallerFrom(ctx)
+		if !ok {
+			return
+		}
+		key = caller.Principal
+	}
+	src.cache.drop(key)
+}
+
 // cached reports how many tokens the source holds (tests).
 func (src *Source) cached() int { return src.cache.len() }
 

@@ -187,6 +187,14 @@ func (c *Client) Authorize(ctx context.Context) error {
 	return err
 }
 
+// ForgetToken drops the cached token a request made in ctx used, after
+// the backend refused it (HTTP 401): the next request obtains a new one.
+func (c *Client) ForgetToken(ctx context.Context) {
+	if c.tokens != nil {
+		c.tokens.Forget(ctx)
+	}
+}
+
 // PerCaller reports whether the backend's requests depend on the caller
 // (claim templates or token exchange): what is fetched for one caller may
 // then not be served to another.
