@@ -358,11 +358,17 @@ func TestCredentials_GetStreamListenersCarryTheCredentials(t *testing.T) {
 	for _, uri := range []string{"gateway-one-test://counter", "gateway-two-test://counter"} {
 		alice.Call(a, "resources/subscribe", map[string]any{"uri": uri})
 	}
-	acks := c.one.Count(testsupport.ListenAcknowledged)
+	acks, gets := c.one.Count(testsupport.ListenAcknowledged), c.two.Count("GET")
 	st := alice.Stream(b, "")
 	st.NextRaw()
+	// Both listeners are up: gateway-one acknowledged its listen, and
+	// gateway-two's standalone stream (opened after the subscriptions) is
+	// open.
 	if !c.one.WaitCount(testsupport.ListenAcknowledged, acks+1, 15*time.Second) {
 		t.Fatal("gateway-one acknowledged no listen")
+	}
+	if !c.two.WaitCount("GET", gets+1, 15*time.Second) {
+		t.Fatal("instance b opened no listener on gateway-two")
 	}
 	for _, key := range []string{"gateway-two", "gateway-one"} {
 		alice.Call(a, "tools/call", map[string]any{"name": key + "-increment"})
