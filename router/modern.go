@@ -48,7 +48,9 @@ type ModernCall struct {
 }
 
 // HandleModern answers one modern request.
-func (r *Router) HandleModern(ctx context.Context, c *ModernCall) *jsonrpc.Response {
+func (r *Router) HandleModern(ctx context.Context, c *ModernCall) (resp *jsonrpc.Response) {
+	ctx, span := r.startRequest(ctx, c.VHost, wire.ModernProtocolVersion, c.Header, c.Request)
+	defer func() { endRequest(span, resp) }()
 	v, ok := r.table.Load().vhosts[c.VHost]
 	if !ok {
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))
@@ -70,8 +72,7 @@ func (r *Router) HandleModern(ctx context.Context, c *ModernCall) *jsonrpc.Respo
 	}
 	call := &Call{Session: r.modernView(ctx, v, c), Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
 		modern: true, access: access}
-	resp := r.Handle(ctx, call)
-	return r.finishModern(ctx, resp, method, v.accessHints(method, call.hints))
+	return r.finishModern(ctx, r.Handle(ctx, call), method, v.accessHints(method, call.hints))
 }
 
 // finishModern turns a response into a 2026-07-28 one: results decorated;

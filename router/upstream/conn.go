@@ -136,14 +136,16 @@ func (conn *Conn) markSessionGone() {
 	conn.mu.Unlock()
 }
 
-func (conn *Conn) newCall(method string, params json.RawMessage) *jsonrpc.Request {
+// newCall numbers a request and completes its _meta for the connection,
+// with the trace context of ctx's span.
+func (conn *Conn) newCall(ctx context.Context, method string, params json.RawMessage) *jsonrpc.Request {
 	// MakeID maps a float64 to an integer id (the package has no Int64ID);
 	// ids stay far below 2^53, so the conversion is exact.
 	id, _ := jsonrpc.MakeID(float64(conn.nextID.Add(1)))
 	if conn.meta != nil {
-		params = withMeta(params, conn.meta)
+		params = withMeta(params, conn.meta, traceMeta(ctx))
 	} else {
-		params = withoutModernMeta(params)
+		params = withoutModernMeta(params, traceMeta(ctx))
 	}
 	return &jsonrpc.Request{ID: id, Method: method, Params: params}
 }
@@ -170,7 +172,7 @@ func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessag
 		return nil, conn.c.newError(method, 0, ErrClosed)
 	}
 	defer conn.end()
-	req := conn.newCall(method, params)
+	req := conn.newCall(ctx, method, params)
 	callCtx, cancel := conn.c.withTimeout(ctx)
 	defer cancel()
 	stop := context.AfterFunc(conn.abort, cancel)
