@@ -75,6 +75,9 @@ func withMeta(params json.RawMessage, base, override map[string]json.RawMessage)
 			meta[k] = v
 		}
 	}
+	if override != nil {
+		delete(meta, metaTracestate) // the client's state goes with its parent
+	}
 	for k, v := range override {
 		meta[k] = v
 	}
