@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Transport names how the gateway talks to a backend: the `transport` of
@@ -166,6 +167,7 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 		return nil, c.newError("open", 0, c.urlErr)
 	}
 	conn := newConn(c, c.BuildHeaders(downstream))
+	conn.span = trace.SpanContextFromContext(ctx)
 	openCtx, cancel := c.withTimeout(ctx)
 	defer cancel()
 

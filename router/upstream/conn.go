@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // transport is one connection's wire: Streamable HTTP or legacy HTTP+SSE.
@@ -62,6 +63,9 @@ type Conn struct {
 	// meta is set on a 2026-07-28 connection: what every request's _meta
 	// carries (see modern.go).
 	meta map[string]json.RawMessage
+	// span is the trace context the connection was opened under, which
+	// its requests carry (trace_context.go).
+	span trace.SpanContext
 	mu   sync.Mutex
 }
 
@@ -143,9 +147,9 @@ func (conn *Conn) newCall(ctx context.Context, method string, params json.RawMes
 	// ids stay far below 2^53, so the conversion is exact.
 	id, _ := jsonrpc.MakeID(float64(conn.nextID.Add(1)))
 	if conn.meta != nil {
-		params = withMeta(params, conn.meta, traceMeta(ctx))
+		params = withMeta(params, conn.meta, traceMeta(conn.spanContext(ctx)))
 	} else {
-		params = withoutModernMeta(params, traceMeta(ctx))
+		params = withoutModernMeta(params, traceMeta(conn.spanContext(ctx)))
 	}
 	return &jsonrpc.Request{ID: id, Method: method, Params: params}
 }

@@ -13,8 +13,8 @@ import (
 // look: the traceparent and tracestate headers of every HTTP request of
 // the exchange, and, on a 2026-07-28 connection, the same keys at the root
 // of each request's params._meta (the revision's place for them). Either
-// names the span the router started for the exchange, so the backend's
-// spans hang under it. A context without a span (tracing off) sends
+// names the span the router started for the exchange (the one the
+// connection was opened under), so the backend's spans hang under it. A context without a span (tracing off) sends
 // nothing, and a client's own _meta keys then pass as they came.
 
 // Keys of W3C trace context, as headers and as _meta keys.
@@ -23,20 +23,31 @@ const (
 	metaTracestate  = "tracestate"
 )
 
-// injectTraceHeaders sets the trace headers of ctx's span on h.
-func injectTraceHeaders(ctx context.Context, h http.Header) {
-	if trace.SpanContextFromContext(ctx).IsValid() {
-		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
+// spanContext is the trace context a request of conn carries: the one
+// the connection was opened under (a connection serves one backend
+// exchange, and the router opens it inside the exchange's span), else
+// ctx's.
+func (conn *Conn) spanContext(ctx context.Context) trace.SpanContext {
+	if conn.span.IsValid() {
+		return conn.span
+	}
+	return trace.SpanContextFromContext(ctx)
+}
+
+// injectTraceHeaders sets sc's trace headers on h.
+func injectTraceHeaders(sc trace.SpanContext, h http.Header) {
+	if sc.IsValid() {
+		propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), propagation.HeaderCarrier(h))
 	}
 }
 
-// traceMeta is ctx's trace context as _meta values, nil without a span.
-func traceMeta(ctx context.Context) map[string]json.RawMessage {
-	if !trace.SpanContextFromContext(ctx).IsValid() {
+// traceMeta is sc as _meta values, nil when sc is not valid.
+func traceMeta(sc trace.SpanContext) map[string]json.RawMessage {
+	if !sc.IsValid() {
 		return nil
 	}
 	c := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, c)
+	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), c)
 	m := make(map[string]json.RawMessage, len(c))
 	for k, v := range c {
 		m[k], _ = json.Marshal(v)
