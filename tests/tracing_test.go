@@ -3,100 +3,14 @@ package tests
 import (
 	"bytes"
 	"encoding/hex"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"sync"
 	"testing"
-	"time"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpgw/gateway/internal/testsupport"
 )
-
-// otlpReceiver is a small OTLP/HTTP trace collector for the tests: it
-// decodes each export request (protobuf, as the gateway's exporter sends
-// it) and keeps the spans with their service name.
-type otlpReceiver struct {
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	spans   []*tracepb.Span
-	service map[string]string // span id (hex) -> service.name
-	changed chan struct{}     // closed and replaced on every export
-}
-
-func startOTLPReceiver(t *testing.T) *otlpReceiver {
-	t.Helper()
-	rc := &otlpReceiver{service: map[string]string{}, changed: make(chan struct{})}
-	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
-
-func (rc *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/traces" || r.Header.Get("Content-Type") != "application/x-protobuf" {
-		http.Error(w, "want a protobuf POST to /v1/traces", http.StatusBadRequest)
-		return
-	}
-	body, err := io.ReadAll(r.Body)
-	var req coltracepb.ExportTraceServiceRequest
-	if err == nil {
-		err = proto.Unmarshal(body, &req)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	rc.mu.Lock()
-	for _, rs := range req.GetResourceSpans() {
-		svc := ""
-		for _, kv := range rs.GetResource().GetAttributes() {
-			if kv.GetKey() == "service.name" {
-				svc = kv.GetValue().GetStringValue()
-			}
-		}
-		for _, ss := range rs.GetScopeSpans() {
-			for _, s := range ss.GetSpans() {
-				rc.spans = append(rc.spans, s)
-				rc.service[hex.EncodeToString(s.GetSpanId())] = svc
-			}
-		}
-	}
-	close(rc.changed)
-	rc.changed = make(chan struct{})
-	rc.mu.Unlock()
-	out, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
-
-// waitSpan waits until a span named name has arrived and returns it.
-func (rc *otlpReceiver) waitSpan(t *testing.T, name string) *tracepb.Span {
-	t.Helper()
-	deadline := time.NewTimer(30 * time.Second)
-	defer deadline.Stop()
-	for {
-		rc.mu.Lock()
-		ch := rc.changed
-		for _, s := range rc.spans {
-			if s.GetName() == name {
-				rc.mu.Unlock()
-				return s
-			}
-		}
-		rc.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("no span %q reached the collector", name)
-		}
-	}
-}
 
 func spanAttr(s *tracepb.Span, key string) string {
 	for _, kv := range s.GetAttributes() {
@@ -112,13 +26,13 @@ func spanAttr(s *tracepb.Span, key string) string {
 // backend exchange's under it, and the backend receives traceparent naming
 // that exchange's span.
 func TestTracing_ExportsOverOTLPAndPropagatesToTheBackend(t *testing.T) {
-	rc := startOTLPReceiver(t)
+	rc := testsupport.StartOTLPReceiver(t)
 	c := newCluster(t)
 	cfg, err := os.ReadFile(c.config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.writeConfig(string(cfg) + "tracing:\n  otlp_endpoint: " + rc.srv.URL + "\n  sample_ratio: 1\n")
+	c.writeConfig(string(cfg) + "tracing:\n  otlp_endpoint: " + rc.URL + "\n  sample_ratio: 1\n")
 	gw := testsupport.StartGateway(t, c.bin, []string{"--config", c.config, "--redis-url", redisSrv.URL()},
 		[]string{jwtSecretEnv + "=" + string(jwtSecret), "OTEL_BSP_SCHEDULE_DELAY=50"})
 	ep := testsupport.BaseURL(gw.URL)
@@ -132,8 +46,8 @@ func TestTracing_ExportsOverOTLPAndPropagatesToTheBackend(t *testing.T) {
 		t.Fatalf("tools/call: %d %s", r.Status, r.Body)
 	}
 
-	req := rc.waitSpan(t, "mcp tools/call")
-	child := rc.waitSpan(t, "backend gateway-two tools/call")
+	req := rc.WaitSpan(t, "mcp tools/call")
+	child := rc.WaitSpan(t, "backend gateway-two tools/call")
 	if got := hex.EncodeToString(req.GetTraceId()); got != traceID {
 		t.Errorf("request span trace %s, want the client's %s", got, traceID)
 	}
@@ -152,10 +66,7 @@ func TestTracing_ExportsOverOTLPAndPropagatesToTheBackend(t *testing.T) {
 			t.Errorf("request span %s = %q, want %q", key, got, want)
 		}
 	}
-	rc.mu.Lock()
-	svc := rc.service[hex.EncodeToString(req.GetSpanId())]
-	rc.mu.Unlock()
-	if svc != "mcpgw" {
+	if svc := rc.Service(req); svc != "mcpgw" {
 		t.Errorf("service.name %q", svc)
 	}
 	sent := c.backends["gateway-two"].LastHeaders("tools/call").Get("Traceparent")
