@@ -12,6 +12,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Initialize opens a session on a virtual host: it probes every backend
@@ -20,8 +21,11 @@ import (
 // the store, and only then answers with the merged InitializeResult. The
 // returned session is nil when the response is an error.
 func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hdr http.Header, req *jsonrpc.Request) (_ *store.Session, resp *jsonrpc.Response) {
-	ctx, span := r.startRequest(ctx, vhostName, "", hdr, req)
-	defer func() { endRequest(span, resp) }()
+	if r.tracer != nil {
+		var span trace.Span
+		ctx, span = r.startRequest(ctx, vhostName, "", hdr, req)
+		defer func() { endRequest(span, resp) }()
+	}
 	v, ok := r.table.Load().vhosts[vhostName]
 	if !ok {
 		return nil, errorResponse(req.ID, rpcError(CodeInvalidRequest, "unknown virtual host %s", wire.Quote(vhostName)))

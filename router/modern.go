@@ -10,6 +10,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Protocol 2026-07-28 requests reach the same federation code as session
@@ -49,8 +50,11 @@ type ModernCall struct {
 
 // HandleModern answers one modern request.
 func (r *Router) HandleModern(ctx context.Context, c *ModernCall) (resp *jsonrpc.Response) {
-	ctx, span := r.startRequest(ctx, c.VHost, wire.ModernProtocolVersion, c.Header, c.Request)
-	defer func() { endRequest(span, resp) }()
+	if r.tracer != nil {
+		var span trace.Span
+		ctx, span = r.startRequest(ctx, c.VHost, wire.ModernProtocolVersion, c.Header, c.Request)
+		defer func() { endRequest(span, resp) }()
+	}
 	v, ok := r.table.Load().vhosts[c.VHost]
 	if !ok {
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))

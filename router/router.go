@@ -247,7 +247,7 @@ type Stream interface {
 // Handle answers one request of an initialized session. It never returns
 // nil for a call; for a notification it returns nil.
 func (r *Router) Handle(ctx context.Context, c *Call) (resp *jsonrpc.Response) {
-	if !c.modern && c.Request.IsCall() { // a modern request's span is HandleModern's
+	if r.tracer != nil && !c.modern && c.Request.IsCall() { // a modern request's span is HandleModern's
 		var span trace.Span
 		ctx, span = r.startRequest(ctx, c.Session.VHost, c.Session.ProtocolVersion, c.Header, c.Request)
 		defer func() { endRequest(span, resp) }()

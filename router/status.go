@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 )
@@ -22,7 +23,7 @@ import (
 // Backend generations, as Status reports them.
 const (
 	// GenerationModern: the backend speaks 2026-07-28 (server/discover).
-	GenerationModern = "2026-07-28"
+	GenerationModern = wire.ModernProtocolVersion
 	// GenerationSession: the backend speaks a 2025-era session protocol.
 	GenerationSession = "session"
 )
@@ -189,7 +190,7 @@ func (v *vhost) backendStatus(key string) BackendStatus {
 	if d := h.discovery.Load(); d != nil {
 		bs.DiscoveredAt, bs.ProtocolVersion, bs.Stateless = d.at, d.protocolVersion, d.stateless
 		bs.Generation = GenerationSession
-		if d.protocolVersion == GenerationModern {
+		if d.protocolVersion == wire.ModernProtocolVersion {
 			bs.Generation = GenerationModern
 		}
 	}
