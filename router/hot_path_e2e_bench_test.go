@@ -1,6 +1,7 @@
 package router_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // BenchmarkHandle_ToolsCall measures one routed tools/call through the
@@ -16,21 +19,30 @@ import (
 // figure; compare modes with each other, not with a bare function call.
 // "stateless+access" is "stateless" with access rules whose conditions
 // read the caller's claims (the first two do not hold, the third does):
-// the difference is what access costs a call.
+// the difference is what access costs a call. "stateless+tracing" traces
+// every call (a request span and a backend span, batched to an exporter
+// that drops them): what tracing costs a call when it is on.
 func BenchmarkHandle_ToolsCall(b *testing.B) {
 	for _, mode := range []struct {
-		name   string
-		opts   testsupport.BackendOptions
-		sess   router.SessionMode
-		access bool
+		name            string
+		opts            testsupport.BackendOptions
+		sess            router.SessionMode
+		access, tracing bool
 	}{
-		{"per-request", testsupport.BackendOptions{}, router.SessionPerRequest, false},
-		{"stateless", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, false},
-		{"stateless+access", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, true},
-		{"reuse", testsupport.BackendOptions{}, router.SessionReuse, false},
+		{"per-request", testsupport.BackendOptions{}, router.SessionPerRequest, false, false},
+		{"stateless", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, false, false},
+		{"stateless+access", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, true, false},
+		{"stateless+tracing", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, false, true},
+		{"reuse", testsupport.BackendOptions{}, router.SessionReuse, false, false},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
-			f := newFixture(b, backendSpec{Key: "only", Opts: mode.opts, Adjust: func(be *router.Backend) { be.Session = mode.sess }})
+			var opts router.Options
+			if mode.tracing {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+				opts.TracerProvider = tp
+			}
+			f := newFixtureOpts(b, opts, backendSpec{Key: "only", Opts: mode.opts, Adjust: func(be *router.Backend) { be.Session = mode.sess }})
 			var claims map[string]any
 			if mode.access {
 				f.Config.Access = compileRules(b, benchRules)

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Protocol 2026-07-28 requests reach the same federation code as session
@@ -48,7 +49,12 @@ type ModernCall struct {
 }
 
 // HandleModern answers one modern request.
-func (r *Router) HandleModern(ctx context.Context, c *ModernCall) *jsonrpc.Response {
+func (r *Router) HandleModern(ctx context.Context, c *ModernCall) (resp *jsonrpc.Response) {
+	if r.tracer != nil {
+		var span trace.Span
+		ctx, span = r.startRequest(ctx, c.VHost, wire.ModernProtocolVersion, c.Header, c.Request)
+		defer func() { endRequest(span, resp) }()
+	}
 	v, ok := r.table.Load().vhosts[c.VHost]
 	if !ok {
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))
@@ -70,8 +76,7 @@ func (r *Router) HandleModern(ctx context.Context, c *ModernCall) *jsonrpc.Respo
 	}
 	call := &Call{Session: r.modernView(ctx, v, c), Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
 		modern: true, access: access}
-	resp := r.Handle(ctx, call)
-	return r.finishModern(ctx, resp, method, v.accessHints(method, call.hints))
+	return r.finishModern(ctx, r.Handle(ctx, call), method, v.accessHints(method, call.hints))
 }
 
 // finishModern turns a response into a 2026-07-28 one: results decorated;

@@ -46,6 +46,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if rerr != nil {
 		return errorResponse(c.Request.ID, rerr)
 	}
+	r.annotateTarget(ctx, t)
 	mrtr := c.modern && multiRoundTrip(method)
 	if mrtr {
 		if resp := r.openRequestState(ctx, v, c, t); resp != nil {

@@ -20,6 +20,9 @@ type vhost struct {
 	// (discovery.go); it dies with the table.
 	discovered *discoveryCache
 	access     *AccessPolicy // nil: no access rules
+	// health is what the instance learned of each backend (status.go);
+	// the map is fixed at construction, so reading it needs no lock.
+	health map[string]*backendHealth
 }
 
 // single reports whether identifiers pass through unchanged.
@@ -38,7 +41,8 @@ func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
 			backends: vh.Backends,
 			clients:  map[string]*upstream.Client{},
 			aliases:  newAliasTable(vh.Backends),
-			lists:    newListCache(),
+			lists:    newListCache(vh.Backends),
+			health:   map[string]*backendHealth{},
 
 			discovered: newDiscoveryCache(),
 			access:     vh.Access,
@@ -48,6 +52,7 @@ func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
 			cfg := b.Config
 			cfg.Key = key // the map key is the backend's name, whatever the literal says
 			v.clients[key] = upstream.New(cfg)
+			v.health[key] = &backendHealth{}
 		}
 		sort.Strings(v.keys)
 		v.split = newSplitter(v.keys)

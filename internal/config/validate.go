@@ -104,6 +104,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 	}
 
 	cfg.Store = v.store(raw.Store)
+	cfg.Tracing = v.tracing(raw.Tracing)
 
 	cfg.VirtualHosts = map[string]*router.VirtualHost{}
 	if len(raw.VirtualHosts) == 0 {
