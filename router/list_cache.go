@@ -186,5 +186,6 @@ func storeListChanged(vhostName, key string) store.BusMessage {
 func (r *Router) dropListCache(vhostName, key string) {
 	if v, ok := r.table.Load().vhosts[vhostName]; ok {
 		v.lists.invalidate(key)
+		v.schemas.invalidate(key)
 	}
 }

@@ -20,6 +20,11 @@ type vhost struct {
 	// (discovery.go); it dies with the table.
 	discovered *discoveryCache
 	access     *AccessPolicy // nil: no access rules
+	hooks      []Hook           // the vhost's plugins, after Options.Hooks
+	limits     *RateLimitPolicy // nil: no rate limits
+	// schemas caches the backends' tool input schemas for plugins that
+	// validate arguments (tool_schemas.go); it dies with the table.
+	schemas *toolSchemas
 }
 
 // single reports whether identifiers pass through unchanged.
@@ -42,6 +47,9 @@ func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
 
 			discovered: newDiscoveryCache(),
 			access:     vh.Access,
+			hooks:      vh.Hooks,
+			limits:     vh.RateLimits,
+			schemas:    newToolSchemas(),
 		}
 		for key, b := range vh.Backends {
 			v.keys = append(v.keys, key)
