@@ -19,7 +19,7 @@ type vhost struct {
 	// discovered caches what each backend speaks, for 2026-07-28 requests
 	// (discovery.go); it dies with the table.
 	discovered *discoveryCache
-	access     *AccessPolicy // nil: no access rules
+	access     *AccessPolicy    // nil: no access rules
 	hooks      []Hook           // the vhost's plugins, after Options.Hooks
 	limits     *RateLimitPolicy // nil: no rate limits
 	// schemas caches the backends' tool input schemas for plugins that
