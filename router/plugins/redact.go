@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"regexp"
@@ -21,14 +22,40 @@ type redact struct {
 type detector struct {
 	name string
 	re   *regexp.Regexp
+	// hints: a built-in detector cannot match a string that holds none of
+	// these (ASCII, matched ignoring case), so a document without any is
+	// not searched at all; nil for patterns.
+	hints []string
 }
 
 func (r *redact) init() {
-	res := make([]*regexp.Regexp, len(r.detectors))
-	for i, d := range r.detectors {
-		res[i] = d.re
+	var res []*regexp.Regexp
+	for _, d := range r.detectors {
+		if d.hints == nil {
+			res = append(res, d.re)
+		}
 	}
 	r.m = newMatcher(res)
+}
+
+// active returns the detectors that may find something in doc: the
+// patterns when the matcher cannot rule them out, and the built-in ones
+// whose hints doc holds. A backslash in doc means escapes could hide a
+// hint: then every detector is active.
+func (r *redact) active(doc []byte) []detector {
+	escaped := containsByte(doc, '\\')
+	patterns := r.m.mayMatch(doc)
+	var out []detector
+	for _, d := range r.detectors {
+		switch {
+		case d.hints == nil && !patterns:
+			continue
+		case d.hints != nil && !escaped && !containsAnyFold(doc, d.hints):
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // builtinDetectors are redact's built-in detectors of a set ("secrets",
@@ -40,19 +67,56 @@ func builtinDetectors(set string) ([]detector, bool) {
 	switch set {
 	case "secrets":
 		return []detector{
-			{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`)},
-			{"aws_secret_key", regexp.MustCompile(`(?i)\baws_?secret_?access_?key\b["']?\s*[:=]\s*["']?[A-Za-z0-9/+=]{40}`)},
-			{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`)},
-			{"slack_token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+`)},
-			{"private_key", regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----`)},
-			{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`)},
+			{"aws_access_key", regexp.MustCompile(`\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b`), []string{"akia", "asia", "abia", "acca"}},
+			{"aws_secret_key", regexp.MustCompile(`(?i)\baws_?secret_?access_?key\b["']?\s*[:=]\s*["']?[A-Za-z0-9/+=]{40}`), []string{"secret"}},
+			{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b`), []string{"gh", "github_pat_"}},
+			{"slack_token", regexp.MustCompile(`\bxox[abposr]-[A-Za-z0-9-]{10,}|https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+`), []string{"xox", "hooks.slack.com"}},
+			{"private_key", regexp.MustCompile(`-----BEGIN[A-Z ]*PRIVATE KEY-----[\s\S]*?-----END[A-Z ]*PRIVATE KEY-----`), []string{"private key-----"}},
+			{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*`), []string{"eyj"}},
 		}, true
 	case "email":
 		return []detector{
-			{"email", regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)},
+			{"email", regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`), []string{"@"}},
 		}, true
 	}
 	return nil, false
+}
+
+// containsAnyFold reports whether doc holds one of the lower-case ASCII
+// hints, ignoring ASCII case, with no allocation.
+func containsAnyFold(doc []byte, hints []string) bool {
+	for _, h := range hints {
+		if hasFold(doc, h) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFold(doc []byte, h string) bool {
+	if h == "" {
+		return true
+	}
+	lower, upper := h[0], h[0]
+	if 'a' <= lower && lower <= 'z' {
+		upper = lower - 'a' + 'A'
+	}
+	for len(doc) >= len(h) {
+		i := bytes.IndexByte(doc, lower)
+		if upper != lower {
+			if j := bytes.IndexByte(doc, upper); j >= 0 && (i < 0 || j < i) {
+				i = j
+			}
+		}
+		if i < 0 || len(doc)-i < len(h) {
+			return false
+		}
+		if bytes.EqualFold(doc[i:i+len(h)], []byte(h)) {
+			return true
+		}
+		doc = doc[i+1:]
+	}
+	return false
 }
 
 func (r *redact) Pre(context.Context, *router.HookCall) error { return nil }
@@ -95,13 +159,14 @@ func (r *redact) Progress(_ context.Context, c *router.HookCall, params json.Raw
 // redactJSON rewrites every string value of doc in which a detector finds
 // something.
 func (r *redact) redactJSON(doc []byte) ([]byte, bool) {
-	if !r.m.mayMatch(doc) {
+	active := r.active(doc)
+	if len(active) == 0 {
 		return doc, false
 	}
 	changed := false
 	out := eachString(doc, func(s []byte) ([]byte, bool) {
 		var cur []byte
-		for _, d := range r.detectors {
+		for _, d := range active {
 			src := s
 			if cur != nil {
 				src = cur
