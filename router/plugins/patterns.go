@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"bytes"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -25,6 +26,12 @@ func compilePatterns(srcs []string, fail func(j int, err error)) []pattern {
 			fail(j, err)
 			continue
 		}
+		if re.MatchString("") {
+			// It would match every string: deny everything, or redact
+			// between every character.
+			fail(j, errMatchesEmpty)
+			continue
+		}
 		out = append(out, pattern{src: src, re: re})
 	}
 	return out
@@ -34,7 +41,10 @@ type patternError string
 
 func (e patternError) Error() string { return string(e) }
 
-const errEmptyPattern = patternError("empty pattern: it would match everything")
+const (
+	errEmptyPattern = patternError("empty pattern: it would match everything")
+	errMatchesEmpty = patternError("the pattern matches the empty string, so it would match every string (use + rather than *)")
+)
 
 // matcher decides quickly whether any of a set of expressions matches
 // anywhere in a JSON document, before the document is walked string by
@@ -71,19 +81,10 @@ func (m matcher) mayMatch(doc []byte) bool {
 	if m.any == nil {
 		return false
 	}
-	if m.anchored || containsByte(doc, '\\') {
+	if m.anchored || bytes.IndexByte(doc, '\\') >= 0 {
 		return true
 	}
 	return m.any.Match(doc)
-}
-
-func containsByte(b []byte, c byte) bool {
-	for _, x := range b {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 // anchors reports whether an expression uses a text or line anchor.

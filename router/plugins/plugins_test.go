@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpgw/gateway/router"
 )
@@ -29,7 +30,7 @@ func TestCompile_NamesEachProblemByPluginAndField(t *testing.T) {
 		{Type: "deny_pattern", In: "arguments", Patterns: []string{"ok", "(unclosed"}},
 		{Type: "deny_pattern", In: "sideways", Patterns: []string{"x"}},
 		{Type: "redact", Builtin: []string{"secrets", "phone"}},
-		{Type: "redact", Limit: 5, Patterns: []string{""}},
+		{Type: "redact", Limit: 5, Patterns: []string{"", "x*"}},
 		{Type: "max_result_bytes"},
 		{Type: "validate_arguments", Patterns: []string{"x"}},
 		{Type: "shout"},
@@ -44,6 +45,7 @@ func TestCompile_NamesEachProblemByPluginAndField(t *testing.T) {
 		`plugins[2].builtin[1]: unknown set "phone"`,
 		"plugins[3].limit: does not apply to type redact",
 		"plugins[3].patterns[0]: empty pattern",
+		"plugins[3].patterns[1]: the pattern matches the empty string",
 		"plugins[4].limit: must be at least 1",
 		"plugins[5].patterns: does not apply to type validate_arguments",
 		`plugins[6].type: unknown plugin "shout"`,
@@ -178,5 +180,33 @@ func TestMaxResultBytes_RefusesLargerResults(t *testing.T) {
 	var d *router.Denial
 	if !errors.As(err, &d) || d.Code != -32030 || !strings.Contains(d.Message, "plugins[0].limit") {
 		t.Fatalf("large result: %v", err)
+	}
+}
+
+func TestHasFold_FindsHintsInEitherCaseInLinearTime(t *testing.T) {
+	for _, tc := range []struct {
+		doc, hint string
+		want      bool
+	}{
+		{"xx AKIA yy", "akia", true},
+		{"xx akIa", "akia", true},
+		{"xx aki", "akia", false},
+		{"@", "@", true},
+		{"", "@", false},
+		{"-----begin rsa private key-----", "private key-----", true},
+	} {
+		if got := hasFold([]byte(tc.doc), tc.hint); got != tc.want {
+			t.Errorf("hasFold(%q, %q) = %v", tc.doc, tc.hint, got)
+		}
+	}
+	// Many lower-case first bytes and one upper-case one far away: each
+	// byte is looked at a bounded number of times.
+	doc := []byte(strings.Repeat("a", 1<<20) + "A")
+	start := time.Now()
+	if hasFold(doc, "akia") {
+		t.Fatal("found")
+	}
+	if d := time.Since(start); d > 10*time.Second { // quadratic would take hours
+		t.Fatalf("1 MiB took %v: not linear", d)
 	}
 }

@@ -43,7 +43,7 @@ func (r *redact) init() {
 // whose hints doc holds. A backslash in doc means escapes could hide a
 // hint: then every detector is active.
 func (r *redact) active(doc []byte) []detector {
-	escaped := containsByte(doc, '\\')
+	escaped := bytes.IndexByte(doc, '\\') >= 0
 	patterns := r.m.mayMatch(doc)
 	var out []detector
 	for _, d := range r.detectors {
@@ -93,6 +93,9 @@ func containsAnyFold(doc []byte, hints []string) bool {
 	return false
 }
 
+// hasFold reports whether doc holds h ignoring ASCII case. It looks for
+// h's first byte in either case from where it left off, so it is linear
+// in len(doc) whatever doc holds.
 func hasFold(doc []byte, h string) bool {
 	if h == "" {
 		return true
@@ -101,12 +104,23 @@ func hasFold(doc []byte, h string) bool {
 	if 'a' <= lower && lower <= 'z' {
 		upper = lower - 'a' + 'A'
 	}
-	for len(doc) >= len(h) {
-		i := bytes.IndexByte(doc, lower)
-		if upper != lower {
-			if j := bytes.IndexByte(doc, upper); j >= 0 && (i < 0 || j < i) {
-				i = j
-			}
+	next := func(c byte, from int) int {
+		if from > len(doc) {
+			return -1
+		}
+		if k := bytes.IndexByte(doc[from:], c); k >= 0 {
+			return from + k
+		}
+		return -1
+	}
+	nl, nu := next(lower, 0), -1
+	if upper != lower {
+		nu = next(upper, 0)
+	}
+	for {
+		i := nl
+		if i < 0 || (nu >= 0 && nu < i) {
+			i = nu
 		}
 		if i < 0 || len(doc)-i < len(h) {
 			return false
@@ -114,9 +128,13 @@ func hasFold(doc []byte, h string) bool {
 		if bytes.EqualFold(doc[i:i+len(h)], []byte(h)) {
 			return true
 		}
-		doc = doc[i+1:]
+		if i == nl {
+			nl = next(lower, i+1)
+		}
+		if i == nu {
+			nu = next(upper, i+1)
+		}
 	}
-	return false
 }
 
 func (r *redact) Pre(context.Context, *router.HookCall) error { return nil }
