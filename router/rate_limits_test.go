@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +132,29 @@ func TestValidateArguments_SchemaFetchedOnceBadArgumentsNeverReachTheBackend(t *
 	if calls, lists := be.Count("tools/call"), be.Count("tools/list"); calls != 3 || lists != 1 {
 		t.Fatalf("backend saw %d tools/call (want 3) and %d tools/list (want 1: cached)", calls, lists)
 	}
+}
+
+// A check that cannot be made does not pass: when the backend's tools/list
+// fails, the call is refused -32603 naming the backend, and the backend's
+// tools/call is never sent; the failure is not cached.
+func TestValidateArguments_AFailingToolListRefusesTheCall(t *testing.T) {
+	f := newFixture(t, backendSpec{Key: "a"})
+	hooks, err := plugins.Compile([]plugins.Spec{{Type: plugins.TypeValidateArguments}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.Hooks = hooks
+	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
+	sid, _ := f.Initialize(nil)
+	be := f.Backends["a"]
+	be.ResetCounts()
+	be.FailMethod("tools/list", 1)
+	e := rpcErr(t, f.Call(sid, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}))
+	if e.Code != -32603 || !strings.Contains(e.Message, `backend "a"`) || !strings.Contains(e.Message, "validate_arguments") {
+		t.Fatalf("tools/list failing: %v", e)
+	}
+	if n := be.Count("tools/call"); n != 0 {
+		t.Fatalf("the backend saw %d tools/call", n)
+	}
+	result(t, f.Call(sid, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}))
 }
