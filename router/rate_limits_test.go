@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/plugins"
+	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -23,7 +24,7 @@ func limitsOf(t testing.TB, limits ...router.RateLimit) *router.RateLimitPolicy 
 }
 
 // toolsCall is a session's tools/call of name, as the handler builds it.
-func toolsCall(t *testing.T, f *fixture, sid, name string) *router.Call {
+func toolsCall(t *testing.T, f *fixture, sid store.SessionID, name string) *router.Call {
 	t.Helper()
 	raw, _ := json.Marshal(map[string]any{"name": name, "arguments": map[string]any{"text": "hi"}})
 	return &router.Call{Session: f.Instance.Load(t, sid), Header: http.Header{},

@@ -14,7 +14,8 @@ import (
 // inputSchema (validate_arguments) need the schema the backend lists. It
 // comes from the backend's own tools/list, walked whole, and is kept per
 // instance like the list cache: keyed by backend and the passthrough
-// headers it is sent (listCacheKey), for the backend's list_cache TTL or
+// headers it is sent (listCacheKey), and by caller when the backend's
+// requests carry per-caller credentials, for the backend's list_cache TTL or
 // toolSchemaTTL, dropped on the backend's list_changed and with the
 // routing table on reload. Concurrent misses share one walk. It is a
 // cache, never session state: losing it costs one walk.
@@ -62,6 +63,11 @@ func (s *toolSchemas) invalidate(backend string) {
 func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend, tool string) (json.RawMessage, error) {
 	b := v.backends[backend]
 	key := listCacheKey(b, "tools/list#schemas", "", c.Header)
+	if v.clients[backend].PerCaller() {
+		// Claim templates or token exchange: the backend may list other
+		// tools, or other schemas, to each caller.
+		key += "\x00" + c.Session.Principal
+	}
 	s := v.schemas
 	s.mu.Lock()
 	e, ok := s.entries[key]

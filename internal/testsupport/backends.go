@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/demobackend"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -48,6 +49,11 @@ type BackendOptions struct {
 	// requests, a tool-list change; see mrtr_tools.go). They need
 	// Stateless: only a stateless backend speaks 2026-07-28.
 	ModernTools bool
+	// TokenVerifier, when set, puts the go-sdk's bearer-token middleware
+	// in front of the MCP handler (a request without a token it accepts is
+	// answered 401 and never reaches the server) and adds the tool
+	// "whoami", which answers the UserID of the token its request carried.
+	TokenVerifier auth.TokenVerifier
 }
 
 // Backend is a real go-sdk MCP server on an httptest server, with a
@@ -68,6 +74,7 @@ type Backend struct {
 
 	srv       *httptest.Server
 	cancel    context.CancelFunc
+	base      context.Context // ends at Close
 	closeOnce sync.Once
 
 	mu       sync.Mutex
@@ -106,6 +113,9 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		addExtraTool(srv, fmt.Sprintf("t%02d", i))
 	}
 
+	if opts.TokenVerifier != nil {
+		addWhoami(srv)
+	}
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	path := demobackend.Path
 	var h http.Handler
@@ -124,18 +134,34 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 	b.failures = make(map[string]int)
 	b.changed = make(chan struct{})
 	mux := http.NewServeMux()
+	if opts.TokenVerifier != nil {
+		h = auth.RequireBearerToken(opts.TokenVerifier, nil)(h)
+	}
 	mux.Handle(path, b.middleware(h))
 
 	// Request contexts derive from baseCtx so that Close can end hanging
 	// SSE GETs, which httptest.Server.Close would otherwise wait for.
 	baseCtx, cancel := context.WithCancel(context.Background())
-	b.cancel = cancel
+	b.cancel, b.base = cancel, baseCtx
 	b.srv = httptest.NewUnstartedServer(mux)
 	b.srv.Config.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	b.srv.Start()
 	b.URL = b.srv.URL + path
 	t.Cleanup(b.Close)
 	return b
+}
+
+// addWhoami adds the tool that names the subject of the request's bearer
+// token, as the go-sdk's auth middleware verified it.
+func addWhoami(srv *mcp.Server) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami", Description: "Names the subject of the bearer token this request carried."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			who := "nobody"
+			if ti := req.Extra.TokenInfo; ti != nil {
+				who = ti.UserID
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: who}}}, nil, nil
+		})
 }
 
 func addExtraTool(srv *mcp.Server, name string) {
