@@ -226,5 +226,6 @@ func (r *Router) dropListCache(vhostName, key string) {
 		if h := v.health[key]; h != nil {
 			h.cacheDropped.Store(time.Now().UnixNano())
 		}
+		v.schemas.invalidate(key)
 	}
 }

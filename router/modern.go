@@ -46,6 +46,11 @@ type ModernCall struct {
 	// Parks holds calls to 2025-era backends that ask the client
 	// something (modern_park.go); nil: such requests get -32601.
 	Parks ParkRuntime
+
+	// access is the request's access decision, taken on first use
+	// (modernAccess); admitted: its rate limits were counted (AdmitModern).
+	access   *accessView
+	admitted bool
 }
 
 // HandleModern answers one modern request.
@@ -66,17 +71,17 @@ func (r *Router) HandleModern(ctx context.Context, c *ModernCall) (resp *jsonrpc
 	case "subscriptions/listen":
 		return r.listen(ctx, v, c)
 	}
-	var access *accessView // decided once for the request, whichever path it takes
-	if v.access != nil {
-		a := v.access.decide(v.name, c.Claims)
-		access = &a
+	access := modernAccess(v, c) // decided once for the request, whichever path it takes
+	if resp := r.admitModern(ctx, v, c); resp != nil {
+		return resp // over a rate limit: no backend, not even discovery
 	}
 	if resp := r.parkable(ctx, v, c, access); resp != nil {
 		return resp
 	}
 	call := &Call{Session: r.modernView(ctx, v, c), Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
-		modern: true, access: access}
-	return r.finishModern(ctx, r.Handle(ctx, call), method, v.accessHints(method, call.hints))
+		modern: true, access: access, admitted: true}
+	resp = r.Handle(ctx, call)
+	return r.finishModern(ctx, resp, method, v.accessHints(method, call.hints))
 }
 
 // finishModern turns a response into a 2026-07-28 one: results decorated;

@@ -195,6 +195,9 @@ type Call struct {
 	// access is the request's access decision, taken on first use
 	// (accessFor).
 	access *accessView
+	// admitted: the request has been counted against the vhost's rate
+	// limits (Admit), so routing it does not count it again.
+	admitted bool
 	// parked marks a modern call a ParkRuntime holds: its Runtime asks the
 	// client with input_required rounds, whatever stream it has.
 	parked bool

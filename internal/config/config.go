@@ -273,8 +273,10 @@ type rawJWT struct {
 }
 
 type rawVHost struct {
-	Backends map[string]*rawBackend `yaml:"backends"`
-	Access   []*rawAccessRule       `yaml:"access"`
+	Backends   map[string]*rawBackend `yaml:"backends"`
+	Access     []*rawAccessRule       `yaml:"access"`
+	Plugins    []*rawPlugin           `yaml:"plugins"`
+	RateLimits []*rawRateLimit        `yaml:"rate_limits"`
 }
 
 type rawBackend struct {
