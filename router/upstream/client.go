@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -33,6 +34,9 @@ const (
 	TransportStreamableHTTP Transport = "streamable-http"
 	// TransportSSE is the legacy HTTP+SSE transport (2024-11-05).
 	TransportSSE Transport = "sse"
+	// TransportStdio runs the backend as a local process speaking MCP on
+	// its stdin and stdout (Config.Stdio; see stdio.go).
+	TransportStdio Transport = "stdio"
 )
 
 const (
@@ -70,6 +74,9 @@ type Config struct {
 	// MaxMessageBytes bounds one message (SSE event or JSON body) from the
 	// backend; zero means 16 MiB.
 	MaxMessageBytes int
+	// Stdio says how to run the backend when Transport is TransportStdio
+	// (URL and the header policy then have no use).
+	Stdio *StdioConfig
 }
 
 // Client talks to one backend. It is safe for concurrent use and holds one
@@ -81,10 +88,31 @@ type Client struct {
 	urlErr error
 	hc     *http.Client
 	ht     *http.Transport
+	pool   *stdioPool // TransportStdio only
+}
+
+// Option tunes New.
+type Option func(*options)
+
+type options struct {
+	log        *slog.Logger
+	clientInfo json.RawMessage
+}
+
+// WithLogger is where a stdio backend's pool logs (its processes' stderr,
+// their exits); the default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithClientInfo is the clientInfo a stdio backend's processes are
+// initialized with (a gateway default if unset).
+func WithClientInfo(info json.RawMessage) Option {
+	return func(o *options) { o.clientInfo = info }
 }
 
 // New returns a client for cfg. A bad URL is reported by Open, as an *Error.
-func New(cfg Config) *Client {
+// A stdio backend's pool starts its Min processes in the background at
+// once; Close stops them.
+func New(cfg Config, opts ...Option) *Client {
 	var ht *http.Transport
 	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
 		ht = dt.Clone() // proxy, dial and TLS defaults, without sharing its pool
@@ -107,6 +135,21 @@ func New(cfg Config) *Client {
 	if cfg.MaxMessageBytes <= 0 {
 		c.cfg.MaxMessageBytes = defaultMaxMessageBytes
 	}
+	if cfg.Transport == TransportStdio {
+		var o options
+		for _, opt := range opts {
+			opt(&o)
+		}
+		if o.log == nil {
+			o.log = slog.Default()
+		}
+		if cfg.Stdio == nil || cfg.Stdio.Command == "" {
+			c.urlErr = errors.New("no command to run")
+		} else {
+			c.pool = newStdioPool(c, o.log, o.clientInfo)
+		}
+		return c
+	}
 	u, err := url.Parse(cfg.URL)
 	switch {
 	case err != nil:
@@ -120,7 +163,21 @@ func New(cfg Config) *Client {
 }
 
 // Close closes idle pooled connections. Open Conns are unaffected.
-func (c *Client) Close() { c.ht.CloseIdleConnections() }
+//
+// For a stdio backend it stops every process and waits until each has
+// been reaped: idle ones at once, those in use when their Conn is closed,
+// or after the backend's timeout (30s when it has none), by which time
+// any call would have timed out anyway; a call still running then fails.
+func (c *Client) Close() {
+	c.ht.CloseIdleConnections()
+	if c.pool != nil {
+		grace := c.cfg.Timeout
+		if grace <= 0 {
+			grace = 30 * time.Second
+		}
+		c.pool.close(grace)
+	}
+}
 
 // withTimeout bounds ctx by Config.Timeout, tagging expiry with a
 // timeoutError cause so errors say which limit fired.
@@ -171,6 +228,8 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 
 	var err error
 	switch c.cfg.Transport {
+	case TransportStdio:
+		err = c.openStdio(openCtx, conn, h)
 	case TransportSSE:
 		if h.ProtocolVersion == "" {
 			h.ProtocolVersion = wire.LegacySSEProtocolVersion
