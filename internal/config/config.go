@@ -79,6 +79,9 @@ type Config struct {
 	// VirtualHosts is keyed by vhost name: Backend.Key filled, defaults
 	// applied, header names canonicalised.
 	VirtualHosts map[string]*router.VirtualHost
+
+	// lambdaRefusals are the errors CheckLambda returns.
+	lambdaRefusals []error
 }
 
 // Streams tunes GET streams and server-to-client requests. Zero values
@@ -283,6 +286,12 @@ type rawBackend struct {
 	ToolNameAliases    map[string]string `yaml:"tool_name_aliases"`
 	Session            string            `yaml:"session"`
 	ListCache          *string           `yaml:"list_cache"`
+	// transport stdio (stdio.go)
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	Cwd     string            `yaml:"cwd"`
+	Pool    *rawPool          `yaml:"pool"`
 }
 
 // Load reads and validates the configuration file at path. Relative paths
