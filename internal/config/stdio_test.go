@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -101,5 +102,27 @@ func TestStdio_CheckLambdaRefusesStdioBackendsNamingEach(t *testing.T) {
 	}
 	if err := mustParse(t, minimal).CheckLambda(); err != nil {
 		t.Errorf("CheckLambda on HTTP backends only: %v", err)
+	}
+}
+
+// The README's stdio example is a config the gateway takes.
+func TestStdio_ReadmeExampleParses(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "### stdio backends")
+	if !ok {
+		t.Fatal("README has no stdio section")
+	}
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("README's stdio section has no yaml example")
+	}
+	cfg := mustParse(t, "auth: {mode: none}\n"+block)
+	s := cfg.VirtualHosts["demo"].Backends["files"].Stdio
+	if s == nil || s.Command != "npx" || s.Pool != (upstream.PoolConfig{Min: 1, Max: 4, Idle: 5 * time.Minute}) {
+		t.Fatalf("README example: %+v", s)
 	}
 }

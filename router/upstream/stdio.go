@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -42,7 +43,7 @@ type stdioConn struct {
 	level string
 	// spent is set when a call ended without its answer: the process may
 	// still be working on it, so it is not given to another request.
-	spent bool
+	spent atomic.Bool
 }
 
 // openStdio takes a process from the pool for conn. The handshake was
@@ -76,7 +77,7 @@ func (s *stdioConn) roundTrip(ctx context.Context, req *jsonrpc.Request, handle 
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			s.spent = true
+			s.spent.Store(true)
 			return nil, c.newError(req.Method, 0, ctx.Err())
 		}
 		return nil, c.newError(req.Method, 0, err)
@@ -160,7 +161,7 @@ func (s *stdioConn) listen(context.Context, func(context.Context, jsonrpc.Messag
 // no backend session to keep beyond the process).
 func (s *stdioConn) close(bool) error {
 	s.keepID()
-	s.pool.release(s.proc, !s.spent)
+	s.pool.release(s.proc, !s.spent.Load())
 	return nil
 }
 
