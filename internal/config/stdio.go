@@ -34,16 +34,14 @@ func (v *validator) stdio(path string, raw *rawBackend, b *router.Backend) {
 	switch {
 	case cmd == "":
 		v.errf(joinPath(path, "command"), "required for transport stdio (the program to run)")
-	case strings.ContainsRune(cmd, '/') && !filepath.IsAbs(cmd):
-		s.Command = filepath.Join(v.baseDir, cmd)
+	case strings.ContainsRune(cmd, '/'):
+		// Absolute: a relative path would be taken from cwd when it is set.
+		s.Command = v.fromConfigDir(cmd)
 	default:
 		s.Command = cmd // a name is looked up in PATH when the process starts
 	}
 	if raw.Cwd != "" {
-		s.Dir = raw.Cwd
-		if !filepath.IsAbs(s.Dir) {
-			s.Dir = filepath.Join(v.baseDir, s.Dir)
-		}
+		s.Dir = v.fromConfigDir(raw.Cwd)
 	}
 	for i, a := range raw.Args {
 		if strings.ContainsRune(a, 0) {
@@ -90,6 +88,18 @@ func (v *validator) stdio(path string, raw *rawBackend, b *router.Backend) {
 	}
 	b.Stdio = s
 	v.stdioPaths = append(v.stdioPaths, joinPath(path, "transport"))
+}
+
+// fromConfigDir makes a path absolute, a relative one taken from the
+// config file's directory.
+func (v *validator) fromConfigDir(p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(v.baseDir, p)
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
 
 // pool validates `pool`, applying the defaults.

@@ -26,11 +26,15 @@ plain:
   command: npx
 `))
 	files := cfg.VirtualHosts["demo"].Backends["files"]
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := &upstream.StdioConfig{
-		Command: filepath.Join(".", "bin/files-server"),
+		Command: filepath.Join(wd, "bin/files-server"),
 		Args:    []string{"--root", "/data"},
 		Env:     map[string]string{"API_TOKEN": testBackendToken, "MODE": "ro"},
-		Dir:     "work",
+		Dir:     filepath.Join(wd, "work"),
 		Pool:    upstream.PoolConfig{Min: 0, Max: 2, Idle: 30 * time.Second},
 	}
 	if files.Transport != upstream.TransportStdio || files.URL != "" || !reflect.DeepEqual(files.Stdio, want) {
