@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -95,7 +96,7 @@ func (p *stdioPool) start(ctx context.Context) (*process, error) {
 	go func() {
 		defer p.wg.Done()
 		defer close(stderrDone)
-		logStderr(errR, p.log.With("backend", p.c.cfg.Key, "pid", pr.pid))
+		logStderr(errR, pr.logger())
 	}()
 	go pr.run(errR, stderrDone)
 
@@ -108,7 +109,7 @@ func (p *stdioPool) start(ctx context.Context) (*process, error) {
 		return nil, p.c.newError("initialize", 0, err)
 	}
 	pr.init = init
-	p.log.Debug("stdio backend process started", "backend", p.c.cfg.Key, "pid", pr.pid)
+	pr.logger().Debug("stdio backend process started")
 	return pr, nil
 }
 
@@ -183,9 +184,12 @@ func (pr *process) run(stderr *os.File, stderrDone <-chan struct{}) {
 		}
 		pr.dispatch(msg)
 	}
-	if !pr.stopped.Load() {
-		// A malformed message leaves stdout unusable; end the process.
-		pr.pool.log.Debug("stdio backend output ended", "backend", pr.pool.c.cfg.Key, "pid", pr.pid, "error", readErr)
+	// Anything but the end of stdout leaves it unusable (the go-sdk stops
+	// reading at a malformed message): the process is stopped.
+	malformed := !errors.Is(readErr, io.EOF) && !pr.stopped.Load()
+	if malformed {
+		pr.stopped.Store(true)
+		pr.logger().Warn("stdio backend wrote a malformed message on stdout; stopping it", "error", readErr)
 	}
 	waitErr := pr.conn.Close() // closes stdin, waits; SIGTERM, SIGKILL if it lingers
 	killProcessGroup(pr.cmd)
@@ -199,6 +203,8 @@ func (pr *process) run(stderr *os.File, stderrDone <-chan struct{}) {
 	}
 	t.Stop()
 	switch {
+	case malformed:
+		pr.exitErr = fmt.Errorf("%w (stopped: it wrote a malformed message on stdout)", errProcessExited)
 	case waitErr != nil:
 		pr.exitErr = fmt.Errorf("%w (%v)", errProcessExited, waitErr)
 	default:
@@ -336,6 +342,11 @@ func (pr *process) write(ctx context.Context, msg jsonrpc.Message) error {
 func (pr *process) stop() {
 	if pr.stopped.Swap(true) {
 		return
+	}
+	select {
+	case <-pr.dead:
+		return // reaped already
+	default:
 	}
 	pr.pool.wg.Go(func() { _ = pr.conn.Close() })
 }

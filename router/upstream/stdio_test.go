@@ -149,6 +149,23 @@ func TestStdio_ProcessDyingMidCallFailsTheCallAndIsReplaced(t *testing.T) {
 	}
 }
 
+// A server that prints something else than JSON-RPC on stdout (a stray
+// debug print) cannot be read any more: its call fails naming the
+// backend, and the process is stopped and replaced.
+func TestStdio_MalformedOutputStopsTheProcess(t *testing.T) {
+	c := newStdioClient(t, PoolConfig{Max: 1})
+	conn := open(t, c, Handshake{})
+	pid := callPid(t, conn)
+	_, err := conn.Call(context.Background(), "tools/call", toolCall(t, "garble", nil, nil), nil)
+	if mustUpstreamError(t, err); !strings.Contains(err.Error(), "malformed message on stdout") {
+		t.Errorf("call on a process whose output broke: %v", err)
+	}
+	conn.Close(false)
+	if again := callPid(t, open(t, c, Handshake{})); again == pid {
+		t.Error("the process with broken output served the next request")
+	}
+}
+
 func TestStdio_PoolMaxBoundsTheProcesses(t *testing.T) {
 	c := newStdioClient(t, PoolConfig{Max: 2})
 	gate := filepath.Join(t.TempDir(), "gate")

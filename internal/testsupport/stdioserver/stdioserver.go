@@ -97,6 +97,11 @@ func New() *mcp.Server {
 			os.Exit(code)
 			return nil, nil, nil
 		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "garble", Description: "Write a line that is not JSON-RPC on stdout."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			fmt.Fprintln(os.Stdout, "this is not JSON")
+			return text("garbled"), nil, nil
+		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "wait", Description: "Mark the call started, then wait for a gate file; return the pid."},
 		func(ctx context.Context, req *mcp.CallToolRequest, args waitArgs) (*mcp.CallToolResult, any, error) {
 			if args.Gate == "" {
