@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/testsupport"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // newStdioCluster writes a config whose "demo" vhost has a stdio backend
@@ -172,5 +173,28 @@ func TestStdio_ElicitationDuringACallReachesTheClientAcrossInstances(t *testing.
 	other.Initialize(b, nil)
 	if got := other.Call(b, "tools/call", map[string]any{"name": "files-confirm", "arguments": map[string]any{"question": "?"}}).Text(); !strings.Contains(got, "elicitation failed") {
 		t.Errorf("confirm for a client without elicitation: %q", got)
+	}
+}
+
+// A default go-sdk client (it negotiates 2026-07-28) behind a balancer
+// with no affinity: lists and calls reach the stdio backend, and its
+// mid-call elicitation becomes input_required, whose retry (on whichever
+// instance) resumes the call parked with its process.
+func TestStdio_ANewRevisionClientThroughTheBalancer(t *testing.T) {
+	c := newStdioCluster(t, "{min: 1, max: 2}")
+	m := startModernCluster(t, c)
+	a := &answers{}
+	cs := m.connect("alice", mcp.NewClient(&mcp.Implementation{Name: "stdio-e2e", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: a.elicit}))
+	ctx := t.Context()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || !slices.ContainsFunc(tools.Tools, func(tl *mcp.Tool) bool { return tl.Name == "files-confirm" }) {
+		t.Fatalf("tools/list: %v %v", err, tools)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "files-confirm", Arguments: map[string]any{"question": "Proceed?"}})
+	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "answer: accept" {
+		t.Fatalf("files-confirm: %v %+v", err, res)
+	}
+	if q := a.questions(); !slices.Contains(q, "Proceed?") {
+		t.Errorf("the client was asked %q", q)
 	}
 }
