@@ -260,7 +260,7 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 		err = c.newError("open", 0, fmt.Errorf("unknown transport %q", c.cfg.Transport))
 	}
 	if err != nil {
-		if openCtx.Err() != nil {
+		if openCtx.Err() != nil && c.cfg.Transport != TransportStdio { // stdio says what it waited for
 			err = c.contextError("initialize", openCtx)
 		}
 		_ = conn.Close(false)

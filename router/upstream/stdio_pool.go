@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 	"slices"
@@ -154,7 +155,7 @@ func (p *stdioPool) acquire(ctx context.Context) (*process, error) {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return nil, p.c.newError("open", 0, context.Cause(ctx))
+			return nil, p.c.newError("open", 0, fmt.Errorf("waiting for a free process (all %d in use): %w", p.cfg.Pool.Max, context.Cause(ctx)))
 		}
 	}
 }

@@ -225,7 +225,7 @@ func TestStdio_PoolWaitEndsWithTheCallersContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := c.Open(ctx, Handshake{}, nil)
-	if mustUpstreamError(t, err); !errors.Is(err, context.DeadlineExceeded) {
+	if mustUpstreamError(t, err); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "waiting for a free process (all 1 in use)") {
 		t.Errorf("Open with every process in use: %v, want the deadline", err)
 	}
 }
