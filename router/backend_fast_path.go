@@ -86,7 +86,7 @@ func (r *Router) exchange(ctx context.Context, v *vhost, key string, sess *store
 	if init := conn.Init(); init != nil {
 		next := snapshotFrom(key, init)
 		if reuse {
-			next.SessionID = conn.SessionID()
+			next.SessionID = store.BackendSessionID(conn.SessionID())
 		}
 		if snapshotChanged(snap, next) {
 			r.persistSnapshots(ctx, sess, []*store.BackendSnapshot{next})
@@ -123,7 +123,7 @@ func (r *Router) fastHandshake(v *vhost, key string, sess *store.Session, snap *
 		// (not even with `session: reuse`: it has none to keep).
 		h.ProtocolVersion, h.SkipInitialize = wire.ModernProtocolVersion, true
 	case reuse && snap.SessionID != "":
-		h.SessionID = snap.SessionID
+		h.SessionID = string(snap.SessionID)
 	case snap.Stateless:
 		h.SkipInitialize = true
 	default:
@@ -162,7 +162,7 @@ func (r *Router) EndBackendSessions(ctx context.Context, sess *store.Session) {
 			continue
 		}
 		h := r.handshake(sess, snap)
-		h.SessionID = snap.SessionID
+		h.SessionID = string(snap.SessionID)
 		if conn, err := v.clients[key].Open(ctx, h, nil); err == nil {
 			_ = conn.Close(false) // sends DELETE
 		}

@@ -68,6 +68,7 @@ type Backend struct {
 
 	srv       *httptest.Server
 	cancel    context.CancelFunc
+	base      context.Context // ends at Close
 	closeOnce sync.Once
 
 	mu       sync.Mutex
@@ -129,7 +130,7 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 	// Request contexts derive from baseCtx so that Close can end hanging
 	// SSE GETs, which httptest.Server.Close would otherwise wait for.
 	baseCtx, cancel := context.WithCancel(context.Background())
-	b.cancel = cancel
+	b.cancel, b.base = cancel, baseCtx
 	b.srv = httptest.NewUnstartedServer(mux)
 	b.srv.Config.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	b.srv.Start()
