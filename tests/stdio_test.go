@@ -108,8 +108,10 @@ func TestStdio_ProcessDyingMidCallGetsMinus32603AndIsReplaced(t *testing.T) {
 	if next == "" || next == pid {
 		t.Errorf("after the crash the call ran in process %q (the dead one was %s), want a new one", next, pid)
 	}
+	// The exit is logged once the process is reaped, maybe after the
+	// call's answer.
 	for _, want := range []string{"stdio backend process exited", "crash: exiting on request"} {
-		if !strings.Contains(a.Output(), want) {
+		if !testsupport.Eventually(t, 10*time.Second, func() bool { return strings.Contains(a.Output(), want) }) {
 			t.Errorf("gateway log lacks %q", want)
 		}
 	}
