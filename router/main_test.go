@@ -18,6 +18,7 @@ func TestMain(m *testing.M) {
 	redisSrv = testsupport.MustStartRedis()
 	code := m.Run()
 	redisSrv.Stop()
+	testsupport.Cleanup()
 	os.Exit(code)
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/trace"
@@ -117,8 +118,14 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	if opts.TracerProvider != nil {
 		r.tracer = opts.TracerProvider.Tracer(tracerName)
 	}
-	r.table.Store(newRoutingTable(vhosts))
+	r.table.Store(buildRoutingTable(vhosts, nil, r.clientOptions()...))
 	return r
+}
+
+// clientOptions are what every backend client is built with: where a
+// stdio backend logs, and the identity its processes are initialized with.
+func (r *Router) clientOptions() []upstream.Option {
+	return []upstream.Option{upstream.WithLogger(r.log), upstream.WithClientInfo(r.clientInfo())}
 }
 
 // Start subscribes to the store's bus, on which instances tell each other

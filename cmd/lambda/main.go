@@ -95,6 +95,9 @@ func setup(getenv func(string) string, log *slog.Logger) (*function, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.CheckLambda(); err != nil {
+		return nil, err // stdio backends: a function keeps no processes
+	}
 	// app.Build validates these too, but only on the first request: check
 	// them now so that a mistake is an init error, not a failing request.
 	if _, err := auth.New(cfg.Auth); err != nil {

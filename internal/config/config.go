@@ -82,6 +82,9 @@ type Config struct {
 	// VirtualHosts is keyed by vhost name: Backend.Key filled, defaults
 	// applied, header names canonicalised.
 	VirtualHosts map[string]*router.VirtualHost
+
+	// lambdaRefusals are the errors CheckLambda returns.
+	lambdaRefusals []error
 }
 
 // Streams tunes GET streams and server-to-client requests. Zero values
@@ -290,6 +293,12 @@ type rawBackend struct {
 	Session            string            `yaml:"session"`
 	ListCache          *string           `yaml:"list_cache"`
 	Credentials        *rawCredentials   `yaml:"credentials"`
+	// transport stdio (stdio.go)
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	Cwd     string            `yaml:"cwd"`
+	Pool    *rawPool          `yaml:"pool"`
 }
 
 // rawCredentials is a backend's outbound credentials: one grant.

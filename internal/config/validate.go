@@ -23,7 +23,10 @@ type validator struct {
 	lines   map[string]int // field path -> line
 	errs    []error
 	aliases map[aliasKey]bool // anchors already shape-checked
-
+	baseDir string            // relative paths in the file are taken from here
+	// stdioPaths are the `transport` fields of stdio backends, for
+	// Config.CheckLambda.
+	stdioPaths []string
 }
 
 func (v *validator) errf(path, format string, args ...any) {
@@ -53,6 +56,7 @@ func (v *validator) err() error { return errors.Join(v.errs...) }
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 func (v *validator) build(raw *rawConfig, baseDir string) *Config {
+	v.baseDir = baseDir
 	cfg := &Config{
 		SessionTTL:   v.duration("session_ttl", raw.SessionTTL, DefaultSessionTTL, time.Second),
 		MaxBodyBytes: DefaultMaxBodyBytes,
@@ -116,6 +120,9 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		}
 	}
 	v.callerCredentialsNeedJWT(cfg)
+	for _, p := range v.stdioPaths {
+		cfg.lambdaRefusals = append(cfg.lambdaRefusals, &Error{Source: v.source, Path: p, Line: v.line(p), Msg: lambdaStdioMsg})
+	}
 	return cfg
 }
 
@@ -404,10 +411,15 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 		v.errf(joinPath(path, "url"), "required")
 		return nil
 	}
+	stdio := raw.Transport == string(upstream.TransportStdio)
+	var url string
+	if !stdio {
+		url = v.backendURL(joinPath(path, "url"), strings.TrimSpace(raw.URL))
+	}
 	b := &router.Backend{
 		Config: upstream.Config{
 			Key:        key,
-			URL:        v.backendURL(joinPath(path, "url"), strings.TrimSpace(raw.URL)),
+			URL:        url,
 			Transport:  upstream.TransportStreamableHTTP,
 			Timeout:    v.duration(joinPath(path, "timeout"), raw.Timeout, DefaultTimeout, time.Nanosecond),
 			AddHeaders: map[string]string{},
@@ -418,10 +430,15 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 	}
 	switch t := upstream.Transport(raw.Transport); t {
 	case "":
-	case upstream.TransportStreamableHTTP, upstream.TransportSSE:
+	case upstream.TransportStreamableHTTP, upstream.TransportSSE, upstream.TransportStdio:
 		b.Transport = t
 	default:
-		v.errf(joinPath(path, "transport"), "%q is not a transport (want %s or %s)", raw.Transport, upstream.TransportStreamableHTTP, upstream.TransportSSE)
+		v.errf(joinPath(path, "transport"), "%q is not a transport (want %s, %s or %s)", raw.Transport, upstream.TransportStreamableHTTP, upstream.TransportSSE, upstream.TransportStdio)
+	}
+	if stdio {
+		v.stdio(path, raw, b)
+	} else {
+		v.stdioOnly(path, raw)
 	}
 	switch s := router.SessionMode(raw.Session); s {
 	case "":

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -35,6 +36,9 @@ const (
 	TransportStreamableHTTP Transport = "streamable-http"
 	// TransportSSE is the legacy HTTP+SSE transport (2024-11-05).
 	TransportSSE Transport = "sse"
+	// TransportStdio runs the backend as a local process speaking MCP on
+	// its stdin and stdout (Config.Stdio; see stdio.go).
+	TransportStdio Transport = "stdio"
 )
 
 const (
@@ -81,6 +85,9 @@ type Config struct {
 	// MaxMessageBytes bounds one message (SSE event or JSON body) from the
 	// backend; zero means 16 MiB.
 	MaxMessageBytes int
+	// Stdio says how to run the backend when Transport is TransportStdio
+	// (URL and the header policy then have no use).
+	Stdio *StdioConfig
 }
 
 // Client talks to one backend. It is safe for concurrent use and holds one
@@ -96,10 +103,31 @@ type Client struct {
 	// backend has no Credentials). It lives as long as the client, so a
 	// config reload starts with an empty cache.
 	tokens *credentials.Source
+	pool   *stdioPool // TransportStdio only
+}
+
+// Option tunes New.
+type Option func(*options)
+
+type options struct {
+	log        *slog.Logger
+	clientInfo json.RawMessage
+}
+
+// WithLogger is where a stdio backend's pool logs (its processes' stderr,
+// their exits); the default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithClientInfo is the clientInfo a stdio backend's processes are
+// initialized with (a gateway default if unset).
+func WithClientInfo(info json.RawMessage) Option {
+	return func(o *options) { o.clientInfo = info }
 }
 
 // New returns a client for cfg. A bad URL is reported by Open, as an *Error.
-func New(cfg Config) *Client {
+// A stdio backend's pool starts its Min processes in the background at
+// once; Close stops them.
+func New(cfg Config, opts ...Option) *Client {
 	var ht *http.Transport
 	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
 		ht = dt.Clone() // proxy, dial and TLS defaults, without sharing its pool
@@ -125,6 +153,21 @@ func New(cfg Config) *Client {
 	if cfg.Credentials != nil {
 		c.tokens = credentials.NewSource(*cfg.Credentials, nil)
 	}
+	if cfg.Transport == TransportStdio {
+		var o options
+		for _, opt := range opts {
+			opt(&o)
+		}
+		if o.log == nil {
+			o.log = slog.Default()
+		}
+		if cfg.Stdio == nil || cfg.Stdio.Command == "" {
+			c.urlErr = errors.New("no command to run")
+		} else {
+			c.pool = newStdioPool(c, o.log, o.clientInfo)
+		}
+		return c
+	}
 	u, err := url.Parse(cfg.URL)
 	switch {
 	case err != nil:
@@ -138,10 +181,22 @@ func New(cfg Config) *Client {
 }
 
 // Close closes idle pooled connections. Open Conns are unaffected.
+//
+// For a stdio backend it stops every process and waits until each has
+// been reaped: idle ones at once, those in use when their Conn is closed,
+// or after the backend's timeout (30s when it has none), by which time
+// any call would have timed out anyway; a call still running then fails.
 func (c *Client) Close() {
 	c.ht.CloseIdleConnections()
 	if c.tokens != nil {
 		c.tokens.Close()
+	}
+	if c.pool != nil {
+		grace := c.cfg.Timeout
+		if grace <= 0 {
+			grace = 30 * time.Second
+		}
+		c.pool.close(grace)
 	}
 }
 
@@ -198,6 +253,8 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 	conn.span = trace.SpanContextFromContext(ctx)
 
 	switch c.cfg.Transport {
+	case TransportStdio:
+		err = c.openStdio(openCtx, conn, h)
 	case TransportSSE:
 		if h.ProtocolVersion == "" {
 			h.ProtocolVersion = wire.LegacySSEProtocolVersion
@@ -228,7 +285,7 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 		err = c.newError("open", 0, fmt.Errorf("unknown transport %q", c.cfg.Transport))
 	}
 	if err != nil {
-		if openCtx.Err() != nil {
+		if openCtx.Err() != nil && c.cfg.Transport != TransportStdio { // stdio says what it waited for
 			err = c.contextError("initialize", openCtx)
 		}
 		_ = conn.Close(false)

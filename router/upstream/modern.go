@@ -211,6 +211,9 @@ var ErrNotModern = errors.New("not a 2026-07-28 server")
 // wrapped in an *Error (a legacy server answers 400, 404 or 405, or a
 // JSON-RPC error; a stateful go-sdk server -32022).
 func (c *Client) Discover(ctx context.Context, clientInfo json.RawMessage, downstream http.Header) (*DiscoverResult, error) {
+	if c.cfg.Transport == TransportStdio {
+		return nil, c.newError("server/discover", 0, errors.Join(ErrNotModern, errNotStdio))
+	}
 	conn, err := c.Open(ctx, Handshake{ProtocolVersion: wire.ModernProtocolVersion, SkipInitialize: true, ClientInfo: clientInfo}, downstream)
 	if err != nil {
 		return nil, err
