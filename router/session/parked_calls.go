@@ -49,6 +49,11 @@ const gatherWindow = 25 * time.Millisecond
 type parkRecord struct {
 	Round  int                            `json:"round"`
 	Inputs map[string]router.InputRequest `json:"inputs"`
+	// Answers are the answers retries of the round have brought so far
+	// without answering everything (by key): each retry answers only what
+	// the latest input_required asked, so the round's answers accumulate
+	// here until the last one comes and all go to the call at once.
+	Answers map[string]json.RawMessage `json:"answers,omitempty"`
 	// Lease names the call stream whose lease this instance holds.
 	Lease string `json:"lease"`
 }
@@ -307,14 +312,30 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park string,
 	case rec == nil || rec.Round != round:
 		return parkFailed(router.CodeInvalidParams, "invalid requestState: the call has moved on from that round")
 	}
-	// A request the retry does not answer is asked again, alone.
+	// A request neither this retry nor an earlier one of the round has
+	// answered is asked again, alone; the answers so far are kept for the
+	// retry that brings the last one (a client answers what the latest
+	// input_required asks, not the whole round again).
+	got := make(map[string]json.RawMessage, len(rec.Inputs))
 	missing := map[string]router.InputRequest{}
 	for k, in := range rec.Inputs {
-		if _, ok := answers[k]; !ok {
+		if a, ok := answers[k]; ok {
+			got[k] = a
+		} else if a, ok := rec.Answers[k]; ok {
+			got[k] = a
+		} else {
 			missing[k] = in
 		}
 	}
 	if len(missing) > 0 {
+		if len(got) > len(rec.Answers) {
+			kept := *rec
+			kept.Answers = got
+			data, _ := json.Marshal(kept)
+			if _, err := rt.store.AppendEvent(ctx, park, data, rt.opts.EventLogSize, rt.parkTTL()); err != nil {
+				return parkFailed(router.CodeInternalError, "session store unavailable")
+			}
+		}
 		return router.ParkOutcome{Input: missing, Park: park, Round: round}
 	}
 	key := outcomeKey(round)
@@ -330,7 +351,7 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park string,
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if err := rt.Deliver(ctx, sess, &jsonrpc.Response{ID: mustStringID(k), Result: answers[k]}); err != nil {
+		if err := rt.Deliver(ctx, sess, &jsonrpc.Response{ID: mustStringID(k), Result: got[k]}); err != nil {
 			if errors.Is(err, ErrNoPendingRequest) {
 				return parkFailed(router.CodeInvalidParams, "invalid requestState: the call has moved on from that round")
 			}
