@@ -26,9 +26,9 @@ import (
 //	                 concurrent requests) and returns all three answers
 //	hold    {tag}    asks for sampling; answered, it returns the answer; its
 //	                 request failed, it signals AskFailed with the error and
-//	                 waits until its call is cancelled, then signals
-//	                 Cancelled with tag: a backend that does not give up on
-//	                 its own.
+//	                 waits until its call is cancelled (or the backend
+//	                 closes), then signals Cancelled with tag: a backend
+//	                 that does not give up on its own.
 type consultArgs struct {
 	Steps int `json:"steps,omitempty"`
 }
@@ -76,6 +76,8 @@ func confirmStep(ctx context.Context, ss *mcp.ServerSession, message string) (st
 func addAskingTools(srv *mcp.Server, b *Backend) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "consult", Description: "Ask the client's model and user in turn, step after step."},
 		func(ctx context.Context, req *mcp.CallToolRequest, args consultArgs) (*mcp.CallToolResult, any, error) {
+			ctx, stop := b.untilClosed(ctx)
+			defer stop()
 			steps := args.Steps
 			if steps <= 0 {
 				steps = 2
@@ -99,6 +101,8 @@ func addAskingTools(srv *mcp.Server, b *Backend) {
 
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask_all", Description: "Ask the client's model, user and roots at once."},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			ctx, stop := b.untilClosed(ctx)
+			defer stop()
 			var model, user, roots string
 			var wg sync.WaitGroup
 			wg.Go(func() {
@@ -134,13 +138,34 @@ func addAskingTools(srv *mcp.Server, b *Backend) {
 
 	mcp.AddTool(srv, &mcp.Tool{Name: "hold", Description: "Ask for sampling; if that fails, wait until cancelled."},
 		func(ctx context.Context, req *mcp.CallToolRequest, args blockArgs) (*mcp.CallToolResult, any, error) {
-			answer, err := sampleText(ctx, req.Session, "Hold on?")
+			asking, stop := b.untilClosed(ctx)
+			defer stop()
+			answer, err := sampleText(asking, req.Session, "Hold on?")
 			if err == nil {
 				return textResult("model said: " + answer), nil, nil
 			}
 			b.AskFailed <- askFailure(err)
-			<-ctx.Done()
-			b.Cancelled <- args.Tag
-			return nil, nil, ctx.Err()
+			select {
+			case <-ctx.Done():
+				b.Cancelled <- args.Tag
+				return nil, nil, ctx.Err()
+			case <-b.closing: // never cancelled: the test has failed, and ends
+				return nil, nil, errors.New("the backend closed")
+			}
 		})
+}
+
+// untilClosed is ctx, also ended when the backend closes: a request to a
+// client that is gone (a gateway instance a test killed) is never
+// answered, and a session whose tool waits on one cannot be closed.
+func (b *Backend) untilClosed(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-b.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }

@@ -76,6 +76,7 @@ type Backend struct {
 	srv       *httptest.Server
 	cancel    context.CancelFunc
 	closeOnce sync.Once
+	closing   chan struct{} // closed when Close starts: ends tools that hold on
 
 	mu       sync.Mutex
 	counts   map[string]int
@@ -100,7 +101,7 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		NoPrompts:    opts.NoPrompts,
 		NoResources:  opts.NoResources,
 	})
-	b := &Backend{Server: srv, rounds: map[string]int{}}
+	b := &Backend{Server: srv, rounds: map[string]int{}, closing: make(chan struct{})}
 	if opts.StreamingTools {
 		b.Cancelled = make(chan string, 16)
 		b.Started = make(chan string, 16)
@@ -164,6 +165,7 @@ func addExtraTool(srv *mcp.Server, name string) {
 // (connections are then refused rather than answered with 503).
 func (b *Backend) Close() {
 	b.closeOnce.Do(func() {
+		close(b.closing)
 		b.cancel()
 		b.srv.Close()
 		// Stateful sessions outlive their requests; without this their

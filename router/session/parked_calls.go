@@ -286,7 +286,15 @@ func (pk *parkedCall) AskClient(ctx context.Context, _ *router.Call, req *jsonrp
 			rt.log.Warn("removing a parked call's request failed", "error", err)
 		}
 	}()
-	return rt.awaitAnswer(ctx, pk.id, key, ch, req.Method)
+	resp, timedOut := rt.awaitAnswer(ctx, pk.id, key, ch, req.Method)
+	if timedOut {
+		// The client's retry never came: nobody will take the call's
+		// answer. The backend call ends now (the backend is told it is
+		// cancelled) rather than running on, perhaps asking again, until
+		// the backend's own timeout.
+		pk.cancel()
+	}
+	return resp
 }
 
 // ListenersChanged: a parked call has no GET stream.
