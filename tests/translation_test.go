@@ -349,6 +349,18 @@ func TestTranslation_ParkedCallCancelledWhenTheRetryNeverComes(t *testing.T) {
 	default:
 		t.Fatal("the backend's request did not end")
 	}
+	// A retry that comes after all is told the call has ended, on any
+	// instance, once the cancelled call's end is recorded.
+	late := map[string]any{"name": "gateway-two-hold", "arguments": map[string]any{"tag": "abandoned"},
+		"requestState": in.state, "inputResponses": map[string]any{in.keyOf(t, "sampling/createMessage"): answerSampling}}
+	var r *testsupport.Reply
+	if !testsupport.Eventually(t, 10*time.Second, func() bool {
+		r = m.client("alice").ModernRequest(m.gws[1], "tools/call", late, capsAsking)
+		e := r.Error()
+		return e != nil && e.Code == -32603 && strings.Contains(e.Message, "has ended")
+	}) {
+		t.Fatalf("a late retry: %d %s, want -32603 saying the call has ended", r.Status, r.Body)
+	}
 }
 
 // The instance holding a parked call dies: the client's retry on another

@@ -311,11 +311,15 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park string,
 	case sess.Principal != p.Principal || sess.VHost != p.VHost:
 		return parkFailed(router.CodeInvalidParams, "invalid requestState: it was not issued for this request and caller")
 	}
-	rec, lost, err := rt.parkState(ctx, park)
+	rec, call, err := rt.parkState(ctx, park)
 	switch {
 	case err != nil:
 		return parkFailed(router.CodeInternalError, "session store unavailable")
-	case lost:
+	case call != nil && call.Done:
+		// Its answer went to an earlier retry, or to nobody: no retry
+		// came within the client request timeout, and it was cancelled.
+		return parkFailed(router.CodeInternalError, "the call this requestState continues has ended")
+	case call.Lost():
 		return parkFailed(router.CodeInternalError, "the gateway instance holding this call stopped before it answered; the call's outcome is unknown")
 	case rec == nil || rec.Round != round:
 		return parkFailed(router.CodeInvalidParams, "invalid requestState: the call has moved on from that round")
@@ -396,12 +400,13 @@ func (rt *Runtime) awaitOutcome(ctx context.Context, park, key string, ch chan *
 	}
 }
 
-// parkState reads the park's current round and whether its instance's
-// lease has lapsed.
-func (rt *Runtime) parkState(ctx context.Context, park string) (*parkRecord, bool, error) {
+// parkState reads the park's current round and the state of its call
+// (answered, or its instance's lease lapsed); nil when the park has no
+// round.
+func (rt *Runtime) parkState(ctx context.Context, park string) (*parkRecord, *store.CallStream, error) {
 	evs, err := rt.store.EventsAfter(ctx, park, "0-0", 0)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	var rec *parkRecord
 	for _, e := range evs {
@@ -414,13 +419,16 @@ func (rt *Runtime) parkState(ctx context.Context, park string) (*parkRecord, boo
 		}
 	}
 	if rec == nil {
-		return nil, false, nil
+		return nil, nil, nil
 	}
 	cs, _, err := rt.store.CallStreamEventsAfter(ctx, park, rec.Lease, "0-0", 1)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, false, err
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return rec, nil, nil
+	case err != nil:
+		return nil, nil, err
 	}
-	return rec, err == nil && cs.Lost(), nil
+	return rec, cs, nil
 }
 
 // parkTTL is how long a park's record lives without use: enough for the
