@@ -242,3 +242,73 @@ func TestTranslation_LegacyClientSubscriptionsFromTheBackendsListen(t *testing.T
 		t.Fatalf("the modern-only backend was sent %d GET, %d initialize", be.Count("GET"), be.Count("initialize"))
 	}
 }
+
+// One vhost, both generations of backend (gateway-one speaks 2026-07-28,
+// gateway-two only the session protocol), both generations of client:
+// each walks the merged tool list page by page, every page on another
+// instance, and both see the same list; each calls a tool of each backend.
+func TestTranslation_MixedVHostServesBothClientsTheSameMergedPages(t *testing.T) {
+	c := newClusterOf(t, testsupport.BackendOptions{Stateless: true, ModernTools: true, PageSize: 2, ExtraTools: 2},
+		testsupport.BackendOptions{StreamingTools: true, PageSize: 2, ExtraTools: 2})
+	m := startModernCluster(t, c)
+	legacy, modern := m.client("alice"), m.client("alice")
+	legacy.Initialize(m.gws[0], nil)
+
+	walk := func(name string, list func(i int, params map[string]any) *testsupport.Reply) []string {
+		t.Helper()
+		var names []string
+		cursor := ""
+		for page := 0; ; page++ {
+			if page > 30 {
+				t.Fatalf("%s: the walk does not end", name)
+			}
+			params := map[string]any{}
+			if cursor != "" {
+				params["cursor"] = cursor
+			}
+			res := list(page, params).Result()
+			for _, tl := range res["tools"].([]any) {
+				names = append(names, tl.(map[string]any)["name"].(string))
+			}
+			if cursor, _ = res["nextCursor"].(string); cursor == "" {
+				if page < 2 {
+					t.Fatalf("%s: %d pages, want several", name, page+1)
+				}
+				return names
+			}
+		}
+	}
+	fromLegacy := walk("2025 session", func(i int, p map[string]any) *testsupport.Reply {
+		return legacy.Call(m.gws[(i+1)%3], "tools/list", p)
+	})
+	fromModern := walk("2026-07-28", func(i int, p map[string]any) *testsupport.Reply {
+		return modern.ModernRequest(m.gws[i%3], "tools/list", p, nil)
+	})
+	for _, names := range [][]string{fromLegacy, fromModern} {
+		sorted := slices.Clone(names)
+		slices.Sort(sorted)
+		if len(slices.Compact(sorted)) != len(names) {
+			t.Fatalf("the walk repeated names: %v", names)
+		}
+		for _, want := range []string{"gateway-one-t00", "gateway-one-t01", "gateway-two-t00", "gateway-two-t01", "Greeter", "Public.Tool", "gateway-two-sample"} {
+			if !slices.Contains(names, want) {
+				t.Fatalf("the walk has no %s: %v", want, names)
+			}
+		}
+	}
+	a, b := slices.Clone(fromLegacy), slices.Clone(fromModern)
+	slices.Sort(a)
+	slices.Sort(b)
+	if !slices.Equal(a, b) {
+		t.Fatalf("the clients saw different lists:\n2025: %v\n2026: %v", a, b)
+	}
+	for i, tool := range []string{"gateway-one-echo", "gateway-two-echo"} {
+		args := map[string]any{"name": tool, "arguments": map[string]any{"text": "hi " + tool}}
+		if got := legacy.Call(m.gws[i%3], "tools/call", args).Text(); got != "hi "+tool {
+			t.Fatalf("2025 session calling %s: %q", tool, got)
+		}
+		if got := modern.ModernRequest(m.gws[(i+1)%3], "tools/call", args, nil).Text(); got != "hi "+tool {
+			t.Fatalf("2026-07-28 calling %s: %q", tool, got)
+		}
+	}
+}
