@@ -111,6 +111,7 @@ func New(opts Options) http.Handler {
 		checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins),
 		s.requireVHost,
 		auth.Middleware(opts.Auth, "mcpgw", challenge),
+		withBackendCaller,
 		requireSingleHeaders,
 	)
 	mux.Handle("/servers/{vhost}/mcp", mcp)

@@ -91,7 +91,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		defer held.Release()
 		sess, resp := s.opts.Router.Initialize(ctx, r.PathValue("vhost"), string(principal), r.Header, req)
 		if sess != nil {
-			w.Header().Set(headerSessionID, sess.ID)
+			w.Header().Set(headerSessionID, string(sess.ID))
 		}
 		s.writeResponse(w, resp, rawID, jsonOK)
 		return

@@ -114,7 +114,7 @@ func (r *Router) probe(ctx context.Context, v *vhost, key string, sess *store.Se
 	}
 	keep := reuse && conn.SessionID() != ""
 	if keep {
-		snap.SessionID = conn.SessionID()
+		snap.SessionID = store.BackendSessionID(conn.SessionID())
 	}
 	_ = conn.Close(keep)
 	return snap

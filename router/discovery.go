@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -57,10 +58,24 @@ func (r *Router) backendDiscovery(ctx context.Context, v *vhost, key string, hdr
 	if ok && time.Now().Before(d.expires) {
 		return d
 	}
-	// Detached from the first caller: the result serves every waiter.
-	ch := c.flight.DoChan(key, func() (any, error) {
+	// Detached from the first caller: the result serves every waiter. A
+	// backend whose requests carry per-caller credentials is discovered
+	// with the credentials of the caller who found the cache empty (what
+	// a backend speaks is the same for everyone), but waiters share a
+	// flight only with their own principal, and a caller whose
+	// credentials fail (a claim missing, an exchange refused) fails alone:
+	// that is never remembered for the others.
+	fkey := key
+	if v.clients[key].PerCaller() {
+		caller, _ := credentials.CallerFrom(ctx)
+		fkey = key + "\x00" + caller.Principal
+	}
+	ch := c.flight.DoChan(fkey, func() (any, error) {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.backendTimeout(v, key))
 		defer cancel()
+		if err := v.clients[key].Authorize(pctx); err != nil {
+			return discovery{snap: failedSnapshot(key, err)}, nil
+		}
 		d := r.probeGeneration(pctx, v, key, hdr)
 		c.mu.Lock()
 		c.entries[key] = d

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/mcpgw/gateway/store"
 )
 
 // Hook runs around the routed methods that carry user content:
@@ -27,7 +29,7 @@ type HookCall struct {
 	Backend   string // backend key the call routes to
 	Name      string // backend-side identifier (tool or prompt name, resource URI)
 	Principal string
-	SessionID string
+	SessionID store.SessionID
 	// Params are the params sent to the backend. Pre hooks may replace them.
 	Params json.RawMessage
 }

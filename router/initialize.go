@@ -2,8 +2,6 @@ package router
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -47,10 +45,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	if !wire.ServesProtocolVersion(version) {
 		version = wire.LatestProtocolVersion
 	}
-	id, err := newSessionID()
-	if err != nil {
-		return nil, errorResponse(req.ID, rpcError(CodeInternalError, "cannot create session id"))
-	}
+	id := store.NewSessionID()
 	sess := &store.Session{
 		ID:                 id,
 		Principal:          principal,
@@ -88,16 +83,4 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	}
 	raw, _ := json.Marshal(result)
 	return sess, resultResponse(req.ID, raw)
-}
-
-// newSessionID returns 256 random bits as URL-safe base64: visible ASCII
-// (the transport spec's rule for Mcp-Session-Id), far beyond guessing (at
-// least 128 random bits would do), and free of the characters Redis
-// Cluster hash tags give meaning to ('{', '}').
-func newSessionID() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
 }

@@ -44,7 +44,7 @@ func newStore(t testing.TB) store.Store {
 	return newFixtureOpts(t, router.Options{}).NewStore()
 }
 
-func callOn(t testing.TB, r *router.Router, st store.Store, sid string, hdr http.Header, method string, params any) *jsonrpc.Response {
+func callOn(t testing.TB, r *router.Router, st store.Store, sid store.SessionID, hdr http.Header, method string, params any) *jsonrpc.Response {
 	t.Helper()
 	return routertest.CallOn(t, r, st, sid, hdr, method, params)
 }

@@ -8,8 +8,6 @@ package router
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -207,7 +205,7 @@ type SessionRuntime interface {
 	AskClient(ctx context.Context, c *Call, req *jsonrpc.Request) *jsonrpc.Response
 	// ListenersChanged says the session's subscriptions or log level
 	// changed: whoever holds its GET stream rebuilds its listeners.
-	ListenersChanged(ctx context.Context, sessionID string)
+	ListenersChanged(ctx context.Context, sessionID store.SessionID)
 }
 
 // ErrCancelledByClient is the cause with which a session runtime cancels a
@@ -219,14 +217,6 @@ var ErrCancelledByClient = errors.New("cancelled by the client")
 // stopped waiting; the answer only closes the HTTP exchange.
 func cancelledResponse(id jsonrpc.ID) *jsonrpc.Response {
 	return errorResponse(id, rpcError(CodeRequestCancelled, "request cancelled by the client"))
-}
-
-// NewRandomID returns 96 random bits as hex after a readable prefix: the
-// gateway's ids for progress tokens, server requests and call streams.
-func NewRandomID(prefix string) string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return prefix + hex.EncodeToString(b)
 }
 
 // Stream sends messages to the client during one call.

@@ -283,6 +283,26 @@ type rawBackend struct {
 	ToolNameAliases    map[string]string `yaml:"tool_name_aliases"`
 	Session            string            `yaml:"session"`
 	ListCache          *string           `yaml:"list_cache"`
+	Credentials        *rawCredentials   `yaml:"credentials"`
+}
+
+// rawCredentials is a backend's outbound credentials: one grant.
+type rawCredentials struct {
+	TokenExchange     *rawTokenGrant `yaml:"token_exchange"`
+	ClientCredentials *rawTokenGrant `yaml:"client_credentials"`
+}
+
+// rawTokenGrant is the token endpoint and client of either grant.
+type rawTokenGrant struct {
+	TokenURL         string   `yaml:"token_url"`
+	ClientID         string   `yaml:"client_id"`
+	ClientSecretEnv  string   `yaml:"client_secret_env"`
+	Audience         string   `yaml:"audience"`
+	Resource         string   `yaml:"resource"`
+	Scopes           []string `yaml:"scopes"`
+	SubjectTokenType string   `yaml:"subject_token_type"`
+	Timeout          *string  `yaml:"timeout"`
+	CacheSize        *int64   `yaml:"cache_size"`
 }
 
 // Load reads and validates the configuration file at path. Relative paths

@@ -114,6 +114,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 			cfg.VirtualHosts[name] = vh
 		}
 	}
+	v.callerCredentialsNeedJWT(cfg)
 	return cfg
 }
 
@@ -431,6 +432,7 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 	b.PassthroughHeaders = v.headerList(joinPath(path, "passthrough_headers"), raw.PassthroughHeaders, true)
 	b.RemoveHeaders = v.headerList(joinPath(path, "remove_headers"), raw.RemoveHeaders, false)
 	v.addHeaders(joinPath(path, "add_headers"), raw.AddHeaders, b)
+	v.backendCredentials(path, raw, b)
 
 	// A header may be both passed through and added (add overrides) or
 	// removed as well (remove wins: removed last), so none of these

@@ -149,7 +149,7 @@ func addAskingTools(srv *mcp.Server, b *Backend) {
 			case <-ctx.Done():
 				b.Cancelled <- args.Tag
 				return nil, nil, ctx.Err()
-			case <-b.closing: // never cancelled: the test has failed, and ends
+			case <-b.base.Done(): // never cancelled: the test has failed, and ends
 				return nil, nil, errors.New("the backend closed")
 			}
 		})
@@ -162,7 +162,7 @@ func (b *Backend) untilClosed(ctx context.Context) (context.Context, context.Can
 	ctx, cancel := context.WithCancel(ctx)
 	go func() {
 		select {
-		case <-b.closing:
+		case <-b.base.Done():
 			cancel()
 		case <-ctx.Done():
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/demobackend"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -52,6 +53,11 @@ type BackendOptions struct {
 	// several things in one call: in turn, at once, and one that holds on
 	// when its request fails (see asking_tools.go).
 	AskingTools bool
+	// TokenVerifier, when set, puts the go-sdk's bearer-token middleware
+	// in front of the MCP handler (a request without a token it accepts is
+	// answered 401 and never reaches the server) and adds the tool
+	// "whoami", which answers the UserID of the token its request carried.
+	TokenVerifier auth.TokenVerifier
 }
 
 // Backend is a real go-sdk MCP server on an httptest server, with a
@@ -75,8 +81,8 @@ type Backend struct {
 
 	srv       *httptest.Server
 	cancel    context.CancelFunc
+	base      context.Context // ends at Close
 	closeOnce sync.Once
-	closing   chan struct{} // closed when Close starts: ends tools that hold on
 
 	mu       sync.Mutex
 	counts   map[string]int
@@ -101,7 +107,7 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		NoPrompts:    opts.NoPrompts,
 		NoResources:  opts.NoResources,
 	})
-	b := &Backend{Server: srv, rounds: map[string]int{}, closing: make(chan struct{})}
+	b := &Backend{Server: srv, rounds: map[string]int{}}
 	if opts.StreamingTools {
 		b.Cancelled = make(chan string, 16)
 		b.Started = make(chan string, 16)
@@ -121,6 +127,9 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		addExtraTool(srv, fmt.Sprintf("t%02d", i))
 	}
 
+	if opts.TokenVerifier != nil {
+		addWhoami(srv)
+	}
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	path := demobackend.Path
 	var h http.Handler
@@ -139,18 +148,34 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 	b.failures = make(map[string]int)
 	b.changed = make(chan struct{})
 	mux := http.NewServeMux()
+	if opts.TokenVerifier != nil {
+		h = auth.RequireBearerToken(opts.TokenVerifier, nil)(h)
+	}
 	mux.Handle(path, b.middleware(h))
 
 	// Request contexts derive from baseCtx so that Close can end hanging
 	// SSE GETs, which httptest.Server.Close would otherwise wait for.
 	baseCtx, cancel := context.WithCancel(context.Background())
-	b.cancel = cancel
+	b.cancel, b.base = cancel, baseCtx
 	b.srv = httptest.NewUnstartedServer(mux)
 	b.srv.Config.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	b.srv.Start()
 	b.URL = b.srv.URL + path
 	t.Cleanup(b.Close)
 	return b
+}
+
+// addWhoami adds the tool that names the subject of the request's bearer
+// token, as the go-sdk's auth middleware verified it.
+func addWhoami(srv *mcp.Server) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami", Description: "Names the subject of the bearer token this request carried."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			who := "nobody"
+			if ti := req.Extra.TokenInfo; ti != nil {
+				who = ti.UserID
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: who}}}, nil, nil
+		})
 }
 
 func addExtraTool(srv *mcp.Server, name string) {
@@ -165,7 +190,6 @@ func addExtraTool(srv *mcp.Server, name string) {
 // (connections are then refused rather than answered with 503).
 func (b *Backend) Close() {
 	b.closeOnce.Do(func() {
-		close(b.closing)
 		b.cancel()
 		b.srv.Close()
 		// Stateful sessions outlive their requests; without this their

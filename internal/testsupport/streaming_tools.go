@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"errors"
 )
 
 // The streaming tools exercise every message that is not a plain
@@ -112,8 +114,15 @@ func addStreamingTools(srv *mcp.Server, b *Backend) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "block", Description: "Wait until cancelled."},
 		func(ctx context.Context, req *mcp.CallToolRequest, args blockArgs) (*mcp.CallToolResult, any, error) {
 			b.Started <- args.Tag
-			<-ctx.Done()
-			b.Cancelled <- args.Tag
-			return nil, nil, ctx.Err()
+			// A stateful session's handler runs on the session's context,
+			// which Close (ending the session) waits on: the backend's own
+			// end must end the call too, or Close hangs on it.
+			select {
+			case <-ctx.Done():
+				b.Cancelled <- args.Tag
+				return nil, nil, ctx.Err()
+			case <-b.base.Done():
+				return nil, nil, errors.New("backend closed")
+			}
 		})
 }

@@ -55,7 +55,7 @@ type parkRecord struct {
 	// here until the last one comes and all go to the call at once.
 	Answers map[string]json.RawMessage `json:"answers,omitempty"`
 	// Lease names the call stream whose lease this instance holds.
-	Lease string `json:"lease"`
+	Lease store.CallStreamID `json:"lease"`
 }
 
 // parkOutcome is a round's outcome as it crosses instances.
@@ -68,7 +68,7 @@ type parkOutcome struct {
 // parkedCall is one call this instance holds.
 type parkedCall struct {
 	rt     *Runtime
-	id     string
+	id     store.SessionID
 	pc     router.ParkedCall
 	asks   chan *parkAsk
 	done   chan *jsonrpc.Response
@@ -77,8 +77,8 @@ type parkedCall struct {
 
 // parkAsk is one backend request waiting for the client.
 type parkAsk struct {
-	key   string // the request's key in the park's pending requests (idKey)
-	input string // the key the client sees in inputRequests
+	key   store.ServerRequestID // the request's key in the park's pending requests (idKey)
+	input string                // the key the client sees in inputRequests
 	req   router.InputRequest
 }
 
@@ -87,14 +87,14 @@ var _ router.ParkRuntime = (*Runtime)(nil)
 // parks tracks the calls this instance holds, for Close.
 type parks struct {
 	mu     sync.Mutex
-	calls  map[string]*parkedCall
+	calls  map[store.SessionID]*parkedCall
 	closed bool
 	wg     sync.WaitGroup
 }
 
 // Run runs a 2026-07-28 call that may park (router.ParkRuntime).
 func (rt *Runtime) Run(ctx context.Context, p router.ParkedCall, call func(ctx context.Context, asker router.SessionRuntime) *jsonrpc.Response) router.ParkOutcome {
-	pk := &parkedCall{rt: rt, id: router.NewRandomID("park-"), pc: p,
+	pk := &parkedCall{rt: rt, id: store.SessionID(store.RandomID("park-")), pc: p,
 		asks: make(chan *parkAsk), done: make(chan *jsonrpc.Response, 1)}
 	// The call outlives the client's request once it has parked: its own
 	// context, ended by Close; the backend's timeout bounds it too.
@@ -125,7 +125,7 @@ func (ps *parks) start(pk *parkedCall, call, coordinate func()) bool {
 		return false
 	}
 	if ps.calls == nil {
-		ps.calls = map[string]*parkedCall{}
+		ps.calls = map[store.SessionID]*parkedCall{}
 	}
 	ps.calls[pk.id] = pk
 	ps.wg.Go(call)
@@ -271,9 +271,9 @@ func (pk *parkedCall) deliver(ctx context.Context, first chan<- router.ParkOutco
 // from the client's retry, on any instance.
 func (pk *parkedCall) AskClient(ctx context.Context, _ *router.Call, req *jsonrpc.Request) *jsonrpc.Response {
 	rt := pk.rt
-	input := router.NewRandomID("mcpgw-s-")
+	input := store.RandomID("mcpgw-s-")
 	id := mustStringID(input)
-	key := idKey(id)
+	key := serverRequestKey(id)
 	ch := rt.inflight.addWaiter(pk.id, key)
 	defer rt.inflight.removeWaiter(pk.id, key)
 	select {
@@ -298,10 +298,10 @@ func (pk *parkedCall) AskClient(ctx context.Context, _ *router.Call, req *jsonrp
 }
 
 // ListenersChanged: a parked call has no GET stream.
-func (pk *parkedCall) ListenersChanged(context.Context, string) {}
+func (pk *parkedCall) ListenersChanged(context.Context, store.SessionID) {}
 
 // Resume delivers a retry's answers to a parked call (router.ParkRuntime).
-func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park string, round int, answers map[string]json.RawMessage) router.ParkOutcome {
+func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park store.SessionID, round int, answers map[string]json.RawMessage) router.ParkOutcome {
 	sess, err := rt.store.LoadSession(ctx, park, rt.parkTTL())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -375,7 +375,7 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park string,
 
 // awaitOutcome waits for a parked call's next outcome, and for its
 // instance's lease, which ends the wait with an error when it lapses.
-func (rt *Runtime) awaitOutcome(ctx context.Context, park, key string, ch chan *jsonrpc.Response, lease string) router.ParkOutcome {
+func (rt *Runtime) awaitOutcome(ctx context.Context, park store.SessionID, key store.ServerRequestID, ch chan *jsonrpc.Response, lease store.CallStreamID) router.ParkOutcome {
 	t := time.NewTimer(rt.opts.ClientRequestTimeout)
 	defer t.Stop()
 	poll := time.NewTicker(min(answerPoll, rt.opts.CallLeaseTTL/2))
@@ -403,7 +403,7 @@ func (rt *Runtime) awaitOutcome(ctx context.Context, park, key string, ch chan *
 // parkState reads the park's current round and the state of its call
 // (answered, or its instance's lease lapsed); nil when the park has no
 // round.
-func (rt *Runtime) parkState(ctx context.Context, park string) (*parkRecord, *store.CallStream, error) {
+func (rt *Runtime) parkState(ctx context.Context, park store.SessionID) (*parkRecord, *store.CallStream, error) {
 	evs, err := rt.store.EventsAfter(ctx, park, "0-0", 0)
 	if err != nil {
 		return nil, nil, err
@@ -436,15 +436,17 @@ func (rt *Runtime) parkState(ctx context.Context, park string) (*parkRecord, *st
 func (rt *Runtime) parkTTL() time.Duration { return 2*rt.opts.ClientRequestTimeout + time.Minute }
 
 // outcomeKey and outcomeID name the wait for a round's outcome.
-func outcomeID(round int) string  { return "park-outcome-" + strconv.Itoa(round) }
-func outcomeKey(round int) string { return idKey(mustStringID(outcomeID(round))) }
+func outcomeID(round int) string { return "park-outcome-" + strconv.Itoa(round) }
+func outcomeKey(round int) store.ServerRequestID {
+	return serverRequestKey(mustStringID(outcomeID(round)))
+}
 func mustStringID(s string) jsonrpc.ID {
 	id, _ := jsonrpc.MakeID(s)
 	return id
 }
 
 // outcomeOf turns an outcome into what the router returns.
-func outcomeOf(park string, out parkOutcome) router.ParkOutcome {
+func outcomeOf(park store.SessionID, out parkOutcome) router.ParkOutcome {
 	if out.Response != nil {
 		msg, err := wire.Decode(out.Response)
 		if resp, ok := msg.(*jsonrpc.Response); err == nil && ok {
@@ -456,7 +458,7 @@ func outcomeOf(park string, out parkOutcome) router.ParkOutcome {
 }
 
 // outcomeFrom reads an outcome that came as a pending request's answer.
-func outcomeFrom(park string, resp *jsonrpc.Response) router.ParkOutcome {
+func outcomeFrom(park store.SessionID, resp *jsonrpc.Response) router.ParkOutcome {
 	var out parkOutcome
 	if resp.Error != nil || json.Unmarshal(resp.Result, &out) != nil {
 		return parkFailed(router.CodeInternalError, "a parked call's outcome could not be read")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -64,6 +65,15 @@ type Config struct {
 	// AddHeaders are set on every backend request; values are already
 	// ${ENV}-expanded and may hold secrets: never log them.
 	AddHeaders map[string]string
+	// HeaderTemplates are add_headers values that name claims of the
+	// caller's token (${claims.sub}): expanded for every request from the
+	// caller its context carries (credentials.CallerFrom). A name is in
+	// AddHeaders or here, never both.
+	HeaderTemplates map[string]*credentials.Template
+	// Credentials, when set, is how the gateway obtains this backend's
+	// bearer token (token exchange or client credentials); the token is
+	// sent as Authorization: Bearer on every request. nil: none.
+	Credentials *credentials.Settings
 	// RemoveHeaders are deleted last, so remove wins over add and
 	// passthrough.
 	RemoveHeaders []string
@@ -81,6 +91,10 @@ type Client struct {
 	urlErr error
 	hc     *http.Client
 	ht     *http.Transport
+	// tokens obtains and caches the backend's bearer tokens (nil: the
+	// backend has no Credentials). It lives as long as the client, so a
+	// config reload starts with an empty cache.
+	tokens *credentials.Source
 }
 
 // New returns a client for cfg. A bad URL is reported by Open, as an *Error.
@@ -107,6 +121,9 @@ func New(cfg Config) *Client {
 	if cfg.MaxMessageBytes <= 0 {
 		c.cfg.MaxMessageBytes = defaultMaxMessageBytes
 	}
+	if cfg.Credentials != nil {
+		c.tokens = credentials.NewSource(*cfg.Credentials, nil)
+	}
 	u, err := url.Parse(cfg.URL)
 	switch {
 	case err != nil:
@@ -120,7 +137,12 @@ func New(cfg Config) *Client {
 }
 
 // Close closes idle pooled connections. Open Conns are unaffected.
-func (c *Client) Close() { c.ht.CloseIdleConnections() }
+func (c *Client) Close() {
+	c.ht.CloseIdleConnections()
+	if c.tokens != nil {
+		c.tokens.Close()
+	}
+}
 
 // withTimeout bounds ctx by Config.Timeout, tagging expiry with a
 // timeoutError cause so errors say which limit fired.
@@ -165,11 +187,14 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 	if c.urlErr != nil {
 		return nil, c.newError("open", 0, c.urlErr)
 	}
-	conn := newConn(c, c.BuildHeaders(downstream))
 	openCtx, cancel := c.withTimeout(ctx)
 	defer cancel()
+	hdr, err := c.requestHeaders(openCtx, downstream)
+	if err != nil {
+		return nil, err // nothing was sent to the backend
+	}
+	conn := newConn(c, hdr)
 
-	var err error
 	switch c.cfg.Transport {
 	case TransportSSE:
 		if h.ProtocolVersion == "" {
