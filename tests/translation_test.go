@@ -224,6 +224,11 @@ func TestTranslation_SeveralRequestsInOneRoundAndPartialAnswers(t *testing.T) {
 		in := asked(t, alice.ModernRequest(m.gws[0], "tools/call", call, capsAsking))
 		samplingKey, elicitKey, rootsKey := in.keyOf(t, "sampling/createMessage"), in.keyOf(t, "elicitation/create"), in.keyOf(t, "roots/list")
 
+		// No answer at all: the whole round is asked again, same keys.
+		same := asked(t, alice.ModernRequest(m.gws[2], "tools/call", withState(in.state, map[string]any{}), capsAsking))
+		if len(same.requests) != 3 || same.requests[samplingKey] == "" || same.requests[elicitKey] == "" || same.requests[rootsKey] == "" {
+			t.Fatalf("a retry with no answers was asked %v, want the round's three requests again", same.requests)
+		}
 		// Sampling only: the other two are asked again, alone.
 		again := asked(t, alice.ModernRequest(m.gws[1], "tools/call",
 			withState(in.state, map[string]any{samplingKey: answerSampling}), capsAsking))
