@@ -43,6 +43,7 @@ type gw struct {
 	srv   *httptest.Server
 	store store.Store
 	one   *testsupport.Backend // gateway-one, with the streaming tools
+	two   *testsupport.Backend // gateway-two
 	// client sends do's requests: http.DefaultClient unless
 	// gwOptions.clientTimeout is set.
 	client *http.Client
@@ -69,6 +70,9 @@ type gwOptions struct {
 	twoTimeout time.Duration
 	// budget bounds backend answer bytes (handler.Options.ResponseBudget).
 	budget *upstream.Budget
+	// status serves GET /status; twoListCache is gateway-two's list_cache.
+	status       bool
+	twoListCache time.Duration
 }
 
 func startGateway(t *testing.T, o gwOptions) *gw {
@@ -84,7 +88,8 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 	vhosts := map[string]*router.VirtualHost{
 		"demo": {Name: "demo", Backends: map[string]*router.Backend{
 			"gateway-one": {Config: upstream.Config{Key: "gateway-one", URL: one.URL, Timeout: cmp.Or(o.oneTimeout, 5*time.Second)}},
-			"gateway-two": {Config: upstream.Config{Key: "gateway-two", URL: two.URL, Timeout: cmp.Or(o.twoTimeout, 5*time.Second)}},
+			"gateway-two": {Config: upstream.Config{Key: "gateway-two", URL: two.URL, Timeout: cmp.Or(o.twoTimeout, 5*time.Second)},
+				ListCacheTTL: o.twoListCache},
 		}},
 		"other": {Name: "other", Backends: map[string]*router.Backend{
 			"only": {Config: upstream.Config{Key: "only", URL: one.URL, Timeout: 5 * time.Second}},
@@ -104,14 +109,14 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 	}
 	h := handler.New(handler.Options{Router: in.Router, Sessions: in.Sessions, Parks: in.Sessions, Auth: v, MaxBodyBytes: o.maxBody,
 		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics,
-		ReadTimeout: o.readTimeout, ResponseBudget: o.budget})
+		ReadTimeout: o.readTimeout, ResponseBudget: o.budget, Status: o.status})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	client := http.DefaultClient
 	if o.clientTimeout > 0 {
 		client = &http.Client{Timeout: o.clientTimeout}
 	}
-	return &gw{t: t, url: srv.URL, srv: srv, store: st, one: one, client: client}
+	return &gw{t: t, url: srv.URL, srv: srv, store: st, one: one, two: two, client: client}
 }
 
 func (g *gw) token(sub string) string {

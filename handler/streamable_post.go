@@ -145,6 +145,12 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 // budget until its answer has been written (Options.ResponseBudget).
 func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.Session, req *jsonrpc.Request, rawID json.RawMessage, jsonOK, sseOK bool) {
 	call := &router.Call{Session: sess, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req, Runtime: s.opts.Sessions}
+	// Rate limits are decided before any stream begins: a refusal is an
+	// HTTP status (429), which a stream's 200 could no longer be.
+	if resp := s.opts.Router.Admit(r.Context(), call); resp != nil {
+		s.writeResponse(w, resp, rawID, jsonOK)
+		return
+	}
 	ctx, held := s.opts.ResponseBudget.Hold(r.Context())
 	defer held.Release()
 	var ps *postStream
@@ -197,6 +203,9 @@ func hasProgressToken(params json.RawMessage) bool {
 func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, rawID json.RawMessage, jsonOK bool) {
 	if router.StoreUnavailable(resp) {
 		writeHTTPErrorRaw(w, http.StatusServiceUnavailable, rawID, codeInternalError, "session store unavailable")
+		return
+	}
+	if writeRateLimited(w, resp, rawID) {
 		return
 	}
 	data, err := wire.EncodeResponseAs(resp, rawID)

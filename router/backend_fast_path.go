@@ -36,17 +36,20 @@ type backendCall func(conn *upstream.Conn) (*jsonrpc.Response, error)
 // exchange for Options.Observer, which sees it once, fallback included: an
 // operator cares how long the client waited on the backend, not how many
 // tries it took.
+//
+// The exchange also gets a span under the request's (tracing.go), and its
+// outcome goes to the backend's status (status.go).
 func (r *Router) withBackend(ctx context.Context, v *vhost, key, method string, sess *store.Session, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
-	obs := r.opts.Observer
-	if obs == nil {
-		resp, err := r.exchange(ctx, v, key, sess, hdr, fn)
-		r.forgetRefusedToken(ctx, v, key, err)
-		return resp, err
-	}
+	ctx, span := r.startBackend(ctx, v, key, method, sess.Backends[key])
 	start := time.Now()
 	resp, err := r.exchange(ctx, v, key, sess, hdr, fn)
-	obs.BackendCall(v.name, key, method, time.Since(start), outcome(resp, err))
+	oc := outcome(resp, err)
+	if obs := r.opts.Observer; obs != nil {
+		obs.BackendCall(v.name, key, method, time.Since(start), oc)
+	}
 	r.forgetRefusedToken(ctx, v, key, err)
+	v.health[key].exchanged(method, oc, err)
+	endBackend(span, resp, err, oc)
 	return resp, err
 }
 

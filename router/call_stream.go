@@ -122,13 +122,15 @@ func (cs *callStream) progress(req *jsonrpc.Request) {
 		return
 	}
 	if cs.hook != nil {
-		for _, h := range cs.r.opts.Hooks {
-			ph, ok := h.(ProgressHook)
-			if !ok {
-				continue
-			}
-			if params, err = ph.Progress(cs.ctx, cs.hook, params); err != nil {
-				return // a denied progress notification is dropped
+		for _, hooks := range [2][]Hook{cs.r.opts.Hooks, cs.v.hooks} {
+			for _, h := range hooks {
+				ph, ok := h.(ProgressHook)
+				if !ok {
+					continue
+				}
+				if params, err = ph.Progress(cs.ctx, cs.hook, params); err != nil {
+					return // a denied progress notification is dropped
+				}
 			}
 		}
 	}

@@ -76,7 +76,9 @@ func (r *Router) backendDiscovery(ctx context.Context, v *vhost, key string, hdr
 		if err := v.clients[key].Authorize(pctx); err != nil {
 			return discovery{snap: failedSnapshot(key, err)}, nil
 		}
+		pctx, span := r.startBackend(pctx, v, key, "discover", nil)
 		d := r.probeGeneration(pctx, v, key, hdr)
+		endProbe(span, d.snap)
 		c.mu.Lock()
 		c.entries[key] = d
 		c.mu.Unlock()
@@ -174,8 +176,10 @@ func (r *Router) discoverModern(ctx context.Context, v *vhost, key string, hdr h
 	if err != nil || !slices.Contains(res.SupportedVersions, wire.ModernProtocolVersion) {
 		return nil, nil
 	}
-	return &store.BackendSnapshot{Key: key, ProbedAt: time.Now().UTC(), ProtocolVersion: wire.ModernProtocolVersion,
-		Capabilities: res.Capabilities, ServerInfo: res.ServerInfo, Instructions: res.Instructions, Stateless: true}, res
+	snap := &store.BackendSnapshot{Key: key, ProbedAt: time.Now().UTC(), ProtocolVersion: wire.ModernProtocolVersion,
+		Capabilities: res.Capabilities, ServerInfo: res.ServerInfo, Instructions: res.Instructions, Stateless: true}
+	r.noteSnapshot(v, snap, "server/discover")
+	return snap, res
 }
 
 // refusedHandshake reports an initialize the backend answered and refused
@@ -197,9 +201,12 @@ func (r *Router) probeLegacy(ctx context.Context, v *vhost, key string, hdr http
 		ClientInfo: r.clientInfo(), ClientCapabilities: json.RawMessage(`{}`)}, hdr)
 	if err != nil {
 		r.log.Warn("backend discovery failed", "vhost", v.name, "backend", key, "error", err)
-		return failedSnapshot(key, err)
+		snap := failedSnapshot(key, err)
+		r.noteSnapshot(v, snap, "initialize")
+		return snap
 	}
 	snap := snapshotFrom(key, conn.Init())
+	r.noteSnapshot(v, snap, "initialize")
 	r.release(conn, false)
 	return snap
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Initialize opens a session on a virtual host: it probes every backend
@@ -17,7 +18,12 @@ import (
 // and the backend is re-probed later), writes the session and snapshots to
 // the store, and only then answers with the merged InitializeResult. The
 // returned session is nil when the response is an error.
-func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hdr http.Header, req *jsonrpc.Request) (*store.Session, *jsonrpc.Response) {
+func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hdr http.Header, req *jsonrpc.Request) (_ *store.Session, resp *jsonrpc.Response) {
+	if r.tracer != nil {
+		var span trace.Span
+		ctx, span = r.startRequest(ctx, vhostName, "", hdr, req)
+		defer func() { endRequest(span, resp) }()
+	}
 	v, ok := r.table.Load().vhosts[vhostName]
 	if !ok {
 		return nil, errorResponse(req.ID, rpcError(CodeInvalidRequest, "unknown virtual host %s", wire.Quote(vhostName)))
@@ -61,7 +67,9 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	var wg sync.WaitGroup
 	for _, key := range v.keys {
 		wg.Go(func() {
-			snap := r.probe(ctx, v, key, sess, hdr)
+			pctx, pspan := r.startBackend(ctx, v, key, "initialize", nil)
+			snap := r.probe(pctx, v, key, sess, hdr)
+			endProbe(pspan, snap)
 			mu.Lock()
 			sess.Backends[key] = snap
 			mu.Unlock()

@@ -104,7 +104,7 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall, access *
 	}
 	return r.parkAnswer(ctx, v, c, t, c.Parks.Run(ctx, pc, func(ctx context.Context, asker SessionRuntime) *jsonrpc.Response {
 		call := &Call{Session: r.modernView(ctx, v, c), Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
-			modern: true, parked: true, Runtime: asker, access: access}
+			modern: true, parked: true, Runtime: asker, access: access, admitted: true}
 		return r.Handle(ctx, call)
 	}))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Implementation is the gateway's own serverInfo/clientInfo.
@@ -55,6 +56,9 @@ type Options struct {
 	// Observer, when set, learns the duration and outcome of every backend
 	// exchange of a list or routed request (metrics); nil costs nothing.
 	Observer Observer
+	// TracerProvider, when set, traces every request and its backend
+	// exchanges (tracing.go); nil starts no span and costs nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Router serves the MCP methods of every configured virtual host.
@@ -77,6 +81,8 @@ type Router struct {
 
 	listensDone chan struct{} // closed by EndListens
 	endListens  func()
+
+	tracer trace.Tracer // nil: tracing is off
 }
 
 // New compiles the virtual hosts into a routing table. It does no I/O:
@@ -108,6 +114,9 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 		stateKeys:   newSharedKey(opts.Store, stateKeyName, derivedSecret(opts.CursorSecret, stateKeyName)),
 		listensDone: make(chan struct{})}
 	r.endListens = sync.OnceFunc(func() { close(r.listensDone) })
+	if opts.TracerProvider != nil {
+		r.tracer = opts.TracerProvider.Tracer(tracerName)
+	}
 	r.table.Store(newRoutingTable(vhosts))
 	return r
 }
@@ -186,6 +195,9 @@ type Call struct {
 	// access is the request's access decision, taken on first use
 	// (accessFor).
 	access *accessView
+	// admitted: the request has been counted against the vhost's rate
+	// limits (Admit), so routing it does not count it again.
+	admitted bool
 	// parked marks a modern call a ParkRuntime holds: its Runtime asks the
 	// client with input_required rounds, whatever stream it has.
 	parked bool
@@ -227,7 +239,12 @@ type Stream interface {
 
 // Handle answers one request of an initialized session. It never returns
 // nil for a call; for a notification it returns nil.
-func (r *Router) Handle(ctx context.Context, c *Call) *jsonrpc.Response {
+func (r *Router) Handle(ctx context.Context, c *Call) (resp *jsonrpc.Response) {
+	if r.tracer != nil && !c.modern && c.Request.IsCall() { // a modern request's span is HandleModern's
+		var span trace.Span
+		ctx, span = r.startRequest(ctx, c.Session.VHost, c.Session.ProtocolVersion, c.Header, c.Request)
+		defer func() { endRequest(span, resp) }()
+	}
 	v, ok := r.table.Load().vhosts[c.Session.VHost]
 	if !ok {
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %q is no longer configured", c.Session.VHost))
@@ -252,7 +269,6 @@ func (r *Router) Handle(ctx context.Context, c *Call) *jsonrpc.Response {
 	if ctx.Err() != nil { // cancelled before it arrived here (a cancel mark)
 		return cancelledResponse(c.Request.ID)
 	}
-	var resp *jsonrpc.Response
 	if isList {
 		resp = r.list(ctx, v, c, op)
 	} else {

@@ -19,7 +19,15 @@ type vhost struct {
 	// discovered caches what each backend speaks, for 2026-07-28 requests
 	// (discovery.go); it dies with the table.
 	discovered *discoveryCache
-	access     *AccessPolicy // nil: no access rules
+	access     *AccessPolicy    // nil: no access rules
+	hooks      []Hook           // the vhost's plugins, after Options.Hooks
+	limits     *RateLimitPolicy // nil: no rate limits
+	// schemas caches the backends' tool input schemas for plugins that
+	// validate arguments (tool_schemas.go); it dies with the table.
+	schemas *toolSchemas
+	// health is what the instance learned of each backend (status.go);
+	// the map is fixed at construction, so reading it needs no lock.
+	health map[string]*backendHealth
 }
 
 // single reports whether identifiers pass through unchanged.
@@ -38,16 +46,21 @@ func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
 			backends: vh.Backends,
 			clients:  map[string]*upstream.Client{},
 			aliases:  newAliasTable(vh.Backends),
-			lists:    newListCache(),
+			lists:    newListCache(vh.Backends),
+			health:   map[string]*backendHealth{},
 
 			discovered: newDiscoveryCache(),
 			access:     vh.Access,
+			hooks:      vh.Hooks,
+			limits:     vh.RateLimits,
+			schemas:    newToolSchemas(),
 		}
 		for key, b := range vh.Backends {
 			v.keys = append(v.keys, key)
 			cfg := b.Config
 			cfg.Key = key // the map key is the backend's name, whatever the literal says
 			v.clients[key] = upstream.New(cfg)
+			v.health[key] = &backendHealth{}
 		}
 		sort.Strings(v.keys)
 		v.split = newSplitter(v.keys)

@@ -30,6 +30,9 @@ type Memory struct {
 	lastID   eventID                 // the last event id issued, by any log
 	leases   map[string]time.Time    // call streams' leases, by leaseSlot
 
+	rateMu sync.Mutex         // rates only: counting never waits on sessions
+	rates  map[string]memRate // rate counters, by scope and key
+
 	instanceID string
 	bus        memBus
 
@@ -81,6 +84,7 @@ func (m *Memory) purge(now time.Time) {
 	maps.DeleteFunc(m.logs, func(_ SessionID, l *memLog) bool { return !now.Before(l.expires) })
 	maps.DeleteFunc(m.claims, func(_ SessionID, c *memClaim) bool { return !now.Before(c.expires) })
 	m.purgeLeases(now)
+	m.purgeRates(now)
 }
 
 // Ping reports whether the store is still open.

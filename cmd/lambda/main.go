@@ -27,6 +27,9 @@
 //	                    subscriptions/listen stays open in one invocation
 //	                    (Go duration; default: until shortly before the
 //	                    function's time limit)
+//	OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables, or the
+//	                    config's tracing section: OpenTelemetry tracing,
+//	                    its spans flushed before each invocation ends
 //
 // Secrets referenced by the config (auth.jwt.hs_secret_env, ${ENV} in
 // add_headers) are read from the environment like everywhere else.

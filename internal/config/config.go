@@ -76,6 +76,9 @@ type Config struct {
 	MaxBatch int
 	// Limits bound what clients can make one instance hold.
 	Limits Limits
+	// Tracing turns on OpenTelemetry tracing (tracing.go); off when its
+	// endpoint is empty and no OTEL_EXPORTER_OTLP_* variable names one.
+	Tracing Tracing
 	// VirtualHosts is keyed by vhost name: Backend.Key filled, defaults
 	// applied, header names canonicalised.
 	VirtualHosts map[string]*router.VirtualHost
@@ -221,6 +224,7 @@ type rawConfig struct {
 	Server          *rawServer           `yaml:"server"`
 	MaxBatch        *int64               `yaml:"max_batch"`
 	Limits          *rawLimits           `yaml:"limits"`
+	Tracing         *rawTracing          `yaml:"tracing"`
 	Auth            *rawAuth             `yaml:"auth"`
 	VirtualHosts    map[string]*rawVHost `yaml:"virtual_hosts"`
 }
@@ -269,8 +273,10 @@ type rawJWT struct {
 }
 
 type rawVHost struct {
-	Backends map[string]*rawBackend `yaml:"backends"`
-	Access   []*rawAccessRule       `yaml:"access"`
+	Backends   map[string]*rawBackend `yaml:"backends"`
+	Access     []*rawAccessRule       `yaml:"access"`
+	Plugins    []*rawPlugin           `yaml:"plugins"`
+	RateLimits []*rawRateLimit        `yaml:"rate_limits"`
 }
 
 type rawBackend struct {

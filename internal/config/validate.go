@@ -104,6 +104,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 	}
 
 	cfg.Store = v.store(raw.Store)
+	cfg.Tracing = v.tracing(raw.Tracing)
 
 	cfg.VirtualHosts = map[string]*router.VirtualHost{}
 	if len(raw.VirtualHosts) == 0 {
@@ -347,7 +348,8 @@ func (v *validator) vhost(name string, raw *rawVHost) *router.VirtualHost {
 		v.errf(joinPath(path, "backends"), "at least one backend is required")
 		return nil
 	}
-	vh := &router.VirtualHost{Name: name, Backends: map[string]*router.Backend{}, Access: v.access(path, raw.Access)}
+	vh := &router.VirtualHost{Name: name, Backends: map[string]*router.Backend{}, Access: v.access(path, raw.Access),
+		Hooks: v.plugins(path, raw.Plugins), RateLimits: v.rateLimits(path, raw.RateLimits)}
 	keys := sortedKeys(raw.Backends)
 	bpath := func(key string) string { return joinPath(joinPath(path, "backends"), key) }
 	for _, key := range keys {

@@ -1,6 +1,7 @@
 package testsupport
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -14,8 +15,9 @@ import (
 // The streaming tools exercise every message that is not a plain
 // request/response, so gateway tests can follow each across instances:
 //
-//	progress {steps, stray} sends `steps` progress notifications (and one with
-//	                  a foreign token if stray), then returns "done"
+//	progress {steps, stray, delayMs, message} sends `steps` progress
+//	                  notifications (and one with a foreign token if stray),
+//	                  then returns "done"
 //	sample   {prompt} asks the client for a completion (sampling/createMessage)
 //	confirm  {question} asks the client for input (elicitation/create)
 //	roots    {}       asks the client for its roots (roots/list)
@@ -28,6 +30,9 @@ type progressArgs struct {
 	// DelayMs waits this long before each step, so a test can act
 	// between steps.
 	DelayMs int `json:"delayMs,omitempty"`
+	// Message, when set, is each step's message instead of "step N" (a
+	// test of what the gateway does to progress text).
+	Message string `json:"message,omitempty"`
 }
 type sampleArgs struct {
 	Prompt string `json:"prompt"`
@@ -60,7 +65,7 @@ func addStreamingTools(srv *mcp.Server, b *Backend) {
 				}
 				if token != nil {
 					if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-						ProgressToken: token, Progress: float64(i), Total: float64(args.Steps), Message: fmt.Sprintf("step %d", i),
+						ProgressToken: token, Progress: float64(i), Total: float64(args.Steps), Message: cmp.Or(args.Message, fmt.Sprintf("step %d", i)),
 					}); err != nil {
 						return nil, nil, err
 					}

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Transport names how the gateway talks to a backend: the `transport` of
@@ -194,6 +195,7 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 		return nil, err // nothing was sent to the backend
 	}
 	conn := newConn(c, hdr)
+	conn.span = trace.SpanContextFromContext(ctx)
 
 	switch c.cfg.Transport {
 	case TransportSSE:
@@ -258,7 +260,7 @@ func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
 	if err != nil {
 		return conn.c.newError(op, 0, fmt.Errorf("encoding params: %w", err))
 	}
-	resp, err := conn.t.roundTrip(ctx, conn.newCall(op, params), conn.dispatcher(nil))
+	resp, err := conn.t.roundTrip(ctx, conn.newCall(ctx, op, params), conn.dispatcher(nil))
 	if err != nil {
 		return err
 	}
