@@ -49,6 +49,10 @@ type BackendOptions struct {
 	// requests, a tool-list change; see mrtr_tools.go). They need
 	// Stateless: only a stateless backend speaks 2026-07-28.
 	ModernTools bool
+	// AskingTools adds a session backend's tools that ask the client
+	// several things in one call: in turn, at once, and one that holds on
+	// when its request fails (see asking_tools.go).
+	AskingTools bool
 	// TokenVerifier, when set, puts the go-sdk's bearer-token middleware
 	// in front of the MCP handler (a request without a token it accepts is
 	// answered 401 and never reaches the server) and adds the tool
@@ -71,6 +75,9 @@ type Backend struct {
 	// argument when it starts and when it observes cancellation (only with
 	// StreamingTools).
 	Started, Cancelled chan string
+	// AskFailed receives the error of the "hold" tool's failed request
+	// (only with AskingTools).
+	AskFailed chan string
 
 	srv       *httptest.Server
 	cancel    context.CancelFunc
@@ -105,6 +112,13 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		b.Cancelled = make(chan string, 16)
 		b.Started = make(chan string, 16)
 		addStreamingTools(srv, b)
+	}
+	if opts.AskingTools {
+		if b.Cancelled == nil {
+			b.Cancelled = make(chan string, 16)
+		}
+		b.AskFailed = make(chan string, 16)
+		addAskingTools(srv, b)
 	}
 	if opts.ModernTools {
 		addModernTools(srv, b, !opts.NoResources, !opts.NoPrompts)
@@ -217,6 +231,14 @@ func (b *Backend) WaitCount(method string, n int, timeout time.Duration) bool {
 	}
 }
 
+// bump counts one more key and wakes WaitCount.
+func (b *Backend) bump(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.counts[key]++
+	b.notifyLocked()
+}
+
 func (b *Backend) notifyLocked() {
 	close(b.changed)
 	b.changed = make(chan struct{})
@@ -293,7 +315,7 @@ func (b *Backend) middleware(next http.Handler) http.Handler {
 			methods := jsonrpcMethods(body)
 			fail = b.recordPost(methods, r.Header)
 			if slices.Contains(methods, "subscriptions/listen") {
-				w = &ackWatcher{ResponseWriter: w, b: b}
+				w = &ackWatcher{ResponseWriter: w, onAck: func() { b.bump(ListenAcknowledged) }}
 			}
 		case http.MethodDelete:
 			b.mu.Lock()
@@ -326,18 +348,15 @@ const ListenAcknowledged = "notifications/subscriptions/acknowledged"
 // (the go-sdk writes each event in one Write, and flushes it).
 type ackWatcher struct {
 	http.ResponseWriter
-	b    *Backend
-	seen bool
+	onAck func()
+	seen  bool
 }
 
 func (w *ackWatcher) Write(p []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(p)
 	if !w.seen && bytes.Contains(p, []byte(`"`+ListenAcknowledged+`"`)) {
 		w.seen = true
-		w.b.mu.Lock()
-		w.b.counts[ListenAcknowledged]++
-		w.b.notifyLocked()
-		w.b.mu.Unlock()
+		w.onAck()
 	}
 	return n, err
 }

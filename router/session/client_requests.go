@@ -53,13 +53,15 @@ func (rt *Runtime) AskClient(ctx context.Context, c *router.Call, req *jsonrpc.R
 	if err := c.Stream.Send(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params}); err != nil {
 		return errorAnswer(router.CodeInternalError, "the client stream is gone")
 	}
-	return rt.awaitAnswer(ctx, sid, key, ch, req.Method)
+	resp, _ := rt.awaitAnswer(ctx, sid, key, ch, req.Method)
+	return resp
 }
 
 // awaitAnswer waits for the client's answer to request key of session
 // (or park) sid: on ch (delivered here, or over the bus), or stored in the
-// store by another instance whose message was lost.
-func (rt *Runtime) awaitAnswer(ctx context.Context, sid store.SessionID, key store.ServerRequestID, ch chan *jsonrpc.Response, method string) *jsonrpc.Response {
+// store by another instance whose message was lost. timedOut says the
+// client did not answer within the client request timeout.
+func (rt *Runtime) awaitAnswer(ctx context.Context, sid store.SessionID, key store.ServerRequestID, ch chan *jsonrpc.Response, method string) (_ *jsonrpc.Response, timedOut bool) {
 	t := time.NewTimer(rt.opts.ClientRequestTimeout)
 	defer t.Stop()
 	// The answer normally arrives on ch (here, or over the bus); the poll
@@ -69,15 +71,15 @@ func (rt *Runtime) awaitAnswer(ctx context.Context, sid store.SessionID, key sto
 	for {
 		select {
 		case resp := <-ch:
-			return &jsonrpc.Response{Result: resp.Result, Error: resp.Error}
+			return &jsonrpc.Response{Result: resp.Result, Error: resp.Error}, false
 		case <-poll.C:
 			if resp := rt.storedAnswer(ctx, sid, key); resp != nil {
-				return resp
+				return resp, false
 			}
 		case <-t.C:
-			return errorAnswer(router.CodeInternalError, fmt.Sprintf("the client did not answer %s within %s", method, rt.opts.ClientRequestTimeout))
+			return errorAnswer(router.CodeInternalError, fmt.Sprintf("the client did not answer %s within %s", method, rt.opts.ClientRequestTimeout)), true
 		case <-ctx.Done():
-			return errorAnswer(router.CodeInternalError, fmt.Sprintf("the call ended before the client answered %s", method))
+			return errorAnswer(router.CodeInternalError, fmt.Sprintf("the call ended before the client answered %s", method)), false
 		}
 	}
 }

@@ -49,6 +49,11 @@ const gatherWindow = 25 * time.Millisecond
 type parkRecord struct {
 	Round  int                            `json:"round"`
 	Inputs map[string]router.InputRequest `json:"inputs"`
+	// Answers are the answers retries of the round have brought so far
+	// without answering everything (by key): each retry answers only what
+	// the latest input_required asked, so the round's answers accumulate
+	// here until the last one comes and all go to the call at once.
+	Answers map[string]json.RawMessage `json:"answers,omitempty"`
 	// Lease names the call stream whose lease this instance holds.
 	Lease store.CallStreamID `json:"lease"`
 }
@@ -281,7 +286,15 @@ func (pk *parkedCall) AskClient(ctx context.Context, _ *router.Call, req *jsonrp
 			rt.log.Warn("removing a parked call's request failed", "error", err)
 		}
 	}()
-	return rt.awaitAnswer(ctx, pk.id, key, ch, req.Method)
+	resp, timedOut := rt.awaitAnswer(ctx, pk.id, key, ch, req.Method)
+	if timedOut {
+		// The client's retry never came: nobody will take the call's
+		// answer. The backend call ends now (the backend is told it is
+		// cancelled) rather than running on, perhaps asking again, until
+		// the backend's own timeout.
+		pk.cancel()
+	}
+	return resp
 }
 
 // ListenersChanged: a parked call has no GET stream.
@@ -298,23 +311,43 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park store.S
 	case sess.Principal != p.Principal || sess.VHost != p.VHost:
 		return parkFailed(router.CodeInvalidParams, "invalid requestState: it was not issued for this request and caller")
 	}
-	rec, lost, err := rt.parkState(ctx, park)
+	rec, call, err := rt.parkState(ctx, park)
 	switch {
 	case err != nil:
 		return parkFailed(router.CodeInternalError, "session store unavailable")
-	case lost:
+	case call != nil && call.Done:
+		// Its answer went to an earlier retry, or to nobody: no retry
+		// came within the client request timeout, and it was cancelled.
+		return parkFailed(router.CodeInternalError, "the call this requestState continues has ended")
+	case call.Lost():
 		return parkFailed(router.CodeInternalError, "the gateway instance holding this call stopped before it answered; the call's outcome is unknown")
 	case rec == nil || rec.Round != round:
 		return parkFailed(router.CodeInvalidParams, "invalid requestState: the call has moved on from that round")
 	}
-	// A request the retry does not answer is asked again, alone.
+	// A request neither this retry nor an earlier one of the round has
+	// answered is asked again, alone; the answers so far are kept for the
+	// retry that brings the last one (a client answers what the latest
+	// input_required asks, not the whole round again).
+	got := make(map[string]json.RawMessage, len(rec.Inputs))
 	missing := map[string]router.InputRequest{}
 	for k, in := range rec.Inputs {
-		if _, ok := answers[k]; !ok {
+		if a, ok := answers[k]; ok {
+			got[k] = a
+		} else if a, ok := rec.Answers[k]; ok {
+			got[k] = a
+		} else {
 			missing[k] = in
 		}
 	}
 	if len(missing) > 0 {
+		if len(got) > len(rec.Answers) {
+			kept := *rec
+			kept.Answers = got
+			data, _ := json.Marshal(kept)
+			if _, err := rt.store.AppendEvent(ctx, park, data, rt.opts.EventLogSize, rt.parkTTL()); err != nil {
+				return parkFailed(router.CodeInternalError, "session store unavailable")
+			}
+		}
 		return router.ParkOutcome{Input: missing, Park: park, Round: round}
 	}
 	key := outcomeKey(round)
@@ -330,7 +363,7 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park store.S
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if err := rt.Deliver(ctx, sess, &jsonrpc.Response{ID: mustStringID(k), Result: answers[k]}); err != nil {
+		if err := rt.Deliver(ctx, sess, &jsonrpc.Response{ID: mustStringID(k), Result: got[k]}); err != nil {
 			if errors.Is(err, ErrNoPendingRequest) {
 				return parkFailed(router.CodeInvalidParams, "invalid requestState: the call has moved on from that round")
 			}
@@ -367,12 +400,13 @@ func (rt *Runtime) awaitOutcome(ctx context.Context, park store.SessionID, key s
 	}
 }
 
-// parkState reads the park's current round and whether its instance's
-// lease has lapsed.
-func (rt *Runtime) parkState(ctx context.Context, park store.SessionID) (*parkRecord, bool, error) {
+// parkState reads the park's current round and the state of its call
+// (answered, or its instance's lease lapsed); nil when the park has no
+// round.
+func (rt *Runtime) parkState(ctx context.Context, park store.SessionID) (*parkRecord, *store.CallStream, error) {
 	evs, err := rt.store.EventsAfter(ctx, park, "0-0", 0)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	var rec *parkRecord
 	for _, e := range evs {
@@ -385,13 +419,16 @@ func (rt *Runtime) parkState(ctx context.Context, park store.SessionID) (*parkRe
 		}
 	}
 	if rec == nil {
-		return nil, false, nil
+		return nil, nil, nil
 	}
 	cs, _, err := rt.store.CallStreamEventsAfter(ctx, park, rec.Lease, "0-0", 1)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, false, err
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return rec, nil, nil
+	case err != nil:
+		return nil, nil, err
 	}
-	return rec, err == nil && cs.Lost(), nil
+	return rec, cs, nil
 }
 
 // parkTTL is how long a park's record lives without use: enough for the
