@@ -24,7 +24,8 @@ import (
 // plugins (deny_pattern on arguments, redact with the built-in secret and
 // e-mail detectors on the result) and a rate limit per principal that the
 // loop never reaches (one store round trip per call): the difference with
-// "stateless" is what the policy costs a call. "stateless+tracing"
+// "stateless" is what the policy costs a call; "stateless+plugins"
+// is the same without the rate limit (no store round trip). "stateless+tracing"
 // traces every call (a request span and a backend span, batched to an
 // exporter that drops them): what tracing costs a call when it is on.
 func BenchmarkHandle_ToolsCall(b *testing.B) {
@@ -33,13 +34,15 @@ func BenchmarkHandle_ToolsCall(b *testing.B) {
 		opts                    testsupport.BackendOptions
 		sess                    router.SessionMode
 		access, policy, tracing bool
+		noLimit                 bool // policy without its rate limit
 	}{
-		{"per-request", testsupport.BackendOptions{}, router.SessionPerRequest, false, false, false},
-		{"stateless", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, false, false, false},
-		{"stateless+access", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, true, false, false},
-		{"stateless+tracing", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, false, false, true},
-		{"stateless+policy", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, true, true, false},
-		{"reuse", testsupport.BackendOptions{}, router.SessionReuse, false, false, false},
+		{"per-request", testsupport.BackendOptions{}, router.SessionPerRequest, false, false, false, false},
+		{"stateless", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, false, false, false, false},
+		{"stateless+access", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, true, false, false, false},
+		{"stateless+tracing", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, false, false, true, false},
+		{"stateless+policy", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, true, true, false, false},
+		{"stateless+plugins", testsupport.BackendOptions{Stateless: true}, router.SessionPerRequest, true, true, false, true},
+		{"reuse", testsupport.BackendOptions{}, router.SessionReuse, false, false, false, false},
 	} {
 		b.Run(mode.name, func(b *testing.B) {
 			var opts router.Options
@@ -56,6 +59,9 @@ func BenchmarkHandle_ToolsCall(b *testing.B) {
 			}
 			if mode.policy {
 				f.Config.Hooks, f.Config.RateLimits = benchPolicy(b)
+				if mode.noLimit {
+					f.Config.RateLimits = nil
+				}
 			}
 			if mode.access || mode.policy {
 				f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
