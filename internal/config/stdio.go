@@ -78,6 +78,7 @@ func (v *validator) stdio(path string, raw *rawBackend, b *router.Backend) {
 		{"passthrough_headers", len(raw.PassthroughHeaders) > 0},
 		{"add_headers", len(raw.AddHeaders) > 0},
 		{"remove_headers", len(raw.RemoveHeaders) > 0},
+		{"credentials", raw.Credentials != nil},
 	} {
 		if f.set {
 			v.errf(joinPath(path, f.name), "has no use with transport stdio: the process gets no HTTP request (pass values in env)")
