@@ -22,6 +22,8 @@ import (
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
+
+	"github.com/mcpgw/gateway/router/plugins"
 )
 
 var redisSrv *testsupport.RedisServer
@@ -38,7 +40,7 @@ var jwtSecret = []byte("handler-test-secret-0123456789abcdef")
 // gw is a gateway handler on an httptest server, over real backends and
 // the shared real Redis.
 type gw struct {
-	t     *testing.T
+	t     testing.TB
 	url   string // base URL
 	srv   *httptest.Server
 	store store.Store
@@ -73,9 +75,12 @@ type gwOptions struct {
 	// status serves GET /status; twoListCache is gateway-two's list_cache.
 	status       bool
 	twoListCache time.Duration
+	// policy gives vhost demo access rules and the Policy section's plugins and, with
+	// rateLimit, a per-principal rate limit no test reaches.
+	policy, rateLimit bool
 }
 
-func startGateway(t *testing.T, o gwOptions) *gw {
+func startGateway(t testing.TB, o gwOptions) *gw {
 	t.Helper()
 	st, err := store.NewRedis(cmp.Or(o.redis, redisSrv).URL(),
 		store.RedisOptions{KeyPrefix: fmt.Sprintf("h%d", time.Now().UnixNano()), Timeout: o.storeTimeout})
@@ -94,6 +99,28 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 		"other": {Name: "other", Backends: map[string]*router.Backend{
 			"only": {Config: upstream.Config{Key: "only", URL: one.URL, Timeout: 5 * time.Second}},
 		}},
+	}
+	if o.policy {
+		demo := vhosts["demo"]
+		var err error
+		if demo.Access, err = router.CompileAccess([]router.AccessRule{
+			{When: "'admins' in claims.groups", Allow: []string{"*"}},
+			{When: "claims.sub == 'alice'", Allow: []string{"gateway-one-*", "gateway-two-*"}, Deny: []string{"*delete*"}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if demo.Hooks, err = plugins.Compile([]plugins.Spec{
+			{Type: plugins.TypeDenyPattern, In: plugins.InArguments, Patterns: []string{`(?i)drop\s+table`}},
+			{Type: plugins.TypeRedact, Builtin: []string{"secrets", "email"}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if o.rateLimit {
+			if demo.RateLimits, err = router.CompileRateLimits([]router.RateLimit{
+				{Per: router.RatePerPrincipal, Limit: 1_000_000_000, Window: time.Hour}}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	opts := router.Options{Store: st}
 	if o.metrics != nil {

@@ -181,6 +181,13 @@ func RateLimited(resp *jsonrpc.Response) (retryAfter time.Duration, ok bool) {
 	return rl.retryAfter, ok
 }
 
+// RateLimits reports whether virtual host vhost has rate limits: whether
+// Admit may need the store.
+func (r *Router) RateLimits(vhost string) bool {
+	v, ok := r.table.Load().vhosts[vhost]
+	return ok && v.limits != nil
+}
+
 // Admit counts a request of an established session against its virtual
 // host's rate limits, before its answer begins: a refusal is answered
 // with HTTP 429 (RateLimited), which an answer already streaming could
