@@ -9,6 +9,8 @@ import (
 	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcpgw/gateway/store"
 )
 
 const (
@@ -24,7 +26,7 @@ const (
 // streamed answer: the call's later events, from the session's log, until
 // its answer. The call keeps running where it started; this instance only
 // reads the log.
-func (s *server) resumeCall(w http.ResponseWriter, r *http.Request, sid, stream, after string) {
+func (s *server) resumeCall(w http.ResponseWriter, r *http.Request, sid store.SessionID, stream store.CallStreamID, after store.EventID) {
 	rt := s.opts.Sessions
 	evs, err := rt.CallEventsAfter(r.Context(), sid, stream, after)
 	if s.eventLogFailed(w, err, "reading a call's events failed") {

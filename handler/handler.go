@@ -6,6 +6,7 @@ package handler
 
 import (
 	"context"
+	"html/template"
 	"log/slog"
 	"net/http"
 	"time"
@@ -62,6 +63,10 @@ type Options struct {
 	// Metrics, when set, instruments the MCP endpoint and is served on
 	// GET /metrics; nil disables both.
 	Metrics *metrics.Metrics
+	// Status serves GET /status (status.go): the router's view of its
+	// backends, for operators. Like /metrics it has no auth: only where
+	// the listener is not public.
+	Status bool
 	// KeepAlive is how often an idle SSE stream carries a comment, so
 	// proxies and load balancers with idle timeouts keep it open: the GET
 	// stream, and a call's answer while the call runs (default 15s).
@@ -97,6 +102,11 @@ func New(opts Options) http.Handler {
 		// reaches it; keep it off the public network (see docs).
 		mux.Handle("GET /metrics", opts.Metrics.Handler())
 	}
+	if opts.Status {
+		// Same exposure as /metrics: outside the MCP chain, exact path.
+		s.statusPage = newStatusPage()
+		mux.HandleFunc("GET /status", s.serveStatus)
+	}
 
 	var challenge func(*http.Request) string
 	if opts.ResourceMetadata != nil {
@@ -111,6 +121,7 @@ func New(opts Options) http.Handler {
 		checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins),
 		s.requireVHost,
 		auth.Middleware(opts.Auth, "mcpgw", challenge),
+		withBackendCaller,
 		requireSingleHeaders,
 	)
 	mux.Handle("/servers/{vhost}/mcp", mcp)
@@ -118,8 +129,9 @@ func New(opts Options) http.Handler {
 }
 
 type server struct {
-	opts Options
-	log  *slog.Logger
+	opts       Options
+	log        *slog.Logger
+	statusPage *template.Template // GET /status as HTML (status.go); nil when not served
 }
 
 // chain wraps h so that the first middleware runs first.

@@ -22,6 +22,8 @@ import (
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
+
+	"github.com/mcpgw/gateway/router/plugins"
 )
 
 var redisSrv *testsupport.RedisServer
@@ -38,11 +40,12 @@ var jwtSecret = []byte("handler-test-secret-0123456789abcdef")
 // gw is a gateway handler on an httptest server, over real backends and
 // the shared real Redis.
 type gw struct {
-	t     *testing.T
+	t     testing.TB
 	url   string // base URL
 	srv   *httptest.Server
 	store store.Store
 	one   *testsupport.Backend // gateway-one, with the streaming tools
+	two   *testsupport.Backend // gateway-two
 	// client sends do's requests: http.DefaultClient unless
 	// gwOptions.clientTimeout is set.
 	client *http.Client
@@ -69,9 +72,15 @@ type gwOptions struct {
 	twoTimeout time.Duration
 	// budget bounds backend answer bytes (handler.Options.ResponseBudget).
 	budget *upstream.Budget
+	// status serves GET /status; twoListCache is gateway-two's list_cache.
+	status       bool
+	twoListCache time.Duration
+	// policy gives vhost demo access rules and the Policy section's plugins and, with
+	// rateLimit, a per-principal rate limit no test reaches.
+	policy, rateLimit bool
 }
 
-func startGateway(t *testing.T, o gwOptions) *gw {
+func startGateway(t testing.TB, o gwOptions) *gw {
 	t.Helper()
 	st, err := store.NewRedis(cmp.Or(o.redis, redisSrv).URL(),
 		store.RedisOptions{KeyPrefix: fmt.Sprintf("h%d", time.Now().UnixNano()), Timeout: o.storeTimeout})
@@ -84,11 +93,34 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 	vhosts := map[string]*router.VirtualHost{
 		"demo": {Name: "demo", Backends: map[string]*router.Backend{
 			"gateway-one": {Config: upstream.Config{Key: "gateway-one", URL: one.URL, Timeout: cmp.Or(o.oneTimeout, 5*time.Second)}},
-			"gateway-two": {Config: upstream.Config{Key: "gateway-two", URL: two.URL, Timeout: cmp.Or(o.twoTimeout, 5*time.Second)}},
+			"gateway-two": {Config: upstream.Config{Key: "gateway-two", URL: two.URL, Timeout: cmp.Or(o.twoTimeout, 5*time.Second)},
+				ListCacheTTL: o.twoListCache},
 		}},
 		"other": {Name: "other", Backends: map[string]*router.Backend{
 			"only": {Config: upstream.Config{Key: "only", URL: one.URL, Timeout: 5 * time.Second}},
 		}},
+	}
+	if o.policy {
+		demo := vhosts["demo"]
+		var err error
+		if demo.Access, err = router.CompileAccess([]router.AccessRule{
+			{When: "'admins' in claims.groups", Allow: []string{"*"}},
+			{When: "claims.sub == 'alice'", Allow: []string{"gateway-one-*", "gateway-two-*"}, Deny: []string{"*delete*"}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if demo.Hooks, err = plugins.Compile([]plugins.Spec{
+			{Type: plugins.TypeDenyPattern, In: plugins.InArguments, Patterns: []string{`(?i)drop\s+table`}},
+			{Type: plugins.TypeRedact, Builtin: []string{"secrets", "email"}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if o.rateLimit {
+			if demo.RateLimits, err = router.CompileRateLimits([]router.RateLimit{
+				{Per: router.RatePerPrincipal, Limit: 1_000_000_000, Window: time.Hour}}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	opts := router.Options{Store: st}
 	if o.metrics != nil {
@@ -104,14 +136,14 @@ func startGateway(t *testing.T, o gwOptions) *gw {
 	}
 	h := handler.New(handler.Options{Router: in.Router, Sessions: in.Sessions, Parks: in.Sessions, Auth: v, MaxBodyBytes: o.maxBody,
 		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics,
-		ReadTimeout: o.readTimeout, ResponseBudget: o.budget})
+		ReadTimeout: o.readTimeout, ResponseBudget: o.budget, Status: o.status})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	client := http.DefaultClient
 	if o.clientTimeout > 0 {
 		client = &http.Client{Timeout: o.clientTimeout}
 	}
-	return &gw{t: t, url: srv.URL, srv: srv, store: st, one: one, client: client}
+	return &gw{t: t, url: srv.URL, srv: srv, store: st, one: one, two: two, client: client}
 }
 
 func (g *gw) token(sub string) string {

@@ -47,6 +47,12 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 			Message: "subscriptions/listen answers on an event stream: Accept must include text/event-stream"})
 		return
 	}
+	// Rate limits are decided before any stream begins (429, not a 200
+	// stream carrying the error).
+	if resp := s.opts.Router.AdmitModern(r.Context(), call); resp != nil {
+		s.writeResponse(w, resp, rawID, jsonOK)
+		return
+	}
 	ctx, held := s.opts.ResponseBudget.Hold(r.Context())
 	defer held.Release()
 	var ps *postStream

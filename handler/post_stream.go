@@ -11,6 +11,8 @@ import (
 	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/router/session"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcpgw/gateway/store"
 )
 
 // A call's answer sent as an event stream: the router sends on it
@@ -132,7 +134,7 @@ func (p *postStream) write(o outgoing) error {
 		p.sw.start(nil)
 		return nil
 	}
-	id := ""
+	var id store.EventID
 	if p.log != nil {
 		log := p.log.Append
 		if o.final {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mcpgw/gateway/store"
 )
 
 // sseWriter writes Server-Sent Events and flushes each one through
@@ -49,14 +51,14 @@ func (s *sseWriter) startLocked(header func(http.Header)) {
 
 // event writes one event: an optional id, optional retry, and data (one
 // JSON-RPC message, which never holds a raw newline).
-func (s *sseWriter) event(id string, retry time.Duration, data []byte) error {
+func (s *sseWriter) event(id store.EventID, retry time.Duration, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.startLocked(nil)
 	s.buf.Reset()
 	if id != "" {
 		s.buf.WriteString("id: ")
-		s.buf.WriteString(id)
+		s.buf.WriteString(string(id))
 		s.buf.WriteByte('\n')
 	}
 	if retry > 0 {

@@ -53,11 +53,11 @@ func (s *server) serveGET(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if stream, after, ok := session.ParseCallEventID(r.Header.Get(headerLastEventID)); ok {
+	if stream, after, ok := session.ParseCallEventID(store.EventID(r.Header.Get(headerLastEventID))); ok {
 		s.resumeCall(w, r, sess.ID, stream, after)
 		return
 	}
-	events, err := s.opts.Sessions.OpenStream(r.Context(), sess, r.Header, r.Header.Get(headerLastEventID))
+	events, err := s.opts.Sessions.OpenStream(r.Context(), sess, r.Header, store.EventID(r.Header.Get(headerLastEventID)))
 	if errors.Is(err, session.ErrStreamBusy) {
 		writeHTTPError(w, http.StatusConflict, codeInvalidRequest, "this session already has an open GET stream")
 		return

@@ -88,6 +88,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	principal, _ := auth.FromContext(r.Context())
+	var call *router.Call
 
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
 		if !req.IsCall() {
@@ -99,14 +100,30 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		s.logUnservedInitialize(r, req.Params)
 		sess, resp := s.opts.Router.Initialize(ctx, r.PathValue("vhost"), string(principal), r.Header, req)
 		if sess != nil {
-			w.Header().Set(headerSessionID, sess.ID)
-			noteOf(w).setSession(sess.ID)
+			w.Header().Set(headerSessionID, string(sess.ID))
+			noteOf(w).setSession(string(sess.ID))
 		}
 		s.writeResponse(w, resp, rawID, jsonOK)
 		return
 	}
 
+	// A call's rate limits need the vhost, the caller and the tool, not the
+	// session: they are counted while the session loads, so a rate-limited
+	// vhost costs no second store round trip in sequence (the session check
+	// still decides whether the call runs; a call refused for its session
+	// has been counted, like any other call of that caller).
+	var admitted chan *jsonrpc.Response
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && s.opts.Router.RateLimits(r.PathValue("vhost")) {
+		call = &router.Call{Session: &store.Session{VHost: r.PathValue("vhost"), Principal: string(principal)},
+			Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req}
+		admitted = make(chan *jsonrpc.Response, 1)
+		go func() { admitted <- s.opts.Router.Admit(r.Context(), call) }()
+	}
 	sess, ok := s.loadSession(w, r, principal)
+	var refusal *jsonrpc.Response
+	if admitted != nil {
+		refusal = <-admitted
+	}
 	if !ok {
 		return
 	}
@@ -133,7 +150,15 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
-		s.serveCall(w, r, sess, m, rawID, jsonOK, sseOK)
+		if refusal != nil {
+			s.writeResponse(w, refusal, rawID, jsonOK)
+			return
+		}
+		if call == nil {
+			call = &router.Call{Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: m}
+		}
+		call.Session, call.Runtime = sess, s.opts.Sessions
+		s.serveCall(w, r, call, rawID, jsonOK, sseOK)
 	}
 }
 
@@ -152,8 +177,15 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 //
 // The backend bytes the call reads are charged to the instance's response
 // budget until its answer has been written (Options.ResponseBudget).
-func (s *server) serveCall(w http.ResponseWriter, r *http.Request, sess *store.Session, req *jsonrpc.Request, rawID json.RawMessage, jsonOK, sseOK bool) {
-	call := &router.Call{Session: sess, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req, Runtime: s.opts.Sessions}
+func (s *server) serveCall(w http.ResponseWriter, r *http.Request, call *router.Call, rawID json.RawMessage, jsonOK, sseOK bool) {
+	sess, req := call.Session, call.Request
+	// Rate limits are decided before any stream begins: a refusal is an
+	// HTTP status (429), which a stream's 200 could no longer be. (servePOST
+	// has usually counted the call already, while the session loaded.)
+	if resp := s.opts.Router.Admit(r.Context(), call); resp != nil {
+		s.writeResponse(w, resp, rawID, jsonOK)
+		return
+	}
 	ctx, held := s.opts.ResponseBudget.Hold(r.Context())
 	defer held.Release()
 	var ps *postStream
@@ -208,6 +240,9 @@ func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, ra
 	noteOf(w).setResponse(resp)
 	if router.StoreUnavailable(resp) {
 		writeHTTPErrorRaw(w, http.StatusServiceUnavailable, rawID, codeInternalError, "session store unavailable")
+		return
+	}
+	if writeRateLimited(w, resp, rawID) {
 		return
 	}
 	data, err := wire.EncodeResponseAs(resp, rawID)

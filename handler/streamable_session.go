@@ -23,7 +23,7 @@ func (s *server) loadSession(w http.ResponseWriter, r *http.Request, principal a
 		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "session not found")
 		return nil, false
 	}
-	sess, err := s.opts.Sessions.Load(r.Context(), id)
+	sess, err := s.opts.Sessions.Load(r.Context(), store.SessionID(id))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "session not found")

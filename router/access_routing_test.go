@@ -10,6 +10,8 @@ import (
 	"github.com/mcpgw/gateway/internal/routertest"
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
+
+	"github.com/mcpgw/gateway/store"
 )
 
 // Two callers on one vhost of two backends, through two instances on one
@@ -237,7 +239,7 @@ func TestAccess_PaginationYieldsExactlyTheVisibleItems(t *testing.T) {
 	bob, _ := f.InitializeAs("bob", nil)
 	alice, _ := f.InitializeAs("alice", nil)
 
-	walk := func(sid string, claims map[string]any) (all []string, cursors []string) {
+	walk := func(sid store.SessionID, claims map[string]any) (all []string, cursors []string) {
 		var params any
 		for page := 0; ; page++ {
 			in := f.Instance
@@ -284,7 +286,7 @@ func TestAccess_PaginationYieldsExactlyTheVisibleItems(t *testing.T) {
 	}
 	// Cursors do not cross callers, in either direction.
 	for _, tc := range []struct {
-		sid    string
+		sid    store.SessionID
 		claims map[string]any
 		cursor string
 	}{{bob, devClaims, aliceCursors[0]}, {alice, adminClaims, bobCursors[0]}} {

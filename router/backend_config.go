@@ -37,4 +37,11 @@ type VirtualHost struct {
 	// Access, when set, limits what each caller sees (CompileAccess);
 	// nil: every caller sees every name.
 	Access *AccessPolicy
+	// Hooks run around this vhost's tools/call, prompts/get and
+	// resources/read, after the router-wide Options.Hooks, in order: the
+	// configured plugins (package router/plugins).
+	Hooks []Hook
+	// RateLimits, when set, count this vhost's tools/call requests in the
+	// store (CompileRateLimits); nil: no limits.
+	RateLimits *RateLimitPolicy
 }

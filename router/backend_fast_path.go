@@ -36,15 +36,32 @@ type backendCall func(conn *upstream.Conn) (*jsonrpc.Response, error)
 // exchange for Options.Observer, which sees it once, fallback included: an
 // operator cares how long the client waited on the backend, not how many
 // tries it took.
+//
+// The exchange also gets a span under the request's (tracing.go), and its
+// outcome goes to the backend's status (status.go).
 func (r *Router) withBackend(ctx context.Context, v *vhost, key, method string, sess *store.Session, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
-	obs := r.opts.Observer
-	if obs == nil {
-		return r.exchange(ctx, v, key, sess, hdr, fn)
-	}
+	ctx, span := r.startBackend(ctx, v, key, method, sess.Backends[key])
 	start := time.Now()
 	resp, err := r.exchange(ctx, v, key, sess, hdr, fn)
-	obs.BackendCall(v.name, key, method, time.Since(start), outcome(resp, err))
+	oc := outcome(resp, err)
+	if obs := r.opts.Observer; obs != nil {
+		obs.BackendCall(v.name, key, method, time.Since(start), oc)
+	}
+	r.forgetRefusedToken(ctx, v, key, err)
+	v.health[key].exchanged(method, oc, err)
+	endBackend(span, resp, err, oc)
 	return resp, err
+}
+
+// forgetRefusedToken drops the cached token of a backend that answered
+// 401 (the token was revoked before it expired, or the backend's keys
+// changed), so the caller's next request obtains a new one instead of
+// failing until the cached one expires.
+func (r *Router) forgetRefusedToken(ctx context.Context, v *vhost, key string, err error) {
+	var ue *upstream.Error
+	if err != nil && errors.As(err, &ue) && ue.Status == http.StatusUnauthorized {
+		v.clients[key].ForgetToken(ctx)
+	}
 }
 
 // exchange is withBackend without the observation.
@@ -78,7 +95,8 @@ func (r *Router) exchange(ctx context.Context, v *vhost, key string, sess *store
 		}
 	}
 	if err != nil {
-		if !snap.OK() {
+		// A caller's credentials failing says nothing of the backend.
+		if !snap.OK() && !errors.Is(err, upstream.ErrCredentials) {
 			r.persistSnapshots(ctx, sess, []*store.BackendSnapshot{failedSnapshot(key, err)})
 		}
 		return nil, err
@@ -86,7 +104,7 @@ func (r *Router) exchange(ctx context.Context, v *vhost, key string, sess *store
 	if init := conn.Init(); init != nil {
 		next := snapshotFrom(key, init)
 		if reuse {
-			next.SessionID = conn.SessionID()
+			next.SessionID = store.BackendSessionID(conn.SessionID())
 		}
 		if snapshotChanged(snap, next) {
 			r.persistSnapshots(ctx, sess, []*store.BackendSnapshot{next})
@@ -123,7 +141,7 @@ func (r *Router) fastHandshake(v *vhost, key string, sess *store.Session, snap *
 		// (not even with `session: reuse`: it has none to keep).
 		h.ProtocolVersion, h.SkipInitialize = wire.ModernProtocolVersion, true
 	case reuse && snap.SessionID != "":
-		h.SessionID = snap.SessionID
+		h.SessionID = string(snap.SessionID)
 	case snap.Stateless:
 		h.SkipInitialize = true
 	default:
@@ -162,7 +180,7 @@ func (r *Router) EndBackendSessions(ctx context.Context, sess *store.Session) {
 			continue
 		}
 		h := r.handshake(sess, snap)
-		h.SessionID = snap.SessionID
+		h.SessionID = string(snap.SessionID)
 		if conn, err := v.clients[key].Open(ctx, h, nil); err == nil {
 			_ = conn.Close(false) // sends DELETE
 		}

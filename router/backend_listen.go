@@ -40,6 +40,9 @@ func (r *Router) ListenTargets(sess *store.Session) (targets []ListenTarget, ok 
 		return nil, false
 	}
 	for _, key := range v.keys {
+		if v.backends[key].Transport == upstream.TransportStdio {
+			continue // a shared process speaks for no session (upstream/stdio.go)
+		}
 		subs := subscriptionsOf(v, key, sess.Subscriptions)
 		if capabilitiesOf(sess.Backends[key]).sendsUnsolicited(len(subs) > 0, sess.LogLevel != "") {
 			targets = append(targets, ListenTarget{Key: key, Subscriptions: subs})

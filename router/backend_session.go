@@ -106,15 +106,18 @@ func (r *Router) probe(ctx context.Context, v *vhost, key string, sess *store.Se
 			}
 		}
 		r.log.Warn("backend initialize failed", "vhost", v.name, "backend", key, "error", err)
-		return failedSnapshot(key, err)
+		snap := failedSnapshot(key, err)
+		r.noteSnapshot(v, snap, "initialize")
+		return snap
 	}
 	snap := snapshotFrom(key, conn.Init())
+	r.noteSnapshot(v, snap, "initialize")
 	if !reuse {
 		r.rememberLegacy(v, snap)
 	}
 	keep := reuse && conn.SessionID() != ""
 	if keep {
-		snap.SessionID = conn.SessionID()
+		snap.SessionID = store.BackendSessionID(conn.SessionID())
 	}
 	_ = conn.Close(keep)
 	return snap
@@ -158,10 +161,16 @@ func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snap
 	}
 	// sess itself is not updated: list fan-out calls this concurrently, and
 	// the rest of the request does not need the new snapshot.
+	v, ok := r.table.Load().vhosts[sess.VHost]
+	if ok {
+		for _, snap := range snaps {
+			r.noteSnapshot(v, snap, "")
+		}
+	}
 	if sess.ID == "" {
 		// A 2026-07-28 request's view: what it learned goes to the
 		// instance's discovery cache, never to the store.
-		if v, ok := r.table.Load().vhosts[sess.VHost]; ok {
+		if ok {
 			for _, snap := range snaps {
 				r.rememberDiscovery(v, snap)
 			}

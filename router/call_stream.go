@@ -7,6 +7,8 @@ import (
 
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcpgw/gateway/store"
 )
 
 // callStream handles what a backend sends on a call's stream besides the
@@ -49,7 +51,7 @@ func (cs *callStream) mapProgressToken(params json.RawMessage) json.RawMessage {
 		return params
 	}
 	cs.downstreamToken = tok
-	cs.upstreamToken = NewRandomID("mcpgw-p-")
+	cs.upstreamToken = store.RandomID("mcpgw-p-")
 	meta["progressToken"], _ = json.Marshal(cs.upstreamToken)
 	p["_meta"], _ = json.Marshal(meta)
 	out, err := json.Marshal(p)
@@ -120,13 +122,15 @@ func (cs *callStream) progress(req *jsonrpc.Request) {
 		return
 	}
 	if cs.hook != nil {
-		for _, h := range cs.r.opts.Hooks {
-			ph, ok := h.(ProgressHook)
-			if !ok {
-				continue
-			}
-			if params, err = ph.Progress(cs.ctx, cs.hook, params); err != nil {
-				return // a denied progress notification is dropped
+		for _, hooks := range [2][]Hook{cs.r.opts.Hooks, cs.v.hooks} {
+			for _, h := range hooks {
+				ph, ok := h.(ProgressHook)
+				if !ok {
+					continue
+				}
+				if params, err = ph.Progress(cs.ctx, cs.hook, params); err != nil {
+					return // a denied progress notification is dropped
+				}
 			}
 		}
 	}

@@ -12,8 +12,9 @@ import "reflect"
 // Each instance reloads its own config, so each notifies the streams it
 // holds; no cross-instance traffic is needed.
 func (r *Router) Reload(vhosts map[string]*VirtualHost) []string {
-	next := newRoutingTable(vhosts)
-	prev := r.table.Swap(next)
+	prev := r.table.Load()
+	next := buildRoutingTable(vhosts, prev, r.clientOptions()...)
+	prev = r.table.Swap(next)
 	changed := map[string]bool{}
 	var names []string
 	for name, v := range next.vhosts {
@@ -28,6 +29,8 @@ func (r *Router) Reload(vhosts map[string]*VirtualHost) []string {
 			names = append(names, name)
 		}
 	}
-	prev.close()
+	// In the background: a stdio backend's pool waits for the requests
+	// still using its processes (Router.Close waits for it).
+	r.cleanup.Go(func() { prev.closeExcept(next) })
 	return names
 }

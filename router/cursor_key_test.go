@@ -32,7 +32,7 @@ func startInstance(t *testing.T, url string, vhosts map[string]*router.VirtualHo
 }
 
 // open initializes a session on the instance.
-func (in *instance) open(t *testing.T, vhost string) string {
+func (in *instance) open(t *testing.T, vhost string) store.SessionID {
 	t.Helper()
 	req := &jsonrpc.Request{ID: mustID(1), Method: "initialize",
 		Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`)}
@@ -45,7 +45,7 @@ func (in *instance) open(t *testing.T, vhost string) string {
 
 // list asks for one page of tools (cursor "" = the first) and returns the
 // response; nextCursor is the page's cursor, if any.
-func (in *instance) list(t *testing.T, sid, cursor string) (resp *jsonrpc.Response, nextCursor string) {
+func (in *instance) list(t *testing.T, sid store.SessionID, cursor string) (resp *jsonrpc.Response, nextCursor string) {
 	t.Helper()
 	var params any
 	if cursor != "" {
@@ -59,7 +59,7 @@ func (in *instance) list(t *testing.T, sid, cursor string) (resp *jsonrpc.Respon
 }
 
 // firstCursor returns the cursor of the first page of tools.
-func (in *instance) firstCursor(t *testing.T, sid string) string {
+func (in *instance) firstCursor(t *testing.T, sid store.SessionID) string {
 	t.Helper()
 	resp, cur := in.list(t, sid, "")
 	if resp.Error != nil || cur == "" {
@@ -69,7 +69,7 @@ func (in *instance) firstCursor(t *testing.T, sid string) string {
 }
 
 // accepts reports whether the instance continues the walk of cursor.
-func (in *instance) accepts(t *testing.T, sid, cursor string) bool {
+func (in *instance) accepts(t *testing.T, sid store.SessionID, cursor string) bool {
 	t.Helper()
 	resp, _ := in.list(t, sid, cursor)
 	if resp.Error != nil {
@@ -169,7 +169,7 @@ func tamper(cursor string) string {
 
 // firstCursorsAtOnce has both instances sign first pages concurrently,
 // several each, and returns one cursor of each.
-func firstCursorsAtOnce(t *testing.T, a *instance, sidA string, b *instance, sidB string) (curA, curB string) {
+func firstCursorsAtOnce(t *testing.T, a *instance, sidA store.SessionID, b *instance, sidB store.SessionID) (curA, curB string) {
 	t.Helper()
 	sessA, errA := a.Store.LoadSession(t.Context(), sidA, time.Hour)
 	sessB, errB := b.Store.LoadSession(t.Context(), sidB, time.Hour)

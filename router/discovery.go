@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -57,11 +58,27 @@ func (r *Router) backendDiscovery(ctx context.Context, v *vhost, key string, hdr
 	if ok && time.Now().Before(d.expires) {
 		return d
 	}
-	// Detached from the first caller: the result serves every waiter.
-	ch := c.flight.DoChan(key, func() (any, error) {
+	// Detached from the first caller: the result serves every waiter. A
+	// backend whose requests carry per-caller credentials is discovered
+	// with the credentials of the caller who found the cache empty (what
+	// a backend speaks is the same for everyone), but waiters share a
+	// flight only with their own principal, and a caller whose
+	// credentials fail (a claim missing, an exchange refused) fails alone:
+	// that is never remembered for the others.
+	fkey := key
+	if v.clients[key].PerCaller() {
+		caller, _ := credentials.CallerFrom(ctx)
+		fkey = key + "\x00" + caller.Principal
+	}
+	ch := c.flight.DoChan(fkey, func() (any, error) {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.backendTimeout(v, key))
 		defer cancel()
+		if err := v.clients[key].Authorize(pctx); err != nil {
+			return discovery{snap: failedSnapshot(key, err)}, nil
+		}
+		pctx, span := r.startBackend(pctx, v, key, "discover", nil)
 		d := r.probeGeneration(pctx, v, key, hdr)
+		endProbe(span, d.snap)
 		c.mu.Lock()
 		c.entries[key] = d
 		c.mu.Unlock()
@@ -159,8 +176,10 @@ func (r *Router) discoverModern(ctx context.Context, v *vhost, key string, hdr h
 	if err != nil || !slices.Contains(res.SupportedVersions, wire.ModernProtocolVersion) {
 		return nil, nil
 	}
-	return &store.BackendSnapshot{Key: key, ProbedAt: time.Now().UTC(), ProtocolVersion: wire.ModernProtocolVersion,
-		Capabilities: res.Capabilities, ServerInfo: res.ServerInfo, Instructions: res.Instructions, Stateless: true}, res
+	snap := &store.BackendSnapshot{Key: key, ProbedAt: time.Now().UTC(), ProtocolVersion: wire.ModernProtocolVersion,
+		Capabilities: res.Capabilities, ServerInfo: res.ServerInfo, Instructions: res.Instructions, Stateless: true}
+	r.noteSnapshot(v, snap, "server/discover")
+	return snap, res
 }
 
 // refusedHandshake reports an initialize the backend answered and refused
@@ -182,9 +201,12 @@ func (r *Router) probeLegacy(ctx context.Context, v *vhost, key string, hdr http
 		ClientInfo: r.clientInfo(), ClientCapabilities: json.RawMessage(`{}`)}, hdr)
 	if err != nil {
 		r.log.Warn("backend discovery failed", "vhost", v.name, "backend", key, "error", err)
-		return failedSnapshot(key, err)
+		snap := failedSnapshot(key, err)
+		r.noteSnapshot(v, snap, "initialize")
+		return snap
 	}
 	snap := snapshotFrom(key, conn.Init())
+	r.noteSnapshot(v, snap, "initialize")
 	r.release(conn, false)
 	return snap
 }

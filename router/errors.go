@@ -17,6 +17,8 @@ const (
 	CodeInvalidParams    = wire.CodeInvalidParams
 	CodeInternalError    = wire.CodeInternalError
 	CodeRequestCancelled = wire.CodeRequestCancelled
+	CodeRateLimited      = wire.CodeRateLimited
+	CodePolicyDenied     = wire.CodePolicyDenied
 )
 
 // rpcError builds a JSON-RPC error object.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/mcpgw/gateway/store"
 )
 
 // Hook runs around the routed methods that carry user content:
@@ -27,15 +29,43 @@ type HookCall struct {
 	Backend   string // backend key the call routes to
 	Name      string // backend-side identifier (tool or prompt name, resource URI)
 	Principal string
-	SessionID string
+	SessionID store.SessionID
 	// Params are the params sent to the backend. Pre hooks may replace them.
 	Params json.RawMessage
+
+	// Set by the router: where a hook finds the tool's input schema, and
+	// where it reports its decisions (either may be nil).
+	schema   func(ctx context.Context) (json.RawMessage, error)
+	observer PluginObserver
+}
+
+// InputSchema returns the inputSchema the backend lists for the tool of a
+// tools/call (Name), from the backend's tools/list, cached per instance
+// (tool_schemas.go). It returns ErrNoToolSchema when the backend lists no
+// such tool, or the call is not a tools/call.
+func (c *HookCall) InputSchema(ctx context.Context) (json.RawMessage, error) {
+	if c.schema == nil || c.Method != "tools/call" {
+		return nil, ErrNoToolSchema
+	}
+	return c.schema(ctx)
+}
+
+// Decided reports a plugin's decision on this call to the router's
+// observer (the metric mcpgw_plugin_decisions_total). plugin and decision
+// must come from small fixed sets: they become metric labels.
+func (c *HookCall) Decided(plugin, decision string) {
+	if c.observer != nil {
+		c.observer.PluginDecision(plugin, decision)
+	}
 }
 
 // Denial is a hook's refusal; it becomes the JSON-RPC error the client sees.
 type Denial struct {
 	Code    int64
 	Message string
+	// Data, when set, is the error's data (JSON), e.g. which plugin and
+	// rule refused.
+	Data json.RawMessage
 }
 
 func (d *Denial) Error() string { return fmt.Sprintf("denied (%d): %s", d.Code, d.Message) }

@@ -2,8 +2,6 @@ package router
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -12,6 +10,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Initialize opens a session on a virtual host: it probes every backend
@@ -19,7 +18,12 @@ import (
 // and the backend is re-probed later), writes the session and snapshots to
 // the store, and only then answers with the merged InitializeResult. The
 // returned session is nil when the response is an error.
-func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hdr http.Header, req *jsonrpc.Request) (*store.Session, *jsonrpc.Response) {
+func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hdr http.Header, req *jsonrpc.Request) (_ *store.Session, resp *jsonrpc.Response) {
+	if r.tracer != nil {
+		var span trace.Span
+		ctx, span = r.startRequest(ctx, vhostName, "", hdr, req)
+		defer func() { endRequest(span, resp) }()
+	}
 	v, ok := r.table.Load().vhosts[vhostName]
 	if !ok {
 		return nil, errorResponse(req.ID, rpcError(CodeInvalidRequest, "unknown virtual host %s", wire.Quote(vhostName)))
@@ -47,10 +51,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	if !wire.ServesProtocolVersion(version) {
 		version = wire.LatestProtocolVersion
 	}
-	id, err := newSessionID()
-	if err != nil {
-		return nil, errorResponse(req.ID, rpcError(CodeInternalError, "cannot create session id"))
-	}
+	id := store.NewSessionID()
 	sess := &store.Session{
 		ID:                 id,
 		Principal:          principal,
@@ -66,7 +67,9 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	var wg sync.WaitGroup
 	for _, key := range v.keys {
 		wg.Go(func() {
-			snap := r.probe(ctx, v, key, sess, hdr)
+			pctx, pspan := r.startBackend(ctx, v, key, "initialize", nil)
+			snap := r.probe(pctx, v, key, sess, hdr)
+			endProbe(pspan, snap)
 			mu.Lock()
 			sess.Backends[key] = snap
 			mu.Unlock()
@@ -88,16 +91,4 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	}
 	raw, _ := json.Marshal(result)
 	return sess, resultResponse(req.ID, raw)
-}
-
-// newSessionID returns 256 random bits as URL-safe base64: visible ASCII
-// (the transport spec's rule for Mcp-Session-Id), far beyond guessing (at
-// least 128 random bits would do), and free of the characters Redis
-// Cluster hash tags give meaning to ('{', '}').
-func newSessionID() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpgw/gateway/store"
@@ -42,6 +43,9 @@ type listCache struct {
 	// one must not store what it got.
 	gen    map[string]uint64
 	flight singleflight.Group
+	// pages counts each backend's entries for the status view, which
+	// reads it without the lock; its keys are fixed at construction.
+	pages map[string]*atomic.Int64
 }
 
 type listCacheEntry struct {
@@ -50,8 +54,27 @@ type listCacheEntry struct {
 	expires time.Time
 }
 
-func newListCache() *listCache {
-	return &listCache{entries: map[string]listCacheEntry{}, gen: map[string]uint64{}}
+func newListCache(backends map[string]*Backend) *listCache {
+	c := &listCache{entries: map[string]listCacheEntry{}, gen: map[string]uint64{}, pages: map[string]*atomic.Int64{}}
+	for key := range backends {
+		c.pages[key] = new(atomic.Int64)
+	}
+	return c
+}
+
+// held is the number of pages held for backend (0 for one not configured).
+func (c *listCache) held(backend string) int64 {
+	if n := c.pages[backend]; n != nil {
+		return n.Load()
+	}
+	return 0
+}
+
+// count moves backend's page count by delta; c.mu is held.
+func (c *listCache) count(backend string, delta int64) {
+	if n := c.pages[backend]; n != nil {
+		n.Add(delta)
+	}
 }
 
 // listCacheKey identifies a page that may be shared between requests.
@@ -114,13 +137,21 @@ func (c *listCache) put(key string, gen uint64, e listCacheEntry) {
 		for k, old := range c.entries {
 			if !now.Before(old.expires) {
 				delete(c.entries, k)
+				c.count(old.backend, -1)
 			}
 		}
 		if len(c.entries) >= listCacheMax {
 			clear(c.entries)
+			for _, n := range c.pages {
+				n.Store(0)
+			}
 		}
 	}
+	if old, ok := c.entries[key]; ok {
+		c.count(old.backend, -1)
+	}
 	c.entries[key] = e
+	c.count(e.backend, 1)
 }
 
 // invalidate drops every page of one backend.
@@ -131,6 +162,7 @@ func (c *listCache) invalidate(backend string) {
 	for k, e := range c.entries {
 		if e.backend == backend {
 			delete(c.entries, k)
+			c.count(backend, -1)
 		}
 	}
 }
@@ -145,6 +177,11 @@ func (r *Router) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) (p
 	}
 	ck = listCacheKey(b, op.method, cursor, c.Header)
 	p = v.lists.lookup(ck)
+	if h := v.health[key]; p != nil {
+		h.cacheHits.Add(1)
+	} else {
+		h.cacheMisses.Add(1)
+	}
 	if o, ok := r.opts.Observer.(ListCacheObserver); ok {
 		o.ListCacheLookup(v.name, key, p != nil)
 	}
@@ -186,5 +223,9 @@ func storeListChanged(vhostName, key string) store.BusMessage {
 func (r *Router) dropListCache(vhostName, key string) {
 	if v, ok := r.table.Load().vhosts[vhostName]; ok {
 		v.lists.invalidate(key)
+		if h := v.health[key]; h != nil {
+			h.cacheDropped.Store(time.Now().UnixNano())
+		}
+		v.schemas.invalidate(key)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
+
+	"github.com/mcpgw/gateway/store"
 )
 
 func cached(ttl time.Duration) func(*router.Backend) {
@@ -21,7 +23,7 @@ func cached(ttl time.Duration) func(*router.Backend) {
 func tenant(name string) http.Header { return http.Header{"X-Tenant": {name}} }
 
 // walk lists every page of tools and returns the names.
-func walk(t *testing.T, f *fixture, sid string, hdr http.Header) []string {
+func walk(t *testing.T, f *fixture, sid store.SessionID, hdr http.Header) []string {
 	t.Helper()
 	var all []string
 	var params any

@@ -85,6 +85,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 
 	access := r.accessFor(v, c)
 	results := make([]*pageResult, len(v.keys))
+	hits := 0 // pages from the list cache: no backend span
 	var wg sync.WaitGroup
 	for i, key := range v.keys {
 		pos := positions[key]
@@ -99,11 +100,13 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		p, ck := r.cachedPage(v, c, op, key, pos.Cursor)
 		if p != nil {
 			results[i] = p
+			hits++
 			continue
 		}
 		wg.Go(func() { results[i] = r.listCached(ctx, v, c, op, key, pos.Cursor, ck) })
 	}
 	wg.Wait()
+	r.annotateCacheHits(ctx, hits)
 
 	raw, err := r.mergePages(ctx, v, op, c.Session.Principal, access, positions, results)
 	var stranded *strandedPagesError

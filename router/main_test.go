@@ -18,6 +18,7 @@ func TestMain(m *testing.M) {
 	redisSrv = testsupport.MustStartRedis()
 	code := m.Run()
 	redisSrv.Stop()
+	testsupport.Cleanup()
 	os.Exit(code)
 }
 
@@ -44,7 +45,7 @@ func newStore(t testing.TB) store.Store {
 	return newFixtureOpts(t, router.Options{}).NewStore()
 }
 
-func callOn(t testing.TB, r *router.Router, st store.Store, sid string, hdr http.Header, method string, params any) *jsonrpc.Response {
+func callOn(t testing.TB, r *router.Router, st store.Store, sid store.SessionID, hdr http.Header, method string, params any) *jsonrpc.Response {
 	t.Helper()
 	return routertest.CallOn(t, r, st, sid, hdr, method, params)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Protocol 2026-07-28 requests reach the same federation code as session
@@ -45,10 +46,20 @@ type ModernCall struct {
 	// Parks holds calls to 2025-era backends that ask the client
 	// something (modern_park.go); nil: such requests get -32601.
 	Parks ParkRuntime
+
+	// access is the request's access decision, taken on first use
+	// (modernAccess); admitted: its rate limits were counted (AdmitModern).
+	access   *accessView
+	admitted bool
 }
 
 // HandleModern answers one modern request.
-func (r *Router) HandleModern(ctx context.Context, c *ModernCall) *jsonrpc.Response {
+func (r *Router) HandleModern(ctx context.Context, c *ModernCall) (resp *jsonrpc.Response) {
+	if r.tracer != nil {
+		var span trace.Span
+		ctx, span = r.startRequest(ctx, c.VHost, wire.ModernProtocolVersion, c.Header, c.Request)
+		defer func() { endRequest(span, resp) }()
+	}
 	v, ok := r.table.Load().vhosts[c.VHost]
 	if !ok {
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))
@@ -60,17 +71,16 @@ func (r *Router) HandleModern(ctx context.Context, c *ModernCall) *jsonrpc.Respo
 	case "subscriptions/listen":
 		return r.listen(ctx, v, c)
 	}
-	var access *accessView // decided once for the request, whichever path it takes
-	if v.access != nil {
-		a := v.access.decide(v.name, c.Claims)
-		access = &a
+	access := modernAccess(v, c) // decided once for the request, whichever path it takes
+	if resp := r.admitModern(ctx, v, c); resp != nil {
+		return resp // over a rate limit: no backend, not even discovery
 	}
 	if resp := r.parkable(ctx, v, c, access); resp != nil {
 		return resp
 	}
 	call := &Call{Session: r.modernView(ctx, v, c), Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
-		modern: true, access: access}
-	resp := r.Handle(ctx, call)
+		modern: true, access: access, admitted: true}
+	resp = r.Handle(ctx, call)
 	return r.finishModern(ctx, resp, method, v.accessHints(method, call.hints))
 }
 

@@ -37,7 +37,7 @@ type ParkRuntime interface {
 	Run(ctx context.Context, p ParkedCall, call func(ctx context.Context, asker SessionRuntime) *jsonrpc.Response) ParkOutcome
 	// Resume delivers a retry's answers to the parked call it names,
 	// wherever it runs, and returns the call's next outcome.
-	Resume(ctx context.Context, p ParkedCall, park string, round int, answers map[string]json.RawMessage) ParkOutcome
+	Resume(ctx context.Context, p ParkedCall, park store.SessionID, round int, answers map[string]json.RawMessage) ParkOutcome
 }
 
 // ParkedCall is what the runtime knows of a call it may hold.
@@ -62,7 +62,7 @@ type ParkOutcome struct {
 	// Input are the round's requests for the client, by key, when the call
 	// waits for them; Park and Round name the call and the round.
 	Input map[string]InputRequest
-	Park  string
+	Park  store.SessionID
 	Round int
 	// Err says why the parked call cannot go on: it ended, its instance
 	// is gone, the store failed, or the retry was stale.
@@ -104,7 +104,7 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall, access *
 	}
 	return r.parkAnswer(ctx, v, c, t, c.Parks.Run(ctx, pc, func(ctx context.Context, asker SessionRuntime) *jsonrpc.Response {
 		call := &Call{Session: r.modernView(ctx, v, c), Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
-			modern: true, parked: true, Runtime: asker, access: access}
+			modern: true, parked: true, Runtime: asker, access: access, admitted: true}
 		return r.Handle(ctx, call)
 	}))
 }
@@ -140,6 +140,6 @@ func (r *Router) parkAnswer(ctx context.Context, v *vhost, c *ModernCall, t *tar
 // of its own (the principal and vhost it belongs to), so the runtime's
 // cross-instance machinery for 2025 sessions (pending requests, answers,
 // the bus, leases) carries its rounds. Its ID is the park id.
-func ParkedSession(id, principal, vhost string) *store.Session {
+func ParkedSession(id store.SessionID, principal, vhost string) *store.Session {
 	return &store.Session{ID: id, Principal: principal, VHost: vhost, ProtocolVersion: wire.ModernProtocolVersion}
 }

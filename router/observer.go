@@ -24,6 +24,14 @@ type ListCacheObserver interface {
 	ListCacheLookup(vhost, backend string, hit bool)
 }
 
+// PluginObserver is an optional extension of Observer: an Observer that
+// also implements it learns each decision a plugin reports
+// (HookCall.Decided), and each rate-limit decision (plugin "rate_limit",
+// decision "allow" or "deny").
+type PluginObserver interface {
+	PluginDecision(plugin, decision string)
+}
+
 // Outcomes of a backend exchange, as passed to Observer.BackendCall. The
 // set is closed so a metric label built from it stays bounded.
 const (

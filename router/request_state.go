@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -51,8 +52,8 @@ type requestStateEnvelope struct {
 	// Park and Round name a call the gateway holds open on a 2025-era
 	// backend that asked the client something (modern_park.go); State is
 	// then empty: the backend has none.
-	Park  string `json:"k,omitempty"`
-	Round int    `json:"n,omitempty"`
+	Park  store.SessionID `json:"k,omitempty"`
+	Round int             `json:"n,omitempty"`
 }
 
 var errBadRequestState = errors.New("invalid requestState")

@@ -46,6 +46,10 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if rerr != nil {
 		return errorResponse(c.Request.ID, rerr)
 	}
+	r.annotateTarget(ctx, t)
+	if resp := r.admitTarget(ctx, v, c, t); resp != nil {
+		return resp // over a rate limit: no hook, no backend
+	}
 	mrtr := c.modern && multiRoundTrip(method)
 	if mrtr {
 		if resp := r.openRequestState(ctx, v, c, t); resp != nil {
@@ -61,12 +65,20 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	}
 
 	var hc *HookCall
-	if hooked(method) && len(r.opts.Hooks) > 0 {
+	if hooked(method) && len(r.opts.Hooks)+len(v.hooks) > 0 {
 		hc = &HookCall{Method: method, VHost: v.name, Backend: t.backend, Name: t.name,
 			Principal: c.Session.Principal, SessionID: c.Session.ID, Params: params}
-		for _, h := range r.opts.Hooks {
-			if err := h.Pre(ctx, hc); err != nil {
-				return errorResponse(c.Request.ID, hookError(err))
+		hc.observer, _ = r.opts.Observer.(PluginObserver)
+		if method == "tools/call" {
+			hc.schema = func(ctx context.Context) (json.RawMessage, error) {
+				return r.toolInputSchema(ctx, v, c, t.backend, t.name)
+			}
+		}
+		for _, hooks := range [2][]Hook{r.opts.Hooks, v.hooks} {
+			for _, h := range hooks {
+				if err := h.Pre(ctx, hc); err != nil {
+					return errorResponse(c.Request.ID, hookError(err))
+				}
 			}
 		}
 		params = hc.Params
@@ -123,9 +135,11 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		result = reprefixContents(t.backend, result)
 	}
 	if hc != nil {
-		for _, h := range r.opts.Hooks {
-			if result, err = h.Post(ctx, hc, result); err != nil {
-				return errorResponse(c.Request.ID, hookError(err))
+		for _, hooks := range [2][]Hook{r.opts.Hooks, v.hooks} {
+			for _, h := range hooks {
+				if result, err = h.Post(ctx, hc, result); err != nil {
+					return errorResponse(c.Request.ID, hookError(err))
+				}
 			}
 		}
 		// Results are written downstream as they are (wire.EncodeResponse):
@@ -286,7 +300,7 @@ func reprefixContents(key string, result json.RawMessage) json.RawMessage {
 func hookError(err error) *jsonrpc.Error {
 	var d *Denial
 	if errors.As(err, &d) {
-		return &jsonrpc.Error{Code: d.Code, Message: d.Message}
+		return &jsonrpc.Error{Code: d.Code, Message: d.Message, Data: d.Data}
 	}
 	return rpcError(CodeInternalError, "hook failed")
 }

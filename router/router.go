@@ -8,8 +8,6 @@ package router
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -20,8 +18,10 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Implementation is the gateway's own serverInfo/clientInfo.
@@ -57,6 +57,9 @@ type Options struct {
 	// Observer, when set, learns the duration and outcome of every backend
 	// exchange of a list or routed request (metrics); nil costs nothing.
 	Observer Observer
+	// TracerProvider, when set, traces every request and its backend
+	// exchanges (tracing.go); nil starts no span and costs nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Router serves the MCP methods of every configured virtual host.
@@ -79,6 +82,8 @@ type Router struct {
 
 	listensDone chan struct{} // closed by EndListens
 	endListens  func()
+
+	tracer trace.Tracer // nil: tracing is off
 }
 
 // New compiles the virtual hosts into a routing table. It does no I/O:
@@ -110,8 +115,17 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 		stateKeys:   newSharedKey(opts.Store, stateKeyName, derivedSecret(opts.CursorSecret, stateKeyName)),
 		listensDone: make(chan struct{})}
 	r.endListens = sync.OnceFunc(func() { close(r.listensDone) })
-	r.table.Store(newRoutingTable(vhosts))
+	if opts.TracerProvider != nil {
+		r.tracer = opts.TracerProvider.Tracer(tracerName)
+	}
+	r.table.Store(buildRoutingTable(vhosts, nil, r.clientOptions()...))
 	return r
+}
+
+// clientOptions are what every backend client is built with: where a
+// stdio backend logs, and the identity its processes are initialized with.
+func (r *Router) clientOptions() []upstream.Option {
+	return []upstream.Option{upstream.WithLogger(r.log), upstream.WithClientInfo(r.clientInfo())}
 }
 
 // Start subscribes to the store's bus, on which instances tell each other
@@ -188,6 +202,9 @@ type Call struct {
 	// access is the request's access decision, taken on first use
 	// (accessFor).
 	access *accessView
+	// admitted: the request has been counted against the vhost's rate
+	// limits (Admit), so routing it does not count it again.
+	admitted bool
 	// parked marks a modern call a ParkRuntime holds: its Runtime asks the
 	// client with input_required rounds, whatever stream it has.
 	parked bool
@@ -207,7 +224,7 @@ type SessionRuntime interface {
 	AskClient(ctx context.Context, c *Call, req *jsonrpc.Request) *jsonrpc.Response
 	// ListenersChanged says the session's subscriptions or log level
 	// changed: whoever holds its GET stream rebuilds its listeners.
-	ListenersChanged(ctx context.Context, sessionID string)
+	ListenersChanged(ctx context.Context, sessionID store.SessionID)
 }
 
 // ErrCancelledByClient is the cause with which a session runtime cancels a
@@ -221,14 +238,6 @@ func cancelledResponse(id jsonrpc.ID) *jsonrpc.Response {
 	return errorResponse(id, rpcError(CodeRequestCancelled, "request cancelled by the client"))
 }
 
-// NewRandomID returns 96 random bits as hex after a readable prefix: the
-// gateway's ids for progress tokens, server requests and call streams.
-func NewRandomID(prefix string) string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return prefix + hex.EncodeToString(b)
-}
-
 // Stream sends messages to the client during one call.
 type Stream interface {
 	// Send writes one message; it fails once the client has gone.
@@ -237,7 +246,12 @@ type Stream interface {
 
 // Handle answers one request of an initialized session. It never returns
 // nil for a call; for a notification it returns nil.
-func (r *Router) Handle(ctx context.Context, c *Call) *jsonrpc.Response {
+func (r *Router) Handle(ctx context.Context, c *Call) (resp *jsonrpc.Response) {
+	if r.tracer != nil && !c.modern && c.Request.IsCall() { // a modern request's span is HandleModern's
+		var span trace.Span
+		ctx, span = r.startRequest(ctx, c.Session.VHost, c.Session.ProtocolVersion, c.Header, c.Request)
+		defer func() { endRequest(span, resp) }()
+	}
 	v, ok := r.table.Load().vhosts[c.Session.VHost]
 	if !ok {
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %q is no longer configured", c.Session.VHost))
@@ -262,7 +276,6 @@ func (r *Router) Handle(ctx context.Context, c *Call) *jsonrpc.Response {
 	if ctx.Err() != nil { // cancelled before it arrived here (a cancel mark)
 		return cancelledResponse(c.Request.ID)
 	}
-	var resp *jsonrpc.Response
 	if isList {
 		resp = r.list(ctx, v, c, op)
 	} else {

@@ -1,7 +1,9 @@
 package router
 
 import (
+	"reflect"
 	"sort"
+	"sync"
 
 	"github.com/mcpgw/gateway/router/upstream"
 )
@@ -19,7 +21,15 @@ type vhost struct {
 	// discovered caches what each backend speaks, for 2026-07-28 requests
 	// (discovery.go); it dies with the table.
 	discovered *discoveryCache
-	access     *AccessPolicy // nil: no access rules
+	access     *AccessPolicy    // nil: no access rules
+	hooks      []Hook           // the vhost's plugins, after Options.Hooks
+	limits     *RateLimitPolicy // nil: no rate limits
+	// schemas caches the backends' tool input schemas for plugins that
+	// validate arguments (tool_schemas.go); it dies with the table.
+	schemas *toolSchemas
+	// health is what the instance learned of each backend (status.go);
+	// the map is fixed at construction, so reading it needs no lock.
+	health map[string]*backendHealth
 }
 
 // single reports whether identifiers pass through unchanged.
@@ -31,6 +41,14 @@ type routingTable struct {
 }
 
 func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
+	return buildRoutingTable(vhosts, nil)
+}
+
+// buildRoutingTable compiles vhosts. A stdio backend that prev has with
+// the same config keeps its client, so its pool of processes (warm,
+// perhaps in use) survives a reload; every other backend gets a new
+// client. opts go to each new client.
+func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts ...upstream.Option) *routingTable {
 	t := &routingTable{vhosts: map[string]*vhost{}}
 	for name, vh := range vhosts {
 		v := &vhost{
@@ -38,16 +56,25 @@ func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
 			backends: vh.Backends,
 			clients:  map[string]*upstream.Client{},
 			aliases:  newAliasTable(vh.Backends),
-			lists:    newListCache(),
+			lists:    newListCache(vh.Backends),
+			health:   map[string]*backendHealth{},
 
 			discovered: newDiscoveryCache(),
 			access:     vh.Access,
+			hooks:      vh.Hooks,
+			limits:     vh.RateLimits,
+			schemas:    newToolSchemas(),
 		}
 		for key, b := range vh.Backends {
 			v.keys = append(v.keys, key)
+			v.health[key] = &backendHealth{}
+			if c := prev.sameStdioClient(name, key, b); c != nil {
+				v.clients[key] = c
+				continue
+			}
 			cfg := b.Config
 			cfg.Key = key // the map key is the backend's name, whatever the literal says
-			v.clients[key] = upstream.New(cfg)
+			v.clients[key] = upstream.New(cfg, opts...)
 		}
 		sort.Strings(v.keys)
 		v.split = newSplitter(v.keys)
@@ -56,10 +83,40 @@ func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
 	return t
 }
 
-func (t *routingTable) close() {
-	for _, v := range t.vhosts {
-		for _, c := range v.clients {
-			c.Close()
+// sameStdioClient returns t's client of a stdio backend configured
+// exactly as b, or nil.
+func (t *routingTable) sameStdioClient(vh, key string, b *Backend) *upstream.Client {
+	if t == nil || b.Transport != upstream.TransportStdio {
+		return nil
+	}
+	v, ok := t.vhosts[vh]
+	if !ok || v.backends[key] == nil || !reflect.DeepEqual(v.backends[key], b) {
+		return nil
+	}
+	return v.clients[key]
+}
+
+// close releases the table's backend clients. A stdio backend's close
+// waits for its processes.
+func (t *routingTable) close() { t.closeExcept(nil) }
+
+// closeExcept is close, sparing the clients next took over.
+func (t *routingTable) closeExcept(next *routingTable) {
+	kept := map[*upstream.Client]bool{}
+	if next != nil {
+		for _, v := range next.vhosts {
+			for _, c := range v.clients {
+				kept[c] = true
+			}
 		}
 	}
+	var wg sync.WaitGroup
+	for _, v := range t.vhosts {
+		for _, c := range v.clients {
+			if !kept[c] {
+				wg.Go(c.Close)
+			}
+		}
+	}
+	wg.Wait()
 }

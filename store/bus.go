@@ -66,7 +66,7 @@ const (
 // BusMessage is what instances tell each other.
 type BusMessage struct {
 	Kind    string          `json:"k"`
-	Session string          `json:"s"`
+	Session SessionID       `json:"s"`
 	ID      string          `json:"i,omitempty"`
 	Data    json.RawMessage `json:"d,omitempty"`
 	// From is the InstanceID of the publisher.

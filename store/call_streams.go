@@ -47,7 +47,7 @@ func (c *CallStream) Lost() bool { return c != nil && !c.Done && !c.Leased }
 const maxCallStreamName = 64
 
 // checkCallStream validates a call stream's name and log parameters.
-func checkCallStream(stream string, maxLen int, ttl time.Duration) error {
+func checkCallStream(stream CallStreamID, maxLen int, ttl time.Duration) error {
 	if stream == "" || len(stream) > maxCallStreamName {
 		return fmt.Errorf("store: call stream name of %d bytes (want 1 to %d)", len(stream), maxCallStreamName)
 	}

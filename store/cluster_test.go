@@ -119,7 +119,7 @@ func TestCluster_SessionKeysShareOneSlot(t *testing.T) {
 	}
 	nodesUsed := map[int]bool{}
 	for i := range 12 {
-		sid := fmt.Sprintf("session-%02d", i)
+		sid := store.SessionID(fmt.Sprintf("session-%02d", i))
 		sess := sampleSession(sid)
 		create(t, s, sess, time.Minute)
 		for op, write := range childWrites {
@@ -140,7 +140,7 @@ func TestCluster_SessionKeysShareOneSlot(t *testing.T) {
 		slices.Sort(want)
 		var found []string
 		holders := 0
-		for n, keys := range target.scan(t, "*{"+sid+"}*") {
+		for n, keys := range target.scan(t, "*{"+string(sid)+"}*") {
 			if len(keys) > 0 {
 				holders++
 				nodesUsed[n] = true
@@ -154,7 +154,7 @@ func TestCluster_SessionKeysShareOneSlot(t *testing.T) {
 		if holders != 1 {
 			t.Errorf("keys of %s are spread over %d nodes, want 1", sid, holders)
 		}
-		tagSlot, err := target.cluster.ClusterKeySlot(ctx, sid).Result()
+		tagSlot, err := target.cluster.ClusterKeySlot(ctx, string(sid)).Result()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,9 +16,9 @@ import (
 )
 
 // appendEvents appends n events with data e1..en and returns their ids.
-func appendEvents(t *testing.T, s store.Store, id string, n, maxLen int) []string {
+func appendEvents(t *testing.T, s store.Store, id store.SessionID, n, maxLen int) []store.EventID {
 	t.Helper()
-	ids := make([]string, n)
+	ids := make([]store.EventID, n)
 	for i := range n {
 		var err error
 		ids[i], err = s.AppendEvent(context.Background(), id, fmt.Appendf(nil, "e%d", i+1), maxLen, time.Minute)
@@ -29,7 +29,7 @@ func appendEvents(t *testing.T, s store.Store, id string, n, maxLen int) []strin
 	return ids
 }
 
-func eventsAfter(t *testing.T, s store.Store, id, after string, limit int) []store.Event {
+func eventsAfter(t *testing.T, s store.Store, id store.SessionID, after store.EventID, limit int) []store.Event {
 	t.Helper()
 	evs, err := s.EventsAfter(context.Background(), id, after, limit)
 	if err != nil {
@@ -39,7 +39,7 @@ func eventsAfter(t *testing.T, s store.Store, id, after string, limit int) []sto
 }
 
 // wantEvents builds the expected events numbered from..to (1-based) out of ids.
-func wantEvents(ids []string, from, to int) []store.Event {
+func wantEvents(ids []store.EventID, from, to int) []store.Event {
 	evs := []store.Event{}
 	for i := from; i <= to; i++ {
 		evs = append(evs, store.Event{ID: ids[i-1], Data: fmt.Appendf(nil, "e%d", i)})
@@ -87,10 +87,10 @@ func TestEventLog_AppendThenResume(t *testing.T) {
 }
 
 // idLess compares two "<ms>-<seq>" event ids numerically.
-func idLess(t *testing.T, a, b string) bool {
+func idLess(t *testing.T, a, b store.EventID) bool {
 	t.Helper()
-	parse := func(s string) [2]uint64 {
-		ms, seq, ok := strings.Cut(s, "-")
+	parse := func(s store.EventID) [2]uint64 {
+		ms, seq, ok := strings.Cut(string(s), "-")
 		x, err1 := strconv.ParseUint(ms, 10, 64)
 		y, err2 := strconv.ParseUint(seq, 10, 64)
 		if !ok || err1 != nil || err2 != nil {
@@ -126,7 +126,7 @@ func TestEventLog_IsBounded(t *testing.T) {
 }
 
 func TestEventLog_MalformedEventIDRejected(t *testing.T) {
-	bad := []string{"", "abc", "1", "1-", "-1", "1-2-3", "+1-2", "1--2", " 1-2", "1-2 ", "1.5-0", "0x1-0",
+	bad := []store.EventID{"", "abc", "1", "1-", "-1", "1-2-3", "+1-2", "1--2", " 1-2", "1-2 ", "1.5-0", "0x1-0",
 		"١-٢", "18446744073709551616-0", "0-18446744073709551616", "$", "-", "+", "(1-0"}
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		create(t, s, sampleSession("s1"), time.Minute)
@@ -196,7 +196,7 @@ func TestEventLog_TagsEachStreamsEvents(t *testing.T) {
 // them; an id the log could not have issued comes after nothing.
 func TestEventLog_EventIDAfter(t *testing.T) {
 	for _, tc := range []struct {
-		a, b string
+		a, b store.EventID
 		want bool
 	}{
 		{"5-1", "5-0", true},
@@ -217,7 +217,7 @@ func TestEventLog_EventIDAfter(t *testing.T) {
 	}
 }
 
-func callEvents(t *testing.T, s store.Store, stream, after string) (*store.CallStream, []store.Event) {
+func callEvents(t *testing.T, s store.Store, stream store.CallStreamID, after store.EventID) (*store.CallStream, []store.Event) {
 	t.Helper()
 	cs, evs, err := s.CallStreamEventsAfter(context.Background(), "s1", stream, after, 0)
 	if err != nil {
@@ -303,14 +303,15 @@ func TestEventLog_CallStreamRefusesWhatWasNeverIssued(t *testing.T) {
 			t.Fatal(err)
 		}
 		for name, tc := range map[string]struct {
-			stream, after string
-			want          error
+			stream store.CallStreamID
+			after  store.EventID
+			want   error
 		}{
 			"unknown stream":    {"nosuchstream", prime, store.ErrNotFound},
 			"far-future id":     {"c1", "99999999999999-0", store.ErrBadEventID},
 			"largest id":        {"c1", "18446744073709551615-18446744073709551615", store.ErrBadEventID},
 			"malformed id":      {"c1", "1-x", store.ErrBadEventID},
-			"over-long stream":  {string(make([]byte, 200)), prime, store.ErrNotFound},
+			"over-long stream":  {store.CallStreamID(make([]byte, 200)), prime, store.ErrNotFound},
 			"just after newest": {"c1", bump(t, prime), store.ErrBadEventID},
 		} {
 			t.Run(name, func(t *testing.T) {
@@ -327,25 +328,25 @@ func TestEventLog_CallStreamRefusesWhatWasNeverIssued(t *testing.T) {
 }
 
 // bump returns the event id right after id.
-func bump(t *testing.T, id string) string {
+func bump(t *testing.T, id store.EventID) store.EventID {
 	t.Helper()
-	ms, seq, _ := strings.Cut(id, "-")
+	ms, seq, _ := strings.Cut(string(id), "-")
 	n, err := strconv.ParseUint(seq, 10, 64)
 	if err != nil {
 		t.Fatalf("event id %q: %v", id, err)
 	}
-	return ms + "-" + strconv.FormatUint(n+1, 10)
+	return store.EventID(ms + "-" + strconv.FormatUint(n+1, 10))
 }
 
-func formatID(ms, seq uint64) string {
-	return strconv.FormatUint(ms, 10) + "-" + strconv.FormatUint(seq, 10)
+func formatID(ms, seq uint64) store.EventID {
+	return store.EventID(strconv.FormatUint(ms, 10) + "-" + strconv.FormatUint(seq, 10))
 }
 
 func TestEventLog_CheckResumeID(t *testing.T) {
 	future := formatID(uint64(time.Now().Add(time.Hour).UnixMilli()), 0)
 	past := formatID(uint64(time.Now().Add(-time.Hour).UnixMilli()), 0)
 	for _, tc := range []struct {
-		id, newest string
+		id, newest store.EventID
 		bad        bool
 	}{
 		{"5-1", "5-1", false},

@@ -18,12 +18,12 @@ type Leases interface {
 	// ClaimStream makes owner the holder of the session's GET stream for
 	// ttl and returns the previous holder ("" if none). ErrNotFound if the
 	// session is absent.
-	ClaimStream(ctx context.Context, id, owner string, ttl time.Duration) (previous string, err error)
+	ClaimStream(ctx context.Context, id SessionID, owner string, ttl time.Duration) (previous string, err error)
 	// RefreshStream extends the claim if owner still holds it.
-	RefreshStream(ctx context.Context, id, owner string, ttl time.Duration) (held bool, err error)
+	RefreshStream(ctx context.Context, id SessionID, owner string, ttl time.Duration) (held bool, err error)
 	// ReleaseStream drops the claim if owner still holds it.
-	ReleaseStream(ctx context.Context, id, owner string) error
+	ReleaseStream(ctx context.Context, id SessionID, owner string) error
 	// RenewCallLease extends the stream's lease; false when it has lapsed
 	// or the stream has ended: a resume may already have given up on it.
-	RenewCallLease(ctx context.Context, id, stream string, leaseTTL time.Duration) (bool, error)
+	RenewCallLease(ctx context.Context, id SessionID, stream CallStreamID, leaseTTL time.Duration) (bool, error)
 }

@@ -24,22 +24,22 @@ type Marks interface {
 	// The mark lives markTTL (the session, ttl); a session keeps at most
 	// MaxCancelMarks live marks, dropping the oldest for a new one, and an
 	// id over MaxCancelIDBytes is broadcast but never marked.
-	MarkCancelled(ctx context.Context, id, reqID string, msg BusMessage, markTTL, ttl time.Duration) error
+	MarkCancelled(ctx context.Context, id SessionID, reqID string, msg BusMessage, markTTL, ttl time.Duration) error
 	// ClearCancelled removes a cancellation mark once it has been acted on.
 	// A missing session or mark is not an error; the TTL is not refreshed.
-	ClearCancelled(ctx context.Context, id, reqID string) error
+	ClearCancelled(ctx context.Context, id SessionID, reqID string) error
 	// AddPending / RemovePending record a server-to-client request awaiting
 	// the client's response, and which instance waits for it. AddPending
 	// refreshes the TTL and returns ErrNotFound for an absent session;
 	// RemovePending, like ClearCancelled, never fails on an absent one.
-	AddPending(ctx context.Context, id, requestID, instance string, ttl time.Duration) error
-	RemovePending(ctx context.Context, id, requestID string) error
+	AddPending(ctx context.Context, id SessionID, requestID ServerRequestID, instance string, ttl time.Duration) error
+	RemovePending(ctx context.Context, id SessionID, requestID ServerRequestID) error
 	// PostAnswer stores the client's answer (data) to pending request
 	// requestID in the session and publishes msg, in one step, so an answer
 	// whose message is lost still reaches the waiter (see TakeAnswer).
 	// ErrNotFound if the session or the pending entry is absent.
-	PostAnswer(ctx context.Context, id, requestID string, data []byte, msg BusMessage, ttl time.Duration) error
+	PostAnswer(ctx context.Context, id SessionID, requestID ServerRequestID, data []byte, msg BusMessage, ttl time.Duration) error
 	// TakeAnswer returns and removes the stored answer to requestID, or nil
 	// if there is none (yet). RemovePending removes it as well.
-	TakeAnswer(ctx context.Context, id, requestID string) ([]byte, error)
+	TakeAnswer(ctx context.Context, id SessionID, requestID ServerRequestID) ([]byte, error)
 }

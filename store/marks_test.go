@@ -20,12 +20,12 @@ import (
 // markWrites are the writes of Marks that need the session: like
 // sessionWrites, each must refresh its TTL and report ErrNotFound for an
 // absent one.
-var markWrites = map[string]func(s store.Store, id string) error{
-	"MarkCancelled": func(s store.Store, id string) error {
+var markWrites = map[string]func(s store.Store, id store.SessionID) error{
+	"MarkCancelled": func(s store.Store, id store.SessionID) error {
 		msg := store.BusMessage{Kind: store.BusCancel, Session: id, ID: "9"}
 		return s.MarkCancelled(context.Background(), id, "9", msg, time.Minute, time.Hour)
 	},
-	"AddPending": func(s store.Store, id string) error {
+	"AddPending": func(s store.Store, id store.SessionID) error {
 		return s.AddPending(context.Background(), id, "gw-9", s.InstanceID(), time.Hour)
 	},
 }
@@ -33,7 +33,7 @@ var markWrites = map[string]func(s store.Store, id string) error{
 func TestMarks_WritesRefreshTheSessionTTL(t *testing.T) { writesRefreshTTL(t, markWrites) }
 
 // cancel marks reqID on session sid with a mark of life markTTL.
-func cancel(t *testing.T, s store.Store, sid, reqID string, markTTL time.Duration) {
+func cancel(t *testing.T, s store.Store, sid store.SessionID, reqID string, markTTL time.Duration) {
 	t.Helper()
 	msg := store.BusMessage{Kind: store.BusCancel, Session: sid, ID: reqID}
 	if err := s.MarkCancelled(context.Background(), sid, reqID, msg, markTTL, time.Hour); err != nil {
@@ -43,7 +43,7 @@ func cancel(t *testing.T, s store.Store, sid, reqID string, markTTL time.Duratio
 
 // hashFields returns the field names of session sid's hash (Redis), or
 // nil for the memory store.
-func hashFields(t *testing.T, s store.Store, sid string) []string {
+func hashFields(t *testing.T, s store.Store, sid store.SessionID) []string {
 	t.Helper()
 	if _, ok := s.(*store.Redis); !ok {
 		return nil
@@ -96,7 +96,7 @@ func TestMarks_CancelMarkSeenOnLoadAndBroadcast(t *testing.T) {
 		if c := load(t, s, "s1").Cancelled; c != nil {
 			t.Errorf("Cancelled after clearing every mark = %v, want nil", c)
 		}
-		for _, sid := range []string{"s1", "missing"} { // absent mark, absent session
+		for _, sid := range []store.SessionID{"s1", "missing"} { // absent mark, absent session
 			if err := s.ClearCancelled(ctx, sid, reqID); err != nil {
 				t.Errorf("ClearCancelled(%s): %v", sid, err)
 			}
@@ -219,7 +219,7 @@ func TestMarks_PendingRoundTrip(t *testing.T) {
 				t.Fatalf("step %d: %v", i, err)
 			}
 		}
-		want := map[string]string{"gw-1": "aaaaaaaaaaaaaaaa", "gw-2": "bbbbbbbbbbbbbbbb"}
+		want := map[store.ServerRequestID]string{"gw-1": "aaaaaaaaaaaaaaaa", "gw-2": "bbbbbbbbbbbbbbbb"}
 		if got := load(t, s, "s1").Pending; !reflect.DeepEqual(got, want) {
 			t.Errorf("Pending = %v, want %v", got, want)
 		}

@@ -23,12 +23,15 @@ var errClosed = errors.New("store: closed")
 type Memory struct {
 	mu       sync.Mutex
 	closed   bool
-	sessions map[string]*memSession
+	sessions map[SessionID]*memSession
 	keys     map[string]*memKey
-	logs     map[string]*memLog   // event logs, by session id
-	claims   map[string]*memClaim // GET-stream claims, by session id
-	lastID   eventID              // the last event id issued, by any log
-	leases   map[string]time.Time // call streams' leases, by leaseSlot
+	logs     map[SessionID]*memLog   // event logs, by session id
+	claims   map[SessionID]*memClaim // GET-stream claims, by session id
+	lastID   eventID                 // the last event id issued, by any log
+	leases   map[string]time.Time    // call streams' leases, by leaseSlot
+
+	rateMu sync.Mutex         // rates only: counting never waits on sessions
+	rates  map[string]memRate // rate counters, by scope and key
 
 	instanceID string
 	bus        memBus
@@ -44,10 +47,10 @@ var _ Store = (*Memory)(nil)
 // Close to stop it.
 func NewMemory() *Memory {
 	m := &Memory{
-		sessions: make(map[string]*memSession),
+		sessions: make(map[SessionID]*memSession),
 		keys:     make(map[string]*memKey),
-		logs:     make(map[string]*memLog),
-		claims:   make(map[string]*memClaim),
+		logs:     make(map[SessionID]*memLog),
+		claims:   make(map[SessionID]*memClaim),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 
@@ -76,11 +79,12 @@ func (m *Memory) janitor(every time.Duration) {
 func (m *Memory) purge(now time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	maps.DeleteFunc(m.sessions, func(_ string, s *memSession) bool { return !now.Before(s.expires) })
+	maps.DeleteFunc(m.sessions, func(_ SessionID, s *memSession) bool { return !now.Before(s.expires) })
 	maps.DeleteFunc(m.keys, func(_ string, k *memKey) bool { return !now.Before(k.expires) })
-	maps.DeleteFunc(m.logs, func(_ string, l *memLog) bool { return !now.Before(l.expires) })
-	maps.DeleteFunc(m.claims, func(_ string, c *memClaim) bool { return !now.Before(c.expires) })
+	maps.DeleteFunc(m.logs, func(_ SessionID, l *memLog) bool { return !now.Before(l.expires) })
+	maps.DeleteFunc(m.claims, func(_ SessionID, c *memClaim) bool { return !now.Before(c.expires) })
 	m.purgeLeases(now)
+	m.purgeRates(now)
 }
 
 // Ping reports whether the store is still open.
@@ -114,7 +118,7 @@ func (m *Memory) Close() error {
 // update runs fn on a live session under the lock, then refreshes its
 // expiry. An expired session is dropped and reported as ErrNotFound, so a
 // write never revives it.
-func (m *Memory) update(id string, ttl time.Duration, fn func(*memSession) error) error {
+func (m *Memory) update(id SessionID, ttl time.Duration, fn func(*memSession) error) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
 	}
@@ -137,13 +141,13 @@ func (m *Memory) update(id string, ttl time.Duration, fn func(*memSession) error
 
 // liveSession returns session id if it has not expired at now, dropping it
 // if it has. Called with m.mu held.
-func (m *Memory) liveSession(id string, now time.Time) *memSession {
+func (m *Memory) liveSession(id SessionID, now time.Time) *memSession {
 	return live(m.sessions, id, now, func(ms *memSession) time.Time { return ms.expires })
 }
 
 // live returns entries[id] unless it has expired at now, in which case it
 // deletes it: every expiring map of the store is read through it.
-func live[V any](entries map[string]*V, id string, now time.Time, expires func(*V) time.Time) *V {
+func live[K comparable, V any](entries map[K]*V, id K, now time.Time, expires func(*V) time.Time) *V {
 	v, ok := entries[id]
 	if ok && !now.Before(expires(v)) {
 		delete(entries, id)

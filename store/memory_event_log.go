@@ -18,7 +18,7 @@ type memLog struct {
 type memEvent struct {
 	id     eventID
 	data   []byte
-	stream string
+	stream CallStreamID
 	// requestID (a call stream's first event) and answer (its last): see
 	// call_streams.go.
 	requestID []byte
@@ -28,12 +28,12 @@ type memEvent struct {
 // AppendEvent appends a copy of data and keeps the newest maxLen events.
 // Event ids are "<unixMillis>-<seq>", like Redis stream ids, strictly
 // increasing across every log of the store (also when the clock steps back).
-func (m *Memory) AppendEvent(ctx context.Context, id string, data []byte, maxLen int, ttl time.Duration) (string, error) {
+func (m *Memory) AppendEvent(ctx context.Context, id SessionID, data []byte, maxLen int, ttl time.Duration) (EventID, error) {
 	return m.AppendStreamEvent(ctx, id, "", data, maxLen, ttl)
 }
 
 // AppendStreamEvent is AppendEvent with the event tagged as stream's.
-func (m *Memory) AppendStreamEvent(_ context.Context, id, stream string, data []byte, maxLen int, ttl time.Duration) (string, error) {
+func (m *Memory) AppendStreamEvent(_ context.Context, id SessionID, stream CallStreamID, data []byte, maxLen int, ttl time.Duration) (EventID, error) {
 	if err := checkTTL(ttl); err != nil {
 		return "", err
 	}
@@ -46,7 +46,7 @@ func (m *Memory) AppendStreamEvent(_ context.Context, id, stream string, data []
 }
 
 // appendLocked appends e (its id assigned here, its data copied) with m.mu held.
-func (m *Memory) appendLocked(id string, e memEvent, maxLen int, ttl time.Duration) (string, error) {
+func (m *Memory) appendLocked(id SessionID, e memEvent, maxLen int, ttl time.Duration) (EventID, error) {
 	e.data = bytes.Clone(e.data)
 	if m.closed {
 		return "", errClosed
@@ -72,7 +72,7 @@ func (m *Memory) appendLocked(id string, e memEvent, maxLen int, ttl time.Durati
 		l.events = l.events[drop:]
 	}
 	l.expires = now.Add(ttl)
-	return next.String(), nil
+	return next.id(), nil
 }
 
 // EventsAfter returns copies of the events after eventID (exclusive),
@@ -80,7 +80,7 @@ func (m *Memory) appendLocked(id string, e memEvent, maxLen int, ttl time.Durati
 // returns everything retained, a missing session or log returns no events
 // and no error, limit < 1 means no limit, and a malformed eventID is
 // ErrBadEventID.
-func (m *Memory) EventsAfter(_ context.Context, id, eventID string, limit int) ([]Event, error) {
+func (m *Memory) EventsAfter(_ context.Context, id SessionID, eventID EventID, limit int) ([]Event, error) {
 	start, err := parseEventID(eventID)
 	if err != nil {
 		return nil, err
@@ -101,13 +101,13 @@ func (m *Memory) EventsAfter(_ context.Context, id, eventID string, limit int) (
 		if limit > 0 && len(events) == limit {
 			break
 		}
-		events = append(events, Event{ID: e.id.String(), Data: bytes.Clone(e.data), Stream: e.stream})
+		events = append(events, Event{ID: e.id.id(), Data: bytes.Clone(e.data), Stream: e.stream})
 	}
 	return events, nil
 }
 
 // LatestEventID returns the newest event's id, or "0-0".
-func (m *Memory) LatestEventID(_ context.Context, id string) (string, error) {
+func (m *Memory) LatestEventID(_ context.Context, id SessionID) (EventID, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -117,18 +117,18 @@ func (m *Memory) LatestEventID(_ context.Context, id string) (string, error) {
 	if l == nil || len(l.events) == 0 {
 		return "0-0", nil
 	}
-	return l.events[len(l.events)-1].id.String(), nil
+	return l.events[len(l.events)-1].id.id(), nil
 }
 
 // liveLog returns session id's log if it has not expired at now, dropping
 // it if it has. Called with m.mu held.
-func (m *Memory) liveLog(id string, now time.Time) *memLog {
+func (m *Memory) liveLog(id SessionID, now time.Time) *memLog {
 	return live(m.logs, id, now, func(l *memLog) time.Time { return l.expires })
 }
 
 // StartCallStream logs the event (with the request id) and takes the
 // lease, under one lock.
-func (m *Memory) StartCallStream(_ context.Context, id, stream string, requestID, data []byte, maxLen int, leaseTTL, ttl time.Duration) (string, error) {
+func (m *Memory) StartCallStream(_ context.Context, id SessionID, stream CallStreamID, requestID, data []byte, maxLen int, leaseTTL, ttl time.Duration) (EventID, error) {
 	if err := checkCallStream(stream, maxLen, ttl); err != nil {
 		return "", err
 	}
@@ -149,7 +149,7 @@ func (m *Memory) StartCallStream(_ context.Context, id, stream string, requestID
 }
 
 // EndCallStream logs the answer, flagged, and drops the lease.
-func (m *Memory) EndCallStream(_ context.Context, id, stream string, data []byte, maxLen int, ttl time.Duration) (string, error) {
+func (m *Memory) EndCallStream(_ context.Context, id SessionID, stream CallStreamID, data []byte, maxLen int, ttl time.Duration) (EventID, error) {
 	if err := checkCallStream(stream, maxLen, ttl); err != nil {
 		return "", err
 	}
@@ -161,7 +161,7 @@ func (m *Memory) EndCallStream(_ context.Context, id, stream string, data []byte
 
 // CallStreamEventsAfter returns what is known of the stream and its events
 // after eventID.
-func (m *Memory) CallStreamEventsAfter(_ context.Context, id, stream, eventID string, limit int) (*CallStream, []Event, error) {
+func (m *Memory) CallStreamEventsAfter(_ context.Context, id SessionID, stream CallStreamID, eventID EventID, limit int) (*CallStream, []Event, error) {
 	after, err := parseEventID(eventID)
 	if err != nil {
 		return nil, nil, err
@@ -173,10 +173,10 @@ func (m *Memory) CallStreamEventsAfter(_ context.Context, id, stream, eventID st
 	}
 	now := time.Now()
 	cs := &CallStream{Leased: m.leasedLocked(id, stream, now)}
-	newest, found := "", false
+	newest, found := EventID(""), false
 	var events []Event
 	if l := m.liveLog(id, now); l != nil && len(l.events) > 0 {
-		newest = l.events[len(l.events)-1].id.String()
+		newest = l.events[len(l.events)-1].id.id()
 		for _, e := range l.events {
 			if e.stream != stream {
 				continue
@@ -187,7 +187,7 @@ func (m *Memory) CallStreamEventsAfter(_ context.Context, id, stream, eventID st
 			}
 			cs.Done = cs.Done || e.answer
 			if e.id.after(after) && (limit < 1 || len(events) < limit) {
-				events = append(events, Event{ID: e.id.String(), Data: bytes.Clone(e.data), Stream: stream})
+				events = append(events, Event{ID: e.id.id(), Data: bytes.Clone(e.data), Stream: stream})
 			}
 		}
 	}

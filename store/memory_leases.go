@@ -14,7 +14,7 @@ type memClaim struct {
 
 // ClaimStream makes owner the holder for ttl and returns the previous live
 // holder. ErrNotFound if the session is absent.
-func (m *Memory) ClaimStream(_ context.Context, id, owner string, ttl time.Duration) (string, error) {
+func (m *Memory) ClaimStream(_ context.Context, id SessionID, owner string, ttl time.Duration) (string, error) {
 	if err := checkTTL(ttl); err != nil {
 		return "", err
 	}
@@ -36,7 +36,7 @@ func (m *Memory) ClaimStream(_ context.Context, id, owner string, ttl time.Durat
 }
 
 // RefreshStream extends the claim if owner still holds it.
-func (m *Memory) RefreshStream(_ context.Context, id, owner string, ttl time.Duration) (bool, error) {
+func (m *Memory) RefreshStream(_ context.Context, id SessionID, owner string, ttl time.Duration) (bool, error) {
 	if err := checkTTL(ttl); err != nil {
 		return false, err
 	}
@@ -55,7 +55,7 @@ func (m *Memory) RefreshStream(_ context.Context, id, owner string, ttl time.Dur
 }
 
 // ReleaseStream drops the claim if owner still holds it.
-func (m *Memory) ReleaseStream(_ context.Context, id, owner string) error {
+func (m *Memory) ReleaseStream(_ context.Context, id SessionID, owner string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -69,12 +69,12 @@ func (m *Memory) ReleaseStream(_ context.Context, id, owner string) error {
 
 // liveClaim returns session id's GET-stream claim if it has not expired
 // at now, dropping it if it has. Called with m.mu held.
-func (m *Memory) liveClaim(id string, now time.Time) *memClaim {
+func (m *Memory) liveClaim(id SessionID, now time.Time) *memClaim {
 	return live(m.claims, id, now, func(c *memClaim) time.Time { return c.expires })
 }
 
 // RenewCallLease extends a live lease.
-func (m *Memory) RenewCallLease(_ context.Context, id, stream string, leaseTTL time.Duration) (bool, error) {
+func (m *Memory) RenewCallLease(_ context.Context, id SessionID, stream CallStreamID, leaseTTL time.Duration) (bool, error) {
 	if err := checkTTL(leaseTTL); err != nil {
 		return false, err
 	}
@@ -92,12 +92,12 @@ func (m *Memory) RenewCallLease(_ context.Context, id, stream string, leaseTTL t
 }
 
 // leasedLocked reports whether a stream's lease is live. Called with m.mu held.
-func (m *Memory) leasedLocked(id, stream string, now time.Time) bool {
+func (m *Memory) leasedLocked(id SessionID, stream CallStreamID, now time.Time) bool {
 	until, ok := m.leases[leaseSlot(id, stream)]
 	return ok && now.Before(until)
 }
 
-func leaseSlot(id, stream string) string { return id + "\x00" + stream }
+func leaseSlot(id SessionID, stream CallStreamID) string { return string(id) + "\x00" + string(stream) }
 
 // purgeLeases drops lapsed leases. Called with m.mu held.
 func (m *Memory) purgeLeases(now time.Time) {

@@ -12,7 +12,7 @@ import (
 // queued after it. Like the Redis store it drops expired marks, and the
 // oldest live ones past MaxCancelMarks, and marks no id over
 // MaxCancelIDBytes. On a missing session it queues nothing: ErrNotFound.
-func (m *Memory) MarkCancelled(_ context.Context, id, reqID string, msg BusMessage, markTTL, ttl time.Duration) error {
+func (m *Memory) MarkCancelled(_ context.Context, id SessionID, reqID string, msg BusMessage, markTTL, ttl time.Duration) error {
 	if err := checkTTL(markTTL); err != nil {
 		return err
 	}
@@ -54,13 +54,13 @@ func (ms *memSession) liveMarks(now time.Time) map[string]bool {
 
 // ClearCancelled removes the mark; a missing session or mark is not an
 // error. The expiry is left alone.
-func (m *Memory) ClearCancelled(_ context.Context, id, reqID string) error {
+func (m *Memory) ClearCancelled(_ context.Context, id SessionID, reqID string) error {
 	return m.deleteField(id, func(ms *memSession) { delete(ms.cancelled, reqID) })
 }
 
 // AddPending records which instance waits for requestID. ErrNotFound if
 // the session is absent.
-func (m *Memory) AddPending(_ context.Context, id, requestID, instance string, ttl time.Duration) error {
+func (m *Memory) AddPending(_ context.Context, id SessionID, requestID ServerRequestID, instance string, ttl time.Duration) error {
 	return m.update(id, ttl, func(ms *memSession) error {
 		ms.pending[requestID] = instance
 		return nil
@@ -69,7 +69,7 @@ func (m *Memory) AddPending(_ context.Context, id, requestID, instance string, t
 
 // RemovePending forgets requestID; a missing session or entry is not an
 // error. The expiry is left alone.
-func (m *Memory) RemovePending(_ context.Context, id, requestID string) error {
+func (m *Memory) RemovePending(_ context.Context, id SessionID, requestID ServerRequestID) error {
 	return m.deleteField(id, func(ms *memSession) {
 		delete(ms.pending, requestID)
 		delete(ms.answers, requestID)
@@ -78,13 +78,13 @@ func (m *Memory) RemovePending(_ context.Context, id, requestID string) error {
 
 // PostAnswer stores the answer and queues msg under one lock, while
 // requestID is pending; ErrNotFound otherwise.
-func (m *Memory) PostAnswer(_ context.Context, id, requestID string, data []byte, msg BusMessage, ttl time.Duration) error {
+func (m *Memory) PostAnswer(_ context.Context, id SessionID, requestID ServerRequestID, data []byte, msg BusMessage, ttl time.Duration) error {
 	return m.update(id, ttl, func(ms *memSession) error {
 		if _, ok := ms.pending[requestID]; !ok {
 			return ErrNotFound
 		}
 		if ms.answers == nil {
-			ms.answers = make(map[string][]byte)
+			ms.answers = make(map[ServerRequestID][]byte)
 		}
 		ms.answers[requestID] = bytes.Clone(data)
 		m.enqueueLocked(msg)
@@ -93,7 +93,7 @@ func (m *Memory) PostAnswer(_ context.Context, id, requestID string, data []byte
 }
 
 // TakeAnswer returns and forgets the stored answer, if any.
-func (m *Memory) TakeAnswer(_ context.Context, id, requestID string) ([]byte, error) {
+func (m *Memory) TakeAnswer(_ context.Context, id SessionID, requestID ServerRequestID) ([]byte, error) {
 	var out []byte
 	err := m.deleteField(id, func(ms *memSession) {
 		out = ms.answers[requestID]
@@ -102,7 +102,7 @@ func (m *Memory) TakeAnswer(_ context.Context, id, requestID string) ([]byte, er
 	return out, err
 }
 
-func (m *Memory) deleteField(id string, del func(*memSession)) error {
+func (m *Memory) deleteField(id SessionID, del func(*memSession)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

@@ -17,8 +17,8 @@ type memSession struct {
 	backends  map[string]*BackendSnapshot
 	subs      map[string]struct{}
 	cancelled map[string]time.Time // request id -> when its mark expires
-	pending   map[string]string
-	answers   map[string][]byte
+	pending   map[ServerRequestID]string
+	answers   map[ServerRequestID][]byte
 	expires   time.Time
 }
 
@@ -43,7 +43,7 @@ func (m *Memory) CreateSession(_ context.Context, s *Session, ttl time.Duration)
 		pending:   maps.Clone(s.Pending),
 	}
 	if ms.pending == nil {
-		ms.pending = make(map[string]string)
+		ms.pending = make(map[ServerRequestID]string)
 	}
 	for reqID, ok := range s.Cancelled {
 		if ok && markable(reqID) {
@@ -71,7 +71,7 @@ func (m *Memory) CreateSession(_ context.Context, s *Session, ttl time.Duration)
 }
 
 // LoadSession returns a deep copy and pushes the expiry out by ttl.
-func (m *Memory) LoadSession(_ context.Context, id string, ttl time.Duration) (*Session, error) {
+func (m *Memory) LoadSession(_ context.Context, id SessionID, ttl time.Duration) (*Session, error) {
 	var out *Session
 	err := m.update(id, ttl, func(ms *memSession) error {
 		s := copyRecord(&ms.record)
@@ -94,7 +94,7 @@ func (m *Memory) LoadSession(_ context.Context, id string, ttl time.Duration) (*
 }
 
 // PutBackends replaces the given snapshots, keyed by their Key.
-func (m *Memory) PutBackends(_ context.Context, id string, snaps []*BackendSnapshot, ttl time.Duration) error {
+func (m *Memory) PutBackends(_ context.Context, id SessionID, snaps []*BackendSnapshot, ttl time.Duration) error {
 	copies := make([]*BackendSnapshot, len(snaps))
 	for i, b := range snaps {
 		if b == nil {
@@ -111,7 +111,7 @@ func (m *Memory) PutBackends(_ context.Context, id string, snaps []*BackendSnaps
 }
 
 // SetLogLevel records the session's logging level.
-func (m *Memory) SetLogLevel(_ context.Context, id, level string, ttl time.Duration) error {
+func (m *Memory) SetLogLevel(_ context.Context, id SessionID, level string, ttl time.Duration) error {
 	return m.update(id, ttl, func(ms *memSession) error {
 		ms.record.LogLevel = level
 		return nil
@@ -119,7 +119,7 @@ func (m *Memory) SetLogLevel(_ context.Context, id, level string, ttl time.Durat
 }
 
 // AddSubscription records a subscription; adding it twice is a no-op.
-func (m *Memory) AddSubscription(_ context.Context, id, uri string, ttl time.Duration) error {
+func (m *Memory) AddSubscription(_ context.Context, id SessionID, uri string, ttl time.Duration) error {
 	if err := checkSubscriptionURI(uri); err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (m *Memory) AddSubscription(_ context.Context, id, uri string, ttl time.Dur
 }
 
 // RemoveSubscription forgets a subscription; removing an absent one is a no-op.
-func (m *Memory) RemoveSubscription(_ context.Context, id, uri string, ttl time.Duration) error {
+func (m *Memory) RemoveSubscription(_ context.Context, id SessionID, uri string, ttl time.Duration) error {
 	return m.update(id, ttl, func(ms *memSession) error {
 		delete(ms.subs, uri)
 		return nil
@@ -141,7 +141,7 @@ func (m *Memory) RemoveSubscription(_ context.Context, id, uri string, ttl time.
 }
 
 // DeleteSession removes the session, its event log and its stream claim.
-func (m *Memory) DeleteSession(_ context.Context, id string) error {
+func (m *Memory) DeleteSession(_ context.Context, id SessionID) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {

@@ -92,24 +92,24 @@ func NewRedis(rawURL string, opts RedisOptions) (*Redis, error) {
 
 // SessionKey is the Redis key of session sid's hash. The {sid} hash tag
 // pins everything of one session to one Redis Cluster slot.
-func SessionKey(prefix, sid string) string {
-	return prefix + ":{" + sid + "}:session"
+func SessionKey(prefix string, sid SessionID) string {
+	return prefix + ":{" + string(sid) + "}:session"
 }
 
 // EventsKey is the Redis stream holding session sid's event log.
-func EventsKey(prefix, sid string) string {
-	return prefix + ":{" + sid + "}:events"
+func EventsKey(prefix string, sid SessionID) string {
+	return prefix + ":{" + string(sid) + "}:events"
 }
 
 // StreamKey is the Redis key naming the holder of session sid's GET stream.
-func StreamKey(prefix, sid string) string {
-	return prefix + ":{" + sid + "}:stream"
+func StreamKey(prefix string, sid SessionID) string {
+	return prefix + ":{" + string(sid) + "}:stream"
 }
 
 // CallLeaseKey is the key whose life is the lease of the instance running
 // call stream `stream` of session sid; its value is "1".
-func CallLeaseKey(prefix, sid, stream string) string {
-	return prefix + ":{" + sid + "}:lease:" + stream
+func CallLeaseKey(prefix string, sid SessionID, stream CallStreamID) string {
+	return prefix + ":{" + string(sid) + "}:lease:" + string(stream)
 }
 
 // BusChannel is the pub/sub channel every instance sharing prefix listens on.
@@ -169,7 +169,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1`)
 
 // update runs one of the conditional scripts and maps "absent" to ErrNotFound.
-func (r *Redis) update(ctx context.Context, op string, script *redis.Script, id string, ttl time.Duration, fields ...any) error {
+func (r *Redis) update(ctx context.Context, op string, script *redis.Script, id SessionID, ttl time.Duration, fields ...any) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
 	}

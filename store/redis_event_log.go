@@ -19,12 +19,12 @@ import (
 // head listpack node (at most stream-node-max-entries entries), a small
 // bounded cost for the log sizes SSE resumption needs; approximate trimming
 // (~) would only save that while letting the log overshoot by up to a node.
-func (r *Redis) AppendEvent(ctx context.Context, id string, data []byte, maxLen int, ttl time.Duration) (string, error) {
+func (r *Redis) AppendEvent(ctx context.Context, id SessionID, data []byte, maxLen int, ttl time.Duration) (EventID, error) {
 	return r.AppendStreamEvent(ctx, id, "", data, maxLen, ttl)
 }
 
 // AppendStreamEvent adds the stream tag as the entry's "s" field.
-func (r *Redis) AppendStreamEvent(ctx context.Context, id, stream string, data []byte, maxLen int, ttl time.Duration) (string, error) {
+func (r *Redis) AppendStreamEvent(ctx context.Context, id SessionID, stream CallStreamID, data []byte, maxLen int, ttl time.Duration) (EventID, error) {
 	if err := checkTTL(ttl); err != nil {
 		return "", err
 	}
@@ -32,14 +32,14 @@ func (r *Redis) AppendStreamEvent(ctx context.Context, id, stream string, data [
 		return "", fmt.Errorf("store: append event: maxLen %d must be at least 1", maxLen)
 	}
 	keys := []string{SessionKey(r.prefix, id), EventsKey(r.prefix, id)}
-	eventID, err := appendEvent.Run(ctx, r.client, keys, maxLen, ttl.Milliseconds(), data, stream).Text()
+	eventID, err := appendEvent.Run(ctx, r.client, keys, maxLen, ttl.Milliseconds(), data, string(stream)).Text()
 	if errors.Is(err, redis.Nil) {
 		return "", ErrNotFound
 	}
 	if err != nil {
 		return "", fmt.Errorf("store: append event: %w", err)
 	}
-	return eventID, nil
+	return EventID(eventID), nil
 }
 
 // KEYS: session hash, events stream; ARGV: maxLen, ttl ms, data, stream
@@ -61,7 +61,7 @@ return id`)
 // event returns everything retained; a missing session or log returns no
 // events and no error. limit < 1 means no limit (the log is bounded anyway).
 // A malformed eventID is ErrBadEventID, without a Redis call.
-func (r *Redis) EventsAfter(ctx context.Context, id, eventID string, limit int) ([]Event, error) {
+func (r *Redis) EventsAfter(ctx context.Context, id SessionID, eventID EventID, limit int) ([]Event, error) {
 	start, err := parseEventID(eventID)
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func (r *Redis) EventsAfter(ctx context.Context, id, eventID string, limit int) 
 	if start.ms == math.MaxUint64 && start.seq == math.MaxUint64 {
 		return []Event{}, nil // nothing can follow; Redis rejects "(" on it
 	}
-	key, from := EventsKey(r.prefix, id), "("+start.String()
+	key, from := EventsKey(r.prefix, id), "("+string(start.id())
 	var msgs []redis.XMessage
 	if limit > 0 {
 		msgs, err = r.client.XRangeN(ctx, key, from, "+", int64(limit)).Result()
@@ -83,13 +83,13 @@ func (r *Redis) EventsAfter(ctx context.Context, id, eventID string, limit int) 
 	for _, m := range msgs {
 		d, _ := m.Values["d"].(string)
 		s, _ := m.Values["s"].(string)
-		events = append(events, Event{ID: m.ID, Data: []byte(d), Stream: s})
+		events = append(events, Event{ID: EventID(m.ID), Data: []byte(d), Stream: CallStreamID(s)})
 	}
 	return events, nil
 }
 
 // LatestEventID reads the newest entry's id with XREVRANGE ... COUNT 1.
-func (r *Redis) LatestEventID(ctx context.Context, id string) (string, error) {
+func (r *Redis) LatestEventID(ctx context.Context, id SessionID) (EventID, error) {
 	msgs, err := r.client.XRevRangeN(ctx, EventsKey(r.prefix, id), "+", "-", 1).Result()
 	if err != nil {
 		return "", fmt.Errorf("store: latest event: %w", err)
@@ -97,7 +97,7 @@ func (r *Redis) LatestEventID(ctx context.Context, id string) (string, error) {
 	if len(msgs) == 0 {
 		return "0-0", nil
 	}
-	return msgs[0].ID, nil
+	return EventID(msgs[0].ID), nil
 }
 
 // Log entry fields of call streams, beside d (data) and s (stream):
@@ -105,7 +105,7 @@ func (r *Redis) LatestEventID(ctx context.Context, id string) (string, error) {
 
 // StartCallStream runs XADD (with the request id) and the lease's SET in
 // one script that first checks the session exists.
-func (r *Redis) StartCallStream(ctx context.Context, id, stream string, requestID, data []byte, maxLen int, leaseTTL, ttl time.Duration) (string, error) {
+func (r *Redis) StartCallStream(ctx context.Context, id SessionID, stream CallStreamID, requestID, data []byte, maxLen int, leaseTTL, ttl time.Duration) (EventID, error) {
 	if err := checkCallStream(stream, maxLen, ttl); err != nil {
 		return "", err
 	}
@@ -113,7 +113,7 @@ func (r *Redis) StartCallStream(ctx context.Context, id, stream string, requestI
 		return "", err
 	}
 	keys := []string{SessionKey(r.prefix, id), EventsKey(r.prefix, id), CallLeaseKey(r.prefix, id, stream)}
-	eventID, err := startCallStream.Run(ctx, r.client, keys, maxLen, ttl.Milliseconds(), data, stream,
+	eventID, err := startCallStream.Run(ctx, r.client, keys, maxLen, ttl.Milliseconds(), data, string(stream),
 		requestID, leaseTTL.Milliseconds()).Text()
 	if errors.Is(err, redis.Nil) {
 		return "", ErrNotFound
@@ -121,7 +121,7 @@ func (r *Redis) StartCallStream(ctx context.Context, id, stream string, requestI
 	if err != nil {
 		return "", fmt.Errorf("store: start call stream: %w", err)
 	}
-	return eventID, nil
+	return EventID(eventID), nil
 }
 
 // KEYS: session, events, lease; ARGV: maxLen, ttl ms, data, stream,
@@ -134,19 +134,19 @@ redis.call('SET', KEYS[3], '1', 'PX', ARGV[6])
 return id`)
 
 // EndCallStream XADDs the answer, flagged, and deletes the lease in one script.
-func (r *Redis) EndCallStream(ctx context.Context, id, stream string, data []byte, maxLen int, ttl time.Duration) (string, error) {
+func (r *Redis) EndCallStream(ctx context.Context, id SessionID, stream CallStreamID, data []byte, maxLen int, ttl time.Duration) (EventID, error) {
 	if err := checkCallStream(stream, maxLen, ttl); err != nil {
 		return "", err
 	}
 	keys := []string{SessionKey(r.prefix, id), EventsKey(r.prefix, id), CallLeaseKey(r.prefix, id, stream)}
-	eventID, err := endCallStream.Run(ctx, r.client, keys, maxLen, ttl.Milliseconds(), data, stream).Text()
+	eventID, err := endCallStream.Run(ctx, r.client, keys, maxLen, ttl.Milliseconds(), data, string(stream)).Text()
 	if errors.Is(err, redis.Nil) {
 		return "", ErrNotFound
 	}
 	if err != nil {
 		return "", fmt.Errorf("store: end call stream: %w", err)
 	}
-	return eventID, nil
+	return EventID(eventID), nil
 }
 
 // KEYS: session, events, lease; ARGV: maxLen, ttl ms, data, stream.
@@ -158,7 +158,7 @@ redis.call('PEXPIRE', KEYS[2], ARGV[2])
 return id`)
 
 // CallStreamEventsAfter checks the lease and scans the log in one script.
-func (r *Redis) CallStreamEventsAfter(ctx context.Context, id, stream, eventID string, limit int) (*CallStream, []Event, error) {
+func (r *Redis) CallStreamEventsAfter(ctx context.Context, id SessionID, stream CallStreamID, eventID EventID, limit int) (*CallStream, []Event, error) {
 	after, err := parseEventID(eventID)
 	if err != nil {
 		return nil, nil, err
@@ -170,7 +170,7 @@ func (r *Redis) CallStreamEventsAfter(ctx context.Context, id, stream, eventID s
 		return nil, nil, ErrBadEventID // nothing can follow it, so the log never issued it
 	}
 	keys := []string{CallLeaseKey(r.prefix, id, stream), EventsKey(r.prefix, id)}
-	raw, err := callStreamEvents.Run(ctx, r.client, keys, after.String(), stream).Slice()
+	raw, err := callStreamEvents.Run(ctx, r.client, keys, string(after.id()), string(stream)).Slice()
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: call stream events: %w", err)
 	}
@@ -182,7 +182,7 @@ func (r *Redis) CallStreamEventsAfter(ctx context.Context, id, stream, eventID s
 	found, _ := raw[2].(int64)
 	reqID, _ := raw[3].(string)
 	done, _ := raw[4].(int64)
-	if err := checkResumeID(eventID, newest, time.Now()); err != nil {
+	if err := checkResumeID(eventID, EventID(newest), time.Now()); err != nil {
 		return nil, nil, err
 	}
 	if found == 0 {
@@ -197,7 +197,7 @@ func (r *Redis) CallStreamEventsAfter(ctx context.Context, id, stream, eventID s
 	for i := 0; i+1 < len(flat) && (limit < 1 || len(events) < limit); i += 2 {
 		eid, _ := flat[i].(string)
 		data, _ := flat[i+1].(string)
-		events = append(events, Event{ID: eid, Data: []byte(data), Stream: stream})
+		events = append(events, Event{ID: EventID(eid), Data: []byte(data), Stream: stream})
 	}
 	return cs, events, nil
 }

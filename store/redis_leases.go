@@ -12,7 +12,7 @@ import (
 // ClaimStream runs SET key owner PX ttl GET in a script that first checks
 // the session exists, so a claim is never created for a deleted session
 // (ErrNotFound).
-func (r *Redis) ClaimStream(ctx context.Context, id, owner string, ttl time.Duration) (string, error) {
+func (r *Redis) ClaimStream(ctx context.Context, id SessionID, owner string, ttl time.Duration) (string, error) {
 	if err := checkTTL(ttl); err != nil {
 		return "", err
 	}
@@ -36,7 +36,7 @@ if prev then return prev end
 return ''`)
 
 // RefreshStream extends the claim's TTL if owner still holds it.
-func (r *Redis) RefreshStream(ctx context.Context, id, owner string, ttl time.Duration) (bool, error) {
+func (r *Redis) RefreshStream(ctx context.Context, id SessionID, owner string, ttl time.Duration) (bool, error) {
 	if err := checkTTL(ttl); err != nil {
 		return false, err
 	}
@@ -55,7 +55,7 @@ return 1`)
 
 // ReleaseStream deletes the claim if owner still holds it; otherwise (taken
 // over, expired, never claimed) it does nothing.
-func (r *Redis) ReleaseStream(ctx context.Context, id, owner string) error {
+func (r *Redis) ReleaseStream(ctx context.Context, id SessionID, owner string) error {
 	if err := releaseStream.Run(ctx, r.client, []string{StreamKey(r.prefix, id)}, owner).Err(); err != nil {
 		return fmt.Errorf("store: release stream: %w", err)
 	}
@@ -68,7 +68,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0`)
 
 // RenewCallLease is PEXPIRE on the lease: it never revives a lapsed one.
-func (r *Redis) RenewCallLease(ctx context.Context, id, stream string, leaseTTL time.Duration) (bool, error) {
+func (r *Redis) RenewCallLease(ctx context.Context, id SessionID, stream CallStreamID, leaseTTL time.Duration) (bool, error) {
 	if err := checkTTL(leaseTTL); err != nil {
 		return false, err
 	}

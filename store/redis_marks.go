@@ -18,7 +18,7 @@ import (
 // time has passed (decodeSession). An id over MaxCancelIDBytes is only
 // published. On a missing session it publishes nothing and returns
 // ErrNotFound.
-func (r *Redis) MarkCancelled(ctx context.Context, id, reqID string, msg BusMessage, markTTL, ttl time.Duration) error {
+func (r *Redis) MarkCancelled(ctx context.Context, id SessionID, reqID string, msg BusMessage, markTTL, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ return 1`)
 // ClearCancelled deletes the c:<reqID> field. HDEL never creates a key, so
 // it cannot resurrect a session; a missing session or mark is not an error.
 // The TTL is left alone.
-func (r *Redis) ClearCancelled(ctx context.Context, id, reqID string) error {
+func (r *Redis) ClearCancelled(ctx context.Context, id SessionID, reqID string) error {
 	if err := r.client.HDel(ctx, SessionKey(r.prefix, id), prefixCancel+reqID).Err(); err != nil {
 		return fmt.Errorf("store: clear cancelled: %w", err)
 	}
@@ -91,15 +91,15 @@ func (r *Redis) ClearCancelled(ctx context.Context, id, reqID string) error {
 }
 
 // AddPending sets p:<requestID> = instance. ErrNotFound if the session is absent.
-func (r *Redis) AddPending(ctx context.Context, id, requestID, instance string, ttl time.Duration) error {
-	return r.update(ctx, "add pending", hsetIfExists, id, ttl, prefixPending+requestID, instance)
+func (r *Redis) AddPending(ctx context.Context, id SessionID, requestID ServerRequestID, instance string, ttl time.Duration) error {
+	return r.update(ctx, "add pending", hsetIfExists, id, ttl, prefixPending+string(requestID), instance)
 }
 
 // RemovePending deletes p:<requestID> and a stored answer, like
 // ClearCancelled: a missing session or entry is not an error, and the TTL
 // is left alone.
-func (r *Redis) RemovePending(ctx context.Context, id, requestID string) error {
-	if err := r.client.HDel(ctx, SessionKey(r.prefix, id), prefixPending+requestID, prefixAnswer+requestID).Err(); err != nil {
+func (r *Redis) RemovePending(ctx context.Context, id SessionID, requestID ServerRequestID) error {
+	if err := r.client.HDel(ctx, SessionKey(r.prefix, id), prefixPending+string(requestID), prefixAnswer+string(requestID)).Err(); err != nil {
 		return fmt.Errorf("store: remove pending: %w", err)
 	}
 	return nil
@@ -107,7 +107,7 @@ func (r *Redis) RemovePending(ctx context.Context, id, requestID string) error {
 
 // PostAnswer sets a:<requestID>, refreshes the TTL and PUBLISHes msg in one
 // script, only while p:<requestID> exists.
-func (r *Redis) PostAnswer(ctx context.Context, id, requestID string, data []byte, msg BusMessage, ttl time.Duration) error {
+func (r *Redis) PostAnswer(ctx context.Context, id SessionID, requestID ServerRequestID, data []byte, msg BusMessage, ttl time.Duration) error {
 	if err := checkTTL(ttl); err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (r *Redis) PostAnswer(ctx context.Context, id, requestID string, data []byt
 		return fmt.Errorf("store: post answer: %w", err)
 	}
 	ok, err := postAnswer.Run(ctx, r.client, []string{SessionKey(r.prefix, id)}, ttl.Milliseconds(),
-		prefixPending+requestID, prefixAnswer+requestID, data, BusChannel(r.prefix), payload).Int()
+		prefixPending+string(requestID), prefixAnswer+string(requestID), data, BusChannel(r.prefix), payload).Int()
 	if err != nil {
 		return fmt.Errorf("store: post answer: %w", err)
 	}
@@ -136,8 +136,8 @@ redis.call('PUBLISH', ARGV[5], ARGV[6])
 return 1`)
 
 // TakeAnswer gets and deletes a:<requestID> in one script.
-func (r *Redis) TakeAnswer(ctx context.Context, id, requestID string) ([]byte, error) {
-	v, err := takeField.Run(ctx, r.client, []string{SessionKey(r.prefix, id)}, prefixAnswer+requestID).Text()
+func (r *Redis) TakeAnswer(ctx context.Context, id SessionID, requestID ServerRequestID) ([]byte, error) {
+	v, err := takeField.Run(ctx, r.client, []string{SessionKey(r.prefix, id)}, prefixAnswer+string(requestID)).Text()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return nil, nil

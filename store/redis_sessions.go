@@ -48,7 +48,7 @@ func (r *Redis) CreateSession(ctx context.Context, s *Session, ttl time.Duration
 // Cancellation marks and pending requests come with the hash, at no extra
 // cost. The TTLs of the event log and stream claim are not refreshed: they
 // have their own (see AppendEvent and ClaimStream).
-func (r *Redis) LoadSession(ctx context.Context, id string, ttl time.Duration) (*Session, error) {
+func (r *Redis) LoadSession(ctx context.Context, id SessionID, ttl time.Duration) (*Session, error) {
 	if err := checkTTL(ttl); err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (r *Redis) LoadSession(ctx context.Context, id string, ttl time.Duration) (
 }
 
 // PutBackends writes the snapshots as b:<key> fields.
-func (r *Redis) PutBackends(ctx context.Context, id string, snaps []*BackendSnapshot, ttl time.Duration) error {
+func (r *Redis) PutBackends(ctx context.Context, id SessionID, snaps []*BackendSnapshot, ttl time.Duration) error {
 	args := make([]any, 0, 2*len(snaps))
 	for _, b := range snaps {
 		if b == nil {
@@ -84,13 +84,13 @@ func (r *Redis) PutBackends(ctx context.Context, id string, snaps []*BackendSnap
 // SetLogLevel writes a separate loglevel field rather than rewriting meta:
 // a single HSET needs no read-modify-write, and LoadSession lets the field
 // override the level stored in meta.
-func (r *Redis) SetLogLevel(ctx context.Context, id, level string, ttl time.Duration) error {
+func (r *Redis) SetLogLevel(ctx context.Context, id SessionID, level string, ttl time.Duration) error {
 	return r.update(ctx, "set log level", hsetIfExists, id, ttl, fieldLogLevel, level)
 }
 
 // AddSubscription records uri as an s:<uri> field (value "1"), counting
 // the session's subscriptions in the same script when uri is new.
-func (r *Redis) AddSubscription(ctx context.Context, id, uri string, ttl time.Duration) error {
+func (r *Redis) AddSubscription(ctx context.Context, id SessionID, uri string, ttl time.Duration) error {
 	if err := checkSubscriptionURI(uri); err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ return 1`)
 
 // RemoveSubscription deletes the s:<uri> field; removing an absent
 // subscription of an existing session is not an error.
-func (r *Redis) RemoveSubscription(ctx context.Context, id, uri string, ttl time.Duration) error {
+func (r *Redis) RemoveSubscription(ctx context.Context, id SessionID, uri string, ttl time.Duration) error {
 	return r.update(ctx, "remove subscription", hdelIfExists, id, ttl, prefixSub+uri)
 }
 
@@ -147,7 +147,7 @@ return 1`)
 // DeleteSession removes the session hash, its event log and its stream
 // claim in one MULTI. ErrNotFound when the hash did not exist, even if the
 // other two keys did (they are deleted all the same).
-func (r *Redis) DeleteSession(ctx context.Context, id string) error {
+func (r *Redis) DeleteSession(ctx context.Context, id SessionID) error {
 	var session *redis.IntCmd
 	_, err := r.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		session = p.Del(ctx, SessionKey(r.prefix, id))
@@ -191,7 +191,7 @@ func sessionFields(s *Session, now time.Time) ([]any, error) {
 		}
 	}
 	for requestID, instance := range s.Pending {
-		fields = append(fields, prefixPending+requestID, instance)
+		fields = append(fields, prefixPending+string(requestID), instance)
 	}
 	return fields, nil
 }
@@ -199,7 +199,7 @@ func sessionFields(s *Session, now time.Time) ([]any, error) {
 // decodeSession rebuilds a session from its hash. A hash without meta is
 // treated as absent: it cannot be a session the gateway created. Cancel
 // marks that expired by now are left out (MarkCancelled deletes them).
-func decodeSession(id string, h map[string]string, now time.Time) (*Session, error) {
+func decodeSession(id SessionID, h map[string]string, now time.Time) (*Session, error) {
 	meta, ok := h[fieldMeta]
 	if !ok {
 		return nil, ErrNotFound
@@ -235,9 +235,9 @@ func decodeSession(id string, h map[string]string, now time.Time) (*Session, err
 			s.Cancelled[strings.TrimPrefix(field, prefixCancel)] = true
 		case strings.HasPrefix(field, prefixPending):
 			if s.Pending == nil {
-				s.Pending = make(map[string]string)
+				s.Pending = make(map[ServerRequestID]string)
 			}
-			s.Pending[strings.TrimPrefix(field, prefixPending)] = v
+			s.Pending[ServerRequestID(strings.TrimPrefix(field, prefixPending))] = v
 		}
 	}
 	slices.Sort(s.Subscriptions)

@@ -35,3 +35,31 @@ func BenchmarkLoadSession(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTakeRate measures the rate-limit round trip a limited
+// tools/call adds (one script for every limit of the request), beside
+// LoadSession's.
+func BenchmarkTakeRate(b *testing.B) {
+	ctx := context.Background()
+	rs, err := store.NewRedis(srv.URL(), store.RedisOptions{KeyPrefix: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rs.Close()
+	mem := store.NewMemory()
+	defer mem.Close()
+	checks := []store.RateCheck{
+		{Key: "principal", Limit: 1_000_000_000, Window: time.Hour},
+		{Key: "principal-tool", Limit: 1_000_000_000, Window: time.Hour},
+	}
+	for name, s := range map[string]store.Store{"redis": rs, "memory": mem} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if v, err := s.TakeRate(ctx, "demo", checks); err != nil || !v.Allowed {
+					b.Fatal(v, err)
+				}
+			}
+		})
+	}
+}

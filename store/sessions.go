@@ -22,21 +22,21 @@ type Sessions interface {
 	CreateSession(ctx context.Context, s *Session, ttl time.Duration) error
 	// LoadSession returns the full session (record, snapshots, subscriptions)
 	// and refreshes its TTL, in one round trip. ErrNotFound if absent.
-	LoadSession(ctx context.Context, id string, ttl time.Duration) (*Session, error)
+	LoadSession(ctx context.Context, id SessionID, ttl time.Duration) (*Session, error)
 	// PutBackends replaces the given backend snapshots of an existing
 	// session. It never recreates a deleted session: ErrNotFound if absent.
-	PutBackends(ctx context.Context, id string, snaps []*BackendSnapshot, ttl time.Duration) error
+	PutBackends(ctx context.Context, id SessionID, snaps []*BackendSnapshot, ttl time.Duration) error
 	// SetLogLevel records the session's logging level. ErrNotFound if absent.
-	SetLogLevel(ctx context.Context, id, level string, ttl time.Duration) error
+	SetLogLevel(ctx context.Context, id SessionID, level string, ttl time.Duration) error
 	// AddSubscription / RemoveSubscription record a resource subscription
 	// (downstream URI). ErrNotFound if the session is absent. ErrLimit, and
 	// no change, for a new subscription past MaxSubscriptions or a URI over
 	// MaxSubscriptionURIBytes.
-	AddSubscription(ctx context.Context, id, uri string, ttl time.Duration) error
-	RemoveSubscription(ctx context.Context, id, uri string, ttl time.Duration) error
+	AddSubscription(ctx context.Context, id SessionID, uri string, ttl time.Duration) error
+	RemoveSubscription(ctx context.Context, id SessionID, uri string, ttl time.Duration) error
 	// DeleteSession removes every key of the session (record, event log,
 	// stream claim). ErrNotFound if the record was absent.
-	DeleteSession(ctx context.Context, id string) error
+	DeleteSession(ctx context.Context, id SessionID) error
 }
 
 // ErrNotFound is returned for a session that does not exist or has expired.
@@ -45,7 +45,7 @@ var ErrNotFound = errors.New("store: session not found")
 // Session is the durable record of one downstream MCP session.
 type Session struct {
 	// ID is the Mcp-Session-Id issued to the client. Not serialised: it is the key.
-	ID string `json:"-"`
+	ID SessionID `json:"-"`
 	// Principal is the authenticated caller (JWT sub, or "anonymous").
 	Principal string `json:"principal"`
 	// VHost is the virtual host the session was opened on.
@@ -72,7 +72,7 @@ type Session struct {
 	// Pending maps the gateway-issued id of each server-to-client request
 	// (sampling, elicitation, roots) awaiting the client's answer to the
 	// instance that waits for it. See AddPending.
-	Pending map[string]string `json:"-"`
+	Pending map[ServerRequestID]string `json:"-"`
 }
 
 // BackendSnapshot is what the gateway learned from one backend's initialize.
@@ -90,7 +90,7 @@ type BackendSnapshot struct {
 	// Stateless is true when the backend issued no Mcp-Session-Id.
 	Stateless bool `json:"stateless,omitempty"`
 	// SessionID is the backend's own session id, kept in `session: reuse` mode.
-	SessionID string `json:"sessionId,omitempty"`
+	SessionID BackendSessionID `json:"sessionId,omitempty"`
 }
 
 // OK reports whether the backend initialized successfully.

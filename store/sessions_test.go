@@ -62,17 +62,17 @@ func TestSessions_LoadRefreshesTheTTL(t *testing.T) {
 
 // sessionWrites are the conditional writes of Sessions: each must refresh
 // the TTL of an existing session and report ErrNotFound for an absent one.
-var sessionWrites = map[string]func(s store.Store, id string) error{
-	"PutBackends": func(s store.Store, id string) error {
+var sessionWrites = map[string]func(s store.Store, id store.SessionID) error{
+	"PutBackends": func(s store.Store, id store.SessionID) error {
 		return s.PutBackends(context.Background(), id, []*store.BackendSnapshot{{Key: "x"}}, time.Hour)
 	},
-	"SetLogLevel": func(s store.Store, id string) error {
+	"SetLogLevel": func(s store.Store, id store.SessionID) error {
 		return s.SetLogLevel(context.Background(), id, "debug", time.Hour)
 	},
-	"AddSubscription": func(s store.Store, id string) error {
+	"AddSubscription": func(s store.Store, id store.SessionID) error {
 		return s.AddSubscription(context.Background(), id, "u", time.Hour)
 	},
-	"RemoveSubscription": func(s store.Store, id string) error {
+	"RemoveSubscription": func(s store.Store, id store.SessionID) error {
 		return s.RemoveSubscription(context.Background(), id, "u", time.Hour)
 	},
 }
@@ -81,9 +81,10 @@ func TestSessions_WritesRefreshTheTTL(t *testing.T) { writesRefreshTTL(t, sessio
 
 // writesRefreshTTL checks that each of writes refreshes the TTL of an
 // existing session, on every store.
-func writesRefreshTTL(t *testing.T, writes map[string]func(s store.Store, id string) error) {
+func writesRefreshTTL(t *testing.T, writes map[string]func(s store.Store, id store.SessionID) error) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		for name, write := range writes {
+		for op, write := range writes {
+			name := store.SessionID(op)
 			create(t, s, sampleSession(name), 250*time.Millisecond)
 			if err := write(s, name); err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -94,7 +95,7 @@ func writesRefreshTTL(t *testing.T, writes map[string]func(s store.Store, id str
 		}
 		waitTTL(t, s, 250*time.Millisecond) // past the last creation TTL
 		for name := range writes {
-			load(t, s, name)
+			load(t, s, store.SessionID(name))
 		}
 	})
 }
@@ -131,9 +132,9 @@ func TestSessions_NoWriteResurrectsADeletedSession(t *testing.T) {
 
 // assertGone checks that every read and write of id reports ErrNotFound,
 // writes first so that a resurrecting write is caught by the final load.
-func assertGone(t *testing.T, s store.Store, id string) {
+func assertGone(t *testing.T, s store.Store, id store.SessionID) {
 	t.Helper()
-	for _, writes := range []map[string]func(store.Store, string) error{sessionWrites, markWrites} {
+	for _, writes := range []map[string]func(store.Store, store.SessionID) error{sessionWrites, markWrites} {
 		for op, write := range writes {
 			if err := write(s, id); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("%s: err = %v, want ErrNotFound", op, err)

@@ -14,7 +14,8 @@
 //     and the event-id format;
 //   - Leases (leases.go): who holds a session's GET stream, and which
 //     instance still runs a streamed call;
-//   - SigningKeys (signing_keys.go): keys every instance shares.
+//   - SigningKeys (signing_keys.go): keys every instance shares;
+//   - RateLimits (rate_limits.go): request counters every instance shares.
 //
 // Store is all of them. Redis (redis.go, redis_<role>.go) and Memory
 // (memory.go, memory_<role>.go) each implement the whole Store, since
@@ -36,6 +37,7 @@ type Store interface {
 	EventLog
 	Leases
 	SigningKeys
+	RateLimits
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error

@@ -82,7 +82,7 @@ func forEachStore(t *testing.T, fn func(t *testing.T, s store.Store)) {
 	})
 }
 
-func sampleSession(id string) *store.Session {
+func sampleSession(id store.SessionID) *store.Session {
 	at := time.Date(2025, 3, 4, 5, 6, 7, 8, time.UTC)
 	return &store.Session{
 		ID: id, Principal: "alice", VHost: "mcp.example.com", ProtocolVersion: "2025-06-18",
@@ -98,7 +98,7 @@ func sampleSession(id string) *store.Session {
 		},
 		Subscriptions: []string{"file:///a", "gh://repo/b"},
 		Cancelled:     map[string]bool{"41": true},
-		Pending:       map[string]string{"gw-0": "0123456789abcdef"},
+		Pending:       map[store.ServerRequestID]string{"gw-0": "0123456789abcdef"},
 	}
 }
 
@@ -109,7 +109,7 @@ func create(t *testing.T, s store.Store, sess *store.Session, ttl time.Duration)
 	}
 }
 
-func load(t *testing.T, s store.Store, id string) *store.Session {
+func load(t *testing.T, s store.Store, id store.SessionID) *store.Session {
 	t.Helper()
 	got, err := s.LoadSession(context.Background(), id, time.Hour)
 	if err != nil {
@@ -134,19 +134,19 @@ func pttl(t *testing.T, s store.Store, key string) (time.Duration, bool) {
 // childWrites create the session's other keys (event log, stream claim).
 // They have TTLs of their own, but must not outlive or revive a session
 // either: ErrNotFound, and nothing written, for an absent one.
-var childWrites = map[string]func(s store.Store, id string) error{
-	"AppendEvent": func(s store.Store, id string) error {
+var childWrites = map[string]func(s store.Store, id store.SessionID) error{
+	"AppendEvent": func(s store.Store, id store.SessionID) error {
 		_, err := s.AppendEvent(context.Background(), id, []byte(`{}`), 10, time.Hour)
 		return err
 	},
-	"ClaimStream": func(s store.Store, id string) error {
+	"ClaimStream": func(s store.Store, id store.SessionID) error {
 		_, err := s.ClaimStream(context.Background(), id, "someone", time.Hour)
 		return err
 	},
 }
 
 // ttlClock is the session waitTTL keeps its clock in.
-const ttlClock = "ttl-clock"
+const ttlClock store.SessionID = "ttl-clock"
 
 // waitTTL returns once a TTL of ttl, starting now, has run out in s, so a
 // test can check what a TTL it set earlier has done (or, refreshed, has
@@ -163,7 +163,7 @@ func waitTTL(t *testing.T, s store.Store, ttl time.Duration) {
 	if _, err := s.AppendEvent(ctx, ttlClock, []byte("tick"), 1, ttl); err != nil {
 		t.Fatalf("starting the TTL clock: %v", err)
 	}
-	var id string
+	var id store.EventID
 	var err error
 	if !testsupport.Eventually(t, ttl+busWait, func() bool {
 		id, err = s.LatestEventID(ctx, ttlClock)
@@ -178,10 +178,10 @@ func waitTTL(t *testing.T, s store.Store, ttl time.Duration) {
 
 // sessionKeys SCANs every node of target for the keys carrying session
 // sid's hash tag.
-func sessionKeys(t *testing.T, sid string) []string {
+func sessionKeys(t *testing.T, sid store.SessionID) []string {
 	t.Helper()
 	var keys []string
-	for _, byNode := range target.scan(t, "*{"+sid+"}*") {
+	for _, byNode := range target.scan(t, "*{"+string(sid)+"}*") {
 		keys = append(keys, byNode...)
 	}
 	return keys

@@ -36,6 +36,8 @@ func TestInit_BadConfigExitsWithOneClearLine(t *testing.T) {
 		{"no config", nil, []string{"MCPGW_CONFIG", "MCPGW_CONFIG_YAML"}},
 		{"two configs", []string{envConfig + "=a.yaml", envConfigYAML + "=auth: {mode: none}"}, []string{"both"}},
 		{"bad mode", []string{envMode + "=websocket"}, []string{"MCPGW_LAMBDA_MODE", "websocket"}},
+		{"stdio backend", []string{envConfigYAML + "=auth: {mode: none}\nvirtual_hosts: {demo: {backends: {files: {transport: stdio, command: npx}}}}"},
+			[]string{"MCPGW_CONFIG_YAML", "virtual_hosts.demo.backends.files.transport", "not supported on AWS Lambda"}},
 		{"bad redis url", []string{envConfigYAML + "=auth: {mode: none}\nvirtual_hosts: {demo: {backends: {one: {url: \"http://127.0.0.1:1/mcp\"}}}}",
 			envRedisURL + "=memcached://x"}, []string{"MCPGW_REDIS_URL"}},
 	} {

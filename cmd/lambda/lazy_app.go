@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpgw/gateway/cmd/internal/app"
 )
@@ -35,7 +37,20 @@ func (l *lazyApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.Handler.ServeHTTP(w, r)
+	// Spans go out before the invocation ends: Lambda freezes the
+	// environment once the handler returns, and the batch processor's
+	// goroutine with it. The response is written by now; in url mode the
+	// stream's end waits for the flush (a local collector: milliseconds).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), traceFlushTimeout)
+	defer cancel()
+	if err := a.FlushTraces(ctx); err != nil {
+		l.log.Warn("mcpgw lambda: flushing trace spans failed", "error", err)
+	}
 }
+
+// traceFlushTimeout bounds the flush at the end of an invocation, so a
+// collector that is down costs each invocation at most this.
+const traceFlushTimeout = 2 * time.Second
 
 func (l *lazyApp) get() (*app.App, error) {
 	if a := l.app.Load(); a != nil {

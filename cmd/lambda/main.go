@@ -27,6 +27,9 @@
 //	                    subscriptions/listen stays open in one invocation
 //	                    (Go duration; default: until shortly before the
 //	                    function's time limit)
+//	OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables, or the
+//	                    config's tracing section: OpenTelemetry tracing,
+//	                    its spans flushed before each invocation ends
 //
 // Secrets referenced by the config (auth.jwt.hs_secret_env, ${ENV} in
 // add_headers) are read from the environment like everywhere else.
@@ -110,6 +113,9 @@ func setup(getenv func(string) string, log *slog.Logger, options ...app.Option) 
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return nil, err
+	}
+	if err := cfg.CheckLambda(); err != nil {
+		return nil, err // stdio backends: a function keeps no processes
 	}
 	// app.Build validates these too, but only on the first request: check
 	// them now so that a mistake is an init error, not a failing request.

@@ -59,6 +59,22 @@ func ClaimsFromContext(ctx context.Context) Claims {
 	return c
 }
 
+type tokenKey struct{}
+
+// WithToken returns a copy of ctx carrying the caller's verified bearer
+// token.
+func WithToken(ctx context.Context, raw string) context.Context {
+	return context.WithValue(ctx, tokenKey{}, raw)
+}
+
+// TokenFromContext returns the verified bearer token Middleware stored
+// ("" in auth mode none). It exists for backends whose credentials are an
+// exchange of the caller's token; it must never be forwarded as it is.
+func TokenFromContext(ctx context.Context) string {
+	t, _ := ctx.Value(tokenKey{}).(string)
+	return t
+}
+
 // ClaimsVerifier is a Verifier that also returns the verified token's
 // claims. Middleware puts them in the request context; a Verifier without
 // it gives callers no claims.

@@ -438,3 +438,36 @@ func TestAuth_KeyFuncRefusesMismatchedKeyTypes(t *testing.T) {
 		t.Error("P-256 key handed out for ES384")
 	}
 }
+
+// The verified token stays in the context (for a backend's token
+// exchange) while the header is dropped; mode none carries none.
+func TestAuth_MiddlewareKeepsTheVerifiedTokenInTheContextOnly(t *testing.T) {
+	k := newKeys(t)
+	tok := sign(t, jwt.SigningMethodHS256, k.hmac, claims())
+	for _, tc := range []struct {
+		name string
+		v    Verifier
+		want string
+	}{
+		{"jwt", mustVerifier(t, settings(k.hmac, nil)), tok},
+		{"none", mustVerifier(t, config.Auth{Mode: config.ModeNone}), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got string
+			called := false
+			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				called = true
+				got = TokenFromContext(r.Context())
+				if r.Header.Get("Authorization") != "" {
+					t.Error("Authorization header reached the next handler")
+				}
+			})
+			req := httptest.NewRequest(http.MethodPost, "/servers/demo/mcp", strings.NewReader(`{}`))
+			req.Header.Set("Authorization", "Bearer "+tok)
+			Middleware(tc.v, realm, nil)(next).ServeHTTP(httptest.NewRecorder(), req)
+			if !called || got != tc.want {
+				t.Fatalf("called %v, token in context %q, want %q", called, got, tc.want)
+			}
+		})
+	}
+}

@@ -50,6 +50,12 @@ func Middleware(v Verifier, realm string, params func(*http.Request) string) fun
 			ctx := WithPrincipal(r.Context(), p)
 			if claims != nil {
 				ctx = WithClaims(ctx, claims)
+				// The verified token itself, for an RFC 8693 exchange
+				// (router/credentials); it is dropped from the headers
+				// below and is never forwarded or logged.
+				if raw, err := BearerToken(r); err == nil {
+					ctx = WithToken(ctx, raw)
+				}
 			}
 			r = r.WithContext(ctx)
 			r.Header.Del("Authorization")

@@ -76,9 +76,15 @@ type Config struct {
 	MaxBatch int
 	// Limits bound what clients can make one instance hold.
 	Limits Limits
+	// Tracing turns on OpenTelemetry tracing (tracing.go); off when its
+	// endpoint is empty and no OTEL_EXPORTER_OTLP_* variable names one.
+	Tracing Tracing
 	// VirtualHosts is keyed by vhost name: Backend.Key filled, defaults
 	// applied, header names canonicalised.
 	VirtualHosts map[string]*router.VirtualHost
+
+	// lambdaRefusals are the errors CheckLambda returns.
+	lambdaRefusals []error
 }
 
 // Streams tunes GET streams and server-to-client requests. Zero values
@@ -221,6 +227,7 @@ type rawConfig struct {
 	Server          *rawServer           `yaml:"server"`
 	MaxBatch        *int64               `yaml:"max_batch"`
 	Limits          *rawLimits           `yaml:"limits"`
+	Tracing         *rawTracing          `yaml:"tracing"`
 	Auth            *rawAuth             `yaml:"auth"`
 	VirtualHosts    map[string]*rawVHost `yaml:"virtual_hosts"`
 }
@@ -269,8 +276,10 @@ type rawJWT struct {
 }
 
 type rawVHost struct {
-	Backends map[string]*rawBackend `yaml:"backends"`
-	Access   []*rawAccessRule       `yaml:"access"`
+	Backends   map[string]*rawBackend `yaml:"backends"`
+	Access     []*rawAccessRule       `yaml:"access"`
+	Plugins    []*rawPlugin           `yaml:"plugins"`
+	RateLimits []*rawRateLimit        `yaml:"rate_limits"`
 }
 
 type rawBackend struct {
@@ -283,6 +292,32 @@ type rawBackend struct {
 	ToolNameAliases    map[string]string `yaml:"tool_name_aliases"`
 	Session            string            `yaml:"session"`
 	ListCache          *string           `yaml:"list_cache"`
+	Credentials        *rawCredentials   `yaml:"credentials"`
+	// transport stdio (stdio.go)
+	Command string            `yaml:"command"`
+	Args    []string          `yaml:"args"`
+	Env     map[string]string `yaml:"env"`
+	Cwd     string            `yaml:"cwd"`
+	Pool    *rawPool          `yaml:"pool"`
+}
+
+// rawCredentials is a backend's outbound credentials: one grant.
+type rawCredentials struct {
+	TokenExchange     *rawTokenGrant `yaml:"token_exchange"`
+	ClientCredentials *rawTokenGrant `yaml:"client_credentials"`
+}
+
+// rawTokenGrant is the token endpoint and client of either grant.
+type rawTokenGrant struct {
+	TokenURL         string   `yaml:"token_url"`
+	ClientID         string   `yaml:"client_id"`
+	ClientSecretEnv  string   `yaml:"client_secret_env"`
+	Audience         string   `yaml:"audience"`
+	Resource         string   `yaml:"resource"`
+	Scopes           []string `yaml:"scopes"`
+	SubjectTokenType string   `yaml:"subject_token_type"`
+	Timeout          *string  `yaml:"timeout"`
+	CacheSize        *int64   `yaml:"cache_size"`
 }
 
 // Load reads and validates the configuration file at path. Relative paths

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -49,19 +51,32 @@ func (v *validator) addHeaders(path string, m map[string]string, b *router.Backe
 			v.errf(p, "%s is a protected header and cannot be configured", c)
 			continue
 		}
-		if _, dup := b.AddHeaders[c]; dup {
+		_, dup := b.AddHeaders[c]
+		if _, tdup := b.HeaderTemplates[c]; dup || tdup {
 			v.errf(p, "header %s is set twice (header names are case-insensitive)", c)
 			continue
 		}
-		val, err := expandEnv(m[name])
+		// ${claims...} are kept for each request (router/credentials);
+		// ${VAR} in the text around them is expanded now.
+		t, err := credentials.ParseTemplate(m[name], func(lit string) (string, error) {
+			val, err := expandEnv(lit)
+			if err == nil && !validHeaderValue(val) {
+				err = errors.New("the value (after ${VAR} expansion) holds a control character")
+			}
+			return val, err
+		})
 		if err != nil {
 			v.errf(p, "%s", err.Error())
 			continue
 		}
-		if !validHeaderValue(val) {
-			v.errf(p, "the value (after ${VAR} expansion) holds a control character")
+		if t.HasClaims() {
+			if b.HeaderTemplates == nil {
+				b.HeaderTemplates = map[string]*credentials.Template{}
+			}
+			b.HeaderTemplates[c] = t
 			continue
 		}
+		val, _ := t.Expand(nil) // a constant
 		b.AddHeaders[c] = val
 	}
 }

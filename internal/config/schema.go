@@ -58,6 +58,10 @@ func (v *validator) checkShape(n *yaml.Node, t reflect.Type, path string, depth 
 		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
 			v.errf(path, "must be an integer")
 		}
+	case reflect.Float64:
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!int" && n.Tag != "!!float" {
+			v.errf(path, "must be a number")
+		}
 	}
 }
 

@@ -23,7 +23,10 @@ type validator struct {
 	lines   map[string]int // field path -> line
 	errs    []error
 	aliases map[aliasKey]bool // anchors already shape-checked
-
+	baseDir string            // relative paths in the file are taken from here
+	// stdioPaths are the `transport` fields of stdio backends, for
+	// Config.CheckLambda.
+	stdioPaths []string
 }
 
 func (v *validator) errf(path, format string, args ...any) {
@@ -53,6 +56,7 @@ func (v *validator) err() error { return errors.Join(v.errs...) }
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 
 func (v *validator) build(raw *rawConfig, baseDir string) *Config {
+	v.baseDir = baseDir
 	cfg := &Config{
 		SessionTTL:   v.duration("session_ttl", raw.SessionTTL, DefaultSessionTTL, time.Second),
 		MaxBodyBytes: DefaultMaxBodyBytes,
@@ -104,6 +108,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 	}
 
 	cfg.Store = v.store(raw.Store)
+	cfg.Tracing = v.tracing(raw.Tracing)
 
 	cfg.VirtualHosts = map[string]*router.VirtualHost{}
 	if len(raw.VirtualHosts) == 0 {
@@ -113,6 +118,10 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		if vh := v.vhost(name, raw.VirtualHosts[name]); vh != nil {
 			cfg.VirtualHosts[name] = vh
 		}
+	}
+	v.callerCredentialsNeedJWT(cfg)
+	for _, p := range v.stdioPaths {
+		cfg.lambdaRefusals = append(cfg.lambdaRefusals, &Error{Source: v.source, Path: p, Line: v.line(p), Msg: lambdaStdioMsg})
 	}
 	return cfg
 }
@@ -346,7 +355,8 @@ func (v *validator) vhost(name string, raw *rawVHost) *router.VirtualHost {
 		v.errf(joinPath(path, "backends"), "at least one backend is required")
 		return nil
 	}
-	vh := &router.VirtualHost{Name: name, Backends: map[string]*router.Backend{}, Access: v.access(path, raw.Access)}
+	vh := &router.VirtualHost{Name: name, Backends: map[string]*router.Backend{}, Access: v.access(path, raw.Access),
+		Hooks: v.plugins(path, raw.Plugins), RateLimits: v.rateLimits(path, raw.RateLimits)}
 	keys := sortedKeys(raw.Backends)
 	bpath := func(key string) string { return joinPath(joinPath(path, "backends"), key) }
 	for _, key := range keys {
@@ -401,10 +411,15 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 		v.errf(joinPath(path, "url"), "required")
 		return nil
 	}
+	stdio := raw.Transport == string(upstream.TransportStdio)
+	var url string
+	if !stdio {
+		url = v.backendURL(joinPath(path, "url"), strings.TrimSpace(raw.URL))
+	}
 	b := &router.Backend{
 		Config: upstream.Config{
 			Key:        key,
-			URL:        v.backendURL(joinPath(path, "url"), strings.TrimSpace(raw.URL)),
+			URL:        url,
 			Transport:  upstream.TransportStreamableHTTP,
 			Timeout:    v.duration(joinPath(path, "timeout"), raw.Timeout, DefaultTimeout, time.Nanosecond),
 			AddHeaders: map[string]string{},
@@ -415,10 +430,15 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 	}
 	switch t := upstream.Transport(raw.Transport); t {
 	case "":
-	case upstream.TransportStreamableHTTP, upstream.TransportSSE:
+	case upstream.TransportStreamableHTTP, upstream.TransportSSE, upstream.TransportStdio:
 		b.Transport = t
 	default:
-		v.errf(joinPath(path, "transport"), "%q is not a transport (want %s or %s)", raw.Transport, upstream.TransportStreamableHTTP, upstream.TransportSSE)
+		v.errf(joinPath(path, "transport"), "%q is not a transport (want %s, %s or %s)", raw.Transport, upstream.TransportStreamableHTTP, upstream.TransportSSE, upstream.TransportStdio)
+	}
+	if stdio {
+		v.stdio(path, raw, b)
+	} else {
+		v.stdioOnly(path, raw)
 	}
 	switch s := router.SessionMode(raw.Session); s {
 	case "":
@@ -431,6 +451,7 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 	b.PassthroughHeaders = v.headerList(joinPath(path, "passthrough_headers"), raw.PassthroughHeaders, true)
 	b.RemoveHeaders = v.headerList(joinPath(path, "remove_headers"), raw.RemoveHeaders, false)
 	v.addHeaders(joinPath(path, "add_headers"), raw.AddHeaders, b)
+	v.backendCredentials(path, raw, b)
 
 	// A header may be both passed through and added (add overrides) or
 	// removed as well (remove wins: removed last), so none of these

@@ -36,6 +36,7 @@ type Metrics struct {
 	backendRequests *prometheus.CounterVec   // vhost, backend, outcome
 	backendDuration *prometheus.HistogramVec // vhost, backend
 	listCache       *prometheus.CounterVec   // vhost, backend, result
+	plugins         *prometheus.CounterVec   // plugin, decision
 
 	series seriesCache
 }
@@ -77,8 +78,13 @@ func New() *Metrics {
 		Help: "List pages looked up in a backend's list cache (list_cache), by virtual host, backend and result (hit, miss).",
 	}, []string{"vhost", "backend", "result"})
 
+	m.plugins = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "mcpgw_plugin_decisions_total",
+		Help: "Decisions of the configured plugins (deny_pattern, redact, max_result_bytes, validate_arguments) and rate limits (rate_limit), by plugin and decision (allow, deny, redact, error).",
+	}, []string{"plugin", "decision"})
+
 	m.reg.MustRegister(m.requests, m.duration, m.inFlight, streams,
-		m.backendRequests, m.backendDuration, m.listCache,
+		m.backendRequests, m.backendDuration, m.listCache, m.plugins,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.series.init(m)
@@ -113,6 +119,15 @@ func (m *Metrics) ListCacheLookup(vhost, backend string, hit bool) {
 		result = "hit"
 	}
 	m.listCache.WithLabelValues(vhost, backend, result).Inc()
+}
+
+// PluginDecision implements router.PluginObserver; plugin and decision
+// come from the plugins' fixed sets.
+func (m *Metrics) PluginDecision(plugin, decision string) {
+	if m == nil {
+		return
+	}
+	m.plugins.WithLabelValues(plugin, decision).Inc()
 }
 
 // StreamKind tells the two kinds of SSE stream apart.

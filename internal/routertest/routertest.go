@@ -141,26 +141,26 @@ func StartInstance(t testing.TB, st store.Store, vhosts map[string]*router.Virtu
 
 // Initialize opens a session of principal "alice" on the first instance
 // and returns its id and the initialize result.
-func (f *Fixture) Initialize(hdr http.Header) (string, map[string]any) {
+func (f *Fixture) Initialize(hdr http.Header) (store.SessionID, map[string]any) {
 	f.T.Helper()
 	return f.InitializeAs("alice", hdr)
 }
 
 // InitializeAs opens a session of principal.
-func (f *Fixture) InitializeAs(principal string, hdr http.Header) (string, map[string]any) {
+func (f *Fixture) InitializeAs(principal string, hdr http.Header) (store.SessionID, map[string]any) {
 	f.T.Helper()
 	sid, res := f.initialize(principal, `{}`, hdr)
 	return sid, res
 }
 
 // InitCaps opens a session of "alice" whose client advertises caps.
-func (f *Fixture) InitCaps(caps string) string {
+func (f *Fixture) InitCaps(caps string) store.SessionID {
 	f.T.Helper()
 	sid, _ := f.initialize("alice", caps, nil)
 	return sid
 }
 
-func (f *Fixture) initialize(principal, caps string, hdr http.Header) (string, map[string]any) {
+func (f *Fixture) initialize(principal, caps string, hdr http.Header) (store.SessionID, map[string]any) {
 	f.T.Helper()
 	if hdr == nil {
 		hdr = http.Header{}
@@ -180,13 +180,13 @@ func (f *Fixture) initialize(principal, caps string, hdr http.Header) (string, m
 
 // Call sends one request (id 7) on a session through the first instance.
 // The session is read back from the store first, as a fresh instance would.
-func (f *Fixture) Call(sid, method string, params any) *jsonrpc.Response {
+func (f *Fixture) Call(sid store.SessionID, method string, params any) *jsonrpc.Response {
 	f.T.Helper()
 	return f.CallHdr(sid, nil, method, params)
 }
 
 // CallHdr is Call with the client's request headers.
-func (f *Fixture) CallHdr(sid string, hdr http.Header, method string, params any) *jsonrpc.Response {
+func (f *Fixture) CallHdr(sid store.SessionID, hdr http.Header, method string, params any) *jsonrpc.Response {
 	f.T.Helper()
 	return f.Instance.Call(f.T, sid, MustID(7), hdr, method, params, nil)
 }
@@ -194,19 +194,19 @@ func (f *Fixture) CallHdr(sid string, hdr http.Header, method string, params any
 // Call runs one request of session sid on this instance as the handler
 // does: tracked for cancellation, with the session runtime for the
 // backend's server-to-client requests, s (may be nil) for its stream.
-func (in *Instance) Call(t testing.TB, sid string, id jsonrpc.ID, hdr http.Header, method string, params any, s router.Stream) *jsonrpc.Response {
+func (in *Instance) Call(t testing.TB, sid store.SessionID, id jsonrpc.ID, hdr http.Header, method string, params any, s router.Stream) *jsonrpc.Response {
 	t.Helper()
 	return in.call(t, sid, id, hdr, nil, method, params, s)
 }
 
 // CallClaims runs one request of session sid on this instance for a
 // caller whose token carried claims (what access rules judge).
-func (in *Instance) CallClaims(t testing.TB, sid string, claims map[string]any, method string, params any) *jsonrpc.Response {
+func (in *Instance) CallClaims(t testing.TB, sid store.SessionID, claims map[string]any, method string, params any) *jsonrpc.Response {
 	t.Helper()
 	return in.call(t, sid, MustID(7), nil, claims, method, params, nil)
 }
 
-func (in *Instance) call(t testing.TB, sid string, id jsonrpc.ID, hdr http.Header, claims map[string]any, method string, params any, s router.Stream) *jsonrpc.Response {
+func (in *Instance) call(t testing.TB, sid store.SessionID, id jsonrpc.ID, hdr http.Header, claims map[string]any, method string, params any, s router.Stream) *jsonrpc.Response {
 	t.Helper()
 	sess := in.Load(t, sid)
 	var raw json.RawMessage
@@ -223,7 +223,7 @@ func (in *Instance) call(t testing.TB, sid string, id jsonrpc.ID, hdr http.Heade
 }
 
 // Notify posts a client notification of session sid to this instance.
-func (in *Instance) Notify(t testing.TB, sid, method string, params any) {
+func (in *Instance) Notify(t testing.TB, sid store.SessionID, method string, params any) {
 	t.Helper()
 	raw, _ := json.Marshal(params)
 	if err := in.Sessions.Notify(context.Background(), in.Load(t, sid), &jsonrpc.Request{Method: method, Params: raw}); err != nil {
@@ -232,7 +232,7 @@ func (in *Instance) Notify(t testing.TB, sid, method string, params any) {
 }
 
 // Load reads session sid back from the store.
-func (in *Instance) Load(t testing.TB, sid string) *store.Session {
+func (in *Instance) Load(t testing.TB, sid store.SessionID) *store.Session {
 	t.Helper()
 	sess, err := in.Store.LoadSession(context.Background(), sid, time.Hour)
 	if err != nil {
@@ -242,7 +242,7 @@ func (in *Instance) Load(t testing.TB, sid string) *store.Session {
 }
 
 // CallOn sends one request through a bare router (no session runtime).
-func CallOn(t testing.TB, r *router.Router, st store.Store, sid string, hdr http.Header, method string, params any) *jsonrpc.Response {
+func CallOn(t testing.TB, r *router.Router, st store.Store, sid store.SessionID, hdr http.Header, method string, params any) *jsonrpc.Response {
 	t.Helper()
 	in := &Instance{Store: st, Router: r}
 	sess := in.Load(t, sid)

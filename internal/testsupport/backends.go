@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/demobackend"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -48,6 +49,15 @@ type BackendOptions struct {
 	// requests, a tool-list change; see mrtr_tools.go). They need
 	// Stateless: only a stateless backend speaks 2026-07-28.
 	ModernTools bool
+	// AskingTools adds a session backend's tools that ask the client
+	// several things in one call: in turn, at once, and one that holds on
+	// when its request fails (see asking_tools.go).
+	AskingTools bool
+	// TokenVerifier, when set, puts the go-sdk's bearer-token middleware
+	// in front of the MCP handler (a request without a token it accepts is
+	// answered 401 and never reaches the server) and adds the tool
+	// "whoami", which answers the UserID of the token its request carried.
+	TokenVerifier auth.TokenVerifier
 }
 
 // Backend is a real go-sdk MCP server on an httptest server, with a
@@ -65,9 +75,13 @@ type Backend struct {
 	// argument when it starts and when it observes cancellation (only with
 	// StreamingTools).
 	Started, Cancelled chan string
+	// AskFailed receives the error of the "hold" tool's failed request
+	// (only with AskingTools).
+	AskFailed chan string
 
 	srv       *httptest.Server
 	cancel    context.CancelFunc
+	base      context.Context // ends at Close
 	closeOnce sync.Once
 
 	mu       sync.Mutex
@@ -99,6 +113,13 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		b.Started = make(chan string, 16)
 		addStreamingTools(srv, b)
 	}
+	if opts.AskingTools {
+		if b.Cancelled == nil {
+			b.Cancelled = make(chan string, 16)
+		}
+		b.AskFailed = make(chan string, 16)
+		addAskingTools(srv, b)
+	}
 	if opts.ModernTools {
 		addModernTools(srv, b, !opts.NoResources, !opts.NoPrompts)
 	}
@@ -106,6 +127,9 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		addExtraTool(srv, fmt.Sprintf("t%02d", i))
 	}
 
+	if opts.TokenVerifier != nil {
+		addWhoami(srv)
+	}
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	path := demobackend.Path
 	var h http.Handler
@@ -124,18 +148,34 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 	b.failures = make(map[string]int)
 	b.changed = make(chan struct{})
 	mux := http.NewServeMux()
+	if opts.TokenVerifier != nil {
+		h = auth.RequireBearerToken(opts.TokenVerifier, nil)(h)
+	}
 	mux.Handle(path, b.middleware(h))
 
 	// Request contexts derive from baseCtx so that Close can end hanging
 	// SSE GETs, which httptest.Server.Close would otherwise wait for.
 	baseCtx, cancel := context.WithCancel(context.Background())
-	b.cancel = cancel
+	b.cancel, b.base = cancel, baseCtx
 	b.srv = httptest.NewUnstartedServer(mux)
 	b.srv.Config.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	b.srv.Start()
 	b.URL = b.srv.URL + path
 	t.Cleanup(b.Close)
 	return b
+}
+
+// addWhoami adds the tool that names the subject of the request's bearer
+// token, as the go-sdk's auth middleware verified it.
+func addWhoami(srv *mcp.Server) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami", Description: "Names the subject of the bearer token this request carried."},
+		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			who := "nobody"
+			if ti := req.Extra.TokenInfo; ti != nil {
+				who = ti.UserID
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: who}}}, nil, nil
+		})
 }
 
 func addExtraTool(srv *mcp.Server, name string) {
@@ -189,6 +229,14 @@ func (b *Backend) WaitCount(method string, n int, timeout time.Duration) bool {
 			return false
 		}
 	}
+}
+
+// bump counts one more key and wakes WaitCount.
+func (b *Backend) bump(key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.counts[key]++
+	b.notifyLocked()
 }
 
 func (b *Backend) notifyLocked() {
@@ -267,7 +315,7 @@ func (b *Backend) middleware(next http.Handler) http.Handler {
 			methods := jsonrpcMethods(body)
 			fail = b.recordPost(methods, r.Header)
 			if slices.Contains(methods, "subscriptions/listen") {
-				w = &ackWatcher{ResponseWriter: w, b: b}
+				w = &ackWatcher{ResponseWriter: w, onAck: func() { b.bump(ListenAcknowledged) }}
 			}
 		case http.MethodDelete:
 			b.mu.Lock()
@@ -300,18 +348,15 @@ const ListenAcknowledged = "notifications/subscriptions/acknowledged"
 // (the go-sdk writes each event in one Write, and flushes it).
 type ackWatcher struct {
 	http.ResponseWriter
-	b    *Backend
-	seen bool
+	onAck func()
+	seen  bool
 }
 
 func (w *ackWatcher) Write(p []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(p)
 	if !w.seen && bytes.Contains(p, []byte(`"`+ListenAcknowledged+`"`)) {
 		w.seen = true
-		w.b.mu.Lock()
-		w.b.counts[ListenAcknowledged]++
-		w.b.notifyLocked()
-		w.b.mu.Unlock()
+		w.onAck()
 	}
 	return n, err
 }

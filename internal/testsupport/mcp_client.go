@@ -266,8 +266,9 @@ type Message struct {
 
 // RPCError is a JSON-RPC error object.
 type RPCError struct {
-	Code    int64  `json:"code"`
-	Message string `json:"message"`
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
 }
 
 // ReadReply reads and closes res and parses its messages.

@@ -1,19 +1,23 @@
 package testsupport
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"errors"
 )
 
 // The streaming tools exercise every message that is not a plain
 // request/response, so gateway tests can follow each across instances:
 //
-//	progress {steps, stray} sends `steps` progress notifications (and one with
-//	                  a foreign token if stray), then returns "done"
+//	progress {steps, stray, delayMs, message} sends `steps` progress
+//	                  notifications (and one with a foreign token if stray),
+//	                  then returns "done"
 //	sample   {prompt} asks the client for a completion (sampling/createMessage)
 //	confirm  {question} asks the client for input (elicitation/create)
 //	roots    {}       asks the client for its roots (roots/list)
@@ -26,6 +30,9 @@ type progressArgs struct {
 	// DelayMs waits this long before each step, so a test can act
 	// between steps.
 	DelayMs int `json:"delayMs,omitempty"`
+	// Message, when set, is each step's message instead of "step N" (a
+	// test of what the gateway does to progress text).
+	Message string `json:"message,omitempty"`
 }
 type sampleArgs struct {
 	Prompt string `json:"prompt"`
@@ -58,7 +65,7 @@ func addStreamingTools(srv *mcp.Server, b *Backend) {
 				}
 				if token != nil {
 					if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-						ProgressToken: token, Progress: float64(i), Total: float64(args.Steps), Message: fmt.Sprintf("step %d", i),
+						ProgressToken: token, Progress: float64(i), Total: float64(args.Steps), Message: cmp.Or(args.Message, fmt.Sprintf("step %d", i)),
 					}); err != nil {
 						return nil, nil, err
 					}
@@ -112,8 +119,15 @@ func addStreamingTools(srv *mcp.Server, b *Backend) {
 	mcp.AddTool(srv, &mcp.Tool{Name: "block", Description: "Wait until cancelled."},
 		func(ctx context.Context, req *mcp.CallToolRequest, args blockArgs) (*mcp.CallToolResult, any, error) {
 			b.Started <- args.Tag
-			<-ctx.Done()
-			b.Cancelled <- args.Tag
-			return nil, nil, ctx.Err()
+			// A stateful session's handler runs on the session's context,
+			// which Close (ending the session) waits on: the backend's own
+			// end must end the call too, or Close hangs on it.
+			select {
+			case <-ctx.Done():
+				b.Cancelled <- args.Tag
+				return nil, nil, ctx.Err()
+			case <-b.base.Done():
+				return nil, nil, errors.New("backend closed")
+			}
 		})
 }

@@ -43,6 +43,19 @@ const (
 	// not speak (data: {supported, requested}).
 	CodeUnsupportedProtocolVersion = -32022
 
+	// Policy (per-vhost plugins and rate limits), in the same
+	// implementation-defined range and clear of the codes above.
+	//
+	// CodeRateLimited: a rate limit of the virtual host refused the
+	// request before any backend saw it; HTTP 429 with Retry-After where
+	// the answer is not yet a stream, data {limit, retryAfterMs}.
+	CodeRateLimited = -32029
+	// CodePolicyDenied: a plugin refused the request or its result
+	// (deny_pattern, max_result_bytes), data {plugin, rule}. Arguments
+	// that fail validate_arguments get -32602 instead: they are invalid
+	// params, the code a client already handles.
+	CodePolicyDenied = -32030
+
 	// CodeRequestCancelled answers a request the client cancelled, for
 	// transports that need some answer to close the HTTP exchange (the
 	// client has stopped waiting for it).

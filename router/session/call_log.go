@@ -32,13 +32,15 @@ import (
 const callEventSep = "_"
 
 // CallEventID is the SSE id of a call stream's event.
-func CallEventID(stream, logID string) string { return stream + callEventSep + logID }
+func CallEventID(stream store.CallStreamID, logID store.EventID) store.EventID {
+	return store.EventID(string(stream) + callEventSep + string(logID))
+}
 
 // ParseCallEventID splits an SSE id made by CallEventID; ok is false for
 // any other id (such as the GET stream's).
-func ParseCallEventID(id string) (stream, logID string, ok bool) {
-	stream, logID, ok = strings.Cut(id, callEventSep)
-	return stream, logID, ok && stream != "" && logID != ""
+func ParseCallEventID(id store.EventID) (stream store.CallStreamID, logID store.EventID, ok bool) {
+	s, l, ok := strings.Cut(string(id), callEventSep)
+	return store.CallStreamID(s), store.EventID(l), ok && s != "" && l != ""
 }
 
 // ErrUnknownCallStream is returned for a resume naming a call stream the
@@ -52,24 +54,24 @@ var ErrUnknownCallStream = errors.New("no such call stream in the session's even
 // concurrent use: the call's stream writes one event at a time.
 type CallLog struct {
 	rt    *Runtime
-	sid   string
+	sid   store.SessionID
 	reqID json.RawMessage
 
-	stream string        // "" until the first event
-	closed bool          // End or Close has run
-	stop   chan struct{} // closed by Close: the renewer returns
-	done   chan struct{} // closed when the renewer has returned
+	stream store.CallStreamID // "" until the first event
+	closed bool               // End or Close has run
+	stop   chan struct{}      // closed by Close: the renewer returns
+	done   chan struct{}      // closed when the renewer has returned
 }
 
 // NewCallLog prepares the log of call reqID of session sid. Nothing is
 // stored until Append.
-func (rt *Runtime) NewCallLog(sid string, reqID jsonrpc.ID) *CallLog {
+func (rt *Runtime) NewCallLog(sid store.SessionID, reqID jsonrpc.ID) *CallLog {
 	raw, _ := json.Marshal(reqID.Raw())
 	return &CallLog{rt: rt, sid: sid, reqID: raw}
 }
 
 // Append logs one event (nil data: a priming event) and returns its SSE id.
-func (l *CallLog) Append(ctx context.Context, data []byte) (string, error) {
+func (l *CallLog) Append(ctx context.Context, data []byte) (store.EventID, error) {
 	rt := l.rt
 	switch {
 	case l.closed:
@@ -81,7 +83,7 @@ func (l *CallLog) Append(ctx context.Context, data []byte) (string, error) {
 		}
 		return CallEventID(l.stream, id), nil
 	}
-	stream := router.NewRandomID("c")
+	stream := store.NewCallStreamID()
 	id, err := rt.store.StartCallStream(ctx, l.sid, stream, l.reqID, data, rt.opts.EventLogSize, rt.opts.CallLeaseTTL, rt.opts.SessionTTL)
 	if err != nil {
 		return "", err
@@ -95,7 +97,7 @@ func (l *CallLog) Append(ctx context.Context, data []byte) (string, error) {
 // End logs the call's answer as the stream's last event, drops the lease
 // and returns the answer's SSE id. Without an earlier event there is no
 // stream: End logs nothing and returns "".
-func (l *CallLog) End(ctx context.Context, data []byte) (string, error) {
+func (l *CallLog) End(ctx context.Context, data []byte) (store.EventID, error) {
 	if l.closed || l.stream == "" {
 		l.Close()
 		return "", nil
@@ -161,7 +163,7 @@ func (l *CallLog) renew(stop <-chan struct{}, done chan<- struct{}) {
 //
 // ErrUnknownCallStream for a stream the log holds nothing of;
 // store.ErrBadEventID for an id the log never issued.
-func (rt *Runtime) CallEventsAfter(ctx context.Context, sid, stream, after string) ([]store.Event, error) {
+func (rt *Runtime) CallEventsAfter(ctx context.Context, sid store.SessionID, stream store.CallStreamID, after store.EventID) ([]store.Event, error) {
 	cs, evs, err := rt.store.CallStreamEventsAfter(ctx, sid, stream, after, rt.opts.EventLogSize)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrUnknownCallStream

@@ -265,7 +265,7 @@ func TestServerRequests_AnswerWhoseBroadcastIsLostStillArrives(t *testing.T) {
 		// Addressed to an instance that does not exist: the waiter never
 		// gets the message, as if the bus had dropped it.
 		msg := store.BusMessage{Kind: store.BusResponse, Session: sid, ID: key, Data: data, To: "nobody"}
-		if err := f.Store.PostAnswer(context.Background(), sid, key, data, msg, time.Hour); err != nil {
+		if err := f.Store.PostAnswer(context.Background(), sid, store.ServerRequestID(key), data, msg, time.Hour); err != nil {
 			t.Errorf("post answer: %v", err)
 		}
 	}

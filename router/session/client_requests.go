@@ -36,8 +36,8 @@ const answerPoll = 2 * time.Second
 // call uses; the caller has checked the client's capability and stream.
 func (rt *Runtime) AskClient(ctx context.Context, c *router.Call, req *jsonrpc.Request) *jsonrpc.Response {
 	sid := c.Session.ID
-	id, _ := jsonrpc.MakeID(router.NewRandomID("mcpgw-s-"))
-	key := idKey(id)
+	id, _ := jsonrpc.MakeID(string(store.NewServerRequestID()))
+	key := serverRequestKey(id)
 	ch := rt.inflight.addWaiter(sid, key)
 	defer rt.inflight.removeWaiter(sid, key)
 	// Recorded before the client can see the request, so its answer, on any
@@ -53,13 +53,15 @@ func (rt *Runtime) AskClient(ctx context.Context, c *router.Call, req *jsonrpc.R
 	if err := c.Stream.Send(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params}); err != nil {
 		return errorAnswer(router.CodeInternalError, "the client stream is gone")
 	}
-	return rt.awaitAnswer(ctx, sid, key, ch, req.Method)
+	resp, _ := rt.awaitAnswer(ctx, sid, key, ch, req.Method)
+	return resp
 }
 
 // awaitAnswer waits for the client's answer to request key of session
 // (or park) sid: on ch (delivered here, or over the bus), or stored in the
-// store by another instance whose message was lost.
-func (rt *Runtime) awaitAnswer(ctx context.Context, sid, key string, ch chan *jsonrpc.Response, method string) *jsonrpc.Response {
+// store by another instance whose message was lost. timedOut says the
+// client did not answer within the client request timeout.
+func (rt *Runtime) awaitAnswer(ctx context.Context, sid store.SessionID, key store.ServerRequestID, ch chan *jsonrpc.Response, method string) (_ *jsonrpc.Response, timedOut bool) {
 	t := time.NewTimer(rt.opts.ClientRequestTimeout)
 	defer t.Stop()
 	// The answer normally arrives on ch (here, or over the bus); the poll
@@ -69,15 +71,15 @@ func (rt *Runtime) awaitAnswer(ctx context.Context, sid, key string, ch chan *js
 	for {
 		select {
 		case resp := <-ch:
-			return &jsonrpc.Response{Result: resp.Result, Error: resp.Error}
+			return &jsonrpc.Response{Result: resp.Result, Error: resp.Error}, false
 		case <-poll.C:
 			if resp := rt.storedAnswer(ctx, sid, key); resp != nil {
-				return resp
+				return resp, false
 			}
 		case <-t.C:
-			return errorAnswer(router.CodeInternalError, fmt.Sprintf("the client did not answer %s within %s", method, rt.opts.ClientRequestTimeout))
+			return errorAnswer(router.CodeInternalError, fmt.Sprintf("the client did not answer %s within %s", method, rt.opts.ClientRequestTimeout)), true
 		case <-ctx.Done():
-			return errorAnswer(router.CodeInternalError, fmt.Sprintf("the call ended before the client answered %s", method))
+			return errorAnswer(router.CodeInternalError, fmt.Sprintf("the call ended before the client answered %s", method)), false
 		}
 	}
 }
@@ -88,7 +90,7 @@ func errorAnswer(code int64, msg string) *jsonrpc.Response {
 
 // storedAnswer returns the client's answer to key if another instance
 // stored it in the session.
-func (rt *Runtime) storedAnswer(ctx context.Context, sid, key string) *jsonrpc.Response {
+func (rt *Runtime) storedAnswer(ctx context.Context, sid store.SessionID, key store.ServerRequestID) *jsonrpc.Response {
 	data, err := rt.store.TakeAnswer(ctx, sid, key)
 	if err != nil {
 		rt.log.Warn("reading a stored client answer failed", "error", err)
@@ -109,7 +111,7 @@ func (rt *Runtime) storedAnswer(ctx context.Context, sid, key string) *jsonrpc.R
 // the instance waiting for it: directly when it waits here, else stored in
 // the session and broadcast in one step.
 func (rt *Runtime) Deliver(ctx context.Context, sess *store.Session, resp *jsonrpc.Response) error {
-	id := idKey(resp.ID)
+	id := serverRequestKey(resp.ID)
 	if rt.inflight.deliver(sess.ID, id, resp) {
 		return nil
 	}
@@ -121,7 +123,7 @@ func (rt *Runtime) Deliver(ctx context.Context, sess *store.Session, resp *jsonr
 	if err != nil {
 		return err
 	}
-	msg := store.BusMessage{Kind: store.BusResponse, Session: sess.ID, ID: id, Data: data, To: owner}
+	msg := store.BusMessage{Kind: store.BusResponse, Session: sess.ID, ID: string(id), Data: data, To: owner}
 	err = rt.store.PostAnswer(ctx, sess.ID, id, data, msg, rt.opts.SessionTTL)
 	if errors.Is(err, store.ErrNotFound) {
 		return ErrNoPendingRequest // answered meanwhile, or the session ended
@@ -134,6 +136,6 @@ func (rt *Runtime) Deliver(ctx context.Context, sess *store.Session, resp *jsonr
 func (rt *Runtime) deliverFromBus(m store.BusMessage) {
 	msg, err := wire.Decode(m.Data)
 	if resp, ok := msg.(*jsonrpc.Response); err == nil && ok {
-		rt.inflight.deliver(m.Session, m.ID, resp)
+		rt.inflight.deliver(m.Session, store.ServerRequestID(m.ID), resp)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -57,7 +56,7 @@ const (
 type SessionEvents struct {
 	// PrimeID is the event id to prime the client with: resuming from it
 	// replays exactly what this stream will have missed.
-	PrimeID string
+	PrimeID store.EventID
 	// Replay holds the logged events after the client's Last-Event-ID.
 	Replay []store.Event
 	// Live carries new events; it is closed if the client falls so far
@@ -79,13 +78,13 @@ func (e *SessionEvents) Close() { e.ss.detach(e.live) }
 type streamHub struct {
 	rt       *Runtime
 	mu       sync.Mutex
-	sessions map[string]*sessionStream
+	sessions map[store.SessionID]*sessionStream
 	closed   bool           // no goroutine is spawned after Close
 	wg       sync.WaitGroup // goroutines started by spawn
 }
 
 func newStreamHub(rt *Runtime) *streamHub {
-	return &streamHub{rt: rt, sessions: map[string]*sessionStream{}}
+	return &streamHub{rt: rt, sessions: map[store.SessionID]*sessionStream{}}
 }
 
 // spawn runs fn on a goroutine the runtime's Close waits for.
@@ -109,7 +108,7 @@ func (h *streamHub) wait() {
 // sessionStream is this instance's hold on one session's GET stream.
 type sessionStream struct {
 	hub   *streamHub
-	sid   string
+	sid   store.SessionID
 	vhost string
 	hdr   http.Header
 
@@ -127,14 +126,14 @@ type sessionStream struct {
 	mu       sync.Mutex // guards the fields below; never held across I/O
 	owner    string     // "<instance>/<nonce>", as last claimed in the store
 	live     chan store.Event
-	sent     string          // id of the newest event the attached client has; "" while positioning
+	sent     store.EventID   // id of the newest event the attached client has; "" while positioning
 	ready    <-chan struct{} // closed once the latest requested listeners are up
 	linger   *time.Timer
 	finished bool
 }
 
 // OpenStream attaches the client's GET stream on this instance.
-func (rt *Runtime) OpenStream(ctx context.Context, sess *store.Session, hdr http.Header, lastEventID string) (*SessionEvents, error) {
+func (rt *Runtime) OpenStream(ctx context.Context, sess *store.Session, hdr http.Header, lastEventID store.EventID) (*SessionEvents, error) {
 	h := rt.streams
 	live := make(chan store.Event, liveBuffer)
 	h.mu.Lock()
@@ -170,7 +169,7 @@ func (rt *Runtime) OpenStream(ctx context.Context, sess *store.Session, hdr http
 		ss.linger = nil
 	}
 	oldOwner := ss.owner
-	ss.owner = rt.store.InstanceID() + "/" + router.NewRandomID("")
+	ss.owner = rt.store.InstanceID() + "/" + store.RandomID("")
 	ss.mu.Unlock()
 
 	ev := &SessionEvents{Live: live, Ended: ss.ended, ss: ss, live: live}
@@ -199,7 +198,7 @@ func (rt *Runtime) OpenStream(ctx context.Context, sess *store.Session, hdr http
 
 // position fills in where the client resumes: the logged events after
 // lastEventID, or the log's end for a fresh stream.
-func (ev *SessionEvents) position(ctx context.Context, rt *Runtime, sid, lastEventID string) error {
+func (ev *SessionEvents) position(ctx context.Context, rt *Runtime, sid store.SessionID, lastEventID store.EventID) error {
 	if lastEventID == "" {
 		id, err := rt.store.LatestEventID(ctx, sid)
 		ev.PrimeID = id
@@ -262,7 +261,7 @@ func (ss *sessionStream) emit(n *jsonrpc.Request) {
 		return
 	}
 	// Lingering, or taken over: whoever streams the session catches up.
-	if err := rt.store.Publish(ctx, store.BusMessage{Kind: store.BusNotify, Session: ss.sid, ID: id}); err != nil {
+	if err := rt.store.Publish(ctx, store.BusMessage{Kind: store.BusNotify, Session: ss.sid, ID: string(id)}); err != nil {
 		rt.log.Warn("publishing a logged event failed", "error", err)
 	}
 }
@@ -318,7 +317,7 @@ func (ss *sessionStream) sendNew() {
 	}
 }
 
-func (h *streamHub) get(sid string) *sessionStream {
+func (h *streamHub) get(sid store.SessionID) *sessionStream {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.sessions[sid]

@@ -69,7 +69,7 @@ func TestStream_SubscriptionUpdatesReachTheStreamOnAnotherInstance(t *testing.T)
 // subscribedOnTwo sets up two instances on one store and a session
 // subscribed to gateway-one's counter, whose stream the first instance
 // holds with its listener up.
-func subscribedOnTwo(t *testing.T) (f *fixture, second *instance, sid string, ev *session.SessionEvents) {
+func subscribedOnTwo(t *testing.T) (f *fixture, second *instance, sid store.SessionID, ev *session.SessionEvents) {
 	t.Helper()
 	f = streamingFixture(t, options{})
 	second = f.NewInstance(options{})

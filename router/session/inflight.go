@@ -1,6 +1,8 @@
 package session
 
 import (
+	"github.com/mcpgw/gateway/store"
+
 	"context"
 	"encoding/json"
 	"strconv"
@@ -26,22 +28,22 @@ func newInflight() *inflight {
 	return &inflight{calls: map[string]context.CancelCauseFunc{}, waiters: map[string]chan *jsonrpc.Response{}}
 }
 
-func slot(sid, id string) string { return sid + "\x00" + id }
+func slot[ID ~string](sid store.SessionID, id ID) string { return string(sid) + "\x00" + string(id) }
 
-func (f *inflight) addCall(sid, id string, cancel context.CancelCauseFunc) {
+func (f *inflight) addCall(sid store.SessionID, id string, cancel context.CancelCauseFunc) {
 	f.mu.Lock()
 	f.calls[slot(sid, id)] = cancel
 	f.mu.Unlock()
 }
 
-func (f *inflight) removeCall(sid, id string) {
+func (f *inflight) removeCall(sid store.SessionID, id string) {
 	f.mu.Lock()
 	delete(f.calls, slot(sid, id))
 	f.mu.Unlock()
 }
 
 // cancelCall cancels a local call; it reports whether one was running.
-func (f *inflight) cancelCall(sid, id string) bool {
+func (f *inflight) cancelCall(sid store.SessionID, id string) bool {
 	f.mu.Lock()
 	cancel, ok := f.calls[slot(sid, id)]
 	f.mu.Unlock()
@@ -51,7 +53,7 @@ func (f *inflight) cancelCall(sid, id string) bool {
 	return ok
 }
 
-func (f *inflight) addWaiter(sid, id string) chan *jsonrpc.Response {
+func (f *inflight) addWaiter(sid store.SessionID, id store.ServerRequestID) chan *jsonrpc.Response {
 	ch := make(chan *jsonrpc.Response, 1)
 	f.mu.Lock()
 	f.waiters[slot(sid, id)] = ch
@@ -59,7 +61,7 @@ func (f *inflight) addWaiter(sid, id string) chan *jsonrpc.Response {
 	return ch
 }
 
-func (f *inflight) removeWaiter(sid, id string) {
+func (f *inflight) removeWaiter(sid store.SessionID, id store.ServerRequestID) {
 	f.mu.Lock()
 	delete(f.waiters, slot(sid, id))
 	f.mu.Unlock()
@@ -67,7 +69,7 @@ func (f *inflight) removeWaiter(sid, id string) {
 
 // deliver hands a client's response to the local waiter, if any. It never
 // blocks: a waiter takes exactly one response.
-func (f *inflight) deliver(sid, id string, resp *jsonrpc.Response) bool {
+func (f *inflight) deliver(sid store.SessionID, id store.ServerRequestID, resp *jsonrpc.Response) bool {
 	f.mu.Lock()
 	ch, ok := f.waiters[slot(sid, id)]
 	if ok {
@@ -93,6 +95,10 @@ func idKey(id jsonrpc.ID) string {
 	}
 	return ""
 }
+
+// serverRequestKey is idKey for the id of a server-to-client request: the
+// key of its pending and answer marks.
+func serverRequestKey(id jsonrpc.ID) store.ServerRequestID { return store.ServerRequestID(idKey(id)) }
 
 // rawIDKey canonicalises an id given as raw JSON; ok is false for anything
 // that is not a valid MCP id (absent, null, 1.5, 1e3, true...), which can

@@ -43,7 +43,7 @@ func streamingFixture(t *testing.T, opts options) *fixture {
 }
 
 // handle runs one call with a stream on instance in.
-func handle(t *testing.T, in *instance, sid string, id jsonrpc.ID, method string, params any, s interface {
+func handle(t *testing.T, in *instance, sid store.SessionID, id jsonrpc.ID, method string, params any, s interface {
 	Send(jsonrpc.Message) error
 }) *jsonrpc.Response {
 	t.Helper()
@@ -51,7 +51,7 @@ func handle(t *testing.T, in *instance, sid string, id jsonrpc.ID, method string
 }
 
 // openStream attaches a GET stream of session sid on instance in.
-func openStream(t *testing.T, in *instance, sid, lastEventID string) *session.SessionEvents {
+func openStream(t *testing.T, in *instance, sid store.SessionID, lastEventID store.EventID) *session.SessionEvents {
 	t.Helper()
 	ev, err := in.Sessions.OpenStream(context.Background(), in.Load(t, sid), http.Header{}, lastEventID)
 	if err != nil {

@@ -49,8 +49,13 @@ const gatherWindow = 25 * time.Millisecond
 type parkRecord struct {
 	Round  int                            `json:"round"`
 	Inputs map[string]router.InputRequest `json:"inputs"`
+	// Answers are the answers retries of the round have brought so far
+	// without answering everything (by key): each retry answers only what
+	// the latest input_required asked, so the round's answers accumulate
+	// here until the last one comes and all go to the call at once.
+	Answers map[string]json.RawMessage `json:"answers,omitempty"`
 	// Lease names the call stream whose lease this instance holds.
-	Lease string `json:"lease"`
+	Lease store.CallStreamID `json:"lease"`
 }
 
 // parkOutcome is a round's outcome as it crosses instances.
@@ -63,7 +68,7 @@ type parkOutcome struct {
 // parkedCall is one call this instance holds.
 type parkedCall struct {
 	rt     *Runtime
-	id     string
+	id     store.SessionID
 	pc     router.ParkedCall
 	asks   chan *parkAsk
 	done   chan *jsonrpc.Response
@@ -72,8 +77,8 @@ type parkedCall struct {
 
 // parkAsk is one backend request waiting for the client.
 type parkAsk struct {
-	key   string // the request's key in the park's pending requests (idKey)
-	input string // the key the client sees in inputRequests
+	key   store.ServerRequestID // the request's key in the park's pending requests (idKey)
+	input string                // the key the client sees in inputRequests
 	req   router.InputRequest
 }
 
@@ -82,14 +87,14 @@ var _ router.ParkRuntime = (*Runtime)(nil)
 // parks tracks the calls this instance holds, for Close.
 type parks struct {
 	mu     sync.Mutex
-	calls  map[string]*parkedCall
+	calls  map[store.SessionID]*parkedCall
 	closed bool
 	wg     sync.WaitGroup
 }
 
 // Run runs a 2026-07-28 call that may park (router.ParkRuntime).
 func (rt *Runtime) Run(ctx context.Context, p router.ParkedCall, call func(ctx context.Context, asker router.SessionRuntime) *jsonrpc.Response) router.ParkOutcome {
-	pk := &parkedCall{rt: rt, id: router.NewRandomID("park-"), pc: p,
+	pk := &parkedCall{rt: rt, id: store.SessionID(store.RandomID("park-")), pc: p,
 		asks: make(chan *parkAsk), done: make(chan *jsonrpc.Response, 1)}
 	// The call outlives the client's request once it has parked: its own
 	// context, ended by Close; the backend's timeout bounds it too.
@@ -120,7 +125,7 @@ func (ps *parks) start(pk *parkedCall, call, coordinate func()) bool {
 		return false
 	}
 	if ps.calls == nil {
-		ps.calls = map[string]*parkedCall{}
+		ps.calls = map[store.SessionID]*parkedCall{}
 	}
 	ps.calls[pk.id] = pk
 	ps.wg.Go(call)
@@ -266,9 +271,9 @@ func (pk *parkedCall) deliver(ctx context.Context, first chan<- router.ParkOutco
 // from the client's retry, on any instance.
 func (pk *parkedCall) AskClient(ctx context.Context, _ *router.Call, req *jsonrpc.Request) *jsonrpc.Response {
 	rt := pk.rt
-	input := router.NewRandomID("mcpgw-s-")
+	input := store.RandomID("mcpgw-s-")
 	id := mustStringID(input)
-	key := idKey(id)
+	key := serverRequestKey(id)
 	ch := rt.inflight.addWaiter(pk.id, key)
 	defer rt.inflight.removeWaiter(pk.id, key)
 	select {
@@ -281,14 +286,22 @@ func (pk *parkedCall) AskClient(ctx context.Context, _ *router.Call, req *jsonrp
 			rt.log.Warn("removing a parked call's request failed", "error", err)
 		}
 	}()
-	return rt.awaitAnswer(ctx, pk.id, key, ch, req.Method)
+	resp, timedOut := rt.awaitAnswer(ctx, pk.id, key, ch, req.Method)
+	if timedOut {
+		// The client's retry never came: nobody will take the call's
+		// answer. The backend call ends now (the backend is told it is
+		// cancelled) rather than running on, perhaps asking again, until
+		// the backend's own timeout.
+		pk.cancel()
+	}
+	return resp
 }
 
 // ListenersChanged: a parked call has no GET stream.
-func (pk *parkedCall) ListenersChanged(context.Context, string) {}
+func (pk *parkedCall) ListenersChanged(context.Context, store.SessionID) {}
 
 // Resume delivers a retry's answers to a parked call (router.ParkRuntime).
-func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park string, round int, answers map[string]json.RawMessage) router.ParkOutcome {
+func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park store.SessionID, round int, answers map[string]json.RawMessage) router.ParkOutcome {
 	sess, err := rt.store.LoadSession(ctx, park, rt.parkTTL())
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -298,23 +311,43 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park string,
 	case sess.Principal != p.Principal || sess.VHost != p.VHost:
 		return parkFailed(router.CodeInvalidParams, "invalid requestState: it was not issued for this request and caller")
 	}
-	rec, lost, err := rt.parkState(ctx, park)
+	rec, call, err := rt.parkState(ctx, park)
 	switch {
 	case err != nil:
 		return parkFailed(router.CodeInternalError, "session store unavailable")
-	case lost:
+	case call != nil && call.Done:
+		// Its answer went to an earlier retry, or to nobody: no retry
+		// came within the client request timeout, and it was cancelled.
+		return parkFailed(router.CodeInternalError, "the call this requestState continues has ended")
+	case call.Lost():
 		return parkFailed(router.CodeInternalError, "the gateway instance holding this call stopped before it answered; the call's outcome is unknown")
 	case rec == nil || rec.Round != round:
 		return parkFailed(router.CodeInvalidParams, "invalid requestState: the call has moved on from that round")
 	}
-	// A request the retry does not answer is asked again, alone.
+	// A request neither this retry nor an earlier one of the round has
+	// answered is asked again, alone; the answers so far are kept for the
+	// retry that brings the last one (a client answers what the latest
+	// input_required asks, not the whole round again).
+	got := make(map[string]json.RawMessage, len(rec.Inputs))
 	missing := map[string]router.InputRequest{}
 	for k, in := range rec.Inputs {
-		if _, ok := answers[k]; !ok {
+		if a, ok := answers[k]; ok {
+			got[k] = a
+		} else if a, ok := rec.Answers[k]; ok {
+			got[k] = a
+		} else {
 			missing[k] = in
 		}
 	}
 	if len(missing) > 0 {
+		if len(got) > len(rec.Answers) {
+			kept := *rec
+			kept.Answers = got
+			data, _ := json.Marshal(kept)
+			if _, err := rt.store.AppendEvent(ctx, park, data, rt.opts.EventLogSize, rt.parkTTL()); err != nil {
+				return parkFailed(router.CodeInternalError, "session store unavailable")
+			}
+		}
 		return router.ParkOutcome{Input: missing, Park: park, Round: round}
 	}
 	key := outcomeKey(round)
@@ -330,7 +363,7 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park string,
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if err := rt.Deliver(ctx, sess, &jsonrpc.Response{ID: mustStringID(k), Result: answers[k]}); err != nil {
+		if err := rt.Deliver(ctx, sess, &jsonrpc.Response{ID: mustStringID(k), Result: got[k]}); err != nil {
 			if errors.Is(err, ErrNoPendingRequest) {
 				return parkFailed(router.CodeInvalidParams, "invalid requestState: the call has moved on from that round")
 			}
@@ -342,7 +375,7 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park string,
 
 // awaitOutcome waits for a parked call's next outcome, and for its
 // instance's lease, which ends the wait with an error when it lapses.
-func (rt *Runtime) awaitOutcome(ctx context.Context, park, key string, ch chan *jsonrpc.Response, lease string) router.ParkOutcome {
+func (rt *Runtime) awaitOutcome(ctx context.Context, park store.SessionID, key store.ServerRequestID, ch chan *jsonrpc.Response, lease store.CallStreamID) router.ParkOutcome {
 	t := time.NewTimer(rt.opts.ClientRequestTimeout)
 	defer t.Stop()
 	poll := time.NewTicker(min(answerPoll, rt.opts.CallLeaseTTL/2))
@@ -367,12 +400,13 @@ func (rt *Runtime) awaitOutcome(ctx context.Context, park, key string, ch chan *
 	}
 }
 
-// parkState reads the park's current round and whether its instance's
-// lease has lapsed.
-func (rt *Runtime) parkState(ctx context.Context, park string) (*parkRecord, bool, error) {
+// parkState reads the park's current round and the state of its call
+// (answered, or its instance's lease lapsed); nil when the park has no
+// round.
+func (rt *Runtime) parkState(ctx context.Context, park store.SessionID) (*parkRecord, *store.CallStream, error) {
 	evs, err := rt.store.EventsAfter(ctx, park, "0-0", 0)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	var rec *parkRecord
 	for _, e := range evs {
@@ -385,13 +419,16 @@ func (rt *Runtime) parkState(ctx context.Context, park string) (*parkRecord, boo
 		}
 	}
 	if rec == nil {
-		return nil, false, nil
+		return nil, nil, nil
 	}
 	cs, _, err := rt.store.CallStreamEventsAfter(ctx, park, rec.Lease, "0-0", 1)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, false, err
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return rec, nil, nil
+	case err != nil:
+		return nil, nil, err
 	}
-	return rec, err == nil && cs.Lost(), nil
+	return rec, cs, nil
 }
 
 // parkTTL is how long a park's record lives without use: enough for the
@@ -399,15 +436,17 @@ func (rt *Runtime) parkState(ctx context.Context, park string) (*parkRecord, boo
 func (rt *Runtime) parkTTL() time.Duration { return 2*rt.opts.ClientRequestTimeout + time.Minute }
 
 // outcomeKey and outcomeID name the wait for a round's outcome.
-func outcomeID(round int) string  { return "park-outcome-" + strconv.Itoa(round) }
-func outcomeKey(round int) string { return idKey(mustStringID(outcomeID(round))) }
+func outcomeID(round int) string { return "park-outcome-" + strconv.Itoa(round) }
+func outcomeKey(round int) store.ServerRequestID {
+	return serverRequestKey(mustStringID(outcomeID(round)))
+}
 func mustStringID(s string) jsonrpc.ID {
 	id, _ := jsonrpc.MakeID(s)
 	return id
 }
 
 // outcomeOf turns an outcome into what the router returns.
-func outcomeOf(park string, out parkOutcome) router.ParkOutcome {
+func outcomeOf(park store.SessionID, out parkOutcome) router.ParkOutcome {
 	if out.Response != nil {
 		msg, err := wire.Decode(out.Response)
 		if resp, ok := msg.(*jsonrpc.Response); err == nil && ok {
@@ -419,7 +458,7 @@ func outcomeOf(park string, out parkOutcome) router.ParkOutcome {
 }
 
 // outcomeFrom reads an outcome that came as a pending request's answer.
-func outcomeFrom(park string, resp *jsonrpc.Response) router.ParkOutcome {
+func outcomeFrom(park store.SessionID, resp *jsonrpc.Response) router.ParkOutcome {
 	var out parkOutcome
 	if resp.Error != nil || json.Unmarshal(resp.Result, &out) != nil {
 		return parkFailed(router.CodeInternalError, "a parked call's outcome could not be read")

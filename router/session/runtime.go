@@ -186,7 +186,7 @@ func (rt *Runtime) DeleteSession(ctx context.Context, sess *store.Session) error
 
 // ListenersChanged tells the instance holding the session's GET stream to
 // restart its backend listeners (subscriptions or log level changed).
-func (rt *Runtime) ListenersChanged(ctx context.Context, sid string) {
+func (rt *Runtime) ListenersChanged(ctx context.Context, sid store.SessionID) {
 	if err := rt.store.Publish(ctx, store.BusMessage{Kind: store.BusSubscriptions, Session: sid}); err != nil {
 		rt.log.Warn("publishing listener change failed", "error", err)
 	}
@@ -201,7 +201,7 @@ func ownerPrefix(owner string) string {
 // Load returns session id, refreshing its sliding lifetime: the one store
 // read of a request of a 2025-era session. store.ErrNotFound if it does
 // not exist or has expired; the caller checks it belongs to the caller.
-func (rt *Runtime) Load(ctx context.Context, id string) (*store.Session, error) {
+func (rt *Runtime) Load(ctx context.Context, id store.SessionID) (*store.Session, error) {
 	return rt.store.LoadSession(ctx, id, rt.opts.SessionTTL)
 }
 

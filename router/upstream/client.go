@@ -14,12 +14,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Transport names how the gateway talks to a backend: the `transport` of
@@ -33,6 +36,9 @@ const (
 	TransportStreamableHTTP Transport = "streamable-http"
 	// TransportSSE is the legacy HTTP+SSE transport (2024-11-05).
 	TransportSSE Transport = "sse"
+	// TransportStdio runs the backend as a local process speaking MCP on
+	// its stdin and stdout (Config.Stdio; see stdio.go).
+	TransportStdio Transport = "stdio"
 )
 
 const (
@@ -64,12 +70,24 @@ type Config struct {
 	// AddHeaders are set on every backend request; values are already
 	// ${ENV}-expanded and may hold secrets: never log them.
 	AddHeaders map[string]string
+	// HeaderTemplates are add_headers values that name claims of the
+	// caller's token (${claims.sub}): expanded for every request from the
+	// caller its context carries (credentials.CallerFrom). A name is in
+	// AddHeaders or here, never both.
+	HeaderTemplates map[string]*credentials.Template
+	// Credentials, when set, is how the gateway obtains this backend's
+	// bearer token (token exchange or client credentials); the token is
+	// sent as Authorization: Bearer on every request. nil: none.
+	Credentials *credentials.Settings
 	// RemoveHeaders are deleted last, so remove wins over add and
 	// passthrough.
 	RemoveHeaders []string
 	// MaxMessageBytes bounds one message (SSE event or JSON body) from the
 	// backend; zero means 16 MiB.
 	MaxMessageBytes int
+	// Stdio says how to run the backend when Transport is TransportStdio
+	// (URL and the header policy then have no use).
+	Stdio *StdioConfig
 }
 
 // Client talks to one backend. It is safe for concurrent use and holds one
@@ -81,10 +99,35 @@ type Client struct {
 	urlErr error
 	hc     *http.Client
 	ht     *http.Transport
+	// tokens obtains and caches the backend's bearer tokens (nil: the
+	// backend has no Credentials). It lives as long as the client, so a
+	// config reload starts with an empty cache.
+	tokens *credentials.Source
+	pool   *stdioPool // TransportStdio only
+}
+
+// Option tunes New.
+type Option func(*options)
+
+type options struct {
+	log        *slog.Logger
+	clientInfo json.RawMessage
+}
+
+// WithLogger is where a stdio backend's pool logs (its processes' stderr,
+// their exits); the default is slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithClientInfo is the clientInfo a stdio backend's processes are
+// initialized with (a gateway default if unset).
+func WithClientInfo(info json.RawMessage) Option {
+	return func(o *options) { o.clientInfo = info }
 }
 
 // New returns a client for cfg. A bad URL is reported by Open, as an *Error.
-func New(cfg Config) *Client {
+// A stdio backend's pool starts its Min processes in the background at
+// once; Close stops them.
+func New(cfg Config, opts ...Option) *Client {
 	var ht *http.Transport
 	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
 		ht = dt.Clone() // proxy, dial and TLS defaults, without sharing its pool
@@ -107,6 +150,24 @@ func New(cfg Config) *Client {
 	if cfg.MaxMessageBytes <= 0 {
 		c.cfg.MaxMessageBytes = defaultMaxMessageBytes
 	}
+	if cfg.Credentials != nil {
+		c.tokens = credentials.NewSource(*cfg.Credentials, nil)
+	}
+	if cfg.Transport == TransportStdio {
+		var o options
+		for _, opt := range opts {
+			opt(&o)
+		}
+		if o.log == nil {
+			o.log = slog.Default()
+		}
+		if cfg.Stdio == nil || cfg.Stdio.Command == "" {
+			c.urlErr = errors.New("no command to run")
+		} else {
+			c.pool = newStdioPool(c, o.log, o.clientInfo)
+		}
+		return c
+	}
 	u, err := url.Parse(cfg.URL)
 	switch {
 	case err != nil:
@@ -120,7 +181,24 @@ func New(cfg Config) *Client {
 }
 
 // Close closes idle pooled connections. Open Conns are unaffected.
-func (c *Client) Close() { c.ht.CloseIdleConnections() }
+//
+// For a stdio backend it stops every process and waits until each has
+// been reaped: idle ones at once, those in use when their Conn is closed,
+// or after the backend's timeout (30s when it has none), by which time
+// any call would have timed out anyway; a call still running then fails.
+func (c *Client) Close() {
+	c.ht.CloseIdleConnections()
+	if c.tokens != nil {
+		c.tokens.Close()
+	}
+	if c.pool != nil {
+		grace := c.cfg.Timeout
+		if grace <= 0 {
+			grace = 30 * time.Second
+		}
+		c.pool.close(grace)
+	}
+}
 
 // withTimeout bounds ctx by Config.Timeout, tagging expiry with a
 // timeoutError cause so errors say which limit fired.
@@ -165,12 +243,18 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 	if c.urlErr != nil {
 		return nil, c.newError("open", 0, c.urlErr)
 	}
-	conn := newConn(c, c.BuildHeaders(downstream))
 	openCtx, cancel := c.withTimeout(ctx)
 	defer cancel()
+	hdr, err := c.requestHeaders(openCtx, downstream)
+	if err != nil {
+		return nil, err // nothing was sent to the backend
+	}
+	conn := newConn(c, hdr)
+	conn.span = trace.SpanContextFromContext(ctx)
 
-	var err error
 	switch c.cfg.Transport {
+	case TransportStdio:
+		err = c.openStdio(openCtx, conn, h)
 	case TransportSSE:
 		if h.ProtocolVersion == "" {
 			h.ProtocolVersion = wire.LegacySSEProtocolVersion
@@ -201,7 +285,7 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 		err = c.newError("open", 0, fmt.Errorf("unknown transport %q", c.cfg.Transport))
 	}
 	if err != nil {
-		if openCtx.Err() != nil {
+		if openCtx.Err() != nil && c.cfg.Transport != TransportStdio { // stdio says what it waited for
 			err = c.contextError("initialize", openCtx)
 		}
 		_ = conn.Close(false)
@@ -233,7 +317,7 @@ func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
 	if err != nil {
 		return conn.c.newError(op, 0, fmt.Errorf("encoding params: %w", err))
 	}
-	resp, err := conn.t.roundTrip(ctx, conn.newCall(op, params), conn.dispatcher(nil))
+	resp, err := conn.t.roundTrip(ctx, conn.newCall(ctx, op, params), conn.dispatcher(nil))
 	if err != nil {
 		return err
 	}

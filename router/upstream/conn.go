@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // transport is one connection's wire: Streamable HTTP or legacy HTTP+SSE.
@@ -62,6 +63,9 @@ type Conn struct {
 	// meta is set on a 2026-07-28 connection: what every request's _meta
 	// carries (see modern.go).
 	meta map[string]json.RawMessage
+	// span is the trace context the connection was opened under, which
+	// its requests carry (trace_context.go).
+	span trace.SpanContext
 	mu   sync.Mutex
 }
 
@@ -136,14 +140,16 @@ func (conn *Conn) markSessionGone() {
 	conn.mu.Unlock()
 }
 
-func (conn *Conn) newCall(method string, params json.RawMessage) *jsonrpc.Request {
+// newCall numbers a request and completes its _meta for the connection,
+// with the trace context of ctx's span.
+func (conn *Conn) newCall(ctx context.Context, method string, params json.RawMessage) *jsonrpc.Request {
 	// MakeID maps a float64 to an integer id (the package has no Int64ID);
 	// ids stay far below 2^53, so the conversion is exact.
 	id, _ := jsonrpc.MakeID(float64(conn.nextID.Add(1)))
 	if conn.meta != nil {
-		params = withMeta(params, conn.meta)
+		params = withMeta(params, conn.meta, traceMeta(conn.spanContext(ctx)))
 	} else {
-		params = withoutModernMeta(params)
+		params = withoutModernMeta(params, traceMeta(conn.spanContext(ctx)))
 	}
 	return &jsonrpc.Request{ID: id, Method: method, Params: params}
 }
@@ -170,7 +176,7 @@ func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessag
 		return nil, conn.c.newError(method, 0, ErrClosed)
 	}
 	defer conn.end()
-	req := conn.newCall(method, params)
+	req := conn.newCall(ctx, method, params)
 	callCtx, cancel := conn.c.withTimeout(ctx)
 	defer cancel()
 	stop := context.AfterFunc(conn.abort, cancel)

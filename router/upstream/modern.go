@@ -55,9 +55,11 @@ func modernMeta(h Handshake) map[string]json.RawMessage {
 }
 
 // withMeta completes params._meta with base (the version always the
-// connection's). Params that are not an object are left alone: the
+// connection's) and sets the keys of override (the exchange's trace
+// context, which replaces the client's: the backend's parent is the
+// gateway's span). Params that are not an object are left alone: the
 // backend answers them.
-func withMeta(params json.RawMessage, base map[string]json.RawMessage) json.RawMessage {
+func withMeta(params json.RawMessage, base, override map[string]json.RawMessage) json.RawMessage {
 	p := map[string]json.RawMessage{}
 	if len(params) > 0 && string(params) != "null" {
 		if json.Unmarshal(params, &p) != nil {
@@ -73,6 +75,12 @@ func withMeta(params json.RawMessage, base map[string]json.RawMessage) json.RawM
 			meta[k] = v
 		}
 	}
+	if override != nil {
+		delete(meta, metaTracestate) // the client's state goes with its parent
+	}
+	for k, v := range override {
+		meta[k] = v
+	}
 	p["_meta"] = objectOf(meta)
 	return objectOf(p)
 }
@@ -82,9 +90,12 @@ func withMeta(params json.RawMessage, base map[string]json.RawMessage) json.RawM
 // what the session's initialize said already, and a backend that knows the
 // revision takes a request carrying them for a 2026-07-28 one (a stateful
 // go-sdk server refuses it, -32022). Other _meta keys (progressToken,
-// trace context) pass.
-func withoutModernMeta(params json.RawMessage) json.RawMessage {
-	if !bytes.Contains(params, []byte(`"io.modelcontextprotocol/`)) {
+// trace context) pass; trace keys the client set are replaced by trace's
+// (the exchange's span, when traced), never added: a 2025-era backend
+// gets its trace context in headers.
+func withoutModernMeta(params json.RawMessage, trace map[string]json.RawMessage) json.RawMessage {
+	if !bytes.Contains(params, []byte(`"io.modelcontextprotocol/`)) &&
+		(trace == nil || !bytes.Contains(params, []byte(`"traceparent"`))) {
 		return params // the common case costs one scan
 	}
 	var p map[string]json.RawMessage
@@ -97,6 +108,12 @@ func withoutModernMeta(params json.RawMessage) json.RawMessage {
 	}
 	for _, k := range []string{metaProtocolVersion, metaClientCapabilities, metaClientInfo, metaLogLevel} {
 		delete(meta, k)
+	}
+	if _, set := meta[metaTraceparent]; set && trace != nil {
+		delete(meta, metaTracestate) // the client's state goes with its parent
+		for k, v := range trace {
+			meta[k] = v
+		}
 	}
 	if len(meta) == 0 {
 		delete(p, "_meta")
@@ -194,6 +211,9 @@ var ErrNotModern = errors.New("not a 2026-07-28 server")
 // wrapped in an *Error (a legacy server answers 400, 404 or 405, or a
 // JSON-RPC error; a stateful go-sdk server -32022).
 func (c *Client) Discover(ctx context.Context, clientInfo json.RawMessage, downstream http.Header) (*DiscoverResult, error) {
+	if c.cfg.Transport == TransportStdio {
+		return nil, c.newError("server/discover", 0, errors.Join(ErrNotModern, errNotStdio))
+	}
 	conn, err := c.Open(ctx, Handshake{ProtocolVersion: wire.ModernProtocolVersion, SkipInitialize: true, ClientInfo: clientInfo}, downstream)
 	if err != nil {
 		return nil, err

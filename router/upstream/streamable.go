@@ -48,6 +48,7 @@ func (s *streamable) newRequest(ctx context.Context, method string, body io.Read
 		return nil, "", err
 	}
 	hreq.Header = s.conn.headers.Clone()
+	injectTraceHeaders(s.conn.spanContext(ctx), hreq.Header)
 	sid, version, _ := s.conn.state()
 	if version != "" {
 		hreq.Header.Set(headerProtocolVersion, version)
@@ -389,7 +390,7 @@ func (s *streamable) issuesSessions(ctx context.Context) bool {
 	}
 	reqCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	hresp, _, err := s.post(reqCtx, s.conn.newCall("initialize", params))
+	hresp, _, err := s.post(reqCtx, s.conn.newCall(reqCtx, "initialize", params))
 	if err != nil {
 		return false
 	}

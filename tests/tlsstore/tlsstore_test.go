@@ -149,7 +149,7 @@ func TestStore_WorksOverTLS(t *testing.T) {
 		},
 		Subscriptions: []string{"file:///a", "gh://repo/b"},
 		Cancelled:     map[string]bool{"41": true},
-		Pending:       map[string]string{"gw-0": s.InstanceID()},
+		Pending:       map[store.ServerRequestID]string{"gw-0": s.InstanceID()},
 	}
 	if err := s.CreateSession(ctx, want, time.Minute); err != nil {
 		t.Fatalf("CreateSession: %v", err)
@@ -200,7 +200,7 @@ func TestStore_WorksOverTLS(t *testing.T) {
 		t.Errorf("Cancelled = %v, want 7 marked beside 41", c)
 	}
 
-	var ids []string
+	var ids []store.EventID
 	for i := range 3 {
 		eid, err := s.AppendEvent(ctx, id, fmt.Appendf(nil, `{"n":%d}`, i), 100, time.Minute)
 		if err != nil {

@@ -10,6 +10,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcpgw/gateway/router/session"
 
@@ -18,6 +22,7 @@ import (
 	"github.com/mcpgw/gateway/internal/buildinfo"
 	"github.com/mcpgw/gateway/internal/config"
 	"github.com/mcpgw/gateway/internal/metrics"
+	"github.com/mcpgw/gateway/internal/tracing"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -29,6 +34,10 @@ type App struct {
 	Router   *router.Router
 	Sessions *session.Runtime
 	Store    store.Store
+	// tracing is the tracer provider Build made from the config (nil
+	// when one was passed in, or tracing is off): the App flushes and
+	// shuts it down.
+	tracing *tracing.Provider
 }
 
 // Option adjusts what Build assembles.
@@ -37,6 +46,7 @@ type Option func(*buildOptions)
 type buildOptions struct {
 	noMetrics, noParking bool
 	build                buildinfo.Info
+	tracerProvider       trace.TracerProvider
 }
 
 // WithBuildInfo names the build being assembled: its version is the
@@ -44,6 +54,13 @@ type buildOptions struct {
 // Entry points read it with buildinfo.Read from the values stamped at link
 // time; without this option the version is "devel".
 func WithBuildInfo(bi buildinfo.Info) Option { return func(o *buildOptions) { o.build = bi } }
+
+// WithTracerProvider traces with tp instead of what the config's tracing
+// section and the OTEL_* variables ask for (tests use an in-memory
+// exporter). The caller owns tp: Close does not shut it down.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *buildOptions) { o.tracerProvider = tp }
+}
 
 // WithoutMetrics leaves out Prometheus metrics and GET /metrics: for entry
 // points where the listener is public and scraping makes no sense (a Lambda
@@ -78,6 +95,16 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		log.Warn("no Redis URL set: using the embedded in-memory store; sessions live in this process only, so run a single instance")
 		st = store.NewMemory()
 	}
+	tp := bo.tracerProvider
+	var tr *tracing.Provider
+	if tp == nil {
+		tr, err = tracing.New(context.Background(), tracing.Settings{Config: cfg.Tracing, Getenv: os.Getenv, ServiceVersion: bo.build.Version, Logger: log})
+		if err != nil {
+			_ = st.Close()
+			return nil, fmt.Errorf("tracing: %w", err)
+		}
+		tp = tr.TracerProvider()
+	}
 	// Metrics are on by default: collecting costs little, and an operator
 	// should not need a redeploy to start scraping.
 	var m *metrics.Metrics
@@ -94,6 +121,10 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		Logger:       log,
 		Info:         router.Implementation{Name: "mcpgw", Title: "MCP gateway", Version: bo.build.Version},
 		Observer:     observer,
+		// Passed in, never registered globally (otel.SetTracerProvider):
+		// an embedder's own tracing, or a second gateway in the process,
+		// is left alone.
+		TracerProvider: tp,
 	})
 	sessions := session.New(st, rt, session.Options{
 		SessionTTL:           cfg.SessionTTL,
@@ -120,11 +151,20 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		ResponseBudget: upstream.NewBudget(cmp.Or(cfg.Limits.InflightResponseBytes, config.DefaultInflightResponseBytes)),
 		Logger:         log,
 		Metrics:        m,
-		KeepAlive:      cfg.Streams.KeepAlive,
+		// GET /status goes where GET /metrics goes, under the same rules.
+		Status:    !bo.noMetrics,
+		KeepAlive: cfg.Streams.KeepAlive,
 		// Only with JWT auth: validation refuses it otherwise.
 		ResourceMetadata: cfg.Auth.ResourceMetadata,
 	})
-	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st}, nil
+	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st, tracing: tr}, nil
+}
+
+// FlushTraces exports the spans ended so far, within ctx. On Lambda it
+// runs before each invocation ends: a frozen execution environment sends
+// nothing, and one that is never thawed again loses what it held.
+func (a *App) FlushTraces(ctx context.Context) error {
+	return a.tracing.ForceFlush(ctx)
 }
 
 // Start subscribes the router and the session runtime to the store's bus,
@@ -136,9 +176,17 @@ func (a *App) Start(ctx context.Context) error {
 }
 
 // Close ends the session runtime's streams, then the router's background
-// work, then the store, each after everything that uses it has stopped.
+// work, then the store, each after everything that uses it has stopped,
+// and last exports the spans that are left (within traceShutdownTimeout).
 func (a *App) Close() error {
 	a.Sessions.Close()
 	a.Router.Close()
-	return a.Store.Close()
+	err := a.Store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), traceShutdownTimeout)
+	defer cancel()
+	return errors.Join(err, a.tracing.Shutdown(ctx))
 }
+
+// traceShutdownTimeout bounds the last export at Close: a collector that
+// is down must not hold up a shutdown.
+const traceShutdownTimeout = 5 * time.Second

@@ -1,0 +1,135 @@
+package config
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/plugins"
+)
+
+// rawPlugin is one entry of a virtual host's `plugins` list. Which fields
+// apply depends on type (plugins.Compile says when one does not).
+type rawPlugin struct {
+	Type     string   `yaml:"type"`
+	In       string   `yaml:"in"`
+	Patterns []string `yaml:"patterns"`
+	Builtin  []string `yaml:"builtin"`
+	Limit    *int64   `yaml:"limit"`
+}
+
+// rawRateLimit is one entry of a virtual host's `rate_limits` list.
+type rawRateLimit struct {
+	Per    string   `yaml:"per"`
+	Tools  []string `yaml:"tools"`
+	Limit  *int64   `yaml:"limit"`
+	Window *string  `yaml:"window"`
+}
+
+// plugins compiles a virtual host's plugins (plugins.Compile: every
+// regular expression, every field against the plugin's type) and reports
+// each problem at its field, e.g. virtual_hosts.demo.plugins[0].patterns[1],
+// with its line.
+func (v *validator) plugins(vhostPath string, raw []*rawPlugin) []router.Hook {
+	if len(raw) == 0 {
+		return nil
+	}
+	path := joinPath(vhostPath, "plugins")
+	specs := make([]plugins.Spec, len(raw))
+	for i, p := range raw {
+		if p == nil {
+			v.errf(indexPath(path, i), "empty plugin: give its type")
+			return nil
+		}
+		specs[i] = plugins.Spec{Type: p.Type, In: p.In, Patterns: p.Patterns, Builtin: p.Builtin}
+		if p.Limit != nil {
+			specs[i].Limit = *p.Limit
+			if specs[i].Limit == 0 {
+				specs[i].Limit = -1 // set to 0: "must be at least 1", or "does not apply"
+			}
+		}
+	}
+	hooks, err := plugins.Compile(specs)
+	if err == nil {
+		return hooks
+	}
+	for _, e := range unjoin(err) {
+		var se *plugins.SpecError
+		if !errors.As(e, &se) {
+			v.errf(path, "%s", errMsg(e))
+			continue
+		}
+		at := indexPath(path, se.Plugin)
+		if se.Field != "" {
+			at += "." + se.Field
+		}
+		v.errf(at, "%s", strings.TrimSpace(oneLine(se.Msg)))
+	}
+	return nil
+}
+
+// rateLimits checks a virtual host's rate limits (router.CompileRateLimits)
+// and reports each problem at its field with its line.
+func (v *validator) rateLimits(vhostPath string, raw []*rawRateLimit) *router.RateLimitPolicy {
+	if len(raw) == 0 {
+		return nil
+	}
+	path := joinPath(vhostPath, "rate_limits")
+	limits := make([]router.RateLimit, len(raw))
+	ok := true
+	reported := map[int]bool{} // limits whose limit or window is already reported
+	for i, r := range raw {
+		at := indexPath(path, i)
+		if r == nil {
+			v.errf(at, "empty rate limit: give per, limit and window")
+			return nil
+		}
+		limits[i] = router.RateLimit{Per: r.Per, Tools: r.Tools}
+		n := len(v.errs)
+		if r.Limit == nil {
+			v.errf(joinPath(at, "limit"), "missing: how many requests per window")
+		} else {
+			limits[i].Limit = *r.Limit
+		}
+		if r.Window == nil {
+			v.errf(joinPath(at, "window"), "missing: the window the limit counts over (e.g. 1m)")
+		} else {
+			limits[i].Window = v.duration(joinPath(at, "window"), r.Window, 0, 0)
+		}
+		if len(v.errs) > n {
+			ok, reported[i] = false, true
+		}
+	}
+	p, err := router.CompileRateLimits(limits)
+	if err == nil {
+		if !ok {
+			return nil
+		}
+		return p
+	}
+	for _, e := range unjoin(err) {
+		var re *router.RateLimitError
+		if !errors.As(e, &re) {
+			v.errf(path, "%s", errMsg(e))
+			continue
+		}
+		at := indexPath(path, re.Limit)
+		if re.Field != "" {
+			if reported[re.Limit] && (re.Field == "limit" || re.Field == "window") {
+				continue // already reported: missing, or not a duration
+			}
+			at += "." + re.Field
+		}
+		v.errf(at, "%s", re.Msg)
+	}
+	return nil
+}
+
+// unjoin splits an errors.Join into its errors.
+func unjoin(err error) []error {
+	var multi interface{ Unwrap() []error }
+	if errors.As(err, &multi) {
+		return multi.Unwrap()
+	}
+	return []error{err}
+}

@@ -1,0 +1,196 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/store"
+)
+
+// Tracing (Options.TracerProvider): one span per MCP request, named
+// "mcp <method>", and under it one per backend exchange, named
+// "backend <key> <method>" (a fan-out's run side by side, as they ran),
+// plus the discovery or initialize probes a request waits for. The
+// request span continues the client's trace: the W3C trace context at the
+// root of params._meta (protocol 2026-07-28 puts it there; a 2025-era
+// client may too) wins over the traceparent header, since it belongs to
+// this one message and a batch's messages may each carry their own. The
+// backend spans' context goes on to the backend (router/upstream). With no
+// provider the router starts nothing and adds no attribute: every helper
+// here checks r.tracer first.
+
+// tracerName is the instrumentation scope of the router's spans.
+const tracerName = "github.com/mcpgw/gateway/router"
+
+// Span attributes. The set is small and documented (README, Operations):
+// what an operator filters traces by.
+const (
+	attrVHost     attribute.Key = "mcpgw.vhost"
+	attrMethod    attribute.Key = "mcp.method.name"
+	attrName      attribute.Key = "mcpgw.published_name"
+	attrBackend   attribute.Key = "mcpgw.backend"
+	attrOutcome   attribute.Key = "mcpgw.outcome"
+	attrErrorCode attribute.Key = "rpc.jsonrpc.error_code"
+	attrProtocol  attribute.Key = "mcp.protocol.version"
+	attrCached    attribute.Key = "mcpgw.list_cache_hits"
+)
+
+// Outcomes of a request span (a backend span uses the Observer's).
+const (
+	requestOK        = "ok"
+	requestError     = "error"
+	requestCancelled = "cancelled"
+)
+
+// startRequest opens the span of one downstream request, in the client's
+// trace when it sent one. It returns a nil span when tracing is off.
+func (r *Router) startRequest(ctx context.Context, vhostName, protocol string, hdr http.Header, req *jsonrpc.Request) (context.Context, trace.Span) {
+	if r.tracer == nil {
+		return ctx, nil
+	}
+	ctx = extractTraceContext(ctx, hdr, req.Params)
+	return r.tracer.Start(ctx, "mcp "+spanMethod(req.Method), trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attrVHost.String(vhostName), attrMethod.String(wire.Clip(req.Method)), attrProtocol.String(protocol)))
+}
+
+// endRequest records how the request ended and ends its span.
+func endRequest(span trace.Span, resp *jsonrpc.Response) {
+	if span == nil {
+		return
+	}
+	outcome := requestOK
+	if resp != nil && resp.Error != nil {
+		outcome = requestError
+		var e *jsonrpc.Error
+		if errors.As(resp.Error, &e) {
+			span.SetAttributes(attrErrorCode.Int64(e.Code))
+			if e.Code == CodeRequestCancelled {
+				outcome = requestCancelled
+			}
+		}
+		span.SetStatus(codes.Error, wire.Clip(resp.Error.Error()))
+	}
+	span.SetAttributes(attrOutcome.String(outcome))
+	span.End()
+}
+
+// annotateTarget names the published identifier and the backend a routed
+// request resolved to on the request's span.
+func (r *Router) annotateTarget(ctx context.Context, t *target) {
+	if r.tracer == nil {
+		return
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attrName.String(t.public), attrBackend.String(t.backend))
+	}
+}
+
+// annotateCacheHits counts a list's pages that came from the list cache:
+// those backends have no span of their own.
+func (r *Router) annotateCacheHits(ctx context.Context, hits int) {
+	if r.tracer == nil || hits == 0 {
+		return
+	}
+	trace.SpanFromContext(ctx).SetAttributes(attrCached.Int(hits))
+}
+
+// startBackend opens the span of one backend exchange (or probe) under
+// the request's. snap, when known, says which protocol it speaks.
+func (r *Router) startBackend(ctx context.Context, v *vhost, key, method string, snap *store.BackendSnapshot) (context.Context, trace.Span) {
+	if r.tracer == nil {
+		return ctx, nil
+	}
+	attrs := []attribute.KeyValue{attrVHost.String(v.name), attrBackend.String(key), attrMethod.String(method)}
+	if snap.OK() {
+		attrs = append(attrs, attrProtocol.String(snap.ProtocolVersion))
+	}
+	return r.tracer.Start(ctx, "backend "+key+" "+method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// endBackend records an exchange's outcome (the Observer's) and ends its
+// span. err's text names the backend and the step, never a URL or a
+// header value (upstream.Error).
+func endBackend(span trace.Span, resp *jsonrpc.Response, err error, outcome string) {
+	if span == nil {
+		return
+	}
+	span.SetAttributes(attrOutcome.String(outcome))
+	switch {
+	case err != nil:
+		span.SetStatus(codes.Error, wire.Clip(err.Error()))
+	case resp != nil && resp.Error != nil:
+		var e *jsonrpc.Error
+		if errors.As(resp.Error, &e) {
+			span.SetAttributes(attrErrorCode.Int64(e.Code))
+		}
+	}
+	span.End()
+}
+
+// endProbe ends the span of a discovery or initialize probe with what it
+// learned.
+func endProbe(span trace.Span, snap *store.BackendSnapshot) {
+	if span == nil {
+		return
+	}
+	if snap.OK() {
+		span.SetAttributes(attrOutcome.String(OutcomeOK), attrProtocol.String(snap.ProtocolVersion))
+	} else {
+		span.SetAttributes(attrOutcome.String(OutcomeTransportError))
+		span.SetStatus(codes.Error, wire.Clip(snap.Error))
+	}
+	span.End()
+}
+
+// extractTraceContext returns ctx carrying the client's trace context:
+// from params._meta when it holds a valid traceparent, else from hdr.
+func extractTraceContext(ctx context.Context, hdr http.Header, params json.RawMessage) context.Context {
+	prop := propagation.TraceContext{}
+	if bytes.Contains(params, []byte(`"traceparent"`)) {
+		var p struct {
+			Meta struct {
+				Traceparent string `json:"traceparent"`
+				Tracestate  string `json:"tracestate"`
+			} `json:"_meta"`
+		}
+		if json.Unmarshal(params, &p) == nil && p.Meta.Traceparent != "" {
+			c := propagation.MapCarrier{"traceparent": p.Meta.Traceparent}
+			if p.Meta.Tracestate != "" {
+				c["tracestate"] = p.Meta.Tracestate
+			}
+			if mctx := prop.Extract(ctx, c); trace.SpanContextFromContext(mctx).IsValid() {
+				return mctx
+			}
+		}
+	}
+	if hdr == nil {
+		return ctx
+	}
+	return prop.Extract(ctx, propagation.HeaderCarrier(hdr))
+}
+
+// spanMethod is the method as a span name: one the gateway serves, or
+// "other", so a client cannot mint span names.
+func spanMethod(method string) string {
+	if _, ok := listOps[method]; ok {
+		return method
+	}
+	if _, ok := routedMethods[method]; ok {
+		return method
+	}
+	switch method {
+	case "initialize", "ping", "logging/setLevel", "server/discover", "subscriptions/listen":
+		return method
+	}
+	return "other"
+}

@@ -1,0 +1,9 @@
+//go:build !unix
+
+package upstream
+
+import "os/exec"
+
+func ownProcessGroup(*exec.Cmd) {}
+
+func killProcessGroup(*exec.Cmd) {}
