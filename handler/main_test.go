@@ -76,8 +76,10 @@ type gwOptions struct {
 	status       bool
 	twoListCache time.Duration
 	// policy gives vhost demo access rules and the Policy section's plugins and, with
-	// rateLimit, a per-principal rate limit no test reaches.
+	// rateLimit, a per-principal rate limit of rateLimitN calls an hour
+	// (default: more than any test makes).
 	policy, rateLimit bool
+	rateLimitN        int64
 }
 
 func startGateway(t testing.TB, o gwOptions) *gw {
@@ -117,7 +119,7 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 		}
 		if o.rateLimit {
 			if demo.RateLimits, err = router.CompileRateLimits([]router.RateLimit{
-				{Per: router.RatePerPrincipal, Limit: 1_000_000_000, Window: time.Hour}}); err != nil {
+				{Per: router.RatePerPrincipal, Limit: cmp.Or(o.rateLimitN, 1_000_000_000), Window: time.Hour}}); err != nil {
 				t.Fatal(err)
 			}
 		}
