@@ -7,51 +7,69 @@ import (
 	"testing"
 )
 
-// BenchmarkServePOST_ToolsCall posts one routed tools/call of a 2025-era
-// session through the whole handler (auth, session load, routing, an
-// in-process stateless backend) with and without access rules, the Policy section's
-// plugins and a per-principal rate limit. The rate limit is counted while
-// the session loads (streamable_post.go): the two store round trips
-// overlap instead of adding up.
+// BenchmarkServePOST_ToolsCall posts one routed tools/call through the
+// whole handler (auth, session load for a 2025 session, routing, an
+// in-process stateless backend that speaks both generations) with and
+// without access rules, the Policy section's plugins and a per-principal
+// rate limit, for a 2025 session and for a 2026-07-28 request. A 2025
+// call's rate limit is counted while its session loads
+// (streamable_post.go): the two store round trips overlap; a 2026-07-28
+// call, which touches no store otherwise, pays the one round trip.
+// "direct" posts the same call to the backend itself: plain minus direct
+// is the gateway's own time per call.
 func BenchmarkServePOST_ToolsCall(b *testing.B) {
-	for _, mode := range []struct {
-		name                      string
-		policy, rateLimit, direct bool
-	}{
-		// direct: the same call posted to the backend itself, so that
-		// plain minus direct is the gateway's own time per call.
-		{"direct", false, false, true},
-		{"plain", false, false, false},
-		{"access+plugins", true, false, false},
-		{"access+plugins+rate-limit", true, true, false},
-	} {
-		b.Run(mode.name, func(b *testing.B) {
-			g := startGateway(b, gwOptions{stateless: true, policy: mode.policy, rateLimit: mode.rateLimit})
-			sid := g.initialize("alice", "demo")
-			token := g.token("alice")
-			url, body := g.url+"/servers/demo/mcp", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"gateway-one-echo","arguments":{"text":"hi"}}}`
-			if mode.direct {
-				url, body = g.one.URL, strings.Replace(body, "gateway-one-echo", "echo", 1)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				hr, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-				hr.Header.Set("Content-Type", "application/json")
-				hr.Header.Set("Accept", "application/json, text/event-stream")
-				hr.Header.Set("Authorization", "Bearer "+token)
-				if !mode.direct {
-					hr.Header.Set("Mcp-Session-Id", sid)
-				}
-				res, err := http.DefaultClient.Do(hr)
-				if err != nil {
-					b.Fatal(err)
-				}
-				out, _ := io.ReadAll(res.Body)
-				res.Body.Close()
-				if res.StatusCode != http.StatusOK || !strings.Contains(string(out), `"hi"`) {
-					b.Fatalf("%d %s", res.StatusCode, out)
-				}
-			}
-		})
+	for _, gen := range []struct {
+		name   string
+		modern bool
+	}{{"2025", false}, {"2026", true}} {
+		for _, mode := range []struct {
+			name                      string
+			policy, rateLimit, direct bool
+		}{
+			{"direct", false, false, true},
+			{"plain", false, false, false},
+			{"access+plugins", true, false, false},
+			{"access+plugins+rate-limit", true, true, false},
+		} {
+			b.Run(gen.name+"/"+mode.name, func(b *testing.B) {
+				benchCall(b, gen.modern, mode.policy, mode.rateLimit, mode.direct)
+			})
+		}
+	}
+}
+
+func benchCall(b *testing.B, modern, policy, rateLimit, direct bool) {
+	g := startGateway(b, gwOptions{stateless: true, policy: policy, rateLimit: rateLimit})
+	token := g.token("alice")
+	name, url := "gateway-one-echo", g.url+"/servers/demo/mcp"
+	if direct {
+		name, url = "echo", g.one.URL
+	}
+	params := `"name":"` + name + `","arguments":{"text":"hi"}`
+	hdr := map[string]string{"Authorization": "Bearer " + token}
+	if modern {
+		params += `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+		hdr["MCP-Protocol-Version"], hdr["Mcp-Method"], hdr["Mcp-Name"] = "2026-07-28", "tools/call", name
+	} else if !direct {
+		hdr["Mcp-Session-Id"] = g.initialize("alice", "demo")
+	}
+	body := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{` + params + `}}`
+	b.ReportAllocs()
+	for b.Loop() {
+		hr, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		hr.Header.Set("Content-Type", "application/json")
+		hr.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			hr.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(hr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(out), `"hi"`) || strings.Contains(string(out), `"error"`) {
+			b.Fatalf("%d %s", res.StatusCode, out)
+		}
 	}
 }
