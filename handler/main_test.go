@@ -80,6 +80,7 @@ type gwOptions struct {
 	// (default: more than any test makes).
 	policy, rateLimit bool
 	rateLimitN        int64
+	rateLimitBatch    int64 // the limit's batch (router.RateLimit.Batch)
 }
 
 func startGateway(t testing.TB, o gwOptions) *gw {
@@ -119,7 +120,7 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 		}
 		if o.rateLimit {
 			if demo.RateLimits, err = router.CompileRateLimits([]router.RateLimit{
-				{Per: router.RatePerPrincipal, Limit: cmp.Or(o.rateLimitN, 1_000_000_000), Window: time.Hour}}); err != nil {
+				{Per: router.RatePerPrincipal, Limit: cmp.Or(o.rateLimitN, 1_000_000_000), Window: time.Hour, Batch: o.rateLimitBatch}}); err != nil {
 				t.Fatal(err)
 			}
 		}

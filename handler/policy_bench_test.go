@@ -25,21 +25,24 @@ func BenchmarkServePOST_ToolsCall(b *testing.B) {
 		for _, mode := range []struct {
 			name                      string
 			policy, rateLimit, direct bool
+			batch                     int64
 		}{
-			{"direct", false, false, true},
-			{"plain", false, false, false},
-			{"access+plugins", true, false, false},
-			{"access+plugins+rate-limit", true, true, false},
+			{"direct", false, false, true, 0},
+			{"plain", false, false, false, 0},
+			{"access+plugins", true, false, false, 0},
+			{"access+plugins+rate-limit", true, true, false, 0},
+			// the limit counted locally, 100 requests per store round trip
+			{"access+plugins+rate-limit-batch", true, true, false, 100},
 		} {
 			b.Run(gen.name+"/"+mode.name, func(b *testing.B) {
-				benchCall(b, gen.modern, mode.policy, mode.rateLimit, mode.direct)
+				benchCall(b, gen.modern, mode.policy, mode.rateLimit, mode.direct, mode.batch)
 			})
 		}
 	}
 }
 
-func benchCall(b *testing.B, modern, policy, rateLimit, direct bool) {
-	g := startGateway(b, gwOptions{stateless: true, policy: policy, rateLimit: rateLimit})
+func benchCall(b *testing.B, modern, policy, rateLimit, direct bool, batch int64) {
+	g := startGateway(b, gwOptions{stateless: true, policy: policy, rateLimit: rateLimit, rateLimitBatch: batch})
 	token := g.token("alice")
 	name, url := "gateway-one-echo", g.url+"/servers/demo/mcp"
 	if direct {

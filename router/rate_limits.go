@@ -47,6 +47,10 @@ type RateLimit struct {
 	Tools  []string
 	Limit  int64
 	Window time.Duration
+	// Batch > 1 counts the limit locally (rate_allowance.go): each
+	// instance takes Batch requests from the shared counter at once. 0
+	// or 1: every request is taken from the store (exact).
+	Batch int64
 }
 
 // RateLimitPolicy is a virtual host's compiled rate limits
@@ -110,6 +114,9 @@ func CompileRateLimits(limits []RateLimit) (*RateLimitPolicy, error) {
 		case l.Limit >= 1 && l.Window.Microseconds()/l.Limit < 1:
 			fail(i, "limit", "more than one request per microsecond cannot be counted")
 		}
+		if l.Batch < 0 || (l.Limit >= 1 && l.Batch > l.Limit) {
+			fail(i, "batch", "must be between 1 and the limit (%d)", l.Limit)
+		}
 		rl := rateLimit{RateLimit: l, index: i}
 		rl.Tools = append([]string(nil), l.Tools...)
 		for j, src := range l.Tools {
@@ -127,6 +134,19 @@ func CompileRateLimits(limits []RateLimit) (*RateLimitPolicy, error) {
 		return nil, errors.Join(errs...)
 	}
 	return p, nil
+}
+
+// batched reports whether any limit is counted locally.
+func (p *RateLimitPolicy) batched() bool {
+	if p == nil {
+		return false
+	}
+	for _, l := range p.limits {
+		if l.Batch > 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // Limits returns the limits as configured.
@@ -260,20 +280,48 @@ func (r *Router) admit(ctx context.Context, v *vhost, req *jsonrpc.Request, prin
 	list := checks[:0]
 	var which [4]*rateLimit
 	applied := which[:0]
+	var local [4]store.RateCheck // batched limits served from this instance's allowance
+	handed := local[:0]
+	now := time.Now()
 	for i := range v.limits.limits {
 		l := &v.limits.limits[i]
 		if !l.applies(tool) {
 			continue
 		}
-		list = append(list, store.RateCheck{Key: l.counter(principal, tool), Limit: l.Limit, Window: l.Window})
+		c := store.RateCheck{Key: l.counter(principal, tool), Limit: l.Limit, Window: l.Window}
+		if l.Batch > 1 && v.allowance.take(c.Key, now) {
+			handed = append(handed, c)
+			continue
+		}
+		if l.Batch > 1 {
+			c.Count = l.Batch
+		}
+		list = append(list, c)
 		applied = append(applied, l)
 	}
 	if len(list) == 0 {
 		return nil
 	}
 	verdict, err := r.opts.Store.TakeRate(ctx, v.name, list)
+	if err == nil && !verdict.Allowed && list[verdict.Denied].Count > 1 {
+		// Near the limit a batch no longer fits: take this request alone.
+		for i := range list {
+			list[i].Count = 0
+		}
+		verdict, err = r.opts.Store.TakeRate(ctx, v.name, list)
+	}
+	if err != nil || !verdict.Allowed {
+		for _, c := range handed { // not used: the call does not run
+			v.allowance.give(c.Key, 1, now, c.Window)
+		}
+	}
 	if err != nil {
 		return r.storeUnavailable(req.ID, err)
+	}
+	if verdict.Allowed {
+		for _, c := range list {
+			v.allowance.give(c.Key, c.Count-1, now, c.Window) // a batch's spares
+		}
 	}
 	obs, _ := r.opts.Observer.(PluginObserver)
 	if verdict.Allowed {

@@ -12,6 +12,8 @@ import (
 	"github.com/mcpgw/gateway/router/plugins"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcpgw/gateway/internal/routertest"
 )
 
 func limitsOf(t testing.TB, limits ...router.RateLimit) *router.RateLimitPolicy {
@@ -158,4 +160,43 @@ func TestValidateArguments_AFailingToolListRefusesTheCall(t *testing.T) {
 		t.Fatalf("the backend saw %d tools/call", n)
 	}
 	result(t, f.Call(sid, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}))
+}
+
+// A batched limit is counted locally: an instance takes Batch requests
+// from the shared counter at once and hands them out without the store.
+// Every request handed out was taken from the counter, so two instances
+// together never admit more than the limit; what one took ahead is its
+// own even when the other is refused, and near the limit a batch that no
+// longer fits falls back to single requests.
+func TestRateLimits_BatchedLimitCountsLocallyNeverPastTheLimit(t *testing.T) {
+	f := newFixture(t, backendSpec{Key: "a"})
+	f.Config.RateLimits = limitsOf(t, router.RateLimit{Per: router.RatePerPrincipal, Limit: 10, Window: time.Hour, Batch: 4})
+	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
+	b := f.NewInstance(routertest.Options{})
+	b.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
+	sid, _ := f.Initialize(nil)
+	args := map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}} // one backend: names pass through
+	onA := func() *jsonrpc.Response { return f.Call(sid, "tools/call", args) }
+	onB := func() *jsonrpc.Response { return b.Call(t, sid, mustID(7), http.Header{}, "tools/call", args, nil) }
+
+	result(t, onA())   // A takes 4: 6 left in the store, 3 in A's hands
+	for i := range 6 { // B takes 4 (2 left), hands out 3, then 2 single ones
+		if resp := onB(); resp.Error != nil {
+			t.Fatalf("B's call %d of the 6 left: %v", i+1, resp.Error)
+		}
+	}
+	if e := rpcErr(t, onB()); e.Code != -32029 {
+		t.Fatalf("B past the limit: %v, want -32029", e)
+	}
+	for i := range 3 { // A's requests taken ahead are still A's
+		if resp := onA(); resp.Error != nil {
+			t.Fatalf("A's call %d taken ahead: %v", i+1, resp.Error)
+		}
+	}
+	if e := rpcErr(t, onA()); e.Code != -32029 {
+		t.Fatalf("A past the limit: %v, want -32029", e)
+	}
+	if n := f.Backends["a"].Count("tools/call"); n != 10 {
+		t.Fatalf("backend saw %d calls, want the limit, 10", n)
+	}
 }

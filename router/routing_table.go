@@ -24,6 +24,8 @@ type vhost struct {
 	access     *AccessPolicy    // nil: no access rules
 	hooks      []Hook           // the vhost's plugins, after Options.Hooks
 	limits     *RateLimitPolicy // nil: no rate limits
+	// allowance holds requests of batched limits taken ahead (rate_allowance.go).
+	allowance *rateAllowance
 	// schemas caches the backends' tool input schemas for plugins that
 	// validate arguments (tool_schemas.go); it dies with the table.
 	schemas *toolSchemas
@@ -63,6 +65,7 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 			access:     vh.Access,
 			hooks:      vh.Hooks,
 			limits:     vh.RateLimits,
+			allowance:  newRateAllowanceFor(vh.RateLimits),
 			schemas:    newToolSchemas(),
 		}
 		for key, b := range vh.Backends {

@@ -36,7 +36,14 @@ type RateCheck struct {
 	// Window/Limit at least 1µs.
 	Limit  int64
 	Window time.Duration
+	// Count is how many requests to take at once (0 means 1): an
+	// instance that counts a limit locally takes a batch of them, all
+	// or none, and hands them out without the store.
+	Count int64
 }
+
+// count is how many requests a check takes.
+func (c RateCheck) count() int64 { return max(c.Count, 1) }
 
 // RateVerdict is TakeRate's answer.
 type RateVerdict struct {
@@ -66,6 +73,8 @@ func checkRates(scope string, checks []RateCheck) error {
 			return fmt.Errorf("store: rate check %d: window %v must be at least 1ms", i, c.Window)
 		case emission(c) < 1:
 			return fmt.Errorf("store: rate check %d: %d per %v is more than one per microsecond", i, c.Limit, c.Window)
+		case c.Count < 0 || c.Count > c.Limit:
+			return fmt.Errorf("store: rate check %d: count %d must be between 0 and the limit %d", i, c.Count, c.Limit)
 		}
 	}
 	return nil
@@ -80,7 +89,7 @@ func emission(c RateCheck) int64 { return c.Window.Microseconds() / c.Limit }
 // or how long (µs) until it would.
 func gcra(c RateCheck, stored, now int64) (next, wait int64) {
 	tat := max(stored, now)
-	next = tat + emission(c)
+	next = tat + emission(c)*c.count()
 	if allowAt := next - c.Window.Microseconds(); allowAt > now {
 		return 0, allowAt - now
 	}

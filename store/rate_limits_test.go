@@ -129,6 +129,30 @@ func TestRateLimits_KeysAndScopesApartInstancesShared(t *testing.T) {
 	})
 }
 
+// A check with a Count takes that many requests at once, or none: what an
+// instance counting a limit locally draws from the shared counter.
+func TestRateLimits_CountTakesABatchAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		batch := []store.RateCheck{{Key: "alice", Limit: 5, Window: time.Minute, Count: 3}}
+		if v, err := s.TakeRate(ctx, "demo", batch); err != nil || !v.Allowed {
+			t.Fatalf("first batch of 3 of 5: %+v, %v", v, err)
+		}
+		if v, err := s.TakeRate(ctx, "demo", batch); err != nil || v.Allowed {
+			t.Fatalf("second batch of 3 with 2 left: %+v, %v; want refused", v, err)
+		}
+		one := []store.RateCheck{{Key: "alice", Limit: 5, Window: time.Minute}}
+		for i := range 2 {
+			if v, err := s.TakeRate(ctx, "demo", one); err != nil || !v.Allowed {
+				t.Fatalf("single %d of the 2 left: %+v, %v", i, v, err)
+			}
+		}
+		if v, err := s.TakeRate(ctx, "demo", one); err != nil || v.Allowed {
+			t.Fatalf("a sixth of 5: %+v, %v; want refused", v, err)
+		}
+	})
+}
+
 func TestRateLimits_RefuseBadChecks(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
@@ -142,6 +166,8 @@ func TestRateLimits_RefuseBadChecks(t *testing.T) {
 			{"zero limit", "demo", store.RateCheck{Key: "k", Window: time.Second}},
 			{"tiny window", "demo", store.RateCheck{Key: "k", Limit: 1, Window: time.Microsecond}},
 			{"more than one per µs", "demo", store.RateCheck{Key: "k", Limit: 2000, Window: time.Millisecond}},
+			{"count above the limit", "demo", store.RateCheck{Key: "k", Limit: 2, Window: time.Second, Count: 3}},
+			{"negative count", "demo", store.RateCheck{Key: "k", Limit: 2, Window: time.Second, Count: -1}},
 		} {
 			if _, err := s.TakeRate(ctx, tc.scope, []store.RateCheck{tc.check}); err == nil {
 				t.Errorf("%s: accepted", tc.name)

@@ -29,7 +29,7 @@ func (r *Redis) TakeRate(ctx context.Context, scope string, checks []RateCheck) 
 	args := make([]any, 0, 2*len(checks))
 	for i, c := range checks {
 		keys[i] = RateKey(r.prefix, scope, c.Key)
-		args = append(args, strconv.FormatInt(emission(c), 10), strconv.FormatInt(c.Window.Microseconds(), 10))
+		args = append(args, strconv.FormatInt(emission(c)*c.count(), 10), strconv.FormatInt(c.Window.Microseconds(), 10))
 	}
 	res, err := takeRate.Run(ctx, r.client, keys, args...).Int64Slice()
 	if err != nil {
@@ -44,8 +44,8 @@ func (r *Redis) TakeRate(ctx context.Context, scope string, checks []RateCheck) 
 	return RateVerdict{Denied: int(res[0] - 1), RetryAfter: time.Duration(res[1]) * time.Microsecond}, nil
 }
 
-// KEYS: the counters; ARGV: per counter, its emission interval and window
-// (µs). Returns {0, 0} when every counter took the request, else {i, wait}:
+// KEYS: the counters; ARGV: per counter, its emission interval times the
+// requests taken, and its window (µs). Returns {0, 0} when every counter took the request, else {i, wait}:
 // the 1-based counter that refused and the µs until it would not; nothing
 // is written then. Each counter expires when it would be empty again.
 var takeRate = redis.NewScript(`

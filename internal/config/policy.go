@@ -24,6 +24,7 @@ type rawRateLimit struct {
 	Tools  []string `yaml:"tools"`
 	Limit  *int64   `yaml:"limit"`
 	Window *string  `yaml:"window"`
+	Batch  *int64   `yaml:"batch"`
 }
 
 // plugins compiles a virtual host's plugins (plugins.Compile: every
@@ -85,6 +86,12 @@ func (v *validator) rateLimits(vhostPath string, raw []*rawRateLimit) *router.Ra
 			return nil
 		}
 		limits[i] = router.RateLimit{Per: r.Per, Tools: r.Tools}
+		if r.Batch != nil {
+			limits[i].Batch = *r.Batch
+			if *r.Batch < 1 {
+				limits[i].Batch = -1 // reported by CompileRateLimits
+			}
+		}
 		n := len(v.errs)
 		if r.Limit == nil {
 			v.errf(joinPath(at, "limit"), "missing: how many requests per window")

@@ -114,6 +114,20 @@ rate_limits:
     limit: 5
     window: soon
 `, []string{"virtual_hosts.demo.rate_limits[0].window", "is not a duration", "(line 8)"}},
+		{"rate batch above the limit", `
+rate_limits:
+  - per: principal
+    limit: 5
+    window: 1m
+    batch: 6
+`, []string{"virtual_hosts.demo.rate_limits[0].batch", "between 1 and the limit (5)", "(line 9)"}},
+		{"rate batch zero", `
+rate_limits:
+  - per: principal
+    limit: 5
+    window: 1m
+    batch: 0
+`, []string{"virtual_hosts.demo.rate_limits[0].batch", "between 1 and the limit"}},
 		{"rate window too short", `
 rate_limits:
   - per: vhost
