@@ -113,7 +113,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	// still decides whether the call runs; a call refused for its session
 	// has been counted, like any other call of that caller).
 	var admitted chan *jsonrpc.Response
-	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && s.opts.Router.RateLimits(r.PathValue("vhost")) {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" && s.opts.Router.RateLimits(r.PathValue("vhost")) {
 		call = &router.Call{Session: &store.Session{VHost: r.PathValue("vhost"), Principal: string(principal)},
 			Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req}
 		admitted = make(chan *jsonrpc.Response, 1)
