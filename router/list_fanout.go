@@ -108,7 +108,14 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	wg.Wait()
 	r.annotateCacheHits(ctx, hits)
 
-	raw, err := r.mergePages(ctx, v, op, c.Session.Principal, access, positions, results)
+	// A 2026-07-28 page is decorated while it is assembled (decorateFields).
+	var decorate func(map[string]json.RawMessage)
+	if c.modern {
+		h := pageHints(results)
+		hints := v.accessHints(op.method, &h)
+		decorate = func(m map[string]json.RawMessage) { r.decorateFields(m, hints) }
+	}
+	raw, err := r.mergePages(ctx, v, op, c.Session.Principal, access, positions, results, decorate)
 	var stranded *strandedPagesError
 	switch {
 	case errors.Is(err, errStoreUnavailable):
@@ -119,10 +126,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		r.log.Error("building a list result failed", "method", op.method, "vhost", v.name, "error", err)
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "building the %s result failed", op.method))
 	}
-	if c.modern {
-		h := pageHints(results)
-		c.hints = &h
-	}
+	c.decorated = c.modern
 	return resultResponse(c.Request.ID, raw)
 }
 

@@ -17,10 +17,13 @@ import (
 // cursor, and the walk goes on. A backend hidden whole keeps its position
 // and holds no pages of this walk.
 //
+// decorate, when set, adds a 2026-07-28 page's own fields before the page
+// is encoded.
+//
 // A single-backend vhost passes names through unchanged and keeps the
 // backend's own order and result fields; only nextCursor is replaced by a
 // gateway cursor, so that cursors are uniform across vhosts.
-func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access accessView, positions map[string]backendCursor, results []*pageResult) (json.RawMessage, error) {
+func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access accessView, positions map[string]backendCursor, results []*pageResult, decorate func(map[string]json.RawMessage)) (json.RawMessage, error) {
 	type entry struct {
 		name, key string
 		item      json.RawMessage
@@ -121,6 +124,9 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		}
 		meta[MetaSkippedBackends], _ = json.Marshal(skipped)
 		out["_meta"], _ = json.Marshal(meta)
+	}
+	if decorate != nil {
+		decorate(out)
 	}
 	return rawObject(out), nil
 }

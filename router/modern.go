@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sync"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/store"
@@ -81,7 +80,10 @@ func (r *Router) HandleModern(ctx context.Context, c *ModernCall) (resp *jsonrpc
 	call := &Call{Session: r.modernView(ctx, v, c), Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
 		modern: true, access: access, admitted: true}
 	resp = r.Handle(ctx, call)
-	return r.finishModern(ctx, resp, method, v.accessHints(method, call.hints))
+	if call.decorated && resp.Error == nil {
+		return resp
+	}
+	return r.finishModern(ctx, resp, method, v.accessHints(method, nil))
 }
 
 // finishModern turns a response into a 2026-07-28 one: results decorated;
@@ -114,17 +116,9 @@ func (r *Router) modernView(ctx context.Context, v *vhost, c *ModernCall) *store
 	sess := &store.Session{Principal: c.Principal, VHost: v.name, ProtocolVersion: wire.ModernProtocolVersion,
 		ClientInfo: c.ClientInfo, ClientCapabilities: c.ClientCapabilities, LogLevel: c.LogLevel,
 		Backends: make(map[string]*store.BackendSnapshot, len(v.keys))}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, key := range v.keys {
-		wg.Go(func() {
-			d := r.backendDiscovery(ctx, v, key, c.Header)
-			mu.Lock()
-			sess.Backends[key] = d.snap
-			mu.Unlock()
-		})
+	for key, d := range r.allDiscoveries(ctx, v, c.Header) {
+		sess.Backends[key] = d.snap
 	}
-	wg.Wait()
 	return sess
 }
 
@@ -133,20 +127,12 @@ func (r *Router) modernView(ctx context.Context, v *vhost, c *ModernCall) *store
 func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.Response {
 	snaps := make(map[string]*store.BackendSnapshot, len(v.keys))
 	hints := cacheHints{ttlMs: -1}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for _, key := range v.keys {
-		wg.Go(func() {
-			d := r.backendDiscovery(ctx, v, key, c.Header)
-			mu.Lock()
-			defer mu.Unlock()
-			snaps[key] = d.snap
-			if d.snap.OK() && (hints.ttlMs < 0 || d.ttlMs < hints.ttlMs) {
-				hints.ttlMs = d.ttlMs
-			}
-		})
+	for key, d := range r.allDiscoveries(ctx, v, c.Header) {
+		snaps[key] = d.snap
+		if d.snap.OK() && (hints.ttlMs < 0 || d.ttlMs < hints.ttlMs) {
+			hints.ttlMs = d.ttlMs
+		}
 	}
-	wg.Wait()
 	hints.ttlMs = max(hints.ttlMs, 0)
 	result := map[string]any{
 		"supportedVersions": wire.AllProtocolVersions(),

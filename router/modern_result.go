@@ -60,10 +60,9 @@ func (h cacheHints) merge(o cacheHints) cacheHints {
 }
 
 // decorateModern adds what a 2026-07-28 result needs to a result the
-// gateway built or a backend sent: resultType (kept when the backend set
-// one), the gateway's serverInfo, and for a complete cacheable result
-// hints (nil: none to set). Top-level fields are decoded, not their
-// values: a tool's content passes through byte for byte.
+// gateway built or a backend sent (decorateFields). Top-level fields are
+// decoded, not their values: a tool's content passes through byte for
+// byte.
 func (r *Router) decorateModern(result json.RawMessage, method string, hints *cacheHints) (json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(result, &m); err != nil {
@@ -72,6 +71,17 @@ func (r *Router) decorateModern(result json.RawMessage, method string, hints *ca
 	if m == nil {
 		m = map[string]json.RawMessage{}
 	}
+	r.decorateFields(m, hints)
+	return rawObject(m), nil
+}
+
+// decorateFields sets a 2026-07-28 result's own fields in m, its
+// top-level fields: resultType (kept when the backend set one), the
+// gateway's serverInfo in _meta, and for a complete cacheable result
+// hints (nil: none to set). A list page calls it on the fields it
+// assembles, so the page is never parsed again to be decorated (in a
+// cached walk over 8 backends that parse was half the router's time).
+func (r *Router) decorateFields(m map[string]json.RawMessage, hints *cacheHints) {
 	kind := resultComplete
 	if err := json.Unmarshal(m["resultType"], &kind); err != nil || kind == "" {
 		kind = resultComplete
@@ -103,5 +113,4 @@ func (r *Router) decorateModern(result json.RawMessage, method string, hints *ca
 		}
 		m["cacheScope"], _ = json.Marshal(scope)
 	}
-	return rawObject(m), nil
 }

@@ -195,10 +195,11 @@ type Call struct {
 	// requests. nil when the client accepts no event stream.
 	Stream Stream
 	// modern marks a 2026-07-28 request (HandleModern): results are
-	// decorated, request states wrapped, nothing is stored; hints are the
-	// caching hints its list gathered.
-	modern bool
-	hints  *cacheHints
+	// decorated, request states wrapped, nothing is stored; decorated: its
+	// result was decorated where it was built (a list page), so
+	// HandleModern need not parse it again.
+	modern    bool
+	decorated bool
 	// access is the request's access decision, taken on first use
 	// (accessFor).
 	access *accessView

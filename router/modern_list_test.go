@@ -1,0 +1,58 @@
+package router_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/mcpgw/gateway/internal/testsupport"
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A 2026-07-28 list page is decorated while it is assembled, not parsed
+// again afterwards: it must still carry everything a decorated result
+// does, beside what the merge put there (a skipped backend in _meta, the
+// gateway cursor), and the hints of the pages it was made of.
+func TestModernList_PageCarriesDecorationAndMergeFields(t *testing.T) {
+	stateless := testsupport.BackendOptions{Stateless: true, PageSize: 1}
+	f := newFixture(t, backendSpec{Key: "up", Opts: stateless}, backendSpec{Key: "down", Opts: stateless})
+	list := func() map[string]any {
+		t.Helper()
+		raw, _ := json.Marshal(map[string]any{"_meta": map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    wire.ModernProtocolVersion,
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		}})
+		return result(t, f.Router.HandleModern(context.Background(), &router.ModernCall{VHost: f.VHost, Principal: "alice",
+			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list", Params: raw}, ClientCapabilities: json.RawMessage(`{}`)}))
+	}
+
+	// Both up: complete, public, the backends' ttlMs (a go-sdk backend says 0).
+	res := list()
+	meta, _ := res["_meta"].(map[string]any)
+	if res["resultType"] != "complete" || res["cacheScope"] != "public" || res["ttlMs"] != float64(0) ||
+		meta["io.modelcontextprotocol/serverInfo"] == nil || res["nextCursor"] == nil || len(res["tools"].([]any)) != 2 {
+		t.Fatalf("page with both backends up: %s", toJSON(res))
+	}
+	if _, skipped := meta[router.MetaSkippedBackends]; skipped {
+		t.Fatalf("no backend failed, yet _meta names one: %s", toJSON(meta))
+	}
+
+	// One down (discovered already, so it fails at the list): _meta names
+	// it and still names the gateway; the page is not cacheable.
+	f.Backends["down"].SetDown(true)
+	res = list()
+	meta, _ = res["_meta"].(map[string]any)
+	skipped, _ := meta[router.MetaSkippedBackends].([]any)
+	if !slices.Equal(skipped, []any{"down"}) || meta["io.modelcontextprotocol/serverInfo"] == nil {
+		t.Fatalf("_meta %s: want the skipped backend and the gateway's serverInfo", toJSON(meta))
+	}
+	if res["resultType"] != "complete" || res["ttlMs"] != float64(0) || res["cacheScope"] != "public" {
+		t.Fatalf("page with a backend down: %s", toJSON(res))
+	}
+	if names := names(t, res, "tools"); len(names) != 1 || names[0] != "up-echo" {
+		t.Fatalf("tools %v, want up's first page", names)
+	}
+}
