@@ -373,3 +373,16 @@ func TestContextCancelStops(t *testing.T) {
 		t.Fatal("server still answering after its context was cancelled")
 	}
 }
+
+// Latency holds every POST: a session's handshake and call each wait at
+// least that long (a lower bound, which a slow machine only raises).
+func TestLatencyHoldsEveryPost(t *testing.T) {
+	const latency = 30 * time.Millisecond
+	url := start(t, "far", demobackend.Options{Latency: latency, Stateless: true})
+	began := time.Now()
+	cs := connect(t, url, nil) // initialize, then notifications/initialized
+	callTool(t, cs, "echo", map[string]any{"text": "x"})
+	if took := time.Since(began); took < 3*latency {
+		t.Fatalf("three POSTs took %s, want at least %s", took, 3*latency)
+	}
+}

@@ -29,6 +29,26 @@ func Handler(srv *mcp.Server, stateless bool) http.Handler {
 		&mcp.StreamableHTTPOptions{Stateless: stateless})
 }
 
+// withLatency holds every POST d before next serves it (d 0: next). A
+// request whose client gives up meanwhile is not served.
+func withLatency(d time.Duration, next http.Handler) http.Handler {
+	if d <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // Start serves a new demo server named name on addr ("127.0.0.1:0" picks a
 // free port) and returns the URL of its MCP endpoint. The server stops when
 // stop is called or ctx is done, whichever comes first; stop waits until
@@ -41,7 +61,7 @@ func Start(ctx context.Context, addr, name string, opts Options) (url string, st
 	}
 	srv := NewServer(name, opts)
 	mux := http.NewServeMux()
-	mux.Handle(Path, Handler(srv, opts.Stateless))
+	mux.Handle(Path, withLatency(opts.Latency, Handler(srv, opts.Stateless)))
 
 	// Request contexts derive from baseCtx so that cancelling it ends the
 	// long-lived SSE GETs that would otherwise make Shutdown wait.

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -38,6 +39,10 @@ type Options struct {
 	// Stateless is only read by [Start]: it selects the stateless Streamable
 	// HTTP mode, in which the backend keeps no Mcp-Session-Id.
 	Stateless bool
+	// Latency, only read by [Start], holds every POST that long before it
+	// is served: a backend that is far away or does I/O, whose time is not
+	// spent on the machine's cores (make bench's list-fanout-modern-remote).
+	Latency time.Duration
 	// Logger receives the SDK's own activity log; nil discards it.
 	Logger *slog.Logger
 }

@@ -20,11 +20,15 @@ func main() {
 	name := flag.String("name", "demo", "server name, shown in serverInfo and the instructions")
 	stateless := flag.Bool("stateless", false, "serve Streamable HTTP without Mcp-Session-Id")
 	pageSize := flag.Int("page-size", 0, "maximum items per list page (0: SDK default)")
+	latency := flag.Duration("latency", 0, "hold every POST this long before serving it, as a backend far away would (make bench)")
 	flag.Parse()
 	log.SetPrefix("demo-backend: ")
 
 	if *pageSize < 0 {
 		log.Fatalf("--page-size must not be negative, got %d", *pageSize)
+	}
+	if *latency < 0 {
+		log.Fatalf("--latency must not be negative, got %s", *latency)
 	}
 
 	// SIGTERM is what docker sends on `compose down`; handling it lets
@@ -35,6 +39,7 @@ func main() {
 	url, stop, err := demobackend.Start(ctx, *listen, *name, demobackend.Options{
 		PageSize:  *pageSize,
 		Stateless: *stateless,
+		Latency:   *latency,
 		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
