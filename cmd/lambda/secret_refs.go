@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -24,7 +25,14 @@ import (
 // or Parameter Store and in the process's memory:
 //
 //	MCPGW_REDIS_URL=aws-secretsmanager:mcpgw/redis-url   the secret's SecretString
+//	MCPGW_JWT_SECRET=aws-secretsmanager:mcpgw/app:SecretString:jwt
+//	                                                     one key of a SecretString holding a JSON object
 //	MCPGW_REDIS_URL=aws-ssm:/mcpgw/redis-url             the parameter's value, decrypted (SecureString)
+//
+// The secret id may be a name or an ARN; the :SecretString:<json-key>
+// suffix is CloudFormation's dynamic-reference form, so a value written for
+// {{resolve:secretsmanager:...}} means the same here (version stages and
+// ids are not taken: the function reads the current version).
 //
 // Any variable may hold one (MCPGW_JWT_SECRET, a backend token named in
 // add_headers, ...). The function's role needs secretsmanager:GetSecretValue
@@ -32,6 +40,9 @@ import (
 const (
 	refSecretsManager = "aws-secretsmanager:"
 	refSSM            = "aws-ssm:"
+
+	// jsonKeySep introduces the key of a JSON SecretString to read.
+	jsonKeySep = ":SecretString:"
 )
 
 // secretResolveTimeout bounds fetching every referenced secret at init.
@@ -70,6 +81,15 @@ func resolveSecretRefs(ctx context.Context, refs map[string]string, fetch secret
 		if rest, ok := strings.CutPrefix(ref, refSecretsManager); ok {
 			kind, id = refSecretsManager, rest
 		}
+		jsonKey := ""
+		if kind == refSecretsManager {
+			if i := strings.LastIndex(id, jsonKeySep); i >= 0 {
+				id, jsonKey = id[:i], id[i+len(jsonKeySep):]
+				if jsonKey == "" || strings.Contains(jsonKey, ":") {
+					return nil, fmt.Errorf("%s: %q: want %s<json-key> (version stages and ids are not supported)", name, ref, jsonKeySep)
+				}
+			}
+		}
 		if strings.TrimSpace(id) == "" {
 			return nil, fmt.Errorf("%s: %q names no secret", name, ref)
 		}
@@ -77,9 +97,33 @@ func resolveSecretRefs(ctx context.Context, refs map[string]string, fetch secret
 		if err != nil {
 			return nil, fmt.Errorf("%s: resolving %s: %w", name, ref, err)
 		}
+		if jsonKey != "" {
+			if v, err = jsonField(v, jsonKey); err != nil {
+				return nil, fmt.Errorf("%s: resolving %s: %w", name, ref, err)
+			}
+		}
 		out[name] = v
 	}
 	return out, nil
+}
+
+// jsonField reads key of a SecretString holding a JSON object: a string
+// as it is, any other JSON value as its JSON text (as CloudFormation
+// resolves it). An error never quotes the secret.
+func jsonField(secret, key string) (string, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(secret), &obj); err != nil || obj == nil {
+		return "", errors.New("the secret's SecretString is not a JSON object, so it has no keys")
+	}
+	raw, ok := obj[key]
+	if !ok {
+		return "", fmt.Errorf("the secret's JSON has no key %q", key)
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	return string(raw), nil
 }
 
 // resolveSecretEnv replaces, in this process's environment, every

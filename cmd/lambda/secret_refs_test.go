@@ -119,6 +119,52 @@ func TestSecretRefs_ResolvedThroughTheAWSSDK(t *testing.T) {
 	}
 }
 
+// A Secrets Manager reference may name one key of a JSON SecretString,
+// in CloudFormation's form (name or ARN, then :SecretString:<key>).
+func TestSecretRefs_JSONKeyOfASecret(t *testing.T) {
+	const arn = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:mcpgw/app-AbCdEf"
+	secrets := map[string]string{
+		"mcpgw/app": `{"jwt":"jwt-from-json","port":6379,"nested":{"a":1}}`,
+		arn:         `{"jwt":"jwt-from-arn"}`,
+		"plain":     "not json at all, secret-ish",
+	}
+	fetch := func(_ context.Context, kind, id string) (string, error) {
+		if v, ok := secrets[id]; ok && kind == refSecretsManager {
+			return v, nil
+		}
+		return "", errors.New("ResourceNotFoundException")
+	}
+	for _, tc := range []struct {
+		name, ref, want, wantErr string
+	}{
+		{"string value", "aws-secretsmanager:mcpgw/app:SecretString:jwt", "jwt-from-json", ""},
+		{"number value as its JSON", "aws-secretsmanager:mcpgw/app:SecretString:port", "6379", ""},
+		{"object value as its JSON", "aws-secretsmanager:mcpgw/app:SecretString:nested", `{"a":1}`, ""},
+		{"an ARN, whose colons are not the key's", "aws-secretsmanager:" + arn + ":SecretString:jwt", "jwt-from-arn", ""},
+		{"no such key", "aws-secretsmanager:mcpgw/app:SecretString:nope", "", `has no key "nope"`},
+		{"not a JSON object", "aws-secretsmanager:plain:SecretString:jwt", "", "not a JSON object"},
+		{"empty key", "aws-secretsmanager:mcpgw/app:SecretString:", "", "want :SecretString:<json-key>"},
+		{"a version stage", "aws-secretsmanager:mcpgw/app:SecretString:jwt:AWSCURRENT", "", "version stages"},
+		{"no secret before the key", "aws-secretsmanager::SecretString:jwt", "", "names no secret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := resolveSecretRefs(t.Context(), map[string]string{"V": tc.ref}, fetch)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), "V: ") {
+					t.Fatalf("err %v, want one naming V and saying %q", err, tc.wantErr)
+				}
+				if strings.Contains(err.Error(), "secret-ish") || strings.Contains(err.Error(), "jwt-from") {
+					t.Fatalf("the error quotes the secret: %v", err)
+				}
+				return
+			}
+			if err != nil || got["V"] != tc.want {
+				t.Fatalf("got %q, %v; want %q", got["V"], err, tc.want)
+			}
+		})
+	}
+}
+
 func TestSecretRefs_ErrorsNeverHoldAValue(t *testing.T) {
 	fetch := func(context.Context, string, string) (string, error) { return "", errors.New("AccessDenied") }
 	_, err := resolveSecretRefs(context.Background(), map[string]string{"MCPGW_REDIS_URL": "aws-secretsmanager:mcpgw/redis"}, fetch)

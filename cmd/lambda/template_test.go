@@ -123,12 +123,18 @@ func TestTemplate_GatewayFunction(t *testing.T) {
 	want(t, "MCPGW_CONFIG", env["MCPGW_CONFIG"], map[string]any{"Fn::If": []any{"HasConfigFile", ref("ConfigFile"), ref("AWS::NoValue")}})
 	inline := at(t, env, "MCPGW_CONFIG_YAML", "Fn::If").([]any)
 	want(t, "MCPGW_CONFIG_YAML condition", inline[:2], []any{"HasConfigFile", ref("AWS::NoValue")})
-	// The JWT secret: a dynamic reference CloudFormation resolves.
-	secret := flatten(env["MCPGW_JWT_SECRET"])
-	for _, w := range []string{"{{resolve:secretsmanager:${JwtSecretName}}}", "{{resolve:ssm:${JwtSecretName}}}", "HasJwtSecret"} {
-		if !strings.Contains(secret, w) {
-			t.Errorf("MCPGW_JWT_SECRET %s lacks %s", secret, w)
-		}
+	// The JWT secret and the backend token: references the function
+	// resolves at cold start, like the store's URL; never a deploy-time
+	// {{resolve:...}}, which would put the secret into the environment.
+	want(t, "MCPGW_JWT_SECRET", env["MCPGW_JWT_SECRET"], map[string]any{"Fn::If": []any{"HasJwtSecret",
+		map[string]any{"Fn::If": []any{"JwtSecretInSsm",
+			map[string]any{"Fn::Sub": refSSM + "${JwtSecretName}"},
+			map[string]any{"Fn::Sub": refSecretsManager + "${JwtSecretName}"}}},
+		ref("AWS::NoValue")}})
+	want(t, "MCPGW_BACKEND_TOKEN", env["MCPGW_BACKEND_TOKEN"], map[string]any{"Fn::If": []any{"HasBackendToken",
+		map[string]any{"Fn::Sub": refSecretsManager + "${BackendTokenSecretName}"}, ref("AWS::NoValue")}})
+	if f := flatten(tpl); strings.Contains(f, "{{resolve:") {
+		t.Error("the template resolves a secret at deploy time, into an environment variable")
 	}
 }
 
@@ -379,19 +385,56 @@ func flatten(v any) string {
 
 // Each function may read the secret holding the store's URL, and nothing
 // else: the action of the chosen service on that one name.
-func TestTemplate_FunctionsMayReadTheStoreSecret(t *testing.T) {
+func TestTemplate_FunctionsMayReadTheReferencedSecrets(t *testing.T) {
 	tpl := loadTemplate(t)
 	for _, fn := range []string{"GatewayFunction", "HttpApiFunction"} {
 		policies, ok := at(t, effective(t, tpl, fn), "Policies").([]any)
 		if !ok || len(policies) != 1 {
 			t.Fatalf("%s Policies = %v", fn, policies)
 		}
-		p := flatten(policies[0])
-		for _, w := range []string{`"HasRedisUrlSecret"`, `"ssm:GetParameter"`, `"secretsmanager:GetSecretValue"`,
-			`:parameter*${RedisUrlSecretName}`, `:secret:${RedisUrlSecretName}-??????`, `{"Ref":"AWS::NoValue"}`} {
-			if !strings.Contains(p, w) {
-				t.Errorf("%s policy %s lacks %s", fn, p, w)
+		want(t, fn+" Policies", policies[0], map[string]any{"Fn::If": []any{"HasAnySecret", ref("SecretsReadPolicy"), ref("AWS::NoValue")}})
+	}
+	policy := at(t, tpl, "Resources", "SecretsReadPolicy").(map[string]any)
+	want(t, "SecretsReadPolicy.Type", policy["Type"], "AWS::IAM::ManagedPolicy")
+	want(t, "SecretsReadPolicy.Condition", policy["Condition"], "HasAnySecret")
+
+	// What the policy grants for each way of naming a secret, evaluated as
+	// CloudFormation would (conditions, Fn::If, Fn::Sub, Fn::Select/Split).
+	const acct = "arn:aws:secretsmanager:eu-west-1:123456789012:secret:"
+	for _, tc := range []struct {
+		name   string
+		params map[string]string
+		want   [][2]string // action, resource; in statement order
+	}{
+		{"nothing referenced: no policy", map[string]string{"RedisUrlSecretName": "", "JwtSecretSource": "none", "JwtSecretName": "", "BackendTokenSecretName": ""}, nil},
+		{"store URL in Secrets Manager", map[string]string{"RedisUrlSecretName": "mcpgw/redis", "RedisUrlSecretSource": "secretsmanager", "JwtSecretSource": "none"},
+			[][2]string{{"secretsmanager:GetSecretValue", acct + "mcpgw/redis-??????"}}},
+		{"store URL and JWT secret in SSM", map[string]string{"RedisUrlSecretName": "/mcpgw/redis", "RedisUrlSecretSource": "ssm", "JwtSecretSource": "ssm", "JwtSecretName": "/mcpgw/jwt"},
+			[][2]string{{"ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter*/mcpgw/redis"}, {"ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter*/mcpgw/jwt"}}},
+		{"JWT secret by name, one JSON key", map[string]string{"JwtSecretSource": "secretsmanager", "JwtSecretName": "mcpgw/app:SecretString:jwt"},
+			[][2]string{{"secretsmanager:GetSecretValue", acct + "mcpgw/app-??????"}}},
+		{"JWT secret and backend token by ARN", map[string]string{"JwtSecretSource": "secretsmanager", "JwtSecretName": acct + "mcpgw/app-AbCdEf:SecretString:jwt",
+			"BackendTokenSecretName": acct + "mcpgw/token-XyZ123"},
+			[][2]string{{"secretsmanager:GetSecretValue", acct + "mcpgw/app-AbCdEf*"}, {"secretsmanager:GetSecretValue", acct + "mcpgw/token-XyZ123*"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newCFNEval(t, tpl, tc.params)
+			if !e.condition("HasAnySecret") {
+				if tc.want != nil {
+					t.Fatal("HasAnySecret is false: the functions may read nothing")
+				}
+				return
 			}
-		}
+			var got [][2]string
+			for _, st := range at(t, policy, "Properties", "PolicyDocument", "Statement").([]any) {
+				v := e.eval(st)
+				if v == nil {
+					continue // AWS::NoValue
+				}
+				m := v.(map[string]any)
+				got = append(got, [2]string{m["Action"].(string), m["Resource"].(string)})
+			}
+			want(t, "statements", got, tc.want)
+		})
 	}
 }
