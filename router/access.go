@@ -1,6 +1,8 @@
 package router
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -10,6 +12,8 @@ import (
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
+	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Access by identity. A virtual host may carry access rules; once it does,
@@ -346,6 +350,41 @@ func (v *vhost) publishedTool(backend, tool string) string {
 		return tool
 	}
 	return prefix(backend, tool)
+}
+
+// publishedURI is the URI under which a backend's resource is listed and
+// subscribed to: the name access rules judge.
+func (v *vhost) publishedURI(backend, uri string) string {
+	if v.single() {
+		return uri
+	}
+	return prefix(backend, uri)
+}
+
+// listenAccess is the access decision for what a session's GET stream is
+// sent unprompted: the claims of the GET request holding the stream (its
+// context carries the caller, router/credentials), judged by the vhost's
+// rules. A reload that changes the rules rebuilds the listeners
+// (session.Runtime.VHostsChanged), so a subscription the new rules hide
+// stops being delivered, although the session still holds it.
+func listenAccess(ctx context.Context, v *vhost) accessView {
+	if v.access == nil {
+		return accessView{}
+	}
+	caller, _ := credentials.CallerFrom(ctx)
+	return v.access.decide(v.name, caller.Claims)
+}
+
+// updateVisible reports whether a resources/updated notification, renamed
+// for the client, names a resource the access view shows.
+func (a accessView) updateVisible(n *jsonrpc.Request) bool {
+	if a.all() {
+		return true
+	}
+	var p struct {
+		URI string `json:"uri"`
+	}
+	return json.Unmarshal(orEmpty(n.Params), &p) == nil && p.URI != "" && a.visible(p.URI)
 }
 
 // routedVisible reports whether a routed request's target is visible to

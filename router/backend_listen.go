@@ -64,8 +64,10 @@ func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr htt
 		return ErrNoStream // reloaded away: the runtime rebuilds its listeners
 	}
 	key := t.Key
+	access := listenAccess(ctx, v)
+	t.Subscriptions = visibleSubscriptions(v, key, access, t.Subscriptions)
 	if snap := sess.Backends[key]; modernSnapshot(snap) {
-		return r.listenModern(ctx, v, sess, hdr, t, emit, up)
+		return r.listenModern(ctx, v, sess, hdr, t, access, emit, up)
 	}
 	conn, _, err := r.open(ctx, v, key, sess, hdr)
 	if err != nil {
@@ -82,7 +84,7 @@ func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr htt
 	return conn.Listen(ctx, func(n *jsonrpc.Request) {
 		switch n.Method {
 		case "notifications/resources/updated":
-			if n = reprefixNotification(v, key, n); n == nil {
+			if n = reprefixNotification(v, key, n); n == nil || !access.updateVisible(n) {
 				return
 			}
 		case "notifications/progress", "notifications/cancelled":
@@ -94,6 +96,22 @@ func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr htt
 		}
 		emit(n)
 	}, up)
+}
+
+// visibleSubscriptions keeps the backend-side subscription URIs whose
+// published URI the access view shows: a subscription made before a reload
+// hid its resource is not replayed to the backend.
+func visibleSubscriptions(v *vhost, key string, access accessView, uris []string) []string {
+	if access.all() {
+		return uris
+	}
+	var out []string
+	for _, uri := range uris {
+		if access.visible(v.publishedURI(key, uri)) {
+			out = append(out, uri)
+		}
+	}
+	return out
 }
 
 // subscriptionsOf returns the backend-side URIs of the session's
@@ -113,7 +131,7 @@ func subscriptionsOf(v *vhost, key string, subs []string) []string {
 // interests become one subscriptions/listen (its acknowledgement is the
 // moment the listener is up), and what it sends is renamed and untagged
 // for the session's GET stream.
-func (r *Router) listenModern(ctx context.Context, v *vhost, sess *store.Session, hdr http.Header, t ListenTarget, emit func(*jsonrpc.Request), up func()) error {
+func (r *Router) listenModern(ctx context.Context, v *vhost, sess *store.Session, hdr http.Header, t ListenTarget, access accessView, emit func(*jsonrpc.Request), up func()) error {
 	key := t.Key
 	caps := capabilitiesOf(sess.Backends[key])
 	filter := listenFilter{
@@ -142,7 +160,7 @@ func (r *Router) listenModern(ctx context.Context, v *vhost, sess *store.Session
 			up()
 			return
 		case methodResourceUpdate:
-			if n = reprefixNotification(v, key, n); n == nil {
+			if n = reprefixNotification(v, key, n); n == nil || !access.updateVisible(n) {
 				return
 			}
 		case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":

@@ -24,6 +24,10 @@ type callStream struct {
 	conn *upstream.Conn
 	key  string // backend key
 	hook *HookCall
+	// access is the call's access decision: a resource update the
+	// backend sends during the call reaches the client only for a
+	// resource it may see.
+	access accessView
 
 	// The backend sees upstreamToken; the client gets its own token back.
 	upstreamToken   string
@@ -90,7 +94,8 @@ func (cs *callStream) onMessage(msg jsonrpc.Message) {
 	}
 	switch req.Method {
 	case "notifications/resources/updated":
-		if n := reprefixNotification(cs.v, cs.key, req); n != nil {
+		// Only about a resource the caller may see.
+		if n := reprefixNotification(cs.v, cs.key, req); n != nil && cs.access.updateVisible(n) {
 			cs.send(n)
 		}
 	default: // list_changed, ...

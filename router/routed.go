@@ -87,7 +87,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	resp, err := r.withBackend(ctx, v, t.backend, method, c.Session, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		callCtx, endCall := context.WithCancel(ctx)
 		defer endCall()
-		cs := &callStream{r: r, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc}
+		cs := &callStream{r: r, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc, access: r.accessFor(v, c)}
 		p := params
 		if c.Stream != nil {
 			p = cs.mapProgressToken(params)

@@ -1,0 +1,79 @@
+package session_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/credentials"
+)
+
+// A reload whose access rules hide a subscribed resource ends the updates
+// that subscription brought: the rebuilt listeners, judged by the claims of
+// the GET request holding the stream, no longer subscribe to it at its
+// backend, while a resource still visible keeps its updates coming.
+func TestStream_ReloadHidingASubscribedResourceEndsItsUpdates(t *testing.T) {
+	f := streamingFixture(t, options{})
+	alice, admin := map[string]any{"sub": "alice"}, map[string]any{"sub": "admin"}
+	reloadWith := func(aliceSees string) {
+		t.Helper()
+		policy, err := router.CompileAccess([]router.AccessRule{
+			{When: "claims.sub == 'admin'", Allow: []string{"*"}},
+			{When: "claims.sub == 'alice'", Allow: []string{aliceSees}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := *f.Config
+		next.Access = policy
+		f.Sessions.VHostsChanged(f.Router.Reload(map[string]*router.VirtualHost{f.VHost: &next}))
+	}
+	reloadWith("*")
+	sid := f.InitCaps(`{}`)
+	for _, uri := range []string{"gateway-one-test://counter", "gateway-two-test://counter"} {
+		result(t, f.Instance.CallClaims(t, sid, alice, "resources/subscribe", map[string]any{"uri": uri}))
+	}
+	one, two := f.Backends["gateway-one"], f.Backends["gateway-two"]
+	ctx := credentials.WithCaller(context.Background(), credentials.Caller{Principal: "alice", Claims: alice})
+	ev, err := f.Sessions.OpenStream(ctx, f.Instance.Load(t, sid), http.Header{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	if !one.WaitCount("GET", 1, waitFor) || !two.WaitCount("GET", 1, waitFor) {
+		t.Fatal("no listeners")
+	}
+	// update skips list changes and returns the next update's params.
+	update := func() string {
+		t.Helper()
+		for {
+			if _, n := nextEvent(t, ev); n.Method == "notifications/resources/updated" {
+				return string(n.Params)
+			}
+		}
+	}
+	result(t, f.Instance.CallClaims(t, sid, alice, "tools/call", map[string]any{"name": "gateway-one-increment"}))
+	if got := update(); got != `{"uri":"gateway-one-test://counter"}` {
+		t.Fatalf("update %s, want gateway-one's counter", got)
+	}
+
+	subsOne, subsTwo := one.Count("resources/subscribe"), two.Count("resources/subscribe")
+	reloadWith("gateway-two-*")
+	if !one.WaitCount("GET", 2, waitFor) || !two.WaitCount("GET", 2, waitFor) {
+		t.Fatal("listeners not rebuilt after the reload")
+	}
+	if n := one.Count("resources/subscribe"); n != subsOne {
+		t.Fatalf("the rebuilt listener subscribed to the hidden resource again (%d subscribes, was %d)", n, subsOne)
+	}
+	if n := two.Count("resources/subscribe"); n != subsTwo+1 {
+		t.Fatalf("the visible resource was not subscribed again: %d subscribes, was %d", n, subsTwo)
+	}
+	// gateway-one's counter changes first, gateway-two's second: only the
+	// second reaches alice's stream.
+	result(t, f.Instance.CallClaims(t, sid, admin, "tools/call", map[string]any{"name": "gateway-one-increment"}))
+	result(t, f.Instance.CallClaims(t, sid, alice, "tools/call", map[string]any{"name": "gateway-two-increment"}))
+	if got := update(); got != `{"uri":"gateway-two-test://counter"}` {
+		t.Fatalf("update %s, want only gateway-two's counter", got)
+	}
+}
