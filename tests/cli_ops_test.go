@@ -199,6 +199,39 @@ func TestCLI_CheckValidatesLikeStartup(t *testing.T) {
 	}
 }
 
+// `gateway check --lambda` refuses what the Lambda function's init refuses
+// (a stdio backend), with the field and line; without it the same config
+// is valid for a server.
+func TestCLI_CheckLambdaRefusesWhatAFunctionCannotRun(t *testing.T) {
+	bin := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
+	dir := t.TempDir()
+	write := func(name, yaml string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	stdio := write("stdio.yaml", "auth: {mode: none}\nvirtual_hosts:\n  demo:\n    backends:\n      web: {url: 'http://127.0.0.1:9/mcp'}\n      files:\n        transport: stdio\n        command: /bin/true\n")
+	httpOnly := write("http.yaml", "auth: {mode: none}\nvirtual_hosts:\n  demo:\n    backends:\n      web: {url: 'http://127.0.0.1:9/mcp'}\n")
+
+	if stdout, stderr, code := runBinary(t, bin, nil, "check", "--config", stdio); code != 0 || !strings.Contains(stdout, "ok: 1 virtual host(s), 2 backend(s)") {
+		t.Fatalf("check of a server config with a stdio backend: exit %d, %q %q", code, stdout, stderr)
+	}
+	stdout, stderr, code := runBinary(t, bin, nil, "check", "--lambda", "--config", stdio)
+	if code != 1 || stdout != "" {
+		t.Fatalf("check --lambda: exit %d, stdout %q; want 1 and nothing on stdout", code, stdout)
+	}
+	for _, want := range []string{stdio, "virtual_hosts.demo.backends.files.transport", "not supported on AWS Lambda", "(line 7)"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("check --lambda: %q lacks %q", stderr, want)
+		}
+	}
+	if stdout, stderr, code := runBinary(t, bin, nil, "check", "--lambda", "--config", httpOnly); code != 0 || !strings.Contains(stdout, "auth none, fits AWS Lambda") {
+		t.Fatalf("check --lambda of HTTP backends: exit %d, %q %q", code, stdout, stderr)
+	}
+}
+
 // A store URL that can never work stops start-up with one clear line and
 // exit status 1; a store that is only not up yet does not.
 func TestCLI_StoreThatCanNeverWorkStopsStartup(t *testing.T) {

@@ -13,26 +13,30 @@ import (
 	"github.com/mcpgw/gateway/store"
 )
 
-// runCheck is `gateway check --config FILE [--redis-url URL]`: the
-// validation start-up does, with the same messages, and nothing else: no
-// listener, no store connection. A valid config prints a summary to stdout;
-// an invalid one returns the error (printed by main, exit status 1).
+// runCheck is `gateway check --config FILE [--redis-url URL] [--lambda]`:
+// the validation start-up does, with the same messages, and nothing else:
+// no listener, no store connection. With --lambda it also refuses what the
+// Lambda function's init refuses (stdio backends), so a config meant for
+// `sam deploy` is checked before it is bundled. A valid config prints a
+// summary to stdout; an invalid one returns the error (printed by main,
+// exit status 1).
 func runCheck(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("gateway check", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	path := fs.String("config", os.Getenv("MCPGW_CONFIG"), "config file `path` (env MCPGW_CONFIG)")
 	redisURL := fs.String("redis-url", os.Getenv("MCPGW_REDIS_URL"), "Redis `URL` to check the form of; not connected to (env MCPGW_REDIS_URL)")
+	lambda := fs.Bool("lambda", false, "also refuse what cannot work on AWS Lambda (stdio backends), as the function's init does")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, "Usage: gateway check --config FILE [--redis-url URL]\n\nValidates FILE (and the Redis URL's form) as start-up does, then exits: 0 valid, 1 not.\nNo listener is opened and no store is contacted.\n\n")
+			fmt.Fprint(stdout, "Usage: gateway check --config FILE [--redis-url URL] [--lambda]\n\nValidates FILE (and the Redis URL's form) as start-up does, then exits: 0 valid, 1 not.\nNo listener is opened and no store is contacted. --lambda checks FILE for the AWS Lambda\nfunction (cmd/lambda) as its init does.\n\n")
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil
 		}
-		return fmt.Errorf("check: %v (valid flags: --config, --redis-url)", err)
+		return fmt.Errorf("check: %v (valid flags: --config, --redis-url, --lambda)", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("check: unexpected argument %q (valid flags: --config, --redis-url)", fs.Arg(0))
+		return fmt.Errorf("check: unexpected argument %q (valid flags: --config, --redis-url, --lambda)", fs.Arg(0))
 	}
 	if *path == "" {
 		return fmt.Errorf("check: --config (or MCPGW_CONFIG) is required")
@@ -41,11 +45,18 @@ func runCheck(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	target := ""
+	if *lambda {
+		if err := cfg.CheckLambda(); err != nil {
+			return err
+		}
+		target = ", fits AWS Lambda"
+	}
 	backends := 0
 	for _, vh := range cfg.VirtualHosts {
 		backends += len(vh.Backends)
 	}
-	fmt.Fprintf(stdout, "%s: ok: %d virtual host(s), %d backend(s), auth %s\n", cfg.Source, len(cfg.VirtualHosts), backends, cfg.Auth.Mode)
+	fmt.Fprintf(stdout, "%s: ok: %d virtual host(s), %d backend(s), auth %s%s\n", cfg.Source, len(cfg.VirtualHosts), backends, cfg.Auth.Mode, target)
 	return nil
 }
 
