@@ -46,6 +46,16 @@ type statusBackend struct {
 	LastAnswer      *statusTime    `json:"last_answer,omitempty"`
 	LastFailure     *statusFailure `json:"last_failure,omitempty"`
 	ListCache       *statusCache   `json:"list_cache,omitempty"`
+	Processes       *statusPool    `json:"processes,omitempty"`
+}
+
+// statusPool is a stdio backend's processes on this instance.
+type statusPool struct {
+	Running  int    `json:"running"`
+	Idle     int    `json:"idle"`
+	Starting int    `json:"starting"`
+	Started  uint64 `json:"started"`
+	Crashed  uint64 `json:"crashed"`
 }
 
 // statusTime is a moment and its age when the document was made.
@@ -110,6 +120,9 @@ func newStatusDoc(st router.Status, now time.Time) statusDoc {
 			if c := b.ListCache; c != nil {
 				sb.ListCache = &statusCache{TTLSeconds: c.TTL.Seconds(), Pages: c.Pages, Hits: c.Hits, Misses: c.Misses,
 					LastDropped: at(c.LastDropped, now)}
+			}
+			if p := b.Pool; p != nil {
+				sb.Processes = &statusPool{Running: p.Running, Idle: p.Idle, Starting: p.Starting, Started: p.Started, Crashed: p.Crashed}
 			}
 			sv.Backends = append(sv.Backends, sb)
 		}
@@ -194,7 +207,7 @@ small{color:#666}
 <td class="{{.State}}">{{.State}}</td>
 <td>{{if .ProtocolVersion}}{{.ProtocolVersion}}{{if .Stateless}} <small>stateless</small>{{end}}{{else}}<small>not yet discovered</small>{{end}}</td>
 <td>{{age .LastDiscovery}}</td>
-<td>{{age .LastAnswer}}</td>
+<td>{{age .LastAnswer}}{{with .Processes}}<br><small>{{.Running}} processes ({{.Idle}} idle, {{.Starting}} starting), {{.Started}} started, {{.Crashed}} crashed</small>{{end}}</td>
 <td>{{with .LastFailure}}{{age .}}{{if .Op}} <small>{{.Op}}</small>{{end}}<br>{{.Code}} {{.Message}}{{else}}none{{end}}</td>
 <td>{{with .ListCache}}{{.Pages}} pages, {{.Hits}} hits / {{.Misses}} misses<br><small>ttl {{.TTLSeconds}}s, dropped {{age .LastDropped}}</small>{{else}}<small>off</small>{{end}}</td></tr>
 {{end}}</table>

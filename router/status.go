@@ -141,6 +141,9 @@ type BackendStatus struct {
 	LastFailure *BackendFailure
 	// ListCache is nil when the backend's list cache is off.
 	ListCache *ListCacheStatus
+	// Pool is a stdio backend's processes on this instance (nil for
+	// other transports).
+	Pool *upstream.PoolStats
 }
 
 // ListCacheStatus is a backend's list cache on this instance.
@@ -203,6 +206,10 @@ func (v *vhost) backendStatus(key string) BackendStatus {
 			lc.LastDropped = time.Unix(0, n)
 		}
 		bs.ListCache = lc
+	}
+	if b.Transport == upstream.TransportStdio {
+		ps := v.clients[key].Stats()
+		bs.Pool = &ps
 	}
 	return bs
 }

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -114,6 +115,31 @@ func TestStdio_ProcessDyingMidCallGetsMinus32603AndIsReplaced(t *testing.T) {
 		if !testsupport.Eventually(t, 10*time.Second, func() bool { return strings.Contains(a.Output(), want) }) {
 			t.Errorf("gateway log lacks %q", want)
 		}
+	}
+	// And counted where an operator alerts on it: /metrics and /status.
+	files := map[string]string{"vhost": "demo", "backend": "files"}
+	if !testsupport.Eventually(t, 10*time.Second, func() bool {
+		n, _ := testsupport.MetricValue(testsupport.ScrapeMetrics(t, a.URL), "mcpgw_stdio_process_crashes_total", files)
+		return n == 1
+	}) {
+		t.Error("mcpgw_stdio_process_crashes_total{backend=files} did not reach 1")
+	}
+	fams := testsupport.ScrapeMetrics(t, a.URL)
+	if n, _ := testsupport.MetricValue(fams, "mcpgw_stdio_process_starts_total", files); n != 2 {
+		t.Errorf("mcpgw_stdio_process_starts_total = %v, want 2 (the first process and its replacement)", n)
+	}
+	idle := map[string]string{"vhost": "demo", "backend": "files", "state": "idle"}
+	if n, ok := testsupport.MetricValue(fams, "mcpgw_stdio_processes", idle); !ok || n != 1 {
+		t.Errorf(`mcpgw_stdio_processes{state="idle"} = %v (present %v), want 1`, n, ok)
+	}
+	res, err := http.Get(a.URL + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if !strings.Contains(string(body), `"processes": {`) || !strings.Contains(string(body), `"crashed": 1`) {
+		t.Errorf("/status does not show the pool's crash:\n%s", body)
 	}
 }
 

@@ -178,3 +178,34 @@ func TestSetBuildInfo_PublishesOneSeriesAtOne(t *testing.T) {
 	var none *metrics.Metrics
 	none.SetBuildInfo("v", "c", "g") // metrics off: nothing to do, no panic
 }
+
+// The stdio pools are read at each scrape: what the samples say now, and
+// nothing for a backend that is gone.
+func TestObservePools_ReadAtEachScrape(t *testing.T) {
+	m := metrics.New()
+	var samples []metrics.PoolSample
+	m.ObservePools(func() []metrics.PoolSample { return samples })
+	if fams := scrape(t, m); fams["mcpgw_stdio_processes"] != nil {
+		t.Fatal("series before any stdio backend")
+	}
+	samples = []metrics.PoolSample{{VHost: "demo", Backend: "files", Running: 3, Idle: 1, Starting: 1, Started: 5, Crashed: 2}}
+	fams := scrape(t, m)
+	files := map[string]string{"vhost": "demo", "backend": "files"}
+	for name, want := range map[string]float64{"mcpgw_stdio_process_starts_total": 5, "mcpgw_stdio_process_crashes_total": 2} {
+		if got, ok := value(fams, name, files); !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", name, got, ok, want)
+		}
+	}
+	for state, want := range map[string]float64{"busy": 2, "idle": 1, "starting": 1} {
+		labels := map[string]string{"vhost": "demo", "backend": "files", "state": state}
+		if got, ok := value(fams, "mcpgw_stdio_processes", labels); !ok || got != want {
+			t.Errorf("mcpgw_stdio_processes{state=%q} = %v (present %v), want %v", state, got, ok, want)
+		}
+	}
+	samples = nil // reloaded away
+	if fams := scrape(t, m); fams["mcpgw_stdio_process_starts_total"] != nil {
+		t.Fatal("series of a backend that is gone")
+	}
+	var none *metrics.Metrics
+	none.ObservePools(func() []metrics.PoolSample { return nil })
+}

@@ -73,6 +73,8 @@ type stdioPool struct {
 	changed chan struct{}     // closed and replaced when a process is freed or ends
 	poke    chan struct{}     // wakes the keeper (buffered 1)
 	closed  bool
+	started uint64 // processes started, handshake done
+	crashed uint64 // processes that exited unasked
 }
 
 func newStdioPool(c *Client, log *slog.Logger, clientInfo json.RawMessage) *stdioPool {
@@ -179,6 +181,7 @@ func (p *stdioPool) startCounted(ctx context.Context) (*process, error) {
 		return nil, p.c.newError("open", 0, ErrClosed)
 	}
 	p.all[pr] = true
+	p.started++
 	return pr, nil
 }
 
@@ -207,6 +210,9 @@ func (p *stdioPool) exited(pr *process) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !pr.stopped.Load() {
+		p.crashed++
+	}
 	delete(p.all, pr)
 	p.idle = slices.DeleteFunc(p.idle, func(x *process) bool { return x == pr })
 	p.broadcastLocked()
@@ -343,11 +349,17 @@ func (p *stdioPool) close(grace time.Duration) {
 	p.wg.Wait()
 }
 
-// PoolStats is what a stdio backend's pool holds now.
+// PoolStats is what a stdio backend's pool holds now, and what it has
+// done since it was made (a reload that changes the backend makes a new
+// pool, so the counts start again, as a Prometheus counter may).
 type PoolStats struct {
 	Running  int // processes started and not yet reaped (idle, in use or stopping)
 	Idle     int
 	Starting int
+	// Started counts the processes started (handshake done); Crashed those
+	// that exited without being asked to (killed, crashed, exited on
+	// their own), each replaced by the next request or the pool's Min.
+	Started, Crashed uint64
 }
 
 // Stats reports a stdio backend's pool (zero for other transports).
@@ -358,5 +370,5 @@ func (c *Client) Stats() PoolStats {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return PoolStats{Running: len(p.all), Idle: len(p.idle), Starting: p.pending}
+	return PoolStats{Running: len(p.all), Idle: len(p.idle), Starting: p.pending, Started: p.started, Crashed: p.crashed}
 }

@@ -147,6 +147,14 @@ func TestStdio_ProcessDyingMidCallFailsTheCallAndIsReplaced(t *testing.T) {
 	if again := callPid(t, next); again == pid {
 		t.Errorf("the next request ran in the dead process %s", pid)
 	}
+	// The crash is counted once the process is reaped (maybe after the
+	// call's answer); the replacement is a second start.
+	if !testsupport.Eventually(t, failsafe, func() bool { return c.Stats().Crashed == 1 }) {
+		t.Errorf("stats %+v, want one crash", c.Stats())
+	}
+	if st := c.Stats(); st.Started != 2 {
+		t.Errorf("stats %+v, want two starts", st)
+	}
 }
 
 // A server that prints something else than JSON-RPC on stdout (a stray

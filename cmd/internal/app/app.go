@@ -126,6 +126,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		// is left alone.
 		TracerProvider: tp,
 	})
+	m.ObservePools(func() []metrics.PoolSample { return poolSamples(rt.Status()) })
 	sessions := session.New(st, rt, session.Options{
 		SessionTTL:           cfg.SessionTTL,
 		EventLogSize:         cfg.Streams.EventLogSize,
@@ -190,3 +191,18 @@ func (a *App) Close() error {
 // traceShutdownTimeout bounds the last export at Close: a collector that
 // is down must not hold up a shutdown.
 const traceShutdownTimeout = 5 * time.Second
+
+// poolSamples are the stdio backends' pools in the router's status view,
+// for mcpgw_stdio_* (read at each scrape).
+func poolSamples(st router.Status) []metrics.PoolSample {
+	var out []metrics.PoolSample
+	for _, vh := range st.VHosts {
+		for _, b := range vh.Backends {
+			if p := b.Pool; p != nil {
+				out = append(out, metrics.PoolSample{VHost: vh.Name, Backend: b.Key, Running: p.Running, Idle: p.Idle,
+					Starting: p.Starting, Started: p.Started, Crashed: p.Crashed})
+			}
+		}
+	}
+	return out
+}
