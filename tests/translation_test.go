@@ -293,9 +293,24 @@ func TestTranslation_ParkedCallStateRefusedUnlessCurrentAndUntouched(t *testing.
 			}
 		})
 	}
+	calls := m.backends["gateway-two"].Count("tools/call")
 	r := alice.ModernRequest(m.gws[2], "tools/call", retry(second.state, map[string]any{k2: answerElicitation}), capsAsking)
 	if got := r.Text(); got != "consulted: 42 | accept true" {
 		t.Fatalf("the owner's current retry: %s", r.Body)
+	}
+	// The same retry again (its answer lost on the way back), on another
+	// instance: the call's answer again, not a second run of the tool; a
+	// retry of an earlier round learns that the call has ended.
+	r = alice.ModernRequest(m.gws[0], "tools/call", retry(second.state, map[string]any{k2: answerElicitation}), capsAsking)
+	if got := r.Text(); got != "consulted: 42 | accept true" || r.Result()["resultType"] != "complete" {
+		t.Fatalf("the retry repeated: %d %s, want the call's answer again", r.Status, r.Body)
+	}
+	if got := m.backends["gateway-two"].Count("tools/call"); got != calls {
+		t.Fatalf("the backend got %d more tools/call, want none", got-calls)
+	}
+	r = alice.ModernRequest(m.gws[1], "tools/call", retry(first.state, map[string]any{k1: answerSampling}), capsAsking)
+	if e := r.Error(); e == nil || e.Code != -32603 || !strings.Contains(e.Message, "has ended") {
+		t.Fatalf("a retry of the first round after the end: %d %s, want -32603 saying the call has ended", r.Status, r.Body)
 	}
 }
 

@@ -54,6 +54,11 @@ type parkRecord struct {
 	// the latest input_required asked, so the round's answers accumulate
 	// here until the last one comes and all go to the call at once.
 	Answers map[string]json.RawMessage `json:"answers,omitempty"`
+	// Answered: a retry brought the round's last answer and every answer
+	// went to the call. Should the call then answer, a later retry of the
+	// round (the client's, whose first answer was lost on the way) is
+	// given that answer again rather than told the call has ended.
+	Answered bool `json:"answered,omitempty"`
 	// Lease names the call stream whose lease this instance holds.
 	Lease store.CallStreamID `json:"lease"`
 }
@@ -316,8 +321,15 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park store.S
 	case err != nil:
 		return parkFailed(router.CodeInternalError, "session store unavailable")
 	case call != nil && call.Done:
-		// Its answer went to an earlier retry, or to nobody: no retry
-		// came within the client request timeout, and it was cancelled.
+		// Its answer went to an earlier retry of this round (given again:
+		// the client may not have received it), or to an earlier round's,
+		// or to nobody: no retry came within the client request timeout,
+		// and it was cancelled.
+		if rec != nil && rec.Answered && rec.Round == round {
+			if resp := rt.loggedAnswer(ctx, park, rec.Lease); resp != nil {
+				return router.ParkOutcome{Response: resp}
+			}
+		}
 		return parkFailed(router.CodeInternalError, "the call this requestState continues has ended")
 	case call.Lost():
 		return parkFailed(router.CodeInternalError, "the gateway instance holding this call stopped before it answered; the call's outcome is unknown")
@@ -349,6 +361,14 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park store.S
 			}
 		}
 		return router.ParkOutcome{Input: missing, Park: park, Round: round}
+	}
+	// Recorded before the answers go, so that a retry after the call's
+	// answer finds the round answered (see parkRecord.Answered).
+	answered := *rec
+	answered.Answers, answered.Answered = got, true
+	data, _ := json.Marshal(answered)
+	if _, err := rt.store.AppendEvent(ctx, park, data, rt.opts.EventLogSize, rt.parkTTL()); err != nil {
+		return parkFailed(router.CodeInternalError, "session store unavailable")
 	}
 	key := outcomeKey(round)
 	ch := rt.inflight.addWaiter(park, key)
@@ -429,6 +449,17 @@ func (rt *Runtime) parkState(ctx context.Context, park store.SessionID) (*parkRe
 		return nil, nil, err
 	}
 	return rec, cs, nil
+}
+
+// loggedAnswer is a parked call's answer as its call stream logged it (the
+// stream's last event), nil when it cannot be read.
+func (rt *Runtime) loggedAnswer(ctx context.Context, park store.SessionID, lease store.CallStreamID) *jsonrpc.Response {
+	_, evs, err := rt.store.CallStreamEventsAfter(ctx, park, lease, "0-0", 0)
+	if err != nil || len(evs) == 0 {
+		return nil
+	}
+	o := outcomeOf(park, parkOutcome{Response: evs[len(evs)-1].Data})
+	return o.Response
 }
 
 // parkTTL is how long a park's record lives without use: enough for the
