@@ -13,6 +13,7 @@ import (
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
 	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -361,18 +362,36 @@ func (v *vhost) publishedURI(backend, uri string) string {
 	return prefix(backend, uri)
 }
 
-// listenAccess is the access decision for what a session's GET stream is
-// sent unprompted: the claims of the GET request holding the stream (its
-// context carries the caller, router/credentials), judged by the vhost's
-// rules. A reload that changes the rules rebuilds the listeners
-// (session.Runtime.VHostsChanged), so a subscription the new rules hide
-// stops being delivered, although the session still holds it.
-func listenAccess(ctx context.Context, v *vhost) accessView {
+// callerAccess is the access decision for the caller a context carries
+// (router/credentials), for the entry points that take no Call: initialize,
+// and what a session's GET stream is sent unprompted (the claims of the
+// GET request holding the stream). A reload that changes the rules
+// rebuilds a stream's listeners (session.Runtime.VHostsChanged), so a
+// subscription the new rules hide stops being delivered, although the
+// session still holds it.
+func callerAccess(ctx context.Context, v *vhost) accessView {
 	if v.access == nil {
 		return accessView{}
 	}
 	caller, _ := credentials.CallerFrom(ctx)
 	return v.access.decide(v.name, caller.Claims)
+}
+
+// visibleSnapshots leaves out the backends the access view hides whole,
+// for what initialize and server/discover merge (capabilities,
+// instructions): a caller learns nothing of a backend none of whose names
+// it may see, not even its instructions.
+func (a accessView) visibleSnapshots(v *vhost, snaps map[string]*store.BackendSnapshot) map[string]*store.BackendSnapshot {
+	if a.all() {
+		return snaps
+	}
+	out := make(map[string]*store.BackendSnapshot, len(snaps))
+	for key, snap := range snaps {
+		if a.backendVisible(v, key, true) || a.backendVisible(v, key, false) {
+			out[key] = snap
+		}
+	}
+	return out
 }
 
 // updateVisible reports whether a resources/updated notification, renamed

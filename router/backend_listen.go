@@ -64,7 +64,7 @@ func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr htt
 		return ErrNoStream // reloaded away: the runtime rebuilds its listeners
 	}
 	key := t.Key
-	access := listenAccess(ctx, v)
+	access := callerAccess(ctx, v)
 	t.Subscriptions = visibleSubscriptions(v, key, access, t.Subscriptions)
 	if snap := sess.Backends[key]; modernSnapshot(snap) {
 		return r.listenModern(ctx, v, sess, hdr, t, access, emit, up)

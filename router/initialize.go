@@ -81,12 +81,15 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 		return nil, r.storeUnavailable(req.ID, err)
 	}
 
+	// The session keeps every snapshot (each later request is judged by
+	// its own token); the answer shows only what this caller may see.
+	shown := callerAccess(ctx, v).visibleSnapshots(v, sess.Backends)
 	result := map[string]any{
 		"protocolVersion": version,
-		"capabilities":    mergedCapabilities(sess.Backends),
+		"capabilities":    mergedCapabilities(shown),
 		"serverInfo":      r.opts.Info,
 	}
-	if ins := joinedInstructions(v.keys, sess.Backends); ins != "" {
+	if ins := joinedInstructions(v.keys, shown); ins != "" {
 		result["instructions"] = ins
 	}
 	raw, _ := json.Marshal(result)

@@ -134,13 +134,17 @@ func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *ModernCall) *j
 		}
 	}
 	hints.ttlMs = max(hints.ttlMs, 0)
+	shown := snaps // what this caller may see
+	if a := modernAccess(v, c); a != nil {
+		shown = a.visibleSnapshots(v, snaps)
+	}
 	result := map[string]any{
 		"supportedVersions": wire.AllProtocolVersions(),
-		"capabilities":      mergedCapabilities(snaps),
+		"capabilities":      mergedCapabilities(shown),
 	}
-	if ins := joinedInstructions(v.keys, snaps); ins != "" {
+	if ins := joinedInstructions(v.keys, shown); ins != "" {
 		result["instructions"] = ins
 	}
 	raw, _ := json.Marshal(result)
-	return r.finishModern(ctx, resultResponse(c.Request.ID, raw), "server/discover", &hints)
+	return r.finishModern(ctx, resultResponse(c.Request.ID, raw), "server/discover", v.accessHints("server/discover", &hints))
 }
