@@ -39,7 +39,7 @@ var (
 		"Processes of a stdio backend this instance started (handshake done).",
 		[]string{"vhost", "backend"}, nil)
 	poolCrashes = prometheus.NewDesc("mcpgw_stdio_process_crashes_total",
-		"Processes of a stdio backend that exited without the gateway asking (crashed, killed, or exited on their own).",
+		"Processes of a stdio backend that ended without the gateway asking (crashed, killed, exited on their own, or wrote something that is not MCP on stdout).",
 		[]string{"vhost", "backend"}, nil)
 )
 

@@ -203,14 +203,14 @@ func (p *stdioPool) release(pr *process, reusable bool) {
 
 // exited is called by a process's reader once it has been reaped.
 func (p *stdioPool) exited(pr *process) {
-	if !pr.stopped.Load() {
+	if pr.unasked {
 		pr.logger().Warn("stdio backend process exited", "error", pr.exitErr)
 	} else {
 		pr.logger().Debug("stdio backend process stopped", "error", pr.exitErr)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !pr.stopped.Load() {
+	if pr.unasked {
 		p.crashed++
 	}
 	delete(p.all, pr)

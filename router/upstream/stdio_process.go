@@ -53,6 +53,9 @@ type process struct {
 	dead    chan struct{} // closed once stdout has ended
 	exitErr error         // how it ended; set before dead is closed
 	stopped atomic.Bool   // stop was asked: its exit is expected
+	// unasked: stdout ended (or broke) before stop was asked, a crash;
+	// written by the reader before dead is closed.
+	unasked bool
 
 	mu       sync.Mutex
 	pending  map[jsonrpc.ID]chan *jsonrpc.Response
@@ -184,6 +187,10 @@ func (pr *process) run(stderr *os.File, stderrDone <-chan struct{}) {
 		}
 		pr.dispatch(msg)
 	}
+	// Whether the end was asked for is read now, when stdout has ended:
+	// a request that saw the process die stops it a moment later, which
+	// would make a crash look like a stop.
+	pr.unasked = !pr.stopped.Load()
 	// Anything but the end of stdout leaves it unusable (the go-sdk stops
 	// reading at a malformed message): the process is stopped.
 	malformed := !errors.Is(readErr, io.EOF) && !pr.stopped.Load()
