@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -227,4 +228,46 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
+}
+
+// A store that can never work (here: it wants a password the URL lacks)
+// gets every request a 503 that says so, as the server's start-up does,
+// and is tried again on the next request (a fixed secret reaches a new
+// execution environment; a fixed store, this one).
+func TestLazyApp_StoreThatCanNeverWorkIs503SayingSo(t *testing.T) {
+	locked, err := testsupport.StartRedis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(locked.Stop)
+	if err := locked.Client().ConfigSet(t.Context(), "requirepass", "only-the-store-knows").Err(); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t)
+	for _, kv := range f.secrets() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	fn, err := setup(envMap(map[string]string{envConfigYAML: f.configYAML, envRedisURL: "redis://" + locked.Addr, envMode: "url"}), discardLogger())
+	if err != nil {
+		t.Fatal(err) // the URL's form is fine: init does not touch the store
+	}
+	t.Cleanup(fn.lazy.close)
+	rec := httptest.NewRecorder()
+	fn.lazy.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "cannot work with this URL") || !strings.Contains(rec.Body.String(), "NOAUTH") {
+		t.Fatalf("first request: %d %s, want 503 saying the store cannot work", rec.Code, rec.Body)
+	}
+	if strings.Contains(rec.Body.String(), "only-the-store-knows") {
+		t.Fatal("the answer quotes the password")
+	}
+	// The store now takes the URL as it is: the next request builds.
+	if err := locked.Client().ConfigSet(t.Context(), "requirepass", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rec = httptest.NewRecorder()
+	fn.lazy.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("after the fix: %d %s", rec.Code, rec.Body)
+	}
 }

@@ -149,6 +149,15 @@ func setup(getenv func(string) string, log *slog.Logger, options ...app.Option) 
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), busStartTimeout)
 		defer cancel()
+		// A store that can never work (refused credentials, a database
+		// index it lacks, a host name that does not resolve) is said as
+		// such, as the server's start-up does: every request gets 503
+		// naming it until the store or its secret is fixed. One that does
+		// not answer yet may be starting: the request goes on.
+		if err := a.Store.Ping(ctx); store.Unusable(err) {
+			_ = a.Close()
+			return nil, fmt.Errorf("the session store cannot work with this URL (fix %s or the secret it names): %w", envRedisURL, err)
+		}
 		if err := a.Start(ctx); err != nil {
 			log.Warn("mcpgw lambda: the store's bus did not confirm the subscription yet; it keeps trying", "error", err)
 		}
