@@ -2,23 +2,17 @@ package demobackend
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
-	"strconv"
-	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/localserve"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Path is where [Start] serves the MCP endpoint, matching the conventional
 // Streamable HTTP path so that configured backend URLs look like real ones.
 const Path = "/mcp"
-
-// shutdownTimeout bounds a graceful stop; requests still running after it
-// are cut off so that stop never hangs a test or a container.
-const shutdownTimeout = 5 * time.Second
 
 // Handler serves srv over Streamable HTTP. In stateless mode the backend
 // issues no Mcp-Session-Id, which is the shape of backend the gateway's
@@ -62,58 +56,20 @@ func Start(ctx context.Context, addr, name string, opts Options) (url string, st
 	srv := NewServer(name, opts)
 	mux := http.NewServeMux()
 	mux.Handle(Path, withLatency(opts.Latency, Handler(srv, opts.Stateless)))
-
-	// Request contexts derive from baseCtx so that cancelling it ends the
-	// long-lived SSE GETs that would otherwise make Shutdown wait.
-	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
-	hs := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && opts.Logger != nil {
-			opts.Logger.Error("demo backend stopped serving", "name", name, "err", err)
-		}
-	}()
-
-	stopped := make(chan struct{})
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			close(stopped)
-			cancelBase()
-			sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-			defer cancel()
-			if hs.Shutdown(sctx) != nil {
-				hs.Close()
+	url, stop = localserve.Serve(ctx, ln, mux, localserve.Options{
+		Path: Path,
+		OnServeError: func(err error) {
+			if opts.Logger != nil {
+				opts.Logger.Error("demo backend stopped serving", "name", name, "err", err)
 			}
-			<-served
-			// Stateful sessions outlive their HTTP requests; close them so
-			// their goroutines end with the server.
+		},
+		// Stateful sessions outlive their HTTP requests; close them so
+		// their goroutines end with the server.
+		AfterStop: func() {
 			for ss := range srv.Sessions() {
 				ss.Close()
 			}
-		})
-	}
-	go func() {
-		select {
-		case <-ctx.Done():
-			stop()
-		case <-stopped:
-		}
-	}()
-	return "http://" + dialableAddr(ln.Addr()) + Path, stop, nil
-}
-
-// dialableAddr turns a wildcard listen address (":9001") into one a client
-// can connect to, so the URL Start returns is usable as is.
-func dialableAddr(a net.Addr) string {
-	tcp, ok := a.(*net.TCPAddr)
-	if !ok || !tcp.IP.IsUnspecified() {
-		return a.String()
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+		},
+	})
+	return url, stop, nil
 }

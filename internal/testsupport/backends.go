@@ -214,21 +214,7 @@ func (b *Backend) Count(method string) int {
 // so a test can wait for the gateway to have done something upstream.
 // Count("GET") counts standalone notification streams opened.
 func (b *Backend) WaitCount(method string, n int, timeout time.Duration) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		b.mu.Lock()
-		got, ch := b.counts[method], b.changed
-		b.mu.Unlock()
-		if got >= n {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return false
-		}
-	}
+	return waitChanged(&b.mu, timeout, func() (bool, <-chan struct{}) { return b.counts[method] >= n, b.changed })
 }
 
 // bump counts one more key and wakes WaitCount.

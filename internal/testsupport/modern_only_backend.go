@@ -122,21 +122,7 @@ func (b *ModernOnlyBackend) Count(key string) int {
 // WaitCount waits until Count(key) reaches n or timeout passes, and
 // reports whether it did; it wakes on every request.
 func (b *ModernOnlyBackend) WaitCount(key string, n int, timeout time.Duration) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		b.mu.Lock()
-		got, ch := b.counts[key], b.changed
-		b.mu.Unlock()
-		if got >= n {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return false
-		}
-	}
+	return waitChanged(&b.mu, timeout, func() (bool, <-chan struct{}) { return b.counts[key] >= n, b.changed })
 }
 
 // LastMeta is the params._meta of the last request of key (as Count), nil

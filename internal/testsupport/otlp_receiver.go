@@ -78,24 +78,19 @@ func (rc *OTLPReceiver) serve(w http.ResponseWriter, r *http.Request) {
 // WaitSpan waits until a span named name has arrived and returns it.
 func (rc *OTLPReceiver) WaitSpan(t testing.TB, name string) *tracepb.Span {
 	t.Helper()
-	deadline := time.NewTimer(30 * time.Second)
-	defer deadline.Stop()
-	for {
-		rc.mu.Lock()
-		ch := rc.changed
+	var found *tracepb.Span
+	if !waitChanged(&rc.mu, 30*time.Second, func() (bool, <-chan struct{}) {
 		for _, s := range rc.spans {
 			if s.GetName() == name {
-				rc.mu.Unlock()
-				return s
+				found = s
+				return true, nil
 			}
 		}
-		rc.mu.Unlock()
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("no span %q reached the collector", name)
-		}
+		return false, rc.changed
+	}) {
+		t.Fatalf("no span %q reached the collector", name)
 	}
+	return found
 }
 
 // Spans returns the spans received so far.

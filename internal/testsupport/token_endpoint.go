@@ -128,21 +128,7 @@ func (e *TokenEndpoint) Forms() []url.Values {
 // WaitRequests waits until Requests reaches n or timeout passes, waking
 // on each request (no polling); it reports whether it did.
 func (e *TokenEndpoint) WaitRequests(n int, timeout time.Duration) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		e.mu.Lock()
-		got, ch := e.requests, e.changed
-		e.mu.Unlock()
-		if got >= n {
-			return true
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			return false
-		}
-	}
+	return waitChanged(&e.mu, timeout, func() (bool, <-chan struct{}) { return e.requests >= n, e.changed })
 }
 
 func (e *TokenEndpoint) serve(w http.ResponseWriter, r *http.Request) {

@@ -32,15 +32,13 @@ package modernonly
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
-	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/localserve"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -58,9 +56,6 @@ const WatchedURI = "test://watched-resource"
 // DefaultWatchInterval is how often the watched resource changes in the
 // command (the go-sdk everything-server's period).
 const DefaultWatchInterval = 3 * time.Second
-
-// shutdownTimeout bounds a graceful stop of [Start]'s HTTP server.
-const shutdownTimeout = 5 * time.Second
 
 // Options shape a server. The zero value is the conformance fixture with a
 // resource that changes only when [Server.TouchWatched] is called.
@@ -158,53 +153,14 @@ func Start(ctx context.Context, addr string, watch time.Duration, opts Options) 
 		return "", nil, err
 	}
 	s := New(opts)
-	// Request contexts derive from baseCtx, so that cancelling it ends the
-	// listen streams that would otherwise hold Shutdown until its timeout.
-	baseCtx, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
-	hs := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && opts.Logger != nil {
+	so := localserve.Options{Path: Path, OnServeError: func(err error) {
+		if opts.Logger != nil {
 			opts.Logger.Error("modern-everything stopped serving", "err", err)
 		}
-	})
+	}}
 	if watch > 0 {
-		wg.Go(func() { s.Watch(baseCtx, watch) })
+		so.Run = func(base context.Context) { s.Watch(base, watch) }
 	}
-	stopped := make(chan struct{})
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			close(stopped)
-			cancelBase()
-			sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-			defer cancel()
-			if hs.Shutdown(sctx) != nil {
-				hs.Close()
-			}
-			wg.Wait()
-		})
-	}
-	go func() {
-		select {
-		case <-ctx.Done():
-			stop()
-		case <-stopped:
-		}
-	}()
-	return "http://" + dialableAddr(ln.Addr()) + Path, stop, nil
-}
-
-// dialableAddr turns a wildcard listen address (":9001") into one a client
-// can connect to, so the URL Start returns is usable as is.
-func dialableAddr(a net.Addr) string {
-	tcp, ok := a.(*net.TCPAddr)
-	if !ok || !tcp.IP.IsUnspecified() {
-		return a.String()
-	}
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+	url, stop = localserve.Serve(ctx, ln, s.Handler(), so)
+	return url, stop, nil
 }
