@@ -152,21 +152,27 @@ func endProbe(span trace.Span, snap *store.BackendSnapshot) {
 	span.End()
 }
 
-// extractTraceContext returns ctx carrying the client's trace context:
-// from params._meta when it holds a valid traceparent, else from hdr.
+// extractTraceContext returns ctx carrying the client's trace context and
+// W3C baggage: from params._meta when it holds a valid traceparent (with
+// its tracestate and baggage), else from hdr. The baggage goes on to the
+// backends with the trace context (router/upstream/trace_context.go).
 func extractTraceContext(ctx context.Context, hdr http.Header, params json.RawMessage) context.Context {
-	prop := propagation.TraceContext{}
+	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	if bytes.Contains(params, []byte(`"traceparent"`)) {
 		var p struct {
 			Meta struct {
 				Traceparent string `json:"traceparent"`
 				Tracestate  string `json:"tracestate"`
+				Baggage     string `json:"baggage"`
 			} `json:"_meta"`
 		}
 		if json.Unmarshal(params, &p) == nil && p.Meta.Traceparent != "" {
 			c := propagation.MapCarrier{"traceparent": p.Meta.Traceparent}
 			if p.Meta.Tracestate != "" {
 				c["tracestate"] = p.Meta.Tracestate
+			}
+			if p.Meta.Baggage != "" {
+				c["baggage"] = p.Meta.Baggage
 			}
 			if mctx := prop.Extract(ctx, c); trace.SpanContextFromContext(mctx).IsValid() {
 				return mctx

@@ -81,7 +81,7 @@ func TestTracing_RoutedCallIsOneTraceWithABackendChild(t *testing.T) {
 	f, rec := newTracedFixture(t, backendSpec{Key: "one"}, backendSpec{Key: "two"})
 	sid, _ := f.Initialize(nil)
 	rec.Reset()
-	hdr := http.Header{"Traceparent": {clientTraceparent}}
+	hdr := http.Header{"Traceparent": {clientTraceparent}, "Baggage": {"tenant=acme"}}
 	result(t, f.CallHdr(sid, hdr, "tools/call", map[string]any{"name": "two-echo", "arguments": map[string]any{"text": "x"}}))
 
 	req := one(t, rec, "mcp tools/call")
@@ -110,6 +110,9 @@ func TestTracing_RoutedCallIsOneTraceWithABackendChild(t *testing.T) {
 	sent := f.Backends["two"].LastHeaders("tools/call").Get("Traceparent")
 	if want := "00-" + clientTraceID + "-" + child.SpanContext().SpanID().String() + "-01"; sent != want {
 		t.Errorf("backend got traceparent %q, want the backend span's %q", sent, want)
+	}
+	if got := f.Backends["two"].LastHeaders("tools/call").Get("Baggage"); got != "tenant=acme" {
+		t.Errorf("backend got baggage %q, want the client's", got)
 	}
 	if n := len(spansNamed(rec, "backend one tools/call")); n != 0 {
 		t.Errorf("the other backend has %d spans", n)
@@ -152,6 +155,7 @@ func TestTracing_ModernRequestTakesTraceContextFromMeta(t *testing.T) {
 		"io.modelcontextprotocol/protocolVersion":    wire.ModernProtocolVersion,
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 		"traceparent": clientTraceparent,
+		"baggage":     "tenant=acme",
 	}}
 	raw, _ := json.Marshal(params)
 	hdr := http.Header{"Traceparent": {"00-11111111111111111111111111111111-2222222222222222-01"}}
@@ -175,6 +179,9 @@ func TestTracing_ModernRequestTakesTraceContextFromMeta(t *testing.T) {
 	}
 	if got := f.Backends["m"].LastHeaders("tools/call").Get("Traceparent"); got != "00-"+clientTraceID+"-"+call.SpanContext().SpanID().String()+"-01" {
 		t.Errorf("backend traceparent header %q", got)
+	}
+	if got := f.Backends["m"].LastHeaders("tools/call").Get("Baggage"); got != "tenant=acme" {
+		t.Errorf("backend baggage header %q, want _meta's", got)
 	}
 }
 

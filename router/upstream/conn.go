@@ -147,9 +147,9 @@ func (conn *Conn) newCall(ctx context.Context, method string, params json.RawMes
 	// ids stay far below 2^53, so the conversion is exact.
 	id, _ := jsonrpc.MakeID(float64(conn.nextID.Add(1)))
 	if conn.meta != nil {
-		params = withMeta(params, conn.meta, traceMeta(conn.spanContext(ctx)))
+		params = withMeta(params, conn.meta, traceMeta(ctx, conn.spanContext(ctx)))
 	} else {
-		params = withoutModernMeta(params, traceMeta(conn.spanContext(ctx)))
+		params = withoutModernMeta(params, traceMeta(ctx, conn.spanContext(ctx)))
 	}
 	return &jsonrpc.Request{ID: id, Method: method, Params: params}
 }

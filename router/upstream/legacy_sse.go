@@ -65,7 +65,7 @@ func openLegacySSE(ctx context.Context, conn *Conn) (*legacySSE, error) {
 		return fail(nil, c.newError(op, 0, err))
 	}
 	hreq.Header = conn.headers.Clone()
-	injectTraceHeaders(conn.spanContext(streamCtx), hreq.Header)
+	injectTraceHeaders(streamCtx, conn.spanContext(streamCtx), hreq.Header)
 	hreq.Header.Set("Accept", "text/event-stream")
 	hresp, err := c.hc.Do(hreq)
 	if err != nil {
@@ -288,7 +288,7 @@ func (l *legacySSE) send(ctx context.Context, msg jsonrpc.Message) error {
 		return c.newError(op, 0, err)
 	}
 	hreq.Header = l.conn.headers.Clone()
-	injectTraceHeaders(l.conn.spanContext(ctx), hreq.Header)
+	injectTraceHeaders(ctx, l.conn.spanContext(ctx), hreq.Header)
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json, text/event-stream")
 	hresp, err := c.hc.Do(hreq)

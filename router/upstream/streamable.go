@@ -48,7 +48,7 @@ func (s *streamable) newRequest(ctx context.Context, method string, body io.Read
 		return nil, "", err
 	}
 	hreq.Header = s.conn.headers.Clone()
-	injectTraceHeaders(s.conn.spanContext(ctx), hreq.Header)
+	injectTraceHeaders(ctx, s.conn.spanContext(ctx), hreq.Header)
 	sid, version, _ := s.conn.state()
 	if version != "" {
 		hreq.Header.Set(headerProtocolVersion, version)

@@ -14,8 +14,11 @@ import (
 // the exchange, and, on a 2026-07-28 connection, the same keys at the root
 // of each request's params._meta (the revision's place for them). Either
 // names the span the router started for the exchange (the one the
-// connection was opened under), so the backend's spans hang under it. A context without a span (tracing off) sends
-// nothing, and a client's own _meta keys then pass as they came.
+// connection was opened under), so the backend's spans hang under it. The
+// client's W3C baggage, which the router put in the request's context,
+// goes with it (header baggage, _meta key baggage). A context without a
+// span (tracing off) sends nothing, and a client's own _meta keys then pass
+// as they came.
 
 // Keys of W3C trace context, as headers and as _meta keys.
 const (
@@ -34,20 +37,29 @@ func (conn *Conn) spanContext(ctx context.Context) trace.SpanContext {
 	return trace.SpanContextFromContext(ctx)
 }
 
-// injectTraceHeaders sets sc's trace headers on h.
-func injectTraceHeaders(sc trace.SpanContext, h http.Header) {
-	if sc.IsValid() {
-		propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), propagation.HeaderCarrier(h))
+// traceCarrier fills c with sc's trace context and ctx's baggage; nothing
+// when sc is not valid.
+func traceCarrier(ctx context.Context, sc trace.SpanContext, c propagation.TextMapCarrier) {
+	if !sc.IsValid() {
+		return
 	}
+	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), c)
+	propagation.Baggage{}.Inject(ctx, c)
 }
 
-// traceMeta is sc as _meta values, nil when sc is not valid.
-func traceMeta(sc trace.SpanContext) map[string]json.RawMessage {
-	if !sc.IsValid() {
+// injectTraceHeaders sets sc's trace headers and ctx's baggage on h.
+func injectTraceHeaders(ctx context.Context, sc trace.SpanContext, h http.Header) {
+	traceCarrier(ctx, sc, propagation.HeaderCarrier(h))
+}
+
+// traceMeta is sc and ctx's baggage as _meta values, nil when sc is not
+// valid.
+func traceMeta(ctx context.Context, sc trace.SpanContext) map[string]json.RawMessage {
+	c := propagation.MapCarrier{}
+	traceCarrier(ctx, sc, c)
+	if len(c) == 0 {
 		return nil
 	}
-	c := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), c)
 	m := make(map[string]json.RawMessage, len(c))
 	for k, v := range c {
 		m[k], _ = json.Marshal(v)
