@@ -50,6 +50,12 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if resp := r.admitTarget(ctx, v, c, t); resp != nil {
 		return resp // over a rate limit: no hook, no backend
 	}
+	if c.modern && method == "tools/call" && !modernSnapshot(c.Session.Backends[t.backend]) {
+		// Translated to a 2025-era backend, which never reads them.
+		if e := r.checkParamHeaders(ctx, v, c, t); e != nil {
+			return errorResponse(c.Request.ID, e)
+		}
+	}
 	mrtr := c.modern && multiRoundTrip(method)
 	if mrtr {
 		if resp := r.openRequestState(ctx, v, c, t); resp != nil {

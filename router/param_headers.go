@@ -1,0 +1,154 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A 2026-07-28 tools/call mirrors some arguments in Mcp-Param-{X} headers:
+// those whose property in the tool's inputSchema carries an x-mcp-header
+// annotation naming X (SEP-2243). The server must refuse a request whose
+// headers and arguments disagree (-32020, HTTP 400): a header missing for
+// an argument that is there, one present for an argument that is not, a
+// malformed Base64 sentinel, a different value.
+//
+// A 2026-07-28 backend checks its own (the gateway passes the client's
+// headers on unchanged: renaming never touches arguments). A 2025-era
+// backend never looks at them, so for a call translated to one the
+// gateway checks, against the schema the backend lists (the same per
+// instance cache validate_arguments reads, router/tool_schemas.go). When
+// that schema cannot be read the call goes on unchecked: the backend it
+// would protect does not read the headers either.
+
+// paramHeaderPrefix starts the header of an annotated argument.
+const paramHeaderPrefix = "Mcp-Param-"
+
+// paramBinding is one annotated property: its path in the arguments and
+// the header suffix it is mirrored in.
+type paramBinding struct {
+	path   []string
+	header string
+}
+
+// checkParamHeaders checks a translated tools/call's Mcp-Param-* headers
+// against its arguments; nil when they agree, or nothing can be checked.
+func (r *Router) checkParamHeaders(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Error {
+	schema, err := r.toolInputSchema(ctx, v, c, t.backend, t.name)
+	if err != nil {
+		r.log.Debug("Mcp-Param-* headers not checked: the tool's schema is not available", "vhost", v.name, "backend", t.backend, "error", err)
+		return nil
+	}
+	bindings := paramBindings(schema)
+	if len(bindings) == 0 {
+		return nil
+	}
+	var args map[string]json.RawMessage
+	_ = json.Unmarshal(t.params["arguments"], &args)
+	if msg := paramHeaderMismatch(c.Header, bindings, args); msg != "" {
+		return &jsonrpc.Error{Code: wire.CodeHeaderMismatch, Message: msg}
+	}
+	return nil
+}
+
+// paramBindings reads the x-mcp-header annotations of an inputSchema, at
+// any depth of nested object properties.
+func paramBindings(schema json.RawMessage) []paramBinding {
+	var walk func(raw json.RawMessage, path []string, out []paramBinding) []paramBinding
+	walk = func(raw json.RawMessage, path []string, out []paramBinding) []paramBinding {
+		var p struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+		}
+		if json.Unmarshal(raw, &p) != nil {
+			return out
+		}
+		for name, sub := range p.Properties {
+			at := append(append([]string(nil), path...), name)
+			var h struct {
+				Header string `json:"x-mcp-header"`
+			}
+			if json.Unmarshal(sub, &h) == nil && h.Header != "" {
+				out = append(out, paramBinding{path: at, header: h.Header})
+			}
+			out = walk(sub, at, out)
+		}
+		return out
+	}
+	return walk(schema, nil, nil)
+}
+
+// paramHeaderMismatch says how hdr and args disagree on the bindings, ""
+// when they agree.
+func paramHeaderMismatch(hdr http.Header, bindings []paramBinding, args map[string]json.RawMessage) string {
+	for _, b := range bindings {
+		name := paramHeaderPrefix + b.header
+		got := hdr.Get(name)
+		arg, present := argumentAt(args, b.path)
+		where := strings.Join(b.path, ".")
+		if !present || string(arg) == "null" {
+			if got != "" {
+				return "header mismatch: " + name + " is set, but argument " + wire.Quote(where) + " is absent"
+			}
+			continue
+		}
+		if got == "" {
+			return "header mismatch: " + name + " is missing for argument " + wire.Quote(where)
+		}
+		decoded, ok := wire.DecodeHeaderValue(got)
+		if !ok {
+			return "header mismatch: " + name + " holds malformed Base64"
+		}
+		if !primitiveMatches(decoded, arg) {
+			return "header mismatch: " + name + " does not match argument " + wire.Quote(where)
+		}
+	}
+	return ""
+}
+
+// argumentAt follows path through nested argument objects.
+func argumentAt(args map[string]json.RawMessage, path []string) (json.RawMessage, bool) {
+	cur, ok := json.RawMessage(nil), false
+	obj := args
+	for i, key := range path {
+		if cur, ok = obj[key]; !ok {
+			return nil, false
+		}
+		if i < len(path)-1 {
+			obj = nil
+			if json.Unmarshal(cur, &obj) != nil {
+				return nil, false
+			}
+		}
+	}
+	return cur, ok
+}
+
+// primitiveMatches compares a decoded header with a JSON argument: a
+// string as is, a boolean as true/false, an integer (within ±(2^53−1)) by
+// value. Anything else never matches: only those types may be mirrored.
+func primitiveMatches(header string, arg json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(arg, &v) != nil {
+		return false
+	}
+	switch v := v.(type) {
+	case string:
+		return header == v
+	case bool:
+		return header == strconv.FormatBool(v)
+	case float64:
+		const maxSafe = 1<<53 - 1
+		if v != math.Trunc(v) || math.Abs(v) > maxSafe {
+			return false
+		}
+		h, err := strconv.ParseFloat(header, 64)
+		return err == nil && h == v
+	}
+	return false
+}
