@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -55,6 +56,39 @@ func (r *Router) checkParamHeaders(ctx context.Context, v *vhost, c *Call, t *ta
 		return &jsonrpc.Error{Code: wire.CodeHeaderMismatch, Message: msg}
 	}
 	return nil
+}
+
+// withParamHeaders returns ctx carrying the Mcp-Param-* headers of a
+// tools/call from a 2025-era session to a 2026-07-28 backend, made from
+// its arguments (params, as the backend gets them) and the tool's
+// annotations: the session's client sent none, and the backend refuses a
+// call that lacks one. Without the schema, ctx is returned as it is.
+func (r *Router) withParamHeaders(ctx context.Context, v *vhost, c *Call, t *target, params json.RawMessage) context.Context {
+	schema, err := r.toolInputSchema(ctx, v, c, t.backend, t.name)
+	if err != nil {
+		r.log.Debug("no Mcp-Param-* headers: the tool's schema is not available", "vhost", v.name, "backend", t.backend, "error", err)
+		return ctx
+	}
+	bindings := paramBindings(schema)
+	if len(bindings) == 0 {
+		return ctx
+	}
+	var p struct {
+		Arguments map[string]json.RawMessage `json:"arguments"`
+	}
+	_ = json.Unmarshal(params, &p)
+	h := http.Header{}
+	for _, b := range bindings {
+		if arg, ok := argumentAt(p.Arguments, b.path); ok {
+			if s, ok := primitiveString(arg); ok {
+				h.Set(paramHeaderPrefix+b.header, wire.EncodeHeaderValue(s))
+			}
+		}
+	}
+	if len(h) == 0 {
+		return ctx
+	}
+	return upstream.WithHeaders(ctx, h)
 }
 
 // paramBindings reads the x-mcp-header annotations of an inputSchema, at
@@ -129,26 +163,44 @@ func argumentAt(args map[string]json.RawMessage, path []string) (json.RawMessage
 	return cur, ok
 }
 
+// primitiveString is a JSON argument as a header states it: a string as
+// is, a boolean as true/false, an integer within ±(2^53−1) in decimal; ok
+// is false for anything else (null, numbers with a fraction, objects).
+func primitiveString(arg json.RawMessage) (string, bool) {
+	var v any
+	if json.Unmarshal(arg, &v) != nil {
+		return "", false
+	}
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case bool:
+		return strconv.FormatBool(v), true
+	case float64:
+		if v != math.Trunc(v) || math.Abs(v) > maxSafeInteger {
+			return "", false
+		}
+		return strconv.FormatInt(int64(v), 10), true
+	}
+	return "", false
+}
+
+// maxSafeInteger bounds the integers a header may mirror.
+const maxSafeInteger = 1<<53 - 1
+
 // primitiveMatches compares a decoded header with a JSON argument: a
 // string as is, a boolean as true/false, an integer (within ±(2^53−1)) by
 // value. Anything else never matches: only those types may be mirrored.
 func primitiveMatches(header string, arg json.RawMessage) bool {
-	var v any
-	if json.Unmarshal(arg, &v) != nil {
+	want, ok := primitiveString(arg)
+	if !ok {
 		return false
 	}
-	switch v := v.(type) {
-	case string:
-		return header == v
-	case bool:
-		return header == strconv.FormatBool(v)
-	case float64:
-		const maxSafe = 1<<53 - 1
-		if v != math.Trunc(v) || math.Abs(v) > maxSafe {
-			return false
-		}
+	var n float64
+	if json.Unmarshal(arg, &n) == nil {
+		// An integer compares by value: "7" and "7.0" both state 7.
 		h, err := strconv.ParseFloat(header, 64)
-		return err == nil && h == v
+		return err == nil && h == n
 	}
-	return false
+	return header == want
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -19,18 +20,7 @@ import (
 // or holds malformed Base64 is -32020, and the backend is not called.
 func TestParamHeaders_TranslatedCallCheckedAgainstTheAnnotations(t *testing.T) {
 	f := newFixture(t, backendSpec{Key: "leg"}) // stateful: 2025-era only
-	f.Backends["leg"].Server.AddTool(&mcp.Tool{Name: "regional", InputSchema: map[string]any{
-		"type": "object",
-		"properties": map[string]any{
-			"region": map[string]any{"type": "string", "x-mcp-header": "Region"},
-			"opts": map[string]any{"type": "object", "properties": map[string]any{
-				"limit": map[string]any{"type": "integer", "x-mcp-header": "Limit"},
-			}},
-			"note": map[string]any{"type": "string"},
-		},
-	}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
-	})
+	addRegional(f.Backends["leg"].Server)
 	call := func(args map[string]any, hdr map[string]string) *jsonrpc.Response {
 		t.Helper()
 		raw, _ := json.Marshal(map[string]any{"name": "regional", "arguments": args, "_meta": map[string]any{
@@ -77,4 +67,42 @@ func TestParamHeaders_TranslatedCallCheckedAgainstTheAnnotations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A 2025-era session's tools/call to a 2026-07-28 backend carries the
+// Mcp-Param-* headers the tool's annotations ask for, made by the gateway
+// from the arguments (the client, speaking the session protocol, sends
+// none, and the backend refuses a call without them).
+func TestParamHeaders_SessionCallToAModernBackendCarriesThem(t *testing.T) {
+	f := newFixture(t, backendSpec{Key: "mod", Opts: testsupport.BackendOptions{Stateless: true}})
+	addRegional(f.Backends["mod"].Server)
+	sid, _ := f.Initialize(nil)
+	args := map[string]any{"region": "eu west ü", "opts": map[string]any{"limit": 7}}
+	if res := result(t, f.Call(sid, "tools/call", map[string]any{"name": "regional", "arguments": args})); res["isError"] == true {
+		t.Fatalf("result %v", res)
+	}
+	h := f.Backends["mod"].LastHeaders("tools/call")
+	if got := h.Get("Mcp-Param-Region"); got != wire.EncodeHeaderValue("eu west ü") {
+		t.Errorf("Mcp-Param-Region = %q", got)
+	}
+	if got := h.Get("Mcp-Param-Limit"); got != "7" {
+		t.Errorf("Mcp-Param-Limit = %q", got)
+	}
+}
+
+// addRegional adds tool "regional", two of whose arguments are mirrored
+// in headers (one nested), and which answers "done".
+func addRegional(srv *mcp.Server) {
+	srv.AddTool(&mcp.Tool{Name: "regional", InputSchema: map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"region": map[string]any{"type": "string", "x-mcp-header": "Region"},
+			"opts": map[string]any{"type": "object", "properties": map[string]any{
+				"limit": map[string]any{"type": "integer", "x-mcp-header": "Limit"},
+			}},
+			"note": map[string]any{"type": "string"},
+		},
+	}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
 }

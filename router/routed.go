@@ -90,6 +90,11 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		params = hc.Params
 	}
 
+	if method == "tools/call" && !c.modern && modernSnapshot(c.Session.Backends[t.backend]) {
+		// A session's call to a 2026-07-28 backend: the client sent no
+		// Mcp-Param-* headers, the backend requires them.
+		ctx = r.withParamHeaders(ctx, v, c, t, params)
+	}
 	resp, err := r.withBackend(ctx, v, t.backend, method, c.Session, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		callCtx, endCall := context.WithCancel(ctx)
 		defer endCall()

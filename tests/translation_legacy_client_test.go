@@ -186,6 +186,22 @@ func TestTranslation_LegacyClientLogLevelAndPingAnsweredByTheGateway(t *testing.
 	}
 }
 
+// A session's call of a tool whose argument the backend wants mirrored in
+// a header (SEP-2243) carries the header: the client, speaking the session
+// protocol, sends none; the gateway makes it from the argument, on
+// whichever instance serves the call (the backend refuses a call without).
+func TestTranslation_LegacyClientCallCarriesTheParamHeaders(t *testing.T) {
+	m, _ := newModernOnlyCluster(t)
+	cl := m.client("alice")
+	cl.Initialize(m.gws[0], nil)
+	for i, region := range []string{"eu-west-1", "zürich"} {
+		r := cl.Call(m.gws[(i+1)%3], "tools/call", map[string]any{"name": "test_x_mcp_header", "arguments": map[string]any{"region": region, "level": 2}})
+		if got := r.Text(); got != "region="+region {
+			t.Fatalf("test_x_mcp_header(%q) answered %s", region, r.Body)
+		}
+	}
+}
+
 // A session's subscription, made on one instance, is heard on its GET
 // stream held by another, through the backend's subscriptions/listen; so
 // are list changes; and when the client resumes its stream on a third
