@@ -20,8 +20,10 @@ import (
 // an argument that is there, one present for an argument that is not, a
 // malformed Base64 sentinel, a different value.
 //
-// A 2026-07-28 backend checks its own (the gateway passes the client's
-// headers on unchanged: renaming never touches arguments). A 2025-era
+// A 2026-07-28 backend checks its own: the gateway passes the client's
+// headers on unchanged (renaming never touches arguments), and makes them
+// from the arguments when the client sent none for them (a 2025-era
+// session's call) or a hook rewrote the arguments (withParamHeaders). A 2025-era
 // backend never looks at them, so for a call translated to one the
 // gateway checks, against the schema the backend lists (the same per
 // instance cache validate_arguments reads, router/tool_schemas.go). When

@@ -106,3 +106,40 @@ func addRegional(srv *mcp.Server) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	})
 }
+
+// rewriteRegion is a pre-hook that changes the region argument.
+type rewriteRegion struct{}
+
+func (rewriteRegion) Pre(_ context.Context, c *router.HookCall) error {
+	var p map[string]any
+	_ = json.Unmarshal(c.Params, &p)
+	p["arguments"].(map[string]any)["region"] = "rewritten"
+	c.Params, _ = json.Marshal(p)
+	return nil
+}
+
+func (rewriteRegion) Post(_ context.Context, _ *router.HookCall, result json.RawMessage) (json.RawMessage, error) {
+	return result, nil
+}
+
+// A 2026-07-28 client's headers stated the arguments it sent; a pre-hook
+// that rewrites an argument mirrored in a header gets the header made
+// anew, so the backend does not refuse the call as a mismatch.
+func TestParamHeaders_RemadeWhenAHookRewritesTheArguments(t *testing.T) {
+	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{rewriteRegion{}}},
+		backendSpec{Key: "mod", Opts: testsupport.BackendOptions{Stateless: true}})
+	addRegional(f.Backends["mod"].Server)
+	raw, _ := json.Marshal(map[string]any{"name": "regional", "arguments": map[string]any{"region": "eu-west"}, "_meta": map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    wire.ModernProtocolVersion,
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+	}})
+	h := http.Header{"Mcp-Param-Region": {"eu-west"}}
+	resp := f.Router.HandleModern(context.Background(), &router.ModernCall{VHost: f.VHost, Principal: "alice", Header: h,
+		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, ClientCapabilities: json.RawMessage(`{}`)})
+	if res := result(t, resp); res["isError"] == true {
+		t.Fatalf("result %v", res)
+	}
+	if got := f.Backends["mod"].LastHeaders("tools/call").Get("Mcp-Param-Region"); got != "rewritten" {
+		t.Fatalf("Mcp-Param-Region = %q, want the rewritten argument's", got)
+	}
+}

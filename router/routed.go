@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,6 +71,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cannot encode the params for the backend"))
 	}
 
+	sent := params // what the client sent, for the Mcp-Param-* headers below
 	var hc *HookCall
 	if hooked(method) && len(r.opts.Hooks)+len(v.hooks) > 0 {
 		hc = &HookCall{Method: method, VHost: v.name, Backend: t.backend, Name: t.name,
@@ -90,9 +92,10 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		params = hc.Params
 	}
 
-	if method == "tools/call" && !c.modern && modernSnapshot(c.Session.Backends[t.backend]) {
-		// A session's call to a 2026-07-28 backend: the client sent no
-		// Mcp-Param-* headers, the backend requires them.
+	if method == "tools/call" && modernSnapshot(c.Session.Backends[t.backend]) && (!c.modern || !bytes.Equal(params, sent)) {
+		// A call to a 2026-07-28 backend whose Mcp-Param-* headers the
+		// client did not make for these arguments: a session's client
+		// sends none, and a hook may have rewritten the arguments.
 		ctx = r.withParamHeaders(ctx, v, c, t, params)
 	}
 	resp, err := r.withBackend(ctx, v, t.backend, method, c.Session, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
