@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"math"
@@ -96,6 +97,9 @@ func (r *Router) withParamHeaders(ctx context.Context, v *vhost, c *Call, t *tar
 // paramBindings reads the x-mcp-header annotations of an inputSchema, at
 // any depth of nested object properties.
 func paramBindings(schema json.RawMessage) []paramBinding {
+	if !bytes.Contains(schema, []byte(`"x-mcp-header"`)) {
+		return nil // the common case costs one scan
+	}
 	var walk func(raw json.RawMessage, path []string, out []paramBinding) []paramBinding
 	walk = func(raw json.RawMessage, path []string, out []paramBinding) []paramBinding {
 		var p struct {
