@@ -44,12 +44,7 @@ type paramBinding struct {
 // checkParamHeaders checks a translated tools/call's Mcp-Param-* headers
 // against its arguments; nil when they agree, or nothing can be checked.
 func (r *Router) checkParamHeaders(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Error {
-	schema, err := r.toolInputSchema(ctx, v, c, t.backend, t.name)
-	if err != nil {
-		r.log.Debug("Mcp-Param-* headers not checked: the tool's schema is not available", "vhost", v.name, "backend", t.backend, "error", err)
-		return nil
-	}
-	bindings := paramBindings(schema)
+	bindings := r.toolParamBindings(ctx, v, c, t)
 	if len(bindings) == 0 {
 		return nil
 	}
@@ -67,12 +62,7 @@ func (r *Router) checkParamHeaders(ctx context.Context, v *vhost, c *Call, t *ta
 // annotations: the session's client sent none, and the backend refuses a
 // call that lacks one. Without the schema, ctx is returned as it is.
 func (r *Router) withParamHeaders(ctx context.Context, v *vhost, c *Call, t *target, params json.RawMessage) context.Context {
-	schema, err := r.toolInputSchema(ctx, v, c, t.backend, t.name)
-	if err != nil {
-		r.log.Debug("no Mcp-Param-* headers: the tool's schema is not available", "vhost", v.name, "backend", t.backend, "error", err)
-		return ctx
-	}
-	bindings := paramBindings(schema)
+	bindings := r.toolParamBindings(ctx, v, c, t)
 	if len(bindings) == 0 {
 		return ctx
 	}
@@ -92,6 +82,18 @@ func (r *Router) withParamHeaders(ctx context.Context, v *vhost, c *Call, t *tar
 		return ctx
 	}
 	return upstream.WithHeaders(ctx, h)
+}
+
+// toolParamBindings are the annotated arguments of the call's tool, from
+// the schema its backend lists; none when that cannot be read (logged at
+// debug: the call goes on as if the tool had none).
+func (r *Router) toolParamBindings(ctx context.Context, v *vhost, c *Call, t *target) []paramBinding {
+	schema, err := r.toolInputSchema(ctx, v, c, t.backend, t.name)
+	if err != nil {
+		r.log.Debug("Mcp-Param-* headers neither checked nor made: the tool's schema is not available", "vhost", v.name, "backend", t.backend, "error", err)
+		return nil
+	}
+	return paramBindings(schema)
 }
 
 // paramBindings reads the x-mcp-header annotations of an inputSchema, at
