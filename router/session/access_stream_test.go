@@ -77,3 +77,54 @@ func TestStream_ReloadHidingASubscribedResourceEndsItsUpdates(t *testing.T) {
 		t.Fatalf("update %s, want only gateway-two's counter", got)
 	}
 }
+
+// A client that re-attaches to the session's stream with another token
+// (refreshed, with other claims) gets the listeners rebuilt as the new
+// caller: what the new claims hide is no longer subscribed at the backend.
+func TestStream_ReattachWithOtherClaimsRebuildsTheListeners(t *testing.T) {
+	f := streamingFixture(t, options{})
+	policy, err := router.CompileAccess([]router.AccessRule{
+		{When: "'admins' in claims.groups", Allow: []string{"*"}},
+		{When: "'dev' in claims.groups", Allow: []string{"gateway-two-*"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *f.Config
+	next.Access = policy
+	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: &next})
+
+	admin := credentials.Caller{Principal: "alice", Token: "t1", Claims: map[string]any{"groups": []any{"admins"}}}
+	dev := credentials.Caller{Principal: "alice", Token: "t2", Claims: map[string]any{"groups": []any{"dev"}}}
+	sid := f.InitCaps(`{}`)
+	for _, uri := range []string{"gateway-one-test://counter", "gateway-two-test://counter"} {
+		result(t, f.Instance.CallClaims(t, sid, admin.Claims, "resources/subscribe", map[string]any{"uri": uri}))
+	}
+	one, two := f.Backends["gateway-one"], f.Backends["gateway-two"]
+	attach := func(c credentials.Caller) interface{ Close() } {
+		t.Helper()
+		ev, err := f.Sessions.OpenStream(credentials.WithCaller(context.Background(), c), f.Instance.Load(t, sid), http.Header{}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	ev := attach(admin)
+	if !one.WaitCount("GET", 1, waitFor) || !two.WaitCount("GET", 1, waitFor) {
+		t.Fatal("no listeners")
+	}
+	subsOne, subsTwo := one.Count("resources/subscribe"), two.Count("resources/subscribe")
+	ev.Close() // the hold lingers
+
+	ev = attach(dev)
+	defer ev.Close()
+	if !one.WaitCount("GET", 2, waitFor) || !two.WaitCount("GET", 2, waitFor) {
+		t.Fatal("listeners not rebuilt for the new caller")
+	}
+	if n := one.Count("resources/subscribe"); n != subsOne {
+		t.Fatalf("gateway-one's counter, hidden from the new claims, was subscribed again (%d, was %d)", n, subsOne)
+	}
+	if n := two.Count("resources/subscribe"); n != subsTwo+1 {
+		t.Fatalf("gateway-two's counter: %d subscribes, was %d", n, subsTwo)
+	}
+}

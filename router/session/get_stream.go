@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -130,6 +132,11 @@ type sessionStream struct {
 	ready    <-chan struct{} // closed once the latest requested listeners are up
 	linger   *time.Timer
 	finished bool
+	// caller is who the attached GET came from (router/credentials): the
+	// listeners open their backend connections as that caller (claims for
+	// access rules and templates, the token to exchange); a client that
+	// re-attaches with another token gets them rebuilt as the new caller.
+	caller *credentials.Caller
 }
 
 // OpenStream attaches the client's GET stream on this instance.
@@ -170,6 +177,11 @@ func (rt *Runtime) OpenStream(ctx context.Context, sess *store.Session, hdr http
 	}
 	oldOwner := ss.owner
 	ss.owner = rt.store.InstanceID() + "/" + store.RandomID("")
+	recaller := false
+	if c, ok := credentials.CallerFrom(ctx); ok {
+		recaller = !created && !sameCaller(ss.caller, c)
+		ss.caller = &c
+	}
 	ss.mu.Unlock()
 
 	ev := &SessionEvents{Live: live, Ended: ss.ended, ss: ss, live: live}
@@ -185,6 +197,9 @@ func (rt *Runtime) OpenStream(ctx context.Context, sess *store.Session, hdr http
 		ss.notify()
 		err = ss.claim(ctx, created, oldOwner)
 	}
+	if err == nil && recaller {
+		ss.spawn(func() { ss.requestRestart() })
+	}
 	if err != nil {
 		if created {
 			ss.finish(true)
@@ -194,6 +209,11 @@ func (rt *Runtime) OpenStream(ctx context.Context, sess *store.Session, hdr http
 		return nil, err
 	}
 	return ev, nil
+}
+
+// sameCaller reports whether c is the caller old was (nil: none known).
+func sameCaller(old *credentials.Caller, c credentials.Caller) bool {
+	return old != nil && old.Principal == c.Principal && old.Token == c.Token && reflect.DeepEqual(old.Claims, c.Claims)
 }
 
 // position fills in where the client resumes: the logged events after

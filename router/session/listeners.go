@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/store"
 )
 
@@ -53,7 +54,13 @@ func (ss *sessionStream) restartListeners() <-chan struct{} {
 		close(up)
 		return up
 	}
-	lctx, cancel := context.WithCancel(ss.ctx)
+	base := ss.ctx
+	ss.mu.Lock()
+	if c := ss.caller; c != nil {
+		base = credentials.WithCaller(base, *c) // the attached GET's caller
+	}
+	ss.mu.Unlock()
+	lctx, cancel := context.WithCancel(base)
 	set := &listenerSet{cancel: cancel}
 	var pending sync.WaitGroup
 	for _, t := range targets {
