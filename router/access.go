@@ -365,7 +365,7 @@ func (v *vhost) publishedURI(backend, uri string) string {
 // callerAccess is the access decision for the caller a context carries
 // (router/credentials), for the entry points that take no Call: initialize,
 // and what a session's GET stream is sent unprompted (the claims of the
-// GET request holding the stream). A reload that changes the rules
+// GET request attached to the stream). A reload that changes the rules
 // rebuilds a stream's listeners (session.Runtime.VHostsChanged), so a
 // subscription the new rules hide stops being delivered, although the
 // session still holds it.
