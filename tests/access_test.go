@@ -33,16 +33,7 @@ const accessRules = `
 // accessConfig is the cluster's config with access rules (indented as the
 // list under "access:") on the demo vhost.
 func (c *cluster) accessConfig(rules string) string {
-	return fmt.Sprintf(`session_ttl: 10m
-allowed_hosts: [127.0.0.1, localhost]
-auth:
-  mode: jwt
-  jwt:
-    issuer: mcpgateway
-    audience: mcpgateway-api
-    hs_secret_env: %s
-virtual_hosts:
-  demo:
+	return fmt.Sprintf(`%s  demo:
     access:%s
     backends:
       gateway-one:
@@ -50,7 +41,7 @@ virtual_hosts:
         tool_name_aliases: {Public.Tool: get_stats}
       gateway-two:
         url: %s
-`, jwtSecretEnv, rules, c.backends["gateway-one"].URL, c.backends["gateway-two"].URL)
+`, configHead(), rules, c.backends["gateway-one"].URL, c.backends["gateway-two"].URL)
 }
 
 // groupClient is a 2025-era client of sub whose token says its groups.

@@ -44,16 +44,7 @@ func newCredCluster(t *testing.T) *credCluster {
 		two: testsupport.StartBackend(t, testsupport.BackendOptions{Name: "gateway-two", TokenVerifier: sts.Verifier("gateway-two")}),
 	}
 	c.config = filepath.Join(t.TempDir(), "gateway.yaml")
-	cfg := fmt.Sprintf(`session_ttl: 10m
-allowed_hosts: [127.0.0.1, localhost]
-auth:
-  mode: jwt
-  jwt:
-    issuer: mcpgateway
-    audience: mcpgateway-api
-    hs_secret_env: %s
-virtual_hosts:
-  demo:
+	cfg := fmt.Sprintf(`%s  demo:
     backends:
       gateway-one:
         url: %s
@@ -75,7 +66,7 @@ virtual_hosts:
             client_id: mcpgw
             client_secret_env: %s
             audience: gateway-two
-`, jwtSecretEnv, c.one.URL, sts.URL, stsSecretEnv, c.two.URL, sts.URL, stsSecretEnv)
+`, configHead(), c.one.URL, sts.URL, stsSecretEnv, c.two.URL, sts.URL, stsSecretEnv)
 	if err := os.WriteFile(c.config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,20 @@ func TestMain(m *testing.M) {
 
 const jwtSecretEnv = "E2E_JWT_SECRET"
 
+// configHead starts every cluster config: a 10-minute session TTL, the
+// loopback Host allow-list, JWT auth whose secret is in jwtSecretEnv, and
+// the "virtual_hosts:" key, whose entries follow.
+func configHead() string {
+	return `session_ttl: 10m
+allowed_hosts: [127.0.0.1, localhost]
+auth:
+  mode: jwt
+  jwt:
+    issuer: mcpgateway
+    audience: mcpgateway-api
+    hs_secret_env: ` + jwtSecretEnv + "\nvirtual_hosts:\n"
+}
+
 var jwtSecret = []byte("e2e-secret-0123456789abcdef0123456789")
 
 // cluster is a set of gateway processes sharing one Redis and one config.
@@ -57,23 +71,14 @@ func newClusterOf(t *testing.T, one, two testsupport.BackendOptions) *cluster {
 		o.Name = k
 		c.backends[k] = testsupport.StartBackend(t, o)
 	}
-	cfg := fmt.Sprintf(`session_ttl: 10m
-allowed_hosts: [127.0.0.1, localhost]
-auth:
-  mode: jwt
-  jwt:
-    issuer: mcpgateway
-    audience: mcpgateway-api
-    hs_secret_env: %s
-virtual_hosts:
-  demo:
+	cfg := fmt.Sprintf(`%s  demo:
     backends:
       gateway-one:
         url: %s
         tool_name_aliases: {Public.Tool: get_stats}
       gateway-two:
         url: %s
-`, jwtSecretEnv, c.backends["gateway-one"].URL, c.backends["gateway-two"].URL)
+`, configHead(), c.backends["gateway-one"].URL, c.backends["gateway-two"].URL)
 	c.config = filepath.Join(t.TempDir(), "gateway.yaml")
 	c.writeConfig(cfg)
 	return c

@@ -18,22 +18,13 @@ import (
 // policyConfig is the cluster's config with a policy block (plugins:,
 // rate_limits:, indented for the demo vhost) on the demo vhost.
 func (c *cluster) policyConfig(block string) string {
-	return fmt.Sprintf(`session_ttl: 10m
-allowed_hosts: [127.0.0.1, localhost]
-auth:
-  mode: jwt
-  jwt:
-    issuer: mcpgateway
-    audience: mcpgateway-api
-    hs_secret_env: %s
-virtual_hosts:
-  demo:
+	return fmt.Sprintf(`%s  demo:
 %s    backends:
       gateway-one:
         url: %s
       gateway-two:
         url: %s
-`, jwtSecretEnv, block, c.backends["gateway-one"].URL, c.backends["gateway-two"].URL)
+`, configHead(), block, c.backends["gateway-one"].URL, c.backends["gateway-two"].URL)
 }
 
 const pluginsBlock = `    plugins:

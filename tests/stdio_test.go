@@ -25,16 +25,7 @@ func newStdioCluster(t *testing.T, pool string) *cluster {
 		backends: map[string]*testsupport.Backend{}, prefix: fmt.Sprintf("e%d", time.Now().UnixNano())}
 	server := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/tests/cmd/stdio-everything")
 	c.backends["web"] = testsupport.StartBackend(t, testsupport.BackendOptions{Name: "web"})
-	cfg := fmt.Sprintf(`session_ttl: 10m
-allowed_hosts: [127.0.0.1, localhost]
-auth:
-  mode: jwt
-  jwt:
-    issuer: mcpgateway
-    audience: mcpgateway-api
-    hs_secret_env: %s
-virtual_hosts:
-  demo:
+	cfg := fmt.Sprintf(`%s  demo:
     backends:
       files:
         transport: stdio
@@ -43,7 +34,7 @@ virtual_hosts:
         pool: %s
       web:
         url: %s
-`, jwtSecretEnv, server, pool, c.backends["web"].URL)
+`, configHead(), server, pool, c.backends["web"].URL)
 	c.config = filepath.Join(t.TempDir(), "gateway.yaml")
 	c.writeConfig(cfg)
 	return c

@@ -31,20 +31,11 @@ func newModernOnlyCluster(t *testing.T) (*modernCluster, *testsupport.ModernOnly
 	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"),
 		backends: map[string]*testsupport.Backend{}, prefix: fmt.Sprintf("e%d", time.Now().UnixNano())}
 	c.config = t.TempDir() + "/gateway.yaml"
-	c.writeConfig(fmt.Sprintf(`session_ttl: 10m
-allowed_hosts: [127.0.0.1, localhost]
-auth:
-  mode: jwt
-  jwt:
-    issuer: mcpgateway
-    audience: mcpgateway-api
-    hs_secret_env: %s
-virtual_hosts:
-  demo:
+	c.writeConfig(fmt.Sprintf(`%s  demo:
     backends:
       everything:
         url: %s
-`, jwtSecretEnv, be.URL))
+`, configHead(), be.URL))
 	return startModernCluster(t, c), be
 }
 
