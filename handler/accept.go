@@ -20,6 +20,17 @@ func accepts(values []string) (jsonOK, sseOK bool) {
 	}
 	jsonQ := acceptance{specificity: -1}
 	sse := acceptance{specificity: -1}
+	eachMediaRange(values, func(typ, sub string, q float64) {
+		jsonQ.consider(typ, sub, "application", "json", q)
+		sse.consider(typ, sub, "text", "event-stream", q)
+	})
+	return jsonQ.ok(), sse.ok()
+}
+
+// eachMediaRange calls fn with each media range of Accept header values
+// and its quality; ranges that do not parse, or carry a malformed q, are
+// skipped.
+func eachMediaRange(values []string, fn func(typ, sub string, q float64)) {
 	for _, v := range values {
 		for _, part := range strings.Split(v, ",") {
 			if part = strings.TrimSpace(part); part == "" {
@@ -36,11 +47,9 @@ func accepts(values []string) (jsonOK, sseOK bool) {
 				}
 			}
 			typ, sub, _ := strings.Cut(mt, "/")
-			jsonQ.consider(typ, sub, "application", "json", q)
-			sse.consider(typ, sub, "text", "event-stream", q)
+			fn(typ, sub, q)
 		}
 	}
-	return jsonQ.ok(), sse.ok()
 }
 
 // acceptance is the most specific range seen so far for one media type.

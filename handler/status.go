@@ -3,10 +3,7 @@ package handler
 import (
 	"encoding/json"
 	"html/template"
-	"mime"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mcpgw/gateway/router"
@@ -144,23 +141,10 @@ func at(t, now time.Time) *statusTime {
 func prefersHTML(values []string) bool {
 	html := acceptance{specificity: -1}
 	jsonQ := acceptance{specificity: -1}
-	for _, v := range values {
-		for _, part := range strings.Split(v, ",") {
-			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil {
-				continue
-			}
-			q := 1.0
-			if s, ok := params["q"]; ok {
-				if q, err = strconv.ParseFloat(s, 64); err != nil || q < 0 || q > 1 {
-					continue
-				}
-			}
-			typ, sub, _ := strings.Cut(mt, "/")
-			html.consider(typ, sub, "text", "html", q)
-			jsonQ.consider(typ, sub, "application", "json", q)
-		}
-	}
+	eachMediaRange(values, func(typ, sub string, q float64) {
+		html.consider(typ, sub, "text", "html", q)
+		jsonQ.consider(typ, sub, "application", "json", q)
+	})
 	return html.ok() && (!jsonQ.ok() || html.q > jsonQ.q)
 }
 

@@ -110,9 +110,10 @@ func TestHooks_VHostPluginsRunAfterRouterWideHooks(t *testing.T) {
 	}
 }
 
-// validate_arguments reads the tool's schema from the backend's tools/list
-// once for many calls, and refuses bad arguments before the backend.
-func TestValidateArguments_SchemaFetchedOnceBadArgumentsNeverReachTheBackend(t *testing.T) {
+// validateArgumentsFixture is a vhost of backend "a" with the
+// validate_arguments plugin.
+func validateArgumentsFixture(t *testing.T) *fixture {
+	t.Helper()
 	f := newFixture(t, backendSpec{Key: "a"})
 	hooks, err := plugins.Compile([]plugins.Spec{{Type: plugins.TypeValidateArguments}})
 	if err != nil {
@@ -120,6 +121,13 @@ func TestValidateArguments_SchemaFetchedOnceBadArgumentsNeverReachTheBackend(t *
 	}
 	f.Config.Hooks = hooks
 	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
+	return f
+}
+
+// validate_arguments reads the tool's schema from the backend's tools/list
+// once for many calls, and refuses bad arguments before the backend.
+func TestValidateArguments_SchemaFetchedOnceBadArgumentsNeverReachTheBackend(t *testing.T) {
+	f := validateArgumentsFixture(t)
 	sid, _ := f.Initialize(nil)
 	be := f.Backends["a"]
 	be.ResetCounts()
@@ -141,13 +149,7 @@ func TestValidateArguments_SchemaFetchedOnceBadArgumentsNeverReachTheBackend(t *
 // fails, the call is refused -32603 naming the backend, and the backend's
 // tools/call is never sent; the failure is not cached.
 func TestValidateArguments_AFailingToolListRefusesTheCall(t *testing.T) {
-	f := newFixture(t, backendSpec{Key: "a"})
-	hooks, err := plugins.Compile([]plugins.Spec{{Type: plugins.TypeValidateArguments}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Config.Hooks = hooks
-	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
+	f := validateArgumentsFixture(t)
 	sid, _ := f.Initialize(nil)
 	be := f.Backends["a"]
 	be.ResetCounts()
