@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -303,5 +304,31 @@ func TestStream_ListChangedDropsCachedPagesOnEveryInstance(t *testing.T) {
 	}
 	if !testsupport.Eventually(t, waitFor, func() bool { return slices.Contains(tools(), "gateway-one-late") }) {
 		t.Fatal("the other instance kept serving its cached page after list_changed")
+	}
+}
+
+// A change of the session's subscriptions rebuilds its listeners
+// make-before-break: an update of a resource subscribed before, sent while
+// the new listeners come up, still reaches the client (the old ones listen
+// until the new ones are up).
+func TestStream_ListenerRebuildLosesNoUpdate(t *testing.T) {
+	f, _, sid, ev := subscribedOnTwo(t)
+	defer ev.Close()
+	uris := []string{"gateway-two-test://counter", "gateway-one-test://counter"}
+	for round := range 6 {
+		// Subscribe or unsubscribe gateway-two's counter: the listeners are
+		// rebuilt; gateway-one's counter stays subscribed throughout.
+		method := "resources/subscribe"
+		if round%2 == 1 {
+			method = "resources/unsubscribe"
+		}
+		result(t, f.Call(sid, method, map[string]any{"uri": uris[0]}))
+		result(t, f.Call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
+		for {
+			_, n := nextEvent(t, ev)
+			if n.Method == "notifications/resources/updated" && strings.Contains(string(n.Params), uris[1]) {
+				break
+			}
+		}
 	}
 }

@@ -34,15 +34,26 @@ func (l *listenerSet) stop() {
 // the session's current state in the store. Run loop only. The channel it
 // returns is closed once every new listener is receiving (or has failed its
 // first try).
+//
+// The replacement is make-before-break, like a takeover between instances:
+// the old set keeps listening until the new one is up, so a resource
+// update the backend sends meanwhile reaches the session (maybe twice: a
+// notification may arrive on both sets, and both log it). Stopping the old
+// set first lost every update of the gap, which a subscription change, a
+// log level or a reload opens.
 func (ss *sessionStream) restartListeners() <-chan struct{} {
 	rt := ss.hub.rt
 	up := make(chan struct{})
-	if old := ss.listeners; old != nil {
-		ss.listeners = nil
-		old.stop()
+	old := ss.listeners
+	ss.listeners = nil
+	stopOld := func() {
+		if old != nil {
+			old.stop()
+		}
 	}
 	sess, err := rt.store.LoadSession(ss.ctx, ss.sid, rt.opts.SessionTTL)
 	if err != nil {
+		stopOld()
 		if errors.Is(err, store.ErrNotFound) {
 			ss.hub.spawn(func() { ss.finish(true) })
 		}
@@ -51,6 +62,7 @@ func (ss *sessionStream) restartListeners() <-chan struct{} {
 	}
 	targets, ok := rt.backends.ListenTargets(sess)
 	if !ok {
+		stopOld()
 		close(up)
 		return up
 	}
@@ -72,6 +84,15 @@ func (ss *sessionStream) restartListeners() <-chan struct{} {
 		close(up)
 	})
 	ss.listeners = set
+	if old != nil && !ss.spawn(func() {
+		select {
+		case <-up:
+		case <-ss.ctx.Done():
+		}
+		old.stop()
+	}) {
+		old.stop() // the hold has finished: nothing to overlap with
+	}
 	return up
 }
 
