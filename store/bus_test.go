@@ -23,7 +23,11 @@ const busWait = 5 * time.Second
 func collect(t *testing.T, s store.Store) (<-chan store.BusMessage, func()) {
 	t.Helper()
 	ch := make(chan store.BusMessage, 64)
-	stop := mustSubscribe(t, s, func(m store.BusMessage) { ch <- m })
+	stop := mustSubscribe(t, s, func(m store.BusMessage) {
+		if _, late := closedInstances.Load(m.From); !late {
+			ch <- m
+		}
+	})
 	t.Cleanup(stop)
 	return ch, stop
 }
