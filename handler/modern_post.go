@@ -60,7 +60,9 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics, errLog: s.log}
 		defer ps.end()
 		call.Stream = ps
-		if listen || !jsonOK || meta.hasProgressToken() {
+		// A listen's stream begins once the router has admitted it
+		// (postStream.Begin): over a bound it is refused with a status.
+		if !listen && (!jsonOK || meta.hasProgressToken()) {
 			ps.begin()
 		}
 		defer ps.keepAlive(s.opts.KeepAlive)()

@@ -192,6 +192,11 @@ func (p *postStream) begin() {
 	p.queueLocked(outgoing{start: p.log == nil}) // resumable: a priming event
 }
 
+// Begin is begin for the router, which starts a stream only once it has
+// admitted the request (a subscriptions/listen over a bound is refused
+// with an HTTP status of its own).
+func (p *postStream) Begin() { p.begin() }
+
 // end waits for the writer, if the stream started one, and uncounts the
 // stream. Every path out of a call that may have streamed runs it.
 func (p *postStream) end() {

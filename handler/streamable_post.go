@@ -242,7 +242,7 @@ func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, ra
 		writeHTTPErrorRaw(w, http.StatusServiceUnavailable, rawID, codeInternalError, "session store unavailable")
 		return
 	}
-	if writeRateLimited(w, resp, rawID) {
+	if writeRefusal(w, resp, rawID) {
 		return
 	}
 	data, err := wire.EncodeResponseAs(resp, rawID)

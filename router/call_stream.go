@@ -175,9 +175,17 @@ func (cs *callStream) serverRequest(req *jsonrpc.Request) {
 		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "method %q is not forwarded to clients", req.Method)})
 		return
 	}
+	// The backend waits for the client now: its timeout stops until the
+	// answer goes back (upstream/call_clock.go).
+	release, err := cs.conn.AwaitClient()
+	if err != nil {
+		reply(&jsonrpc.Response{Error: rpcError(CodeInternalError, "%v", err)})
+		return
+	}
 	cs.wg.Add(1)
 	go func() {
 		defer cs.wg.Done()
+		defer release()
 		reply(cs.c.Runtime.AskClient(cs.ctx, cs.c, req))
 	}()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -55,6 +54,18 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.R
 	}
 	if c.Stream == nil {
 		return errorResponse(c.Request.ID, invalidParams("subscriptions/listen answers on an event stream: accept text/event-stream"))
+	}
+	if resp := r.checkListenFilter(c.Request.ID, p.Notifications); resp != nil {
+		return resp
+	}
+	if !r.listens.take(c.Principal) {
+		return r.tooManyListens(c.Request.ID)
+	}
+	defer r.listens.give(c.Principal)
+	// Admitted: the answer is an event stream from now on (a refusal
+	// above still had an HTTP status of its own).
+	if b, ok := c.Stream.(interface{ Begin() }); ok {
+		b.Begin()
 	}
 	subID, _ := json.Marshal(c.Request.ID.Raw())
 	sess := r.modernView(ctx, v, c)
@@ -129,11 +140,15 @@ type listenSession struct {
 
 	pending sync.WaitGroup // backends not yet acknowledged (or failed)
 
-	mu     sync.Mutex
-	acked  bool               // the client has its acknowledgement
-	agreed listenFilter       // union of the backends' acknowledgements, client-side names
-	any    bool               // some backend agreed to something
-	early  []*jsonrpc.Request // notifications that came before the client's ack
+	mu         sync.Mutex
+	acked      bool                // the client has its acknowledgement
+	agreed     listenFilter        // union of the backends' acknowledgements, client-side names
+	agreedURIs map[string]struct{} // agreed.ResourceSubscriptions, as a set: acknowledging is linear
+	any        bool                // some backend agreed to something
+	early      []*jsonrpc.Request  // notifications that came before the client's ack
+	// steps counts the URIs the acknowledgement has looked at, for the
+	// test that it stays linear in the listen's size.
+	steps int
 }
 
 // keep keeps one backend's part of the listen until ctx ends,
@@ -284,11 +299,16 @@ func (ls *listenSession) acknowledged(key string, f listenFilter) {
 	a.ToolsListChanged = a.ToolsListChanged || f.ToolsListChanged
 	a.PromptsListChanged = a.PromptsListChanged || f.PromptsListChanged
 	a.ResourcesListChanged = a.ResourcesListChanged || f.ResourcesListChanged
+	if ls.agreedURIs == nil {
+		ls.agreedURIs = make(map[string]struct{}, len(f.ResourceSubscriptions))
+	}
 	for _, uri := range f.ResourceSubscriptions {
+		ls.steps++
 		if !ls.v.single() {
 			uri = prefix(key, uri)
 		}
-		if !slices.Contains(a.ResourceSubscriptions, uri) {
+		if _, dup := ls.agreedURIs[uri]; !dup {
+			ls.agreedURIs[uri] = struct{}{}
 			a.ResourceSubscriptions = append(a.ResourceSubscriptions, uri)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/store"
@@ -67,6 +69,10 @@ type ParkOutcome struct {
 	// Err says why the parked call cannot go on: it ended, its instance
 	// is gone, the store failed, or the retry was stale.
 	Err *jsonrpc.Error
+	// RetryAfter, with Err, refuses a call that would have parked while
+	// its principal already has the most calls parked it may: the client
+	// is answered HTTP 429 with it as Retry-After.
+	RetryAfter time.Duration
 }
 
 // parkable routes a modern MRTR-capable call that may have to park: a
@@ -114,6 +120,8 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall, access *
 func (r *Router) parkAnswer(ctx context.Context, v *vhost, c *ModernCall, t *target, o ParkOutcome) *jsonrpc.Response {
 	method := c.Request.Method
 	switch {
+	case o.Err != nil && o.RetryAfter > 0:
+		return refuse(c.Request.ID, http.StatusTooManyRequests, o.RetryAfter, o.Err)
 	case o.Err != nil:
 		return errorResponse(c.Request.ID, o.Err)
 	case o.Response != nil:

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -189,18 +190,6 @@ func digest(s string) string {
 	return hex.EncodeToString(h[:12])
 }
 
-// rateLimited marks a response in its Extra (which never reaches the
-// wire): the transport answers it with HTTP 429 and Retry-After.
-type rateLimited struct{ retryAfter time.Duration }
-
-// RateLimited reports whether resp refuses a request over a rate limit,
-// and after how long the client may retry (the Retry-After header, in
-// whole seconds, rounded up).
-func RateLimited(resp *jsonrpc.Response) (retryAfter time.Duration, ok bool) {
-	rl, ok := resp.Extra.(rateLimited)
-	return rl.retryAfter, ok
-}
-
 // RateLimits reports whether virtual host vhost has rate limits: whether
 // Admit may need the store.
 func (r *Router) RateLimits(vhost string) bool {
@@ -337,7 +326,7 @@ func (r *Router) admit(ctx context.Context, v *vhost, req *jsonrpc.Request, prin
 	wait := max(verdict.RetryAfter, time.Millisecond)
 	secs := int64(math.Ceil(wait.Seconds()))
 	data, _ := json.Marshal(map[string]any{"limit": fmt.Sprintf("rate_limits[%d]", l.index), "retryAfterMs": wait.Milliseconds()})
-	return &jsonrpc.Response{ID: req.ID, Extra: rateLimited{retryAfter: wait}, Error: &jsonrpc.Error{
+	return &jsonrpc.Response{ID: req.ID, Extra: refusal{status: http.StatusTooManyRequests, retryAfter: wait}, Error: &jsonrpc.Error{
 		Code:    CodeRateLimited,
 		Message: fmt.Sprintf("rate limit exceeded: %s; retry in %ds", l.name(), secs),
 		Data:    data,

@@ -60,6 +60,11 @@ type Options struct {
 	// TracerProvider, when set, traces every request and its backend
 	// exchanges (tracing.go); nil starts no span and costs nothing.
 	TracerProvider trace.TracerProvider
+	// ListensPerPrincipal bounds the subscriptions/listen streams one
+	// principal holds open on this instance (default 8); ListenURIs the
+	// resourceSubscriptions of one listen (default 100). See
+	// listen_bounds.go.
+	ListensPerPrincipal, ListenURIs int
 }
 
 // Router serves the MCP methods of every configured virtual host.
@@ -81,6 +86,7 @@ type Router struct {
 	stateKeys  *sharedKey
 
 	listensDone chan struct{} // closed by EndListens
+	listens     listenSlots   // open listens per principal
 	endListens  func()
 
 	tracer trace.Tracer // nil: tracing is off
@@ -110,7 +116,13 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	if opts.RequestStateTTL <= 0 {
 		opts.RequestStateTTL = 15 * time.Minute
 	}
-	r := &Router{opts: opts, log: opts.Logger,
+	if opts.ListensPerPrincipal <= 0 {
+		opts.ListensPerPrincipal = DefaultListensPerPrincipal
+	}
+	if opts.ListenURIs <= 0 {
+		opts.ListenURIs = DefaultListenURIs
+	}
+	r := &Router{listens: listenSlots{limit: opts.ListensPerPrincipal},opts: opts, log: opts.Logger,
 		cursorKeys:  newSharedKey(opts.Store, cursorKeyName, opts.CursorSecret),
 		stateKeys:   newSharedKey(opts.Store, stateKeyName, derivedSecret(opts.CursorSecret, stateKeyName)),
 		listensDone: make(chan struct{})}

@@ -33,6 +33,9 @@ type Memory struct {
 	rateMu sync.Mutex         // rates only: counting never waits on sessions
 	rates  map[string]memRate // rate counters, by scope and key
 
+	slotMu sync.Mutex                      // slots only
+	slots  map[string]map[string]time.Time // slot expiries, by set and id
+
 	instanceID string
 	bus        memBus
 
@@ -85,6 +88,7 @@ func (m *Memory) purge(now time.Time) {
 	maps.DeleteFunc(m.claims, func(_ SessionID, c *memClaim) bool { return !now.Before(c.expires) })
 	m.purgeLeases(now)
 	m.purgeRates(now)
+	m.purgeSlots(now)
 }
 
 // Ping reports whether the store is still open.

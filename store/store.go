@@ -15,7 +15,8 @@
 //   - Leases (leases.go): who holds a session's GET stream, and which
 //     instance still runs a streamed call;
 //   - SigningKeys (signing_keys.go): keys every instance shares;
-//   - RateLimits (rate_limits.go): request counters every instance shares.
+//   - RateLimits (rate_limits.go): request counters every instance shares;
+//   - Slots (slots.go): what one principal holds at once, fleet-wide.
 //
 // Store is all of them. Redis (redis.go, redis_<role>.go) and Memory
 // (memory.go, memory_<role>.go) each implement the whole Store, since
@@ -38,6 +39,7 @@ type Store interface {
 	Leases
 	SigningKeys
 	RateLimits
+	Slots
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error

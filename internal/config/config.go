@@ -38,6 +38,10 @@ const (
 	DefaultIdleTimeout       = 2 * time.Minute
 
 	DefaultInflightResponseBytes = 256 << 20
+
+	DefaultListensPerPrincipal     = 8
+	DefaultListenURIs              = 100
+	DefaultParkedCallsPerPrincipal = 8
 )
 
 // Auth modes.
@@ -144,6 +148,18 @@ type Limits struct {
 	// backend. Bytes (268435456) or with a unit (256MiB, 1GiB, 500MB).
 	// Default 256MiB; at least 1MiB.
 	InflightResponseBytes int64
+	// ListensPerPrincipal (limits.listens_per_principal) bounds the
+	// subscriptions/listen streams one principal holds open on one
+	// instance at once (each holds a stream per backend). Default 8.
+	ListensPerPrincipal int
+	// ListenURIs (limits.listen_uris) bounds the resourceSubscriptions of
+	// one subscriptions/listen request. Default 100, like a session's
+	// subscriptions.
+	ListenURIs int
+	// ParkedCallsPerPrincipal (limits.parked_calls_per_principal) bounds
+	// the calls of one principal parked for client input at once, across
+	// every instance (counted in the store). Default 8.
+	ParkedCallsPerPrincipal int
 }
 
 // Auth is the downstream authentication setting.
@@ -251,7 +267,10 @@ type rawServer struct {
 }
 
 type rawLimits struct {
-	InflightResponseBytes *string `yaml:"inflight_response_bytes"`
+	InflightResponseBytes   *string `yaml:"inflight_response_bytes"`
+	ListensPerPrincipal     *int64  `yaml:"listens_per_principal"`
+	ListenURIs              *int64  `yaml:"listen_uris"`
+	ParkedCallsPerPrincipal *int64  `yaml:"parked_calls_per_principal"`
 }
 
 type rawAuth struct {

@@ -64,9 +64,28 @@ func TestConfig_LimitsSection(t *testing.T) {
 		"not a size":  {"limits:\n  inflight_response_bytes: lots\n", `limits.inflight_response_bytes: "lots" is not a size`},
 		"bad unit":    {"limits:\n  inflight_response_bytes: 5TiB\n", "is not a size"},
 		"overflow":    {"limits:\n  inflight_response_bytes: 9999999999GiB\n", "is too large"},
-		"unknown":     {"limits:\n  max_streams: 5\n", "limits.max_streams: unknown field (valid fields: inflight_response_bytes)"},
+		"unknown":     {"limits:\n  max_streams: 5\n", "limits.max_streams: unknown field (valid fields: inflight_response_bytes, listens_per_principal, listen_uris, parked_calls_per_principal)"},
 		"not mapping": {"limits: 5\n", "limits: must be a mapping"},
 		"negative":    {"limits:\n  inflight_response_bytes: -5MiB\n", "must be at least"},
+	} {
+		t.Run(name, func(t *testing.T) { checkErr(t, c.yaml+minimal, c.want) })
+	}
+}
+
+func TestConfig_ClientBounds(t *testing.T) {
+	cfg := mustParse(t, minimal)
+	if got := cfg.Limits; got.ListensPerPrincipal != 8 || got.ListenURIs != 100 || got.ParkedCallsPerPrincipal != 8 {
+		t.Fatalf("default client bounds %+v, want 8 listens, 100 URIs, 8 parked calls", got)
+	}
+	cfg = mustParse(t, "limits:\n  listens_per_principal: 2\n  listen_uris: 5\n  parked_calls_per_principal: 3\n"+minimal)
+	if got := cfg.Limits; got.ListensPerPrincipal != 2 || got.ListenURIs != 5 || got.ParkedCallsPerPrincipal != 3 {
+		t.Fatalf("client bounds %+v, want 2, 5, 3", got)
+	}
+	for name, c := range map[string]struct{ yaml, want string }{
+		"zero listens":  {"limits:\n  listens_per_principal: 0\n", "limits.listens_per_principal: must be between 1 and 1000, not 0 (line 2)"},
+		"huge uris":     {"limits:\n  listen_uris: 100000\n", "limits.listen_uris: must be between 1 and 10000, not 100000"},
+		"negative park": {"limits:\n  parked_calls_per_principal: -1\n", "limits.parked_calls_per_principal: must be between 1 and 1000, not -1"},
+		"not integer":   {"limits:\n  listen_uris: many\n", "limits.listen_uris: must be an integer"},
 	} {
 		t.Run(name, func(t *testing.T) { checkErr(t, c.yaml+minimal, c.want) })
 	}

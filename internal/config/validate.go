@@ -83,11 +83,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		}
 		cfg.MaxBodyBytes = *raw.MaxBodyBytes
 	}
-	if lim := raw.Limits; lim != nil {
-		cfg.Limits.InflightResponseBytes = v.byteSize("limits.inflight_response_bytes", lim.InflightResponseBytes, DefaultInflightResponseBytes, 1<<20)
-	} else {
-		cfg.Limits.InflightResponseBytes = DefaultInflightResponseBytes
-	}
+	cfg.Limits = v.limits(raw.Limits)
 	cfg.AllowedHosts = v.hosts(raw.AllowedHosts)
 	cfg.AllowedOrigins = v.origins(raw.AllowedOrigins)
 	if raw.CursorSecretEnv != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpgw/gateway/router"
@@ -59,6 +60,7 @@ type CallLog struct {
 
 	stream store.CallStreamID // "" until the first event
 	closed bool               // End or Close has run
+	ending atomic.Bool        // End is dropping the lease: a refused renewal is no lapse
 	stop   chan struct{}      // closed by Close: the renewer returns
 	done   chan struct{}      // closed when the renewer has returned
 }
@@ -103,6 +105,7 @@ func (l *CallLog) End(ctx context.Context, data []byte) (store.EventID, error) {
 		return "", nil
 	}
 	rt := l.rt
+	l.ending.Store(true)
 	id, err := rt.store.EndCallStream(ctx, l.sid, l.stream, data, rt.opts.EventLogSize, rt.opts.SessionTTL)
 	l.Close()
 	if err != nil {
@@ -146,8 +149,12 @@ func (l *CallLog) renew(stop <-chan struct{}, done chan<- struct{}) {
 		ok, err := rt.store.RenewCallLease(ctx, l.sid, l.stream, rt.opts.CallLeaseTTL)
 		cancel()
 		switch {
+		case err != nil && l.ending.Load():
+			return
 		case err != nil:
 			rt.log.Warn("renewing a call stream's lease failed", "error", err)
+		case !ok && l.ending.Load():
+			return // End dropped the lease under this renewal: the call answered
 		case !ok:
 			rt.log.Warn("a call stream's lease lapsed while the call ran; resumes end with an error")
 			return

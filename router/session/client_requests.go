@@ -93,7 +93,9 @@ func errorAnswer(code int64, msg string) *jsonrpc.Response {
 func (rt *Runtime) storedAnswer(ctx context.Context, sid store.SessionID, key store.ServerRequestID) *jsonrpc.Response {
 	data, err := rt.store.TakeAnswer(ctx, sid, key)
 	if err != nil {
-		rt.log.Warn("reading a stored client answer failed", "error", err)
+		if ctx.Err() == nil { // a wait that ended as it polled is no failure
+			rt.log.Warn("reading a stored client answer failed", "error", err)
+		}
 		return nil
 	}
 	if data == nil {

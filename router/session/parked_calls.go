@@ -2,12 +2,14 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
@@ -39,6 +41,24 @@ import (
 //   - this instance holds a lease on the park (a call-stream lease) while
 //     the call runs: a retry whose call's instance is gone ends with an
 //     error within the lease's lifetime instead of waiting.
+
+// A parked call holds goroutines, a backend connection (a stdio process,
+// perhaps) and store keys while a person answers, and its principal need
+// hold no connection open meanwhile: so a principal's parked calls are
+// bounded fleet-wide by Options.ParkedPerPrincipal, counted in the store
+// (store.Slots). A call takes its slot when it first parks, renews it
+// every third of the call lease while it runs, and gives it back when it
+// ends, however it ends; the slot of an instance that died lapses with
+// the lease. A call that would park past the bound is not parked: the
+// backend call is cancelled and the client answered 429 (-32029) with
+// Retry-After. Rounds of a call already parked are never refused.
+
+// DefaultParkedPerPrincipal is Options.ParkedPerPrincipal's default
+// (config limits.parked_calls_per_principal).
+const DefaultParkedPerPrincipal = 8
+
+// parkRetryAfter is what a client over the bound is told to wait.
+const parkRetryAfter = 10 * time.Second
 
 // gatherWindow is how long a round waits, after the backend's first
 // request, for more before the client is asked: a backend that asks
@@ -78,6 +98,10 @@ type parkedCall struct {
 	asks   chan *parkAsk
 	done   chan *jsonrpc.Response
 	cancel context.CancelFunc
+	// endWhy, when set, is why the call was ended before it answered (no
+	// answer from the client in time, the gateway shutting down): the
+	// client's next retry is told it.
+	endWhy atomic.Pointer[string]
 }
 
 // parkAsk is one backend request waiting for the client.
@@ -149,7 +173,9 @@ func (ps *parks) start(pk *parkedCall, call, coordinate func()) bool {
 func (ps *parks) closeAll() {
 	ps.mu.Lock()
 	ps.closed = true
+	why := "the gateway instance holding it shut down"
 	for _, pk := range ps.calls {
+		pk.endWhy.CompareAndSwap(nil, &why)
 		pk.cancel()
 	}
 	ps.mu.Unlock()
@@ -161,6 +187,14 @@ func (pk *parkedCall) coordinate(ctx context.Context, first chan<- router.ParkOu
 	defer pk.cancel()
 	rt := pk.rt
 	round, lease := 0, (*CallLog)(nil)
+	slot := false // the call holds its principal's parked-call slot
+	defer func() {
+		if slot {
+			pk.giveSlot()
+		}
+	}()
+	renew := time.NewTicker(pk.slotTTL() / 3)
+	defer renew.Stop()
 	for {
 		var asks []*parkAsk
 		var final *jsonrpc.Response
@@ -168,19 +202,44 @@ func (pk *parkedCall) coordinate(ctx context.Context, first chan<- router.ParkOu
 		case final = <-pk.done:
 		case a := <-pk.asks:
 			asks, final = pk.gather(a)
+		case <-renew.C:
+			if slot {
+				pk.renewSlot(ctx)
+			}
+			continue
 		}
 		var out parkOutcome
 		if final != nil {
+			if why := pk.endWhy.Load(); why != nil {
+				final = &jsonrpc.Response{Error: &jsonrpc.Error{Code: router.CodeInternalError, Message: "the call has ended: " + *why}}
+			}
 			data, _ := jsonrpc.EncodeMessage(final)
 			out.Response = data
 		} else {
+			if !slot {
+				ok, err := pk.takeSlot(ctx)
+				if err == nil && !ok {
+					// Not parked: nothing is stored, the backend call ends.
+					pk.cancel()
+					first <- router.ParkOutcome{RetryAfter: parkRetryAfter, Err: &jsonrpc.Error{Code: router.CodeRateLimited,
+						Message: fmt.Sprintf("too many calls waiting for this caller's input: %d are parked, the most one caller may have (limits.parked_calls_per_principal); answer or cancel one first", rt.opts.ParkedPerPrincipal),
+						Data:    json.RawMessage(fmt.Sprintf(`{"limit":"limits.parked_calls_per_principal","max":%d}`, rt.opts.ParkedPerPrincipal))}}
+					return
+				}
+				slot = err == nil
+			}
 			round++
 			out.Round, out.Inputs = round, make(map[string]router.InputRequest, len(asks))
 			for _, a := range asks {
 				out.Inputs[a.input] = a.req
 			}
 			var err error
-			if lease, err = pk.record(ctx, round, asks, out.Inputs, lease); err != nil {
+			if !slot {
+				err = errors.New("taking the parked call's slot failed")
+			} else {
+				lease, err = pk.record(ctx, round, asks, out.Inputs, lease)
+			}
+			if err != nil {
 				rt.log.Warn("parking a call failed", "error", err)
 				out = parkOutcome{Response: errorMessage(router.CodeInternalError, "session store unavailable: the call could not be held for the client's answer")}
 				pk.cancel() // the backend's requests get no answer: end the call
@@ -293,6 +352,8 @@ func (pk *parkedCall) AskClient(ctx context.Context, _ *router.Call, req *jsonrp
 	}()
 	resp, timedOut := rt.awaitAnswer(ctx, pk.id, key, ch, req.Method)
 	if timedOut {
+		why := fmt.Sprintf("the client did not answer %s within %s (streams.client_request_timeout)", req.Method, rt.opts.ClientRequestTimeout)
+		pk.endWhy.CompareAndSwap(nil, &why)
 		// The client's retry never came: nobody will take the call's
 		// answer. The backend call ends now (the backend is told it is
 		// cancelled) rather than running on, perhaps asking again, until
@@ -304,163 +365,6 @@ func (pk *parkedCall) AskClient(ctx context.Context, _ *router.Call, req *jsonrp
 
 // ListenersChanged: a parked call has no GET stream.
 func (pk *parkedCall) ListenersChanged(context.Context, store.SessionID) {}
-
-// Resume delivers a retry's answers to a parked call (router.ParkRuntime).
-func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park store.SessionID, round int, answers map[string]json.RawMessage) router.ParkOutcome {
-	sess, err := rt.store.LoadSession(ctx, park, rt.parkTTL())
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return parkFailed(router.CodeInternalError, "the call this requestState continues has ended")
-	case err != nil:
-		return parkFailed(router.CodeInternalError, "session store unavailable")
-	case sess.Principal != p.Principal || sess.VHost != p.VHost:
-		return parkFailed(router.CodeInvalidParams, "invalid requestState: it was not issued for this request and caller")
-	}
-	rec, call, err := rt.parkState(ctx, park)
-	switch {
-	case err != nil:
-		return parkFailed(router.CodeInternalError, "session store unavailable")
-	case call != nil && call.Done:
-		// Its answer went to an earlier retry of this round (given again:
-		// the client may not have received it), or to an earlier round's,
-		// or to nobody: no retry came within the client request timeout,
-		// and it was cancelled.
-		if rec != nil && rec.Answered && rec.Round == round {
-			if resp := rt.loggedAnswer(ctx, park, rec.Lease); resp != nil {
-				return router.ParkOutcome{Response: resp}
-			}
-		}
-		return parkFailed(router.CodeInternalError, "the call this requestState continues has ended")
-	case call.Lost():
-		return parkFailed(router.CodeInternalError, "the gateway instance holding this call stopped before it answered; the call's outcome is unknown")
-	case rec == nil || rec.Round != round:
-		return parkFailed(router.CodeInvalidParams, "invalid requestState: the call has moved on from that round")
-	}
-	// A request neither this retry nor an earlier one of the round has
-	// answered is asked again, alone; the answers so far are kept for the
-	// retry that brings the last one (a client answers what the latest
-	// input_required asks, not the whole round again).
-	got := make(map[string]json.RawMessage, len(rec.Inputs))
-	missing := map[string]router.InputRequest{}
-	for k, in := range rec.Inputs {
-		if a, ok := answers[k]; ok {
-			got[k] = a
-		} else if a, ok := rec.Answers[k]; ok {
-			got[k] = a
-		} else {
-			missing[k] = in
-		}
-	}
-	if len(missing) > 0 {
-		if len(got) > len(rec.Answers) {
-			kept := *rec
-			kept.Answers = got
-			data, _ := json.Marshal(kept)
-			if _, err := rt.store.AppendEvent(ctx, park, data, rt.opts.EventLogSize, rt.parkTTL()); err != nil {
-				return parkFailed(router.CodeInternalError, "session store unavailable")
-			}
-		}
-		return router.ParkOutcome{Input: missing, Park: park, Round: round}
-	}
-	// Recorded before the answers go, so that a retry after the call's
-	// answer finds the round answered (see parkRecord.Answered).
-	answered := *rec
-	answered.Answers, answered.Answered = got, true
-	data, _ := json.Marshal(answered)
-	if _, err := rt.store.AppendEvent(ctx, park, data, rt.opts.EventLogSize, rt.parkTTL()); err != nil {
-		return parkFailed(router.CodeInternalError, "session store unavailable")
-	}
-	key := outcomeKey(round)
-	ch := rt.inflight.addWaiter(park, key)
-	defer rt.inflight.removeWaiter(park, key)
-	if err := rt.store.AddPending(ctx, park, key, rt.store.InstanceID(), rt.parkTTL()); err != nil {
-		return parkFailed(router.CodeInternalError, "session store unavailable")
-	}
-	defer func() { _ = rt.store.RemovePending(context.WithoutCancel(ctx), park, key) }()
-	keys := make([]string, 0, len(rec.Inputs))
-	for k := range rec.Inputs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := rt.Deliver(ctx, sess, &jsonrpc.Response{ID: mustStringID(k), Result: got[k]}); err != nil {
-			if errors.Is(err, ErrNoPendingRequest) {
-				return parkFailed(router.CodeInvalidParams, "invalid requestState: the call has moved on from that round")
-			}
-			return parkFailed(router.CodeInternalError, "session store unavailable")
-		}
-	}
-	return rt.awaitOutcome(ctx, park, key, ch, rec.Lease)
-}
-
-// awaitOutcome waits for a parked call's next outcome, and for its
-// instance's lease, which ends the wait with an error when it lapses.
-func (rt *Runtime) awaitOutcome(ctx context.Context, park store.SessionID, key store.ServerRequestID, ch chan *jsonrpc.Response, lease store.CallStreamID) router.ParkOutcome {
-	t := time.NewTimer(rt.opts.ClientRequestTimeout)
-	defer t.Stop()
-	poll := time.NewTicker(min(answerPoll, rt.opts.CallLeaseTTL/2))
-	defer poll.Stop()
-	for {
-		select {
-		case resp := <-ch:
-			return outcomeFrom(park, resp)
-		case <-poll.C:
-			if resp := rt.storedAnswer(ctx, park, key); resp != nil {
-				return outcomeFrom(park, resp)
-			}
-			cs, _, err := rt.store.CallStreamEventsAfter(ctx, park, lease, "0-0", 1)
-			if err == nil && cs.Lost() {
-				return parkFailed(router.CodeInternalError, "the gateway instance holding this call stopped before it answered; the call's outcome is unknown")
-			}
-		case <-t.C:
-			return parkFailed(router.CodeInternalError, fmt.Sprintf("the call did not go on within %s of the client's answers", rt.opts.ClientRequestTimeout))
-		case <-ctx.Done():
-			return parkFailed(router.CodeRequestCancelled, "request cancelled by the client")
-		}
-	}
-}
-
-// parkState reads the park's current round and the state of its call
-// (answered, or its instance's lease lapsed); nil when the park has no
-// round.
-func (rt *Runtime) parkState(ctx context.Context, park store.SessionID) (*parkRecord, *store.CallStream, error) {
-	evs, err := rt.store.EventsAfter(ctx, park, "0-0", 0)
-	if err != nil {
-		return nil, nil, err
-	}
-	var rec *parkRecord
-	for _, e := range evs {
-		if e.Stream != "" {
-			continue
-		}
-		var r parkRecord
-		if json.Unmarshal(e.Data, &r) == nil {
-			rec = &r
-		}
-	}
-	if rec == nil {
-		return nil, nil, nil
-	}
-	cs, _, err := rt.store.CallStreamEventsAfter(ctx, park, rec.Lease, "0-0", 1)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return rec, nil, nil
-	case err != nil:
-		return nil, nil, err
-	}
-	return rec, cs, nil
-}
-
-// loggedAnswer is a parked call's answer as its call stream logged it (the
-// stream's last event), nil when it cannot be read.
-func (rt *Runtime) loggedAnswer(ctx context.Context, park store.SessionID, lease store.CallStreamID) *jsonrpc.Response {
-	_, evs, err := rt.store.CallStreamEventsAfter(ctx, park, lease, "0-0", 0)
-	if err != nil || len(evs) == 0 {
-		return nil
-	}
-	o := outcomeOf(park, parkOutcome{Response: evs[len(evs)-1].Data})
-	return o.Response
-}
 
 // parkTTL is how long a park's record lives without use: enough for the
 // client to answer a round, then to come back.
@@ -505,4 +409,43 @@ func parkFailed(code int64, msg string) router.ParkOutcome {
 func errorMessage(code int64, msg string) json.RawMessage {
 	data, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: mustStringID("park"), Error: &jsonrpc.Error{Code: code, Message: msg}})
 	return data
+}
+
+// parkSlotSet is the store's slot set of a principal's parked calls: a
+// digest, so no principal's name is a key.
+func parkSlotSet(principal string) string {
+	h := sha256.Sum256([]byte(principal))
+	return "park:" + hex.EncodeToString(h[:12])
+}
+
+// slotTTL is how long a parked call's slot lives unrenewed: the call
+// lease's, so the slot of an instance that died frees with its lease.
+func (pk *parkedCall) slotTTL() time.Duration {
+	return max(pk.rt.opts.CallLeaseTTL, 30*time.Millisecond)
+}
+
+func (pk *parkedCall) takeSlot(ctx context.Context) (bool, error) {
+	rt := pk.rt
+	ok, err := rt.store.TakeSlot(ctx, parkSlotSet(pk.pc.Principal), string(pk.id), rt.opts.ParkedPerPrincipal, pk.slotTTL())
+	if err != nil {
+		rt.log.Warn("counting a parked call failed", "error", err)
+	}
+	return ok, err
+}
+
+// renewSlot keeps the call's slot; a renewal the store fails is retried
+// at the next tick (the slot lasts three of them).
+func (pk *parkedCall) renewSlot(ctx context.Context) {
+	if _, err := pk.takeSlot(ctx); err != nil && ctx.Err() == nil {
+		pk.rt.log.Debug("renewing a parked call's slot failed", "error", err)
+	}
+}
+
+// giveSlot gives the slot back as the call ends (its context has ended).
+func (pk *parkedCall) giveSlot() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := pk.rt.store.GiveSlot(ctx, parkSlotSet(pk.pc.Principal), string(pk.id)); err != nil {
+		pk.rt.log.Warn("freeing a parked call's slot failed; it lapses with the lease", "error", err)
+	}
 }

@@ -58,7 +58,11 @@ type Options struct {
 	// (default 10s): a resume elsewhere gives up on a call whose instance
 	// has been gone this long.
 	CallLeaseTTL time.Duration
-	Logger       *slog.Logger
+	// ParkedPerPrincipal bounds the calls of one principal parked for
+	// client input at once, across every instance (default 8; see
+	// parked_calls.go).
+	ParkedPerPrincipal int
+	Logger             *slog.Logger
 }
 
 // Runtime is this instance's part of the session runtime.
@@ -93,6 +97,9 @@ func New(st store.Store, backends Backends, opts Options) *Runtime {
 	}
 	if opts.CallLeaseTTL <= 0 {
 		opts.CallLeaseTTL = 10 * time.Second
+	}
+	if opts.ParkedPerPrincipal <= 0 {
+		opts.ParkedPerPrincipal = DefaultParkedPerPrincipal
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

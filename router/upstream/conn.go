@@ -66,7 +66,11 @@ type Conn struct {
 	// span is the trace context the connection was opened under, which
 	// its requests carry (trace_context.go).
 	span trace.SpanContext
-	mu   sync.Mutex
+	// clocks are the running calls' timeouts, stopped while holds > 0:
+	// a call waits on the client (call_clock.go). Guarded by mu.
+	clocks map[*callClock]struct{}
+	holds  int
+	mu     sync.Mutex
 }
 
 // closeWait bounds how long Close waits for in-flight calls to wind down
@@ -177,7 +181,7 @@ func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessag
 	}
 	defer conn.end()
 	req := conn.newCall(ctx, method, params)
-	callCtx, cancel := conn.c.withTimeout(ctx)
+	callCtx, _, cancel := conn.startClock(ctx)
 	defer cancel()
 	stop := context.AfterFunc(conn.abort, cancel)
 	defer stop()

@@ -157,6 +157,9 @@ func (s *stdioConn) listen(context.Context, func(context.Context, jsonrpc.Messag
 	return s.conn.c.newError("listen", 0, ErrNoStream)
 }
 
+// awaitClient counts the process as waiting on a client (clientWaiter).
+func (s *stdioConn) awaitClient() (func(), error) { return s.pool.awaitClient() }
+
 // close gives the process back to the pool (keep has no meaning: there is
 // no backend session to keep beyond the process).
 func (s *stdioConn) close(bool) error {

@@ -73,6 +73,7 @@ type stdioPool struct {
 	changed chan struct{}     // closed and replaced when a process is freed or ends
 	poke    chan struct{}     // wakes the keeper (buffered 1)
 	closed  bool
+	waiting int    // processes whose call waits on a client (awaitClient)
 	started uint64 // processes started, handshake done
 	crashed uint64 // processes that exited unasked
 }
@@ -131,7 +132,8 @@ func (p *stdioPool) pokeKeeper() {
 
 // acquire returns a process for one Conn's exclusive use: an idle one
 // (the most recently used, so spares age out), a new one while fewer than
-// Max run, or the first one freed. It waits under ctx.
+// Max run besides those waiting on a client, or the first one freed. It
+// waits under ctx.
 func (p *stdioPool) acquire(ctx context.Context) (*process, error) {
 	for {
 		p.mu.Lock()
@@ -147,7 +149,7 @@ func (p *stdioPool) acquire(ctx context.Context) (*process, error) {
 				return pr, nil
 			}
 		}
-		if len(p.all)+p.pending < p.cfg.Pool.Max {
+		if len(p.all)+p.pending-p.waiting < p.cfg.Pool.Max {
 			p.pending++
 			p.mu.Unlock()
 			return p.startCounted(ctx)
@@ -371,4 +373,38 @@ func (c *Client) Stats() PoolStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return PoolStats{Running: len(p.all), Idle: len(p.idle), Starting: p.pending, Started: p.started, Crashed: p.crashed}
+}
+
+// A call that waits on its client (a backend's elicitation, answered by a
+// person, perhaps minutes later, perhaps through a parked call whose
+// client holds no connection) holds its process all that time. Counted
+// against Max, a few such calls would leave none for anyone else; not
+// counted at all, clients could make the pool grow without end. So waiting
+// processes have a bound of their own, Max: while one waits, the pool may
+// start another for other requests, and at most Max wait at once (at most
+// 2×Max processes run). A backend request that would make one more wait
+// is refused (the backend gets an error answer, not the pool's last
+// process); spares above Max stop when idle, as usual.
+
+// errPoolWaiting refuses a call one more waiting process.
+type errPoolWaiting struct{ max int }
+
+func (e errPoolWaiting) Error() string {
+	return fmt.Sprintf("all %d processes this backend may have waiting on clients are waiting; try again when one is answered", e.max)
+}
+
+// awaitClient counts a process as waiting on a client until release.
+func (p *stdioPool) awaitClient() (release func(), err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waiting >= p.cfg.Pool.Max {
+		return nil, errPoolWaiting{p.cfg.Pool.Max}
+	}
+	p.waiting++
+	p.broadcastLocked() // an acquire may now start a process
+	return sync.OnceFunc(func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.waiting--
+	}), nil
 }

@@ -124,7 +124,9 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		// Passed in, never registered globally (otel.SetTracerProvider):
 		// an embedder's own tracing, or a second gateway in the process,
 		// is left alone.
-		TracerProvider: tp,
+		TracerProvider:      tp,
+		ListensPerPrincipal: cfg.Limits.ListensPerPrincipal,
+		ListenURIs:          cfg.Limits.ListenURIs,
 	})
 	m.ObservePools(func() []metrics.PoolSample { return poolSamples(rt.Status()) })
 	sessions := session.New(st, rt, session.Options{
@@ -133,6 +135,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		StreamLinger:         cfg.Streams.Linger,
 		CallLeaseTTL:         cfg.Streams.CallLease,
 		ClientRequestTimeout: cfg.Streams.ClientRequestTimeout,
+		ParkedPerPrincipal:   cfg.Limits.ParkedCallsPerPrincipal,
 		Logger:               log,
 	})
 	var parks router.ParkRuntime // a nil interface: no parking

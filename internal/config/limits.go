@@ -1,0 +1,29 @@
+package config
+
+// The limits section bounds what one client can make the gateway hold:
+// answers in flight, open listens, calls parked for client input. Each
+// bound has a default, so an absent section is a bounded gateway.
+
+func (v *validator) limits(raw *rawLimits) Limits {
+	if raw == nil {
+		raw = &rawLimits{}
+	}
+	return Limits{
+		InflightResponseBytes:   v.byteSize("limits.inflight_response_bytes", raw.InflightResponseBytes, DefaultInflightResponseBytes, 1<<20),
+		ListensPerPrincipal:     v.countLimit("limits.listens_per_principal", raw.ListensPerPrincipal, DefaultListensPerPrincipal, 1000),
+		ListenURIs:              v.countLimit("limits.listen_uris", raw.ListenURIs, DefaultListenURIs, 10000),
+		ParkedCallsPerPrincipal: v.countLimit("limits.parked_calls_per_principal", raw.ParkedCallsPerPrincipal, DefaultParkedCallsPerPrincipal, 1000),
+	}
+}
+
+// countLimit is a count between 1 and most, def when absent.
+func (v *validator) countLimit(path string, raw *int64, def, most int) int {
+	if raw == nil {
+		return def
+	}
+	if *raw < 1 || *raw > int64(most) {
+		v.errf(path, "must be between 1 and %d, not %d", most, *raw)
+		return def
+	}
+	return int(*raw)
+}

@@ -1,0 +1,119 @@
+package router
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A subscriptions/listen holds a stream per backend for as long as the
+// client stays, and asks a 2025-era backend one resources/subscribe per
+// URI at every (re)connect. Unbounded, one token could pin an instance's
+// CPU with one request, exhaust its goroutines and descriptors with a few
+// thousand listens, or turn one request into thousands of backend calls.
+// So a listen is bounded before any backend work:
+//
+//   - ListenURIs resourceSubscriptions per request (400, -32602), each at
+//     most store.MaxSubscriptionURIBytes, duplicates counted once; what
+//     one listen asks of one backend is then bounded by ListenURIs at
+//     every connect;
+//   - ListensPerPrincipal listens open at once per principal on one
+//     instance (429, -32029, Retry-After), counted here: a listen is a
+//     stream this instance holds, so its cost is this instance's. The
+//     place is freed when the listen returns (the client went, or the
+//     gateway shuts down).
+
+// Defaults of the bounds (config limits.listens_per_principal,
+// limits.listen_uris).
+const (
+	DefaultListensPerPrincipal = 8
+	DefaultListenURIs          = 100
+)
+
+// listenRetryAfter is what a client over ListensPerPrincipal is told to
+// wait: places free as soon as a listen closes.
+const listenRetryAfter = 5 * time.Second
+
+// listenSlots counts the open listens of each principal on this instance.
+type listenSlots struct {
+	limit int
+	mu    sync.Mutex
+	open  map[string]int
+}
+
+// take counts a listen of principal in; false when principal holds limit
+// already. A true take is undone by give.
+func (ls *listenSlots) take(principal string) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.open[principal] >= ls.limit {
+		return false
+	}
+	if ls.open == nil {
+		ls.open = map[string]int{}
+	}
+	ls.open[principal]++
+	return true
+}
+
+func (ls *listenSlots) give(principal string) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.open[principal] <= 1 {
+		delete(ls.open, principal)
+		return
+	}
+	ls.open[principal]--
+}
+
+// Listens reports the listens principal holds open on this instance.
+func (r *Router) Listens(principal string) int {
+	r.listens.mu.Lock()
+	defer r.listens.mu.Unlock()
+	return r.listens.open[principal]
+}
+
+// checkListenFilter refuses a filter over the bounds, and drops duplicate
+// URIs (keeping the first of each, in order).
+func (r *Router) checkListenFilter(id jsonrpc.ID, f *listenFilter) *jsonrpc.Response {
+	uris := f.ResourceSubscriptions
+	if len(uris) > r.opts.ListenURIs {
+		return refuse(id, http.StatusBadRequest, 0, &jsonrpc.Error{Code: CodeInvalidParams,
+			Message: fmt.Sprintf("subscriptions/listen: %d resourceSubscriptions, more than the %d one listen may have (limits.listen_uris); split them over listens or subscribe to fewer", len(uris), r.opts.ListenURIs),
+			Data:    limitData("limits.listen_uris", r.opts.ListenURIs)})
+	}
+	seen := make(map[string]struct{}, len(uris))
+	kept := uris[:0]
+	for _, uri := range uris {
+		if len(uri) > store.MaxSubscriptionURIBytes {
+			return refuse(id, http.StatusBadRequest, 0, &jsonrpc.Error{Code: CodeInvalidParams,
+				Message: fmt.Sprintf("subscriptions/listen: a resourceSubscriptions URI is longer than %d bytes, the longest a subscription may have", store.MaxSubscriptionURIBytes)})
+		}
+		if _, dup := seen[uri]; dup {
+			continue
+		}
+		seen[uri] = struct{}{}
+		kept = append(kept, uri)
+	}
+	f.ResourceSubscriptions = kept
+	return nil
+}
+
+// tooManyListens is the answer to a listen over ListensPerPrincipal.
+func (r *Router) tooManyListens(id jsonrpc.ID) *jsonrpc.Response {
+	return refuse(id, http.StatusTooManyRequests, listenRetryAfter, &jsonrpc.Error{Code: CodeRateLimited,
+		Message: fmt.Sprintf("too many open subscriptions/listen streams: this caller holds %d on this gateway instance, the most it may (limits.listens_per_principal); close one first", r.opts.ListensPerPrincipal),
+		Data:    limitData("limits.listens_per_principal", r.opts.ListensPerPrincipal)})
+}
+
+// limitData is the error data naming a bound: which config field, and its
+// value.
+func limitData(field string, value int) json.RawMessage {
+	data, _ := json.Marshal(map[string]any{"limit": field, "max": value})
+	return data
+}
