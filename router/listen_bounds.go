@@ -18,8 +18,9 @@ import (
 // thousand listens, or turn one request into thousands of backend calls.
 // So a listen is bounded before any backend work:
 //
-//   - ListenURIs resourceSubscriptions per request (400, -32602), each at
-//     most store.MaxSubscriptionURIBytes, duplicates counted once; what
+//   - ListenURIs distinct resourceSubscriptions per request (400,
+//     -32602; duplicates count once, and the check stops at the first URI
+//     past the bound), each at most store.MaxSubscriptionURIBytes; what
 //     one listen asks of one backend is then bounded by ListenURIs at
 //     every connect;
 //   - ListensPerPrincipal listens open at once per principal on one
@@ -82,12 +83,7 @@ func (r *Router) Listens(principal string) int {
 // URIs (keeping the first of each, in order).
 func (r *Router) checkListenFilter(id jsonrpc.ID, f *listenFilter) *jsonrpc.Response {
 	uris := f.ResourceSubscriptions
-	if len(uris) > r.opts.ListenURIs {
-		return refuse(id, http.StatusBadRequest, 0, &jsonrpc.Error{Code: CodeInvalidParams,
-			Message: fmt.Sprintf("subscriptions/listen: %d resourceSubscriptions, more than the %d one listen may have (limits.listen_uris); split them over listens or subscribe to fewer", len(uris), r.opts.ListenURIs),
-			Data:    limitData("limits.listen_uris", r.opts.ListenURIs)})
-	}
-	seen := make(map[string]struct{}, len(uris))
+	seen := make(map[string]struct{}, min(len(uris), r.opts.ListenURIs+1))
 	kept := uris[:0]
 	for _, uri := range uris {
 		if len(uri) > store.MaxSubscriptionURIBytes {
@@ -96,6 +92,11 @@ func (r *Router) checkListenFilter(id jsonrpc.ID, f *listenFilter) *jsonrpc.Resp
 		}
 		if _, dup := seen[uri]; dup {
 			continue
+		}
+		if len(kept) == r.opts.ListenURIs {
+			return refuse(id, http.StatusBadRequest, 0, &jsonrpc.Error{Code: CodeInvalidParams,
+				Message: fmt.Sprintf("subscriptions/listen: more than %d distinct resourceSubscriptions, the most one listen may have (limits.listen_uris); split them over listens or subscribe to fewer", r.opts.ListenURIs),
+				Data:    limitData("limits.listen_uris", r.opts.ListenURIs)})
 		}
 		seen[uri] = struct{}{}
 		kept = append(kept, uri)

@@ -211,7 +211,7 @@ func (pk *parkedCall) coordinate(ctx context.Context, first chan<- router.ParkOu
 		var out parkOutcome
 		if final != nil {
 			if why := pk.endWhy.Load(); why != nil {
-				final = &jsonrpc.Response{Error: &jsonrpc.Error{Code: router.CodeInternalError, Message: "the call has ended: " + *why}}
+				final = &jsonrpc.Response{ID: final.ID, Error: &jsonrpc.Error{Code: router.CodeInternalError, Message: "the call has ended: " + *why}}
 			}
 			data, _ := jsonrpc.EncodeMessage(final)
 			out.Response = data
