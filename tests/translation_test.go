@@ -187,6 +187,17 @@ func TestTranslation_ParkedCallRoundsEachOnAnotherInstance(t *testing.T) {
 			t.Fatalf("retry %d carried no state or answers: %s", i, fs[i].Body)
 		}
 	}
+	// A call that ends normally logs no warning (a lease dropped by the
+	// call's end under a renewal, a poll cut by its wait's end, were).
+	cs.Close()
+	for i, g := range m.gws {
+		if err := g.Stop(); err != nil {
+			t.Fatalf("stopping instance %d: %v", i, err)
+		}
+		if out := g.Output(); strings.Contains(out, "level=WARN") {
+			t.Fatalf("instance %d logged a warning for calls that ended normally:\n%s", i, out)
+		}
+	}
 }
 
 // A backend that asks three things at once (concurrent requests on its
