@@ -1,8 +1,13 @@
 package tests
 
 import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -259,5 +264,70 @@ func TestBounds_ListensPerPrincipalAndURIsPerListen(t *testing.T) {
 	open2 := bob.ModernStream(m.gws[2], "dups", "subscriptions/listen", listen("dups", dup...), nil)
 	if ack := decodeNote(t, open2.Next()); ack.Method != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("a listen of duplicated URIs: %+v", ack)
+	}
+}
+
+// A flood of 2,000 listens from one token on one instance: eight are
+// held (the default bound), the rest refused at once with 429, and the
+// instance goes on serving other clients, listens included.
+func TestBounds_ListenFloodFromOneTokenLeavesTheInstanceServing(t *testing.T) {
+	m := newBoundsCluster(t, "", "")
+	token := m.token("mallory")
+	body := func(i int) string {
+		b, _ := json.Marshal(testsupport.ModernMessage(fmt.Sprintf("flood-%d", i), "subscriptions/listen",
+			map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil))
+		return string(b)
+	}
+	hc := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 64, MaxIdleConnsPerHost: 64}}
+	var (
+		mu       sync.Mutex
+		statuses = map[int]int{}
+		held     []io.Closer
+	)
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for i := range 2000 {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, mcpURL(m.gws[0].URL), strings.NewReader(body(i)))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "text/event-stream")
+			for k, v := range testsupport.ModernHeaders("subscriptions/listen", nil) {
+				req.Header.Set(k, v)
+			}
+			res, err := hc.Do(req)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				statuses[-1]++
+				return
+			}
+			statuses[res.StatusCode]++
+			if res.StatusCode == http.StatusOK {
+				held = append(held, res.Body) // kept open: the listen goes on
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		})
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	if statuses[http.StatusOK] != 8 || statuses[http.StatusTooManyRequests] != 1992 {
+		t.Fatalf("2,000 listens of one token on one instance: statuses %v, want 8 held and 1992 refused with 429", statuses)
+	}
+	bob := m.client("bob")
+	if got := bob.ModernRequest(m.gws[0], "tools/call", map[string]any{"name": "gateway-one-echo", "arguments": map[string]any{"text": "still here"}}, nil).Text(); !strings.Contains(got, "still here") {
+		t.Fatalf("another client's call during the flood: %q", got)
+	}
+	s := bob.ModernStream(m.gws[0], "bob", "subscriptions/listen", map[string]any{"notifications": map[string]any{"toolsListChanged": true}}, nil)
+	if ack := decodeNote(t, s.Next()); ack.Method != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("another client's listen during the flood: %+v", ack)
 	}
 }

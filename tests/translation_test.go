@@ -262,10 +262,11 @@ func TestTranslation_SeveralRequestsInOneRoundAndPartialAnswers(t *testing.T) {
 	})
 }
 
-// A parked call's requestState is the gateway's signed envelope: altered,
-// replayed by another caller, or replayed after the call moved on, it is
-// refused with -32602 on any instance, and the parked call still
-// completes with the untouched state of its current round.
+// A parked call's requestState is the gateway's signed envelope: altered
+// or replayed by another caller, it is refused with -32602 on any
+// instance; the previous round's, repeated, is given the current round
+// (rounds are idempotent); and the parked call still completes with the
+// untouched state of its current round.
 func TestTranslation_ParkedCallStateRefusedUnlessCurrentAndUntouched(t *testing.T) {
 	m := newLegacyBackendCluster(t, "")
 	alice, bob := m.client("alice"), m.client("bob")
@@ -293,7 +294,6 @@ func TestTranslation_ParkedCallStateRefusedUnlessCurrentAndUntouched(t *testing.
 		{"a tampered signature", alice, second.state + "x", map[string]any{k2: answerElicitation}, "requestState"},
 		{"a tampered payload", alice, string(flipped) + "." + sig, map[string]any{k2: answerElicitation}, "requestState"},
 		{"another caller", bob, second.state, map[string]any{k2: answerElicitation}, "requestState"},
-		{"the previous round's state", alice, first.state, map[string]any{k1: answerSampling}, "moved on"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -303,6 +303,13 @@ func TestTranslation_ParkedCallStateRefusedUnlessCurrentAndUntouched(t *testing.
 				t.Fatalf("retry answered %d %s, want -32602 naming %q", r.Status, r.Body, tc.want)
 			}
 		})
+	}
+	// The previous round's retry again (its answer lost on the way back):
+	// rounds are idempotent, so it is given the round it led to, the same
+	// request under the same key.
+	again := asked(t, alice.ModernRequest(m.gws[0], "tools/call", retry(first.state, map[string]any{k1: answerSampling}), capsAsking))
+	if again.keyOf(t, "elicitation/create") != k2 || len(again.requests) != 1 {
+		t.Fatalf("the previous round's retry repeated was asked %v, want the current round (%s) again", again.requests, k2)
 	}
 	calls := m.backends["gateway-two"].Count("tools/call")
 	r := alice.ModernRequest(m.gws[2], "tools/call", retry(second.state, map[string]any{k2: answerElicitation}), capsAsking)
