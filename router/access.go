@@ -353,15 +353,6 @@ func (v *vhost) publishedTool(backend, tool string) string {
 	return prefix(backend, tool)
 }
 
-// publishedURI is the URI under which a backend's resource is listed and
-// subscribed to: the name access rules judge.
-func (v *vhost) publishedURI(backend, uri string) string {
-	if v.single() {
-		return uri
-	}
-	return prefix(backend, uri)
-}
-
 // callerAccess is the access decision for the caller a context carries
 // (router/credentials), for the entry points that take no Call: initialize,
 // and what a session's GET stream is sent unprompted (the claims of the

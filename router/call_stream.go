@@ -213,7 +213,7 @@ func reprefixNotification(v *vhost, key string, req *jsonrpc.Request) *jsonrpc.R
 	if json.Unmarshal(p["uri"], &uri) != nil || uri == "" {
 		return nil
 	}
-	p["uri"], _ = json.Marshal(prefix(key, uri))
+	p["uri"], _ = json.Marshal(publishURI(key, uri))
 	params, err := json.Marshal(p)
 	if err != nil {
 		return nil

@@ -240,7 +240,7 @@ func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessag
 			uri = head.URITemplate
 		}
 		if !v.single() && uri != "" {
-			uri = prefix(key, uri)
+			uri = publishURI(key, uri)
 		}
 		return uri
 	}
@@ -261,8 +261,11 @@ func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessag
 	if op.uriField != "" && !v.single() {
 		var uri string
 		if err := json.Unmarshal(fields[op.uriField], &uri); err == nil && uri != "" {
-			fields[op.uriField], _ = json.Marshal(prefix(key, uri))
+			fields[op.uriField], _ = json.Marshal(publishURI(key, uri))
 		}
+	}
+	if op.field == "tools" && !v.single() && mayNameURIs(item) {
+		publishUIMeta(key, fields) // an MCP Apps tool's UI resource
 	}
 	out, err := json.Marshal(fields)
 	return out, name, id(name), err

@@ -305,7 +305,7 @@ func (ls *listenSession) acknowledged(key string, f listenFilter) {
 	for _, uri := range f.ResourceSubscriptions {
 		ls.steps++
 		if !ls.v.single() {
-			uri = prefix(key, uri)
+			uri = publishURI(key, uri)
 		}
 		if _, dup := ls.agreedURIs[uri]; !dup {
 			ls.agreedURIs[uri] = struct{}{}

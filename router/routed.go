@@ -145,9 +145,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			return resultResponse(c.Request.ID, result) // an interim result: no post-hooks, no renaming
 		}
 	}
-	if method == "resources/read" && !v.single() {
-		result = reprefixContents(t.backend, result)
-	}
+	result = publishResultURIs(v, t.backend, method, result)
 	if hc != nil {
 		for _, hooks := range [2][]Hook{r.opts.Hooks, v.hooks} {
 			for _, h := range hooks {
@@ -264,7 +262,11 @@ func (v *vhost) route(kind, id string) (backend, name string, err *jsonrpc.Error
 	if v.single() {
 		return v.keys[0], id, nil
 	}
-	if k, rest, ok := v.split.split(id); ok {
+	split := v.split.split
+	if kind == "resource" || kind == "resource template" {
+		split = v.split.splitURI
+	}
+	if k, rest, ok := split(id); ok {
 		return k, rest, nil
 	}
 	return "", "", unknownIdentifier(kind, id)
@@ -283,31 +285,6 @@ func stringField(obj map[string]json.RawMessage, field, method string) (string, 
 		return "", invalidParams("%s needs a non-empty string %q", method, field)
 	}
 	return s, nil
-}
-
-// reprefixContents puts the backend prefix back on the URIs of a
-// resources/read result, so the client sees the URI it asked for.
-func reprefixContents(key string, result json.RawMessage) json.RawMessage {
-	var res map[string]json.RawMessage
-	if json.Unmarshal(result, &res) != nil {
-		return result
-	}
-	var contents []map[string]json.RawMessage
-	if json.Unmarshal(res["contents"], &contents) != nil {
-		return result
-	}
-	for _, c := range contents {
-		var uri string
-		if json.Unmarshal(c["uri"], &uri) == nil && uri != "" {
-			c["uri"], _ = json.Marshal(prefix(key, uri))
-		}
-	}
-	res["contents"], _ = json.Marshal(contents)
-	out, err := json.Marshal(res)
-	if err != nil {
-		return result
-	}
-	return out
 }
 
 // hookError turns a hook's error into the JSON-RPC error the client sees.

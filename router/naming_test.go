@@ -1,0 +1,103 @@
+package router
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/mcpgw/gateway/router/upstream"
+)
+
+// The renaming rule, both ways, for every kind of identifier: what a
+// backend names is published, and the published identifier routes back
+// to the same backend and the same backend identifier.
+func TestNaming_RoundTripForEveryKind(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"gw":     {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
+		"gw-one": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
+		"apps":   {Config: upstream.Config{URL: "http://127.0.0.1:3/mcp"}},
+	}}})
+	t.Cleanup(table.close)
+	v := table.vhosts["v"]
+	for _, c := range []struct {
+		kind, key, id, published string
+	}{
+		{"tool", "gw", "increment", "gw-increment"},
+		{"tool", "gw-one", "increment", "gw-one-increment"}, // longest key first
+		{"prompt", "apps", "greet", "apps-greet"},
+		{"resource", "gw-one", "test://counter", "gw-one-test://counter"},
+		{"resource", "gw", "file:///a b", "gw-file:///a b"},
+		{"resource", "apps", "ui://get-time/mcp-app.html", "ui://apps/get-time/mcp-app.html"},
+		{"resource", "gw-one", "ui://x", "ui://gw-one/x"},
+		{"resource", "gw", "ui://gw-one/x", "ui://gw/gw-one/x"},
+	} {
+		var published string
+		if c.kind == "resource" {
+			published = v.publishedURI(c.key, c.id)
+		} else {
+			published = prefix(c.key, c.id)
+		}
+		if published != c.published {
+			t.Errorf("%s %q of %s published %q, want %q", c.kind, c.id, c.key, published, c.published)
+			continue
+		}
+		key, id, err := v.route(c.kind, published)
+		if err != nil || key != c.key || id != c.id {
+			t.Errorf("%s %q routed to %q %q (%v), want %q %q", c.kind, published, key, id, err, c.key, c.id)
+		}
+	}
+	for _, bad := range []string{"ui://", "ui://gw", "ui://gw/", "ui://nobody/x", "ui:/gw/x", "gwx-y"} {
+		if key, id, err := v.route("resource", bad); err == nil {
+			t.Errorf("resource %q routed to %q %q, want unknown", bad, key, id)
+		}
+	}
+	single := newRoutingTable(map[string]*VirtualHost{"s": {Name: "s", Backends: map[string]*Backend{
+		"only": {Config: upstream.Config{URL: "http://127.0.0.1:4/mcp"}}}}})
+	t.Cleanup(single.close)
+	if got := single.vhosts["s"].publishedURI("only", "ui://app/x.html"); got != "ui://app/x.html" {
+		t.Errorf("a single-backend vhost published %q, want it unchanged", got)
+	}
+}
+
+func TestNaming_ResultURIsArePublished(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
+		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
+	}}})
+	t.Cleanup(table.close)
+	v := table.vhosts["v"]
+	for _, c := range []struct {
+		name, method, in, want string
+	}{
+		{"resource link", "tools/call",
+			`{"content":[{"type":"text","text":"see"},{"type":"resource_link","uri":"test://a","name":"a"}]}`,
+			`{"content":[{"text":"see","type":"text"},{"name":"a","type":"resource_link","uri":"one-test://a"}]}`},
+		{"embedded resource", "tools/call",
+			`{"content":[{"type":"resource","resource":{"uri":"file:///x","text":"hi"}}],"isError":false}`,
+			`{"content":[{"resource":{"text":"hi","uri":"one-file:///x"},"type":"resource"}],"isError":false}`},
+		{"an app tool's result", "tools/call",
+			`{"content":[],"_meta":{"ui":{"resourceUri":"ui://clock/app.html"},"ui/resourceUri":"ui://clock/app.html","openai/outputTemplate":"ui://widget/w.html"}}`,
+			`{"_meta":{"openai/outputTemplate":"ui://one/widget/w.html","ui":{"resourceUri":"ui://one/clock/app.html"},"ui/resourceUri":"ui://one/clock/app.html"},"content":[]}`},
+		{"prompt messages", "prompts/get",
+			`{"messages":[{"role":"user","content":{"type":"resource","resource":{"uri":"test://p","text":"t"}}},{"role":"user","content":{"type":"text","text":"uri"}}]}`,
+			`{"messages":[{"content":{"resource":{"text":"t","uri":"one-test://p"},"type":"resource"},"role":"user"},{"content":{"type":"text","text":"uri"},"role":"user"}]}`},
+		{"read contents", "resources/read",
+			`{"contents":[{"uri":"ui://clock/app.html","mimeType":"text/html;profile=mcp-app","text":"<html>"}]}`,
+			`{"contents":[{"mimeType":"text/html;profile=mcp-app","text":"\u003chtml\u003e","uri":"ui://one/clock/app.html"}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := publishResultURIs(v, "one", c.method, json.RawMessage(c.in))
+			if string(got) != c.want {
+				t.Fatalf("published\n%s\nwant\n%s", got, c.want)
+			}
+		})
+	}
+	// Nothing to publish: the same bytes, not re-encoded.
+	plain := json.RawMessage(`{"content":[{"type":"text","text":"no links here"}],  "isError":false}`)
+	if got := publishResultURIs(v, "one", "tools/call", plain); string(got) != string(plain) {
+		t.Fatalf("a result with no URI was rewritten: %s", got)
+	}
+	withURIWord := json.RawMessage(`{"content":[{"type":"text","text":"x","uri":"not a block's"}]}`)
+	if got := publishResultURIs(v, "one", "tools/call", withURIWord); string(got) != string(withURIWord) {
+		t.Fatalf("a text block's stray uri was rewritten: %s", got)
+	}
+}
