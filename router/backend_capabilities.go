@@ -21,6 +21,8 @@ type backendCapabilities struct {
 	Resources   *capability `json:"resources"`
 	Completions *capability `json:"completions"`
 	Logging     *capability `json:"logging"`
+	// Extensions are the backend's capabilities.extensions, by id.
+	Extensions map[string]json.RawMessage `json:"extensions"`
 }
 
 // capability is one advertised capability and the flags the gateway

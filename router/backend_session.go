@@ -27,7 +27,7 @@ func (r *Router) handshake(sess *store.Session, snap *store.BackendSnapshot) ups
 	return upstream.Handshake{
 		ProtocolVersion:    pv,
 		ClientInfo:         r.clientInfo(),
-		ClientCapabilities: sess.ClientCapabilities,
+		ClientCapabilities: forwardedClientCapabilities(sess.ClientCapabilities),
 		LogLevel:           sess.LogLevel,
 	}
 }

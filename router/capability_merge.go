@@ -1,6 +1,8 @@
 package router
 
 import (
+	"bytes"
+	"encoding/json"
 	"sort"
 	"strings"
 
@@ -13,9 +15,12 @@ import (
 // resources.subscribe is on when any backend advertises it. listChanged is
 // on for tools, resources and prompts: the gateway forwards backends'
 // list_changed and emits its own when a vhost's config changes.
+// capabilities.extensions is the union of the backends' extensions that
+// the gateway routes what they need of (routedExtensions).
 // With no capable backend the result is the empty object.
 func mergedCapabilities(snaps map[string]*store.BackendSnapshot) map[string]any {
 	out := map[string]any{}
+	extensionOwner := map[string]string{}
 	for _, s := range snaps {
 		c := capabilitiesOf(s)
 		if c.Tools != nil {
@@ -29,6 +34,22 @@ func mergedCapabilities(snaps map[string]*store.BackendSnapshot) map[string]any 
 		}
 		if c.Logging != nil {
 			out["logging"] = map[string]any{}
+		}
+		for id, settings := range c.Extensions {
+			if !routedExtensions[id] || len(settings) == 0 || string(settings) == "null" {
+				continue
+			}
+			ext, _ := out["extensions"].(map[string]json.RawMessage)
+			if ext == nil {
+				ext = map[string]json.RawMessage{}
+				out["extensions"] = ext
+			}
+			// One backend's settings stand for all: the first by key, so
+			// every instance advertises the same.
+			if owner, ok := extensionOwner[id]; !ok || s.Key < owner {
+				ext[id] = settings
+				extensionOwner[id] = s.Key
+			}
 		}
 		if c.Resources != nil {
 			r, _ := out["resources"].(map[string]any)
@@ -62,4 +83,46 @@ func joinedInstructions(keys []string, snaps map[string]*store.BackendSnapshot) 
 		}
 	}
 	return strings.Join(parts, "\n\n")
+}
+
+// Extensions (capabilities.extensions) a backend or a client may
+// advertise. The gateway passes one on only when it routes what the
+// extension needs: MCP Apps (io.modelcontextprotocol/ui) needs its ui://
+// resources published unambiguously and its tools callable, which the
+// renaming rule does (naming.go). Any other extension, Tasks among them
+// (its tasks/* methods are not routed), is dropped from what clients and
+// backends are told, so neither side starts what the gateway cannot carry.
+var routedExtensions = map[string]bool{
+	"io.modelcontextprotocol/ui": true,
+}
+
+// forwardedClientCapabilities is a client's capabilities as a backend is
+// told them: without the extensions the gateway does not route.
+func forwardedClientCapabilities(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte(`"extensions"`)) {
+		return raw
+	}
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(raw, &caps) != nil || caps == nil {
+		return raw
+	}
+	var ext map[string]json.RawMessage
+	if json.Unmarshal(caps["extensions"], &ext) != nil {
+		return raw
+	}
+	for id := range ext {
+		if !routedExtensions[id] {
+			delete(ext, id)
+		}
+	}
+	if len(ext) == 0 {
+		delete(caps, "extensions")
+	} else {
+		caps["extensions"], _ = json.Marshal(ext)
+	}
+	out, err := json.Marshal(caps)
+	if err != nil {
+		return raw
+	}
+	return out
 }

@@ -2,9 +2,11 @@ package router
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/store"
 )
 
 // The renaming rule, both ways, for every kind of identifier: what a
@@ -99,5 +101,62 @@ func TestNaming_ResultURIsArePublished(t *testing.T) {
 	withURIWord := json.RawMessage(`{"content":[{"type":"text","text":"x","uri":"not a block's"}]}`)
 	if got := publishResultURIs(v, "one", "tools/call", withURIWord); string(got) != string(withURIWord) {
 		t.Fatalf("a text block's stray uri was rewritten: %s", got)
+	}
+}
+
+// capabilities.extensions: Apps, which the gateway routes, is merged from
+// the backends (the first backend's settings by key); Tasks, which it
+// does not route yet, and unknown extensions are dropped, and a client's
+// are dropped the same way before a backend hears them.
+func TestExtensions_MergedOnlyWhenRouted(t *testing.T) {
+	snap := func(key, caps string) *store.BackendSnapshot {
+		return &store.BackendSnapshot{Key: key, Capabilities: json.RawMessage(caps)}
+	}
+	caps := mergedCapabilities(map[string]*store.BackendSnapshot{
+		"b": snap("b", `{"tools":{},"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["b"]},"io.modelcontextprotocol/tasks":{}}}`),
+		"a": snap("a", `{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["a"]},"com.example/x":{}}}`),
+		"c": snap("c", `{"tools":{}}`),
+	})
+	got, _ := json.Marshal(caps["extensions"])
+	if string(got) != `{"io.modelcontextprotocol/ui":{"mimeTypes":["a"]}}` {
+		t.Fatalf("merged extensions %s, want Apps alone, with backend a's settings", got)
+	}
+	if _, ok := mergedCapabilities(map[string]*store.BackendSnapshot{"c": snap("c", `{"tools":{}}`)})["extensions"]; ok {
+		t.Fatal("extensions advertised with no backend offering one")
+	}
+	for in, want := range map[string]string{
+		`{"sampling":{},"extensions":{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}}`: `{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}},"sampling":{}}`,
+		`{"extensions":{"io.modelcontextprotocol/tasks":{}}}`: `{}`,
+		`{"roots":{}}`: `{"roots":{}}`,
+	} {
+		if got := forwardedClientCapabilities(json.RawMessage(in)); string(got) != want {
+			t.Errorf("client capabilities %s forwarded as %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestExtensions_TaskAugmentedCallRefused(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}}}}})
+	t.Cleanup(table.close)
+	r := New(nil, Options{})
+	_, err := r.resolve(table.vhosts["v"], "tools/call", json.RawMessage(`{"name":"slow","task":{"ttl":60000}}`))
+	if err == nil || err.Code != CodeInvalidParams || !strings.Contains(err.Message, "params.task") {
+		t.Fatalf("a task-augmented call resolved with %+v, want -32602 naming params.task", err)
+	}
+	if _, err := r.resolve(table.vhosts["v"], "tools/call", json.RawMessage(`{"name":"slow","task":null}`)); err != nil {
+		t.Fatalf("task: null refused: %+v", err)
+	}
+}
+
+func TestEra_LegacyResultsLoseTheModernEnvelope(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"content":[],"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"backend"}}}`: `{"content":[]}`,
+		`{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"b"},"trace":1}}`:                                                      `{"_meta":{"trace":1},"content":[]}`,
+		`{"content":[{"type":"text","text":"no envelope"}]}`:                                                                                        `{"content":[{"type":"text","text":"no envelope"}]}`,
+	} {
+		if got := legacyResult(json.RawMessage(in)); string(got) != want {
+			t.Errorf("%s for a 2025 session: %s, want %s", in, got, want)
+		}
 	}
 }

@@ -146,6 +146,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		}
 	}
 	result = publishResultURIs(v, t.backend, method, result)
+	if !c.modern {
+		result = legacyResult(result)
+	}
 	if hc != nil {
 		for _, hooks := range [2][]Hook{r.opts.Hooks, v.hooks} {
 			for _, h := range hooks {
@@ -199,6 +202,11 @@ func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target,
 		name, err := stringField(params, "name", method)
 		if err != nil {
 			return nil, err
+		}
+		if task, ok := params["task"]; ok && string(task) != "null" {
+			// A task-augmented call (2025-11-25 tasks): the gateway does not
+			// route tasks/*, so a backend's task could never be followed.
+			return nil, invalidParams("tools/call: task-augmented calls (params.task) are not supported by this gateway; call the tool without params.task")
 		}
 		t := &target{public: name, kind: kind, params: params}
 		if a, ok := v.aliases.resolve(name); ok {
