@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/upstream"
@@ -36,6 +37,21 @@ type target struct {
 func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	method := c.Request.Method
 	t, rerr := r.resolve(v, method, c.Request.Params)
+	if rerr != nil && method == "tools/call" && t == nil && strings.HasPrefix(rerr.Message, "unknown tool") {
+		if name, ok := rawToolName(c.Request.Params); ok {
+			// Perhaps a backend's own name, as an MCP App calls it.
+			published, perr := r.resolveRawTool(ctx, v, c, name)
+			switch {
+			case perr != nil:
+				rerr = perr
+			case published != "":
+				req := *c.Request
+				req.Params = withToolName(c.Request.Params, published)
+				c.Request = &req
+				t, rerr = r.resolve(v, method, c.Request.Params)
+			}
+		}
+	}
 	if rerr == nil && !r.accessFor(v, c).routedVisible(v, method, t) {
 		// Hidden: refused as if no backend owned it, before any hook,
 		// bound or backend could answer differently.
