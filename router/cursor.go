@@ -40,6 +40,10 @@ type cursorState struct {
 	// then amended: added backends join, removed ones are dropped; a
 	// backend the caller's access rules hide whole is left out).
 	Backends map[string]backendCursor `json:"b"`
+	// Private: a page of this walk was answered cacheScope "private"
+	// (2026-07-28), so every later page is too: one walk, one scope
+	// (clients such as the Python SDK v2 require it).
+	Private bool `json:"s,omitempty"`
 }
 
 // backendCursor is one backend's position in the walk.

@@ -67,6 +67,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	// positions: where each backend of the walk stands. A missing key
 	// means "first page".
 	positions := map[string]backendCursor{}
+	walkPrivate := false // an earlier page of the walk was private
 	if p.Cursor != nil {
 		st, err := r.openCursor(ctx, *p.Cursor)
 		if errors.Is(err, errStoreUnavailable) {
@@ -75,6 +76,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		if err != nil || !st.accepts(op.method, v.name, c.Session.Principal) {
 			return errorResponse(c.Request.ID, invalidParams("invalid cursor for %s on this virtual host", op.method))
 		}
+		walkPrivate = st.Private
 		// Keys no longer configured are dropped; new ones start at page one.
 		for k, bc := range st.Backends {
 			if _, ok := v.backends[k]; ok {
@@ -110,12 +112,15 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 
 	// A 2026-07-28 page is decorated while it is assembled (decorateFields).
 	var decorate func(map[string]json.RawMessage)
+	private := walkPrivate
 	if c.modern {
 		h := pageHints(results)
+		h.private = h.private || walkPrivate
 		hints := v.accessHints(op.method, &h)
+		private = hints.private
 		decorate = func(m map[string]json.RawMessage) { r.decorateFields(m, hints) }
 	}
-	raw, err := r.mergePages(ctx, v, op, c.Session.Principal, access, positions, results, decorate)
+	raw, err := r.mergePages(ctx, v, op, c.Session.Principal, access, positions, results, private, decorate)
 	var stranded *strandedPagesError
 	switch {
 	case errors.Is(err, errStoreUnavailable):
