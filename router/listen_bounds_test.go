@@ -75,8 +75,10 @@ func TestListen_FilterBounds(t *testing.T) {
 
 func TestListen_SlotsPerPrincipal(t *testing.T) {
 	ls := listenSlots{limit: 2}
-	if !ls.take("alice") || !ls.take("alice") || ls.take("alice") {
-		t.Fatal("want two of alice's listens admitted and the third refused")
+	for i, want := range []bool{true, true, false} {
+		if got := ls.take("alice"); got != want {
+			t.Fatalf("alice's listen %d admitted %v, want %v (two of them, then refused)", i+1, got, want)
+		}
 	}
 	if !ls.take("bob") {
 		t.Fatal("bob refused by alice's listens")

@@ -110,7 +110,7 @@ func checkURL(s string) error {
 		return fmt.Errorf("bad URL %q: %v", s, err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("bad URL %q: want http://host[:port]/path or https://...", s)
+		return fmt.Errorf("bad URL %q: want http://host[:port]/path or https://host[:port]/path", s)
 	}
 	return nil
 }

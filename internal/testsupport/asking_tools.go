@@ -1,5 +1,7 @@
 package testsupport
 
+//lint:file-ignore SA1019 sampling and roots are deprecated in 2026-07-28 but still served: this file exercises them on purpose
+
 import (
 	"context"
 	"errors"

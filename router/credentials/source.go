@@ -111,9 +111,6 @@ func (src *Source) Forget(ctx context.Context) {
 	src.cache.drop(key)
 }
 
-// cached reports how many tokens the source holds (tests).
-func (src *Source) cached() int { return src.cache.len() }
-
 // errNoCaller: a token exchange needs the caller's token.
 var errNoCaller = errors.New("the request carries no caller token to exchange")
 

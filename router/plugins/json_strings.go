@@ -70,14 +70,3 @@ func eachString(raw []byte, fn func(s []byte) (replacement []byte, ok bool)) []b
 	return append(out, raw[last:]...)
 }
 
-// anyString reports whether fn holds for some string value of raw.
-func anyString(raw []byte, fn func(s []byte) bool) bool {
-	found := false
-	eachString(raw, func(s []byte) ([]byte, bool) {
-		if !found && fn(s) {
-			found = true
-		}
-		return nil, false
-	})
-	return found
-}
