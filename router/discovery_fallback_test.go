@@ -83,4 +83,3 @@ func hijackClose(t *testing.T, w http.ResponseWriter) {
 	}
 	conn.Close()
 }
-

@@ -122,7 +122,7 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	if opts.ListenURIs <= 0 {
 		opts.ListenURIs = DefaultListenURIs
 	}
-	r := &Router{listens: listenSlots{limit: opts.ListensPerPrincipal},opts: opts, log: opts.Logger,
+	r := &Router{listens: listenSlots{limit: opts.ListensPerPrincipal}, opts: opts, log: opts.Logger,
 		cursorKeys:  newSharedKey(opts.Store, cursorKeyName, opts.CursorSecret),
 		stateKeys:   newSharedKey(opts.Store, stateKeyName, derivedSecret(opts.CursorSecret, stateKeyName)),
 		listensDone: make(chan struct{})}

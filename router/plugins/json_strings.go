@@ -69,4 +69,3 @@ func eachString(raw []byte, fn func(s []byte) (replacement []byte, ok bool)) []b
 	}
 	return append(out, raw[last:]...)
 }
-
