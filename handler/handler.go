@@ -74,6 +74,8 @@ type Options struct {
 	// ResourceMetadata, when set, is served as OAuth 2.0 Protected
 	// Resource Metadata and named in 401 challenges (resource_metadata.go).
 	ResourceMetadata *config.ResourceMetadata
+	// Audit, when set, writes the audit trail (audit_trail.go).
+	Audit *Audit
 }
 
 // New returns the gateway's http.Handler: the one handler that runs under
@@ -125,7 +127,7 @@ func New(opts Options) http.Handler {
 		requireSingleHeaders,
 	)
 	mux.Handle("/servers/{vhost}/mcp", mcp)
-	return limitBodyRead(opts.ReadTimeout)(logRequests(opts.Logger, opts.Router.RouteOf)(mux))
+	return limitBodyRead(opts.ReadTimeout)(logRequests(opts.Logger, opts.Audit, opts.Router.RouteOf)(mux))
 }
 
 type server struct {

@@ -20,6 +20,8 @@ import (
 // notifications/cancelled over HTTP. meta and metaOK are paramsMeta's
 // answer for req.
 func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request, rawID json.RawMessage, meta requestMeta, metaOK bool, jsonOK, sseOK bool) {
+	principal, _ := auth.FromContext(r.Context())
+	noteOf(w).setCaller(string(principal), meta.ClientInfo)
 	if !req.IsCall() {
 		// The revision sends none but notifications/cancelled, which HTTP
 		// replaces by closing the request's stream: nothing to do.
@@ -35,7 +37,6 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		writeRPCError(w, herr.status, rawID, herr.err)
 		return
 	}
-	principal, _ := auth.FromContext(r.Context())
 	call := &router.ModernCall{VHost: r.PathValue("vhost"), Principal: string(principal), Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header,
 		Request: req, ClientCapabilities: meta.ClientCapabilities, ClientInfo: meta.ClientInfo, Parks: s.opts.Parks}
 	if meta.LogLevel != nil {
@@ -89,7 +90,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 // writeRPCError answers with an HTTP status and a JSON-RPC error (its data
 // included) for the request whose id is rawID.
 func writeRPCError(w http.ResponseWriter, status int, rawID json.RawMessage, e *jsonrpc.Error) {
-	noteOf(w).setError(e.Code)
+	noteOf(w).setErrorWithData(e.Code, e.Data)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(wire.ErrorBodyOf(rawID, e))

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -29,12 +31,12 @@ import (
 // (noteOf): the note lives in the response writer, so it costs no context
 // allocation, and the published name and backend are worked out only when
 // the line is written. routeOf names the backend of a published name.
-func logRequests(log *slog.Logger, routeOf func(vhost, method, id string) string) func(http.Handler) http.Handler {
+func logRequests(log *slog.Logger, aud *Audit, routeOf func(vhost, method, id string) string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			rec := &loggedWriter{StatusWriter: metrics.StatusWriter{ResponseWriter: w}}
-			next.ServeHTTP(rec, r)
+			next.ServeHTTP(rec, noteAudit(aud, r, &rec.note))
 			vhost, ok := mcpPathVHost(r.URL.Path)
 			if !ok {
 				return // the probes, /metrics, the well-known documents
@@ -44,6 +46,9 @@ func logRequests(log *slog.Logger, routeOf func(vhost, method, id string) string
 				status = http.StatusOK // nothing written: net/http sends 200
 			}
 			n := &rec.note
+			if n.audit != nil && r.Method == http.MethodPost && audits(status, n) {
+				aud.record(r, rec.Header(), n, vhost, status, start, routeOf)
+			}
 			level := slog.LevelDebug
 			if status >= 400 || n.hasCode {
 				level = slog.LevelInfo
@@ -89,6 +94,15 @@ type requestNote struct {
 	session string          // the session id; logged only as a hash
 	code    int64           // the JSON-RPC error code of the answer
 	hasCode bool
+
+	// For the audit trail (audit_trail.go), noted whether it is on or not
+	// (each costs a field write).
+	principal string
+	client    json.RawMessage // the clientInfo the client gave
+	errData   json.RawMessage // the error's data (which limit refused)
+	result    json.RawMessage // the answer's result (isError)
+	toolError bool
+	audit     *router.AuditNote // nil: the trail is off
 }
 
 // noteOf finds the note of the request w answers, through the writers
@@ -129,14 +143,50 @@ func (n *requestNote) setError(code int64) {
 
 // setResponse notes the error code of resp, if it is an error.
 func (n *requestNote) setResponse(resp *jsonrpc.Response) {
-	if n == nil || resp == nil || resp.Error == nil {
+	if n == nil || resp == nil {
+		return
+	}
+	if resp.Error == nil {
+		if n.audit != nil && n.method == "tools/call" {
+			n.toolError = isToolError(resp.Result)
+		}
 		return
 	}
 	code := int64(wire.CodeInternalError)
 	if e, ok := resp.Error.(*jsonrpc.Error); ok {
 		code = e.Code
+		n.errData = e.Data
 	}
 	n.setError(code)
+}
+
+// setErrorWithData notes a JSON-RPC error and its data.
+func (n *requestNote) setErrorWithData(code int64, data json.RawMessage) {
+	if n != nil {
+		n.setError(code)
+		n.errData = data
+	}
+}
+
+// setCaller notes the principal and the clientInfo of the request.
+func (n *requestNote) setCaller(principal string, clientInfo json.RawMessage) {
+	if n != nil {
+		n.principal = principal
+		if len(clientInfo) > 0 {
+			n.client = clientInfo
+		}
+	}
+}
+
+// isToolError reports whether a tools/call result says isError.
+func isToolError(result json.RawMessage) bool {
+	if !bytes.Contains(result, []byte(`"isError"`)) {
+		return false
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.IsError
 }
 
 // mcpPathVHost is the vhost of a /servers/{vhost}/mcp path.

@@ -88,6 +88,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	principal, _ := auth.FromContext(r.Context())
+	noteOf(w).setCaller(string(principal), nil)
 	var call *router.Call
 
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
@@ -120,6 +121,9 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		go func() { admitted <- s.opts.Router.Admit(r.Context(), call) }()
 	}
 	sess, ok := s.loadSession(w, r, principal)
+	if ok {
+		noteOf(w).setCaller(string(principal), sess.ClientInfo)
+	}
 	var refusal *jsonrpc.Response
 	if admitted != nil {
 		refusal = <-admitted

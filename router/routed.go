@@ -49,6 +49,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 				req.Params = withToolName(c.Request.Params, published)
 				c.Request = &req
 				t, rerr = r.resolve(v, method, c.Request.Params)
+				if n := auditNote(ctx); n != nil {
+					n.Name = published
+				}
 			}
 		}
 	}
@@ -56,6 +59,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		// Hidden: refused as if no backend owned it, before any hook,
 		// bound or backend could answer differently.
 		rerr = unknownIdentifier(t.kind, t.public)
+		noteDenied(ctx, r.accessFor(v, c).denialReason(t.public))
+	} else if rerr == nil {
+		noteRouted(ctx, t)
 	}
 	if rerr == nil && method == "resources/subscribe" {
 		rerr = subscribeRefusal(c.Session, t.public)
@@ -101,7 +107,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		for _, hooks := range [2][]Hook{r.opts.Hooks, v.hooks} {
 			for _, h := range hooks {
 				if err := h.Pre(ctx, hc); err != nil {
-					return errorResponse(c.Request.ID, hookError(err))
+					return errorResponse(c.Request.ID, r.hookRefusal(ctx, err))
 				}
 			}
 		}
@@ -169,7 +175,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		for _, hooks := range [2][]Hook{r.opts.Hooks, v.hooks} {
 			for _, h := range hooks {
 				if result, err = h.Post(ctx, hc, result); err != nil {
-					return errorResponse(c.Request.ID, hookError(err))
+					return errorResponse(c.Request.ID, r.hookRefusal(ctx, err))
 				}
 			}
 		}

@@ -59,8 +59,12 @@ func (r *Router) startRequest(ctx context.Context, vhostName, protocol string, h
 		return ctx, nil
 	}
 	ctx = extractTraceContext(ctx, hdr, req.Params)
-	return r.tracer.Start(ctx, "mcp "+spanMethod(req.Method), trace.WithSpanKind(trace.SpanKindServer),
+	ctx, span := r.tracer.Start(ctx, "mcp "+spanMethod(req.Method), trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attrVHost.String(vhostName), attrMethod.String(wire.Clip(req.Method)), attrProtocol.String(protocol)))
+	if n := auditNote(ctx); n != nil && span.SpanContext().IsSampled() {
+		n.TraceID = span.SpanContext().TraceID().String()
+	}
+	return ctx, span
 }
 
 // endRequest records how the request ended and ends its span.

@@ -17,15 +17,13 @@ import (
 	"github.com/mcpgw/gateway/internal/testsupport"
 )
 
-// logLines parses a gateway's output: every line but the listening
-// announcement on stdout must be a JSON object.
+// logLines parses a gateway's output, stdout and stderr together as a
+// container's log collector reads them: every line must be a JSON object,
+// the listening announcement included.
 func logLines(t *testing.T, out string) []map[string]any {
 	t.Helper()
 	var lines []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if strings.HasPrefix(l, "mcpgw: listening on ") {
-			continue
-		}
 		var m map[string]any
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("a log line is not JSON (%v): %q\n%s", err, l, out)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mcpgw/gateway/store"
 	"github.com/redis/go-redis/v9"
@@ -40,4 +41,33 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 // it atomically, which keeps it safe even if a client already logged.
 func routeRedisLogs(log *slog.Logger, redisURL string) {
 	redis.SetLogger(store.NewRedisLogger(log, redisURL, store.DefaultRedisLogEvery))
+}
+
+// isJSON reports whether --log-format asks for JSON lines.
+func isJSON(format string) bool { return strings.EqualFold(format, "json") }
+
+// fatalJSON: the error that ends the process is written as a JSON line
+// (--log-format json was given).
+var fatalJSON atomic.Bool
+
+// printFatal writes the error that ends the process: "gateway: ERR", or in
+// JSON mode one JSON line, so a log collector reading stderr sees JSON
+// only.
+func printFatal(w io.Writer, err error) {
+	if fatalJSON.Load() {
+		slog.New(slog.NewJSONHandler(w, nil)).Error("gateway: " + err.Error())
+		return
+	}
+	fmt.Fprintln(w, "gateway:", err)
+}
+
+// announce writes a line a person or a script reads on stdout (the
+// listening address, the demo's help): as is, or in JSON mode as the
+// message of one JSON line with attrs.
+func announce(w io.Writer, json bool, msg string, attrs ...any) {
+	if json {
+		slog.New(slog.NewJSONHandler(w, nil)).Info(msg, attrs...)
+		return
+	}
+	fmt.Fprintln(w, msg)
 }

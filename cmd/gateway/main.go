@@ -18,9 +18,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -42,7 +44,7 @@ var version, commit string
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr, buildinfo.Read(version, commit)); err != nil {
-		fmt.Fprintln(os.Stderr, "gateway:", err)
+		printFatal(os.Stderr, err)
 		os.Exit(1)
 	}
 }
@@ -68,6 +70,12 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 	if err != nil {
 		return err
 	}
+	jsonOut := isJSON(o.logFormat)
+	fatalJSON.Store(jsonOut)
+	// The standard library's log package (net/http's own messages among
+	// them) and any library logging through slog's default go through
+	// the same handler: in JSON mode every line is JSON.
+	slog.SetDefault(log)
 	routeRedisLogs(log, o.redisURL)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -117,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	srv := newHTTPServer(a.Handler, cfg.Server)
+	srv := newHTTPServer(a.Handler, cfg.Server, log)
 	// GET streams never end on their own: end them first so Shutdown can
 	// drain; their clients resume on another instance.
 	srv.RegisterOnShutdown(a.Sessions.EndStreams)
@@ -128,12 +136,22 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 	base := "http://" + displayAddr(ln.Addr())
 	log.Info("gateway started", "version", bi.Version, "commit", bi.Commit, "listen", base, "config", cfg.Source)
 	// Tests and scripts wait for this exact line: it is printed once the
-	// listener accepts connections.
-	fmt.Fprintf(stdout, "mcpgw: listening on %s\n", base)
+	// listener accepts connections (in JSON mode as the message of a JSON
+	// line on stdout).
+	announce(stdout, jsonOut, "mcpgw: listening on "+base, "listen", base)
 	if o.demo {
-		printDemoHelp(stdout, base)
+		if jsonOut {
+			var help strings.Builder
+			printDemoHelp(&help, base)
+			announce(stdout, true, "demo gateway", "help", help.String())
+		} else {
+			printDemoHelp(stdout, base)
+		}
 	} else {
 		wg.Go(func() { watchConfig(runCtx, o.config, o.reloadEvery, a, log) })
+	}
+	if a.Audit != nil {
+		wg.Go(func() { reopenAuditOnHUP(runCtx, a, log) })
 	}
 
 	select {

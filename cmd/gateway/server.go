@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"log/slog"
 	"net/http"
 
 	"github.com/mcpgw/gateway/internal/config"
@@ -18,9 +19,10 @@ import (
 // deadline is left on the connection for net/http's background read to
 // hit and cancel a GET stream or a long call with
 // (handler/read_deadline.go, set from app.Build).
-func newHTTPServer(h http.Handler, sc config.Server) *http.Server {
+func newHTTPServer(h http.Handler, sc config.Server, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn), // net/http's own messages, as log lines
 		ReadHeaderTimeout: cmp.Or(sc.ReadHeaderTimeout, config.DefaultReadHeaderTimeout),
 		IdleTimeout:       cmp.Or(sc.IdleTimeout, config.DefaultIdleTimeout),
 	}

@@ -83,6 +83,8 @@ type Config struct {
 	// Tracing turns on OpenTelemetry tracing (tracing.go); off when its
 	// endpoint is empty and no OTEL_EXPORTER_OTLP_* variable names one.
 	Tracing Tracing
+	// Audit turns on the audit trail (audit.go); off when absent.
+	Audit Audit
 	// VirtualHosts is keyed by vhost name: Backend.Key filled, defaults
 	// applied, header names canonicalised.
 	VirtualHosts map[string]*router.VirtualHost
@@ -244,6 +246,7 @@ type rawConfig struct {
 	MaxBatch        *int64               `yaml:"max_batch"`
 	Limits          *rawLimits           `yaml:"limits"`
 	Tracing         *rawTracing          `yaml:"tracing"`
+	Audit           *rawAudit            `yaml:"audit"`
 	Auth            *rawAuth             `yaml:"auth"`
 	VirtualHosts    map[string]*rawVHost `yaml:"virtual_hosts"`
 }

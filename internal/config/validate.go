@@ -90,6 +90,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		cfg.CursorSecret = v.secretEnv("cursor_secret_env", raw.CursorSecretEnv)
 	}
 	cfg.Auth = v.auth(raw.Auth, baseDir)
+	cfg.Audit = v.audit(raw.Audit, cfg)
 	if st := raw.Streams; st != nil {
 		if st.EventLogSize != nil {
 			if *st.EventLogSize < 1 || *st.EventLogSize > 1_000_000 {

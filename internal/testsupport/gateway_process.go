@@ -251,13 +251,18 @@ func (w *readyWatcher) Write(p []byte) (int, error) {
 }
 
 // readyURL extracts http://ADDR from a ready line. A log prefix before the
-// marker is tolerated so that a timestamped logger does not break tests.
+// marker is tolerated so that a timestamped logger does not break tests,
+// and so is a JSON line (--log-format json) whose message it is.
 func readyURL(line string) (string, bool) {
 	_, rest, ok := strings.Cut(strings.TrimRight(line, "\r"), readyMarker)
 	if !ok {
 		return "", false
 	}
-	url, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
+	// Up to a space (text), or the quote that ends a JSON line's message.
+	url := strings.TrimSpace(rest)
+	if i := strings.IndexAny(url, " \""); i >= 0 {
+		url = url[:i]
+	}
 	if !strings.HasPrefix(url, "http://") || len(url) == len("http://") {
 		return "", false
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpgw/gateway/handler"
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/buildinfo"
+	"github.com/mcpgw/gateway/internal/audit"
 	"github.com/mcpgw/gateway/internal/config"
 	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/internal/tracing"
@@ -34,6 +35,9 @@ type App struct {
 	Router   *router.Router
 	Sessions *session.Runtime
 	Store    store.Store
+	// Audit writes the audit trail; nil when config audit is absent.
+	// ReopenAudit reopens its file (SIGHUP).
+	Audit *audit.Writer
 	// tracing is the tracer provider Build made from the config (nil
 	// when one was passed in, or tracing is off): the App flushes and
 	// shuts it down.
@@ -84,10 +88,21 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	if err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
+	// First of what Close releases: a file that cannot be opened fails
+	// the build before anything else is started.
+	var aw *audit.Writer
+	if cfg.Audit.Output != "" {
+		if aw, err = audit.Open(cfg.Audit.Output, cfg.Audit.Buffer, log); err != nil {
+			return nil, err
+		}
+	}
 	var st store.Store
 	if redisURL != "" {
 		rs, err := store.NewRedis(redisURL, store.RedisOptions{Timeout: cfg.Store.Timeout})
 		if err != nil {
+			if aw != nil {
+				aw.Close()
+			}
 			return nil, err
 		}
 		st = rs
@@ -101,6 +116,9 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		tr, err = tracing.New(context.Background(), tracing.Settings{Config: cfg.Tracing, Getenv: os.Getenv, ServiceVersion: bo.build.Version, Logger: log})
 		if err != nil {
 			_ = st.Close()
+			if aw != nil {
+				aw.Close()
+			}
 			return nil, fmt.Errorf("tracing: %w", err)
 		}
 		tp = tr.TracerProvider()
@@ -142,6 +160,11 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	if !bo.noParking {
 		parks = sessions
 	}
+	var aud *handler.Audit
+	if aw != nil {
+		m.ObserveAuditDropped(aw.Dropped)
+		aud = &handler.Audit{Writer: aw, Arguments: cfg.Audit.Arguments, TrustedProxies: cfg.Audit.TrustedProxies}
+	}
 	h := handler.New(handler.Options{
 		Router:         rt,
 		Sessions:       sessions,
@@ -160,8 +183,9 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		KeepAlive: cfg.Streams.KeepAlive,
 		// Only with JWT auth: validation refuses it otherwise.
 		ResourceMetadata: cfg.Auth.ResourceMetadata,
+		Audit:            aud,
 	})
-	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st, tracing: tr}, nil
+	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st, Audit: aw, tracing: tr}, nil
 }
 
 // FlushTraces exports the spans ended so far, within ctx. On Lambda it
@@ -185,6 +209,9 @@ func (a *App) Start(ctx context.Context) error {
 func (a *App) Close() error {
 	a.Sessions.Close()
 	a.Router.Close()
+	if a.Audit != nil {
+		a.Audit.Close() // after every request: what they wrote is flushed
+	}
 	err := a.Store.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), traceShutdownTimeout)
 	defer cancel()

@@ -1,0 +1,182 @@
+package handler
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/mcpgw/gateway/internal/audit"
+	"github.com/mcpgw/gateway/internal/config"
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router"
+)
+
+// The audit trail: one line per routed request (tools/call, prompts/get,
+// resources/read, resources/subscribe and unsubscribe, completion/complete),
+// in both protocol generations, and per refusal on the MCP endpoint that
+// names a caller or a target (a missing or bad token, an access rule, a
+// plugin, a rate limit, a hidden or unknown name). Lists, pings and
+// notifications are not audited (metrics count them).
+//
+// The line is written by the request-log middleware once the answer is
+// out, from what the handler noted (requestNote) and what the router
+// noted (router.AuditNote, which the middleware puts in the request's
+// context: only then does the router note anything). Header values,
+// tokens and, unless audit.arguments is full, argument values never
+// reach it.
+
+// Audit configures the trail (config audit).
+type Audit struct {
+	Writer *audit.Writer
+	// Arguments is config.AuditArgumentsHash, ...None or ...Full.
+	Arguments      string
+	TrustedProxies []netip.Prefix
+}
+
+// auditedMethods are the routed methods, each audited.
+var auditedMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true,
+	"resources/subscribe": true, "resources/unsubscribe": true, "completion/complete": true}
+
+// audits reports whether a request ending with status and note is
+// audited.
+func audits(status int, n *requestNote) bool {
+	return status == http.StatusUnauthorized || auditedMethods[n.method]
+}
+
+// record writes the audit line of one request.
+func (a *Audit) record(r *http.Request, hdr http.Header, n *requestNote, vhost string, status int, start time.Time, routeOf func(vhost, method, id string) string) {
+	e := &audit.Event{Time: start, Principal: n.principal, VHost: wire.Clip(vhost), Method: wire.Clip(n.method),
+		DurationMS: float64(time.Since(start).Microseconds()) / 1000, ProtocolVersion: wire.Clip(r.Header.Get(headerProtocolVersion)),
+		RemoteAddr: a.remoteAddr(r)}
+	if n.session != "" {
+		e.SessionHash = sessionHash(n.session)
+	}
+	e.Name = publishedName(n.method, n.params)
+	if rn := n.audit; rn != nil {
+		e.Backend, e.TraceID = rn.Backend, rn.TraceID
+		if rn.Name != "" {
+			e.Name = wire.Clip(rn.Name)
+		}
+	}
+	if e.Backend == "" && e.Name != "" && status != http.StatusUnauthorized {
+		e.Backend = routeOf(vhost, n.method, e.Name)
+	}
+	if n.hasCode {
+		code := n.code
+		e.Code = &code
+	}
+	e.Outcome, e.Reason = outcomeOf(hdr, n, status)
+	if e.Outcome == audit.OutcomeDenied || e.Outcome == audit.OutcomeUnauthenticated {
+		e.Backend = "" // never reached one
+	}
+	if n.method == "tools/call" && status != http.StatusUnauthorized {
+		args := toolArguments(n.params)
+		switch a.Arguments {
+		case config.AuditArgumentsFull:
+			if len(args) > 0 {
+				e.Arguments = args
+			}
+		case config.AuditArgumentsNone:
+		default:
+			e.ArgumentsSHA256 = audit.ArgumentsSHA256(args)
+		}
+	}
+	if len(n.client) > 0 {
+		var c audit.Client
+		if json.Unmarshal(n.client, &c) == nil && (c.Name != "" || c.Version != "") {
+			c.Name, c.Version = wire.Clip(c.Name), wire.Clip(c.Version)
+			e.Client = &c
+		}
+	}
+	a.Writer.Write(e)
+}
+
+// outcomeOf is a request's outcome and the reason for a refusal.
+func outcomeOf(hdr http.Header, n *requestNote, status int) (outcome, reason string) {
+	switch {
+	case status == http.StatusUnauthorized:
+		return audit.OutcomeUnauthenticated, tokenRefusal(hdr.Get("WWW-Authenticate"))
+	case n.audit != nil && n.audit.Denied:
+		return audit.OutcomeDenied, n.audit.Reason
+	case n.hasCode && n.code == wire.CodeRateLimited:
+		var d struct {
+			Limit string `json:"limit"`
+		}
+		_ = json.Unmarshal(n.errData, &d)
+		return audit.OutcomeRateLimited, wire.Clip(d.Limit)
+	case n.hasCode || status >= 400:
+		return audit.OutcomeError, ""
+	case n.toolError:
+		return audit.OutcomeToolError, ""
+	}
+	return audit.OutcomeOK, ""
+}
+
+// tokenRefusal says why a token was refused, from the challenge the
+// gateway answered with (never the token).
+func tokenRefusal(challenge string) string {
+	switch {
+	case strings.Contains(challenge, "expired"):
+		return "token expired"
+	case strings.Contains(challenge, `error="invalid_token"`):
+		return "token invalid"
+	}
+	return "no bearer token"
+}
+
+// toolArguments is a tools/call's params.arguments.
+func toolArguments(params json.RawMessage) json.RawMessage {
+	var p struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Arguments
+}
+
+// remoteAddr is the request's peer address, or, when the peer is a
+// trusted proxy, the last address of X-Forwarded-For that is not one: the
+// first hop the operator does not control, which a client cannot forge
+// past the trusted proxies.
+func (a *Audit) remoteAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil || !a.trusted(peer) {
+		return wire.Clip(host)
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		addr, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break // a malformed hop: trust nothing before it
+		}
+		if !a.trusted(addr) {
+			return addr.String()
+		}
+	}
+	return peer.String()
+}
+
+func (a *Audit) trusted(addr netip.Addr) bool {
+	addr = addr.Unmap()
+	for _, p := range a.TrustedProxies {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// noteAudit gives the router an audit note for r when the trail is on.
+func noteAudit(a *Audit, r *http.Request, n *requestNote) *http.Request {
+	if a == nil || a.Writer == nil {
+		return r
+	}
+	n.audit = &router.AuditNote{}
+	return r.WithContext(router.WithAuditNote(r.Context(), n.audit))
+}
