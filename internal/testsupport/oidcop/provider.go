@@ -65,13 +65,13 @@ type Provider struct {
 	// Issuer is the provider's issuer URL: http://127.0.0.1:PORT{Path}.
 	Issuer string
 
-	st       *storage
-	srv      *httptest.Server
+	st                       *storage
+	srv                      *httptest.Server
 	jwksHits, introspections atomic.Int64
-	down     atomic.Bool
-	hang     atomic.Bool
-	release  chan struct{}
-	once     sync.Once
+	down                     atomic.Bool
+	hang                     atomic.Bool
+	release                  chan struct{}
+	once                     sync.Once
 }
 
 // Start runs a provider until the test ends.
