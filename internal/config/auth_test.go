@@ -1,6 +1,7 @@
 package config
 
 import (
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -106,5 +107,52 @@ func TestConfig_RejectsBadIssuers(t *testing.T) {
 				t.Errorf("secret leaked: %v", err)
 			}
 		})
+	}
+}
+
+// The README's shortest identity-provider config is one the gateway takes,
+// with its keys discovered, and each recipe's lines are a valid jwt block.
+func TestConfig_ReadmeIdentityProviderExamples(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "### Tokens from an identity provider")
+	if !ok {
+		t.Fatal("README has no identity provider section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("README's identity provider section has no yaml example")
+	}
+	if j := mustParse(t, block+vhostsTail).Auth.JWT; j == nil || !j.Discover {
+		t.Fatalf("shortest config: %+v", j)
+	}
+	// | provider | `issuer: ...`, `audience: ...`[, `audience_claim: ...`] | ... |
+	fill := strings.NewReplacer("<region>", "eu-west-1", "<user-pool-id>", "eu-west-1_abc", "<app-client-id>", "app",
+		"<tenant-id>", "tenant", "<the API's application (client) id>", "api-id", "<org>", "acme",
+		"<tenant-domain>", "acme.eu.auth0.com", "<the API identifier>", "https://api.example.com", "<host>", "kc.example.com", "<realm>", "mcp")
+	recipes := 0
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, " | ")
+		if len(cells) < 3 || !strings.Contains(cells[1], "`issuer: ") {
+			continue
+		}
+		recipes++
+		var fields []string
+		for _, part := range strings.Split(cells[1], "`")[1:] {
+			if k, _, ok := strings.Cut(part, ": "); ok && (k == "issuer" || k == "audience" || k == "audience_claim") {
+				fields = append(fields, fill.Replace(part))
+			}
+		}
+		y := withJWT(strings.Join(fields[:min(len(fields), 3)], "\n") + "\n")
+		if _, err := Parse([]byte(y), src); err != nil {
+			t.Errorf("recipe %s: %v\n%s", cells[0], err, y)
+		}
+	}
+	if recipes != 5 {
+		t.Errorf("%d recipes, want 5 (Cognito, Entra ID, Okta, Auth0, Keycloak)", recipes)
 	}
 }
