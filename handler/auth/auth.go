@@ -1,5 +1,7 @@
-// Package auth authenticates downstream callers (JWT bearer tokens, or none)
-// and carries the resulting principal in the request context.
+// Package auth authenticates downstream callers (bearer tokens of the
+// trusted issuers: JWTs checked with configured keys or the issuers' JWK
+// Sets, opaque tokens by introspection; or none) and carries the resulting
+// principal in the request context.
 package auth
 
 import (

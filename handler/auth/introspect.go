@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/mcpgw/gateway/internal/config"
 )
@@ -27,8 +28,14 @@ import (
 // client secret goes in the Authorization header of the request only, and
 // neither reaches a log or an error.
 
-// maxIntrospectionCache bounds the answers held at once.
-const maxIntrospectionEntries = 10000
+// maxIntrospectionEntries bounds the answers held at once;
+// maxIntrospecting the requests to the endpoint at once (a flood of
+// made-up tokens waits for room, within the request's bound, then is a
+// 401), and concurrent requests with one token make one.
+const (
+	maxIntrospectionEntries = 10000
+	maxIntrospecting        = 16
+)
 
 type introspector struct {
 	s   *config.JWTSettings
@@ -39,8 +46,10 @@ type introspector struct {
 	wait time.Duration
 	now  func() time.Time
 
-	mu    sync.Mutex
-	cache map[[sha256.Size]byte]introspected
+	mu     sync.Mutex
+	cache  map[[sha256.Size]byte]introspected
+	flight singleflight.Group
+	sem    chan struct{}
 }
 
 type introspected struct {
@@ -51,7 +60,7 @@ type introspected struct {
 
 func newIntrospector(s *config.JWTSettings, o *options) *introspector {
 	return &introspector{s: s, in: s.Introspection, hc: o.noRedirectClient, log: o.logger, wait: o.timing.keyWait,
-		now: time.Now, cache: map[[sha256.Size]byte]introspected{}}
+		now: time.Now, cache: map[[sha256.Size]byte]introspected{}, sem: make(chan struct{}, maxIntrospecting)}
 }
 
 // verify asks the issuer about raw (or remembers its answer) and returns
@@ -69,28 +78,41 @@ func (in *introspector) verify(ctx context.Context, raw string) (string, Claims,
 	if ok {
 		return e.sub, e.claims, nil
 	}
-	claims, err := in.ask(ctx, raw)
+	res, err, _ := in.flight.Do(string(key[:]), func() (any, error) {
+		claims, err := in.ask(ctx, raw)
+		if err != nil {
+			return nil, err
+		}
+		sub, err := in.check(claims, now)
+		if err != nil {
+			return nil, err
+		}
+		e := introspected{sub: sub, claims: claims, until: now.Add(in.in.Cache)}
+		if exp, ok := claims["exp"].(float64); ok && time.Unix(int64(exp), 0).Before(e.until) {
+			e.until = time.Unix(int64(exp), 0)
+		}
+		if e.until.After(now) {
+			in.store(key, e, now)
+		}
+		return e, nil
+	})
 	if err != nil {
 		return "", nil, err
 	}
-	sub, err := in.check(claims, now)
-	if err != nil {
-		return "", nil, err
-	}
-	until := now.Add(in.in.Cache)
-	if exp, ok := claims["exp"].(float64); ok && time.Unix(int64(exp), 0).Before(until) {
-		until = time.Unix(int64(exp), 0)
-	}
-	if until.After(now) {
-		in.store(key, introspected{sub: sub, claims: claims, until: until}, now)
-	}
-	return sub, claims, nil
+	e = res.(introspected)
+	return e.sub, e.claims, nil
 }
 
 // ask posts the token to the endpoint and returns the answer's members.
 func (in *introspector) ask(ctx context.Context, raw string) (Claims, error) {
 	ctx, cancel := context.WithTimeout(ctx, in.wait)
 	defer cancel()
+	select {
+	case in.sem <- struct{}{}:
+		defer func() { <-in.sem }()
+	case <-ctx.Done(): // a flood: refused without a log line each
+		return nil, &tokenError{cause: ownError("token introspection busy")}
+	}
 	form := url.Values{"token": {raw}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.in.URL, strings.NewReader(form.Encode()))
 	if err != nil {

@@ -3,6 +3,7 @@ package auth
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -141,5 +142,39 @@ func TestIntrospection_SeveralIssuers(t *testing.T) {
 	}
 	if rec, _ := serve(t, v, "Bearer ory_at_x.y"); rec.Code != http.StatusUnauthorized || opaque.Introspections() != before+1 {
 		t.Errorf("opaque token with a dot: %d, introspected %d times", rec.Code, opaque.Introspections()-before)
+	}
+}
+
+// Concurrent requests with one new token make one introspection request;
+// a hanging endpoint costs each at most the request bound, then a 401.
+func TestIntrospection_OneRequestPerTokenAndBoundedWait(t *testing.T) {
+	p := opaqueProvider(t, "")
+	tm := defaultKeyTiming
+	tm.keyWait = 300 * time.Millisecond
+	v, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, JWT: introspecting(p, time.Second)}, withTiming(tm))
+	tok := p.Token(t, "svc-alice")
+	p.SetHang(true)
+	before := p.Introspections()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if rec, _ := serve(t, v, "Bearer "+tok); rec.Code != http.StatusUnauthorized {
+				t.Errorf("hanging endpoint: %d", rec.Code)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := p.Introspections() - before; n != 1 {
+		t.Errorf("20 concurrent requests with one token made %d introspection requests", n)
+	}
+	if d := time.Since(start); d > tm.keyWait+time.Second {
+		t.Errorf("took %s", d)
+	}
+	p.SetHang(false)
+	if rec, got := serve(t, v, "Bearer "+tok); rec.Code != http.StatusNoContent || got != "alice" {
+		t.Errorf("after the endpoint is back: %d %q", rec.Code, got)
 	}
 }

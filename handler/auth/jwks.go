@@ -57,6 +57,7 @@ type remoteKeys struct {
 	kf    keyfunc.Keyfunc
 
 	mu       sync.Mutex
+	discover bool          // jwksURL comes from the issuer's metadata
 	jwksURL  string        // configured, or discovered ("" until then)
 	fetching bool          // a fetch is running or asked for
 	done     chan struct{} // closed when that fetch ends
@@ -70,7 +71,7 @@ type remoteKeys struct {
 // newRemoteKeys starts fetching issuer's keys (from jwksURL, or from the
 // URL its metadata names when jwksURL is "") until close.
 func newRemoteKeys(issuer, jwksURL string, hc *http.Client, log *slog.Logger, tm keyTiming) *remoteKeys {
-	k := &remoteKeys{issuer: issuer, jwksURL: jwksURL, hc: hc, log: log, tm: tm,
+	k := &remoteKeys{issuer: issuer, jwksURL: jwksURL, discover: jwksURL == "", hc: hc, log: log, tm: tm,
 		store: jwkset.NewMemoryStorage(), kick: make(chan struct{}, 1)}
 	kf, err := keyfunc.New(keyfunc.Options{Storage: kidStorage{k.store, k},
 		UseWhitelist: []jwkset.USE{jwkset.UseSig, ""}})
@@ -159,6 +160,11 @@ func (k *remoteKeys) fetch(ctx context.Context) error {
 	}
 	var set jwkset.JWKSMarshal
 	if err := getJSON(ctx, k.hc, u, &set); err != nil {
+		if k.discover { // the provider may have moved its keys: ask again next time
+			k.mu.Lock()
+			k.jwksURL = ""
+			k.mu.Unlock()
+		}
 		return err
 	}
 	keys := make([]jwkset.JWK, 0, len(set.Keys))

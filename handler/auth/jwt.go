@@ -18,6 +18,11 @@ import (
 	"github.com/mcpgw/gateway/internal/config"
 )
 
+// One trusted issuer's token checks: the registered claims (golang-jwt's
+// parser), the key for the token's algorithm (configured, or from the
+// issuer's JWK Set), the access-token type, an audience in another claim
+// than aud, and a usable subject.
+
 // jwtVerifier verifies the bearer JWTs of one trusted issuer: against its
 // HMAC secret and/or public key, or against the keys remoteKeys fetches
 // from the issuer's JWK Set.
@@ -132,7 +137,7 @@ func (v *jwtVerifier) verify(ctx context.Context, raw string) (string, Claims, e
 	// another type (an ID token's, a logout token's) is not one.
 	if typ, ok := tok.Header["typ"]; ok {
 		s, _ := typ.(string)
-		switch strings.ToLower(strings.TrimPrefix(strings.ToLower(s), "application/")) {
+		switch strings.TrimPrefix(strings.ToLower(s), "application/") {
 		case "jwt", "at+jwt":
 		default:
 			return "", nil, &tokenError{cause: ownError("token type is not an access token")}

@@ -202,8 +202,12 @@ func TestProvider_DownKeepsKeysAndRefusesUnknownQuickly(t *testing.T) {
 			p.SetDown(false)
 			p.SetHang(true)
 		}
-		hits := p.JWKSHits()
-		for p.JWKSHits() < hits+2 { // failed refreshes happened meanwhile
+		// Failed refreshes (discovery or the JWK Set) happen meanwhile.
+		hits, deadline := p.Requests(), time.Now().Add(5*time.Second)
+		for p.Requests() < hits+3 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: no refresh attempts", mode)
+			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		if rec, got := serve(t, v, "Bearer "+tok); rec.Code != http.StatusNoContent || got != "alice" {
@@ -295,5 +299,34 @@ func TestProvider_AudienceClaim(t *testing.T) {
 	v2, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, JWT: plain})
 	if rec, _ := serve(t, v2, "Bearer "+tok); rec.Code != http.StatusUnauthorized {
 		t.Errorf("aud checked without audience_claim: %d", rec.Code)
+	}
+}
+
+// A JWK Set never verifies HMAC (its public key bytes as the secret) or
+// alg none, whatever kid the token names.
+func TestProvider_RefusesAlgorithmConfusionWithJWKS(t *testing.T) {
+	p := oidcop.Start(t, oidcop.Options{Clients: []*oidcop.Client{alice("alice")}})
+	v, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(p.Issuer)})
+	real := p.Token(t, "svc-alice")
+	if rec, _ := serve(t, v, "Bearer "+real); rec.Code != http.StatusNoContent {
+		t.Fatalf("status %d", rec.Code)
+	}
+	c := with(claims(), "iss", p.Issuer, "aud", opAudience)
+	for name, m := range map[string]struct {
+		method jwt.SigningMethod
+		key    any
+	}{
+		"HS256 with the JWK Set as secret": {jwt.SigningMethodHS256, []byte(p.Issuer + "/keys")},
+		"none":                             {jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType},
+	} {
+		tok := jwt.NewWithClaims(m.method, c)
+		tok.Header["kid"] = jwtKid(t, real)
+		s, err := tok.SignedString(m.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec, _ := serve(t, v, "Bearer "+s); rec.Code != http.StatusUnauthorized {
+			t.Errorf("%s: %d", name, rec.Code)
+		}
 	}
 }

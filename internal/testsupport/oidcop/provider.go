@@ -65,13 +65,13 @@ type Provider struct {
 	// Issuer is the provider's issuer URL: http://127.0.0.1:PORT{Path}.
 	Issuer string
 
-	st                       *storage
-	srv                      *httptest.Server
-	jwksHits, introspections atomic.Int64
-	down                     atomic.Bool
-	hang                     atomic.Bool
-	release                  chan struct{}
-	once                     sync.Once
+	st                                 *storage
+	srv                                *httptest.Server
+	jwksHits, introspections, requests atomic.Int64
+	down                               atomic.Bool
+	hang                               atomic.Bool
+	release                            chan struct{}
+	once                               sync.Once
 }
 
 // Start runs a provider until the test ends.
@@ -108,6 +108,7 @@ func Start(t testing.TB, o Options) *Provider {
 		})
 	}
 	p.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.requests.Add(1)
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/keys"):
 			p.jwksHits.Add(1)
@@ -197,6 +198,9 @@ func (p *Provider) Revoke(subject string) { p.st.revokeSubject(subject) }
 
 // JWKSHits counts the requests for the JWK Set so far.
 func (p *Provider) JWKSHits() int { return int(p.jwksHits.Load()) }
+
+// Requests counts every request the provider got so far.
+func (p *Provider) Requests() int { return int(p.requests.Load()) }
 
 // Introspections counts the introspection requests so far.
 func (p *Provider) Introspections() int { return int(p.introspections.Load()) }
