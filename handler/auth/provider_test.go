@@ -330,3 +330,28 @@ func TestProvider_RefusesAlgorithmConfusionWithJWKS(t *testing.T) {
 		}
 	}
 }
+
+// A provider that is down when the gateway starts (or answers before its
+// keys exist) is retried: once it is up, its tokens are accepted within
+// seconds, without a restart.
+func TestProvider_DownAtStartIsRetried(t *testing.T) {
+	p := oidcop.Start(t, oidcop.Options{Clients: []*oidcop.Client{alice("alice")}})
+	tok := p.Token(t, "svc-alice")
+	p.SetDown(true)
+	v, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(p.Issuer)})
+	if rec, _ := serve(t, v, "Bearer "+tok); rec.Code != http.StatusUnauthorized {
+		t.Fatalf("provider down: %d", rec.Code)
+	}
+	p.SetDown(false)
+	up := time.Now()
+	for {
+		rec, got := serve(t, v, "Bearer "+tok)
+		if rec.Code == http.StatusNoContent && got == "alice" {
+			break
+		}
+		if time.Since(up) > 10*time.Second {
+			t.Fatalf("not accepted 10s after the provider came up: %d", rec.Code)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
