@@ -79,6 +79,9 @@ func newRemoteKeys(issuer, jwksURL string, hc *http.Client, log *slog.Logger, tm
 		panic(err) // only for a nil storage
 	}
 	k.kf = kf
+	// The first fetch is under way from now: a request that comes before
+	// it starts waits for it instead of asking for another.
+	k.fetching, k.done = true, make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
 	k.wg.Add(1)
