@@ -57,8 +57,8 @@ func New(a config.Auth, opts ...Option) (Verifier, error) {
 	o.noRedirectClient = &http.Client{Transport: o.httpClient.Transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	list := issuersOf(a)
-	if len(list) == 1 && list[0].Introspection == nil {
-		return newJWT(list[0], o) // the one-issuer verifier as before
+	if len(list) == 1 && list[0].Introspection == nil && !a.QualifiedPrincipals {
+		return newJWT(list[0], o) // auth.jwt: the one-issuer verifier as before
 	}
 	v := &issuersVerifier{byIssuer: map[string]*jwtVerifier{}, qualify: a.QualifiedPrincipals}
 	for _, s := range list {

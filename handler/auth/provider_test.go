@@ -267,10 +267,15 @@ func TestProvider_SeveralIssuersKeepEqualSubjectsApart(t *testing.T) {
 	if rec, _ := serve(t, v, "Bearer "+forged(t, a.Issuer, jwtKid(t, bTok))); rec.Code != http.StatusUnauthorized {
 		t.Errorf("cross-issuer key: %d", rec.Code)
 	}
-	// One issuer: the principal stays sub.
+	// auth.jwt: the principal stays sub; auth.issuers with one entry
+	// qualifies it all the same.
 	one, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(a.Issuer)})
 	if _, p := serve(t, one, "Bearer "+a.Token(t, "svc-alice")); p != "alice" {
 		t.Errorf("single issuer principal %q", p)
+	}
+	listed, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, QualifiedPrincipals: true, Issuers: []*config.JWTSettings{discovered(a.Issuer)}})
+	if _, p := serve(t, listed, "Bearer "+a.Token(t, "svc-alice")); p != Principal(a.Issuer+"#alice") {
+		t.Errorf("one listed issuer principal %q", p)
 	}
 }
 
