@@ -69,7 +69,7 @@ func validate(path, redisURL string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := auth.New(cfg.Auth); err != nil {
+	if err := auth.Check(cfg.Auth); err != nil {
 		return nil, fmt.Errorf("%s: auth: %w", cfg.Source, err)
 	}
 	if u := strings.TrimSpace(redisURL); u != "" {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"reflect"
 	"slices"
 	"syscall"
 	"time"
@@ -74,6 +75,6 @@ func fileHash(path string) []byte {
 func sameOutsideVHosts(a, b *config.Config) bool {
 	return a.SessionTTL == b.SessionTTL && a.MaxBodyBytes == b.MaxBodyBytes &&
 		slices.Equal(a.AllowedHosts, b.AllowedHosts) && slices.Equal(a.AllowedOrigins, b.AllowedOrigins) &&
-		a.Auth.Mode == b.Auth.Mode && bytes.Equal(a.CursorSecret, b.CursorSecret) &&
+		reflect.DeepEqual(a.Auth, b.Auth) && bytes.Equal(a.CursorSecret, b.CursorSecret) &&
 		a.Store == b.Store && a.Server == b.Server && a.MaxBatch == b.MaxBatch && a.Limits == b.Limits
 }

@@ -119,7 +119,7 @@ func setup(getenv func(string) string, log *slog.Logger, options ...app.Option) 
 	}
 	// app.Build validates these too, but only on the first request: check
 	// them now so that a mistake is an init error, not a failing request.
-	if _, err := auth.New(cfg.Auth); err != nil {
+	if err := auth.Check(cfg.Auth); err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Source, err)
 	}
 	redisURL := strings.TrimSpace(getenv(envRedisURL))

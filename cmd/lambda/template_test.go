@@ -292,12 +292,21 @@ func TestTemplate_InlineConfigParses(t *testing.T) {
 		check  func(*config.Config) bool
 	}{
 		{"jwt, any host", map[string]string{"SessionTtl": "1h", "Hosts": "", "AuthMode": "jwt", "JwtIssuer": "https://issuer.example.com/",
-			"JwtAudience": "mcp", "VirtualHosts": example},
+			"JwtAudience": "mcp", "VirtualHosts": example, "JwtKeys": "hs_secret_env: MCPGW_JWT_SECRET", "JwtAudienceClaimLine": "# audience in aud"},
 			func(c *config.Config) bool {
-				return c.Auth.JWT != nil && c.Auth.JWT.Issuer == "https://issuer.example.com/" && len(c.AllowedHosts) == 0 && c.VirtualHosts["demo"] != nil
+				return c.Auth.JWT != nil && c.Auth.JWT.Issuer == "https://issuer.example.com/" && c.Auth.JWT.HMACSecret != nil &&
+					len(c.AllowedHosts) == 0 && c.VirtualHosts["demo"] != nil
+			}},
+		{"jwt from Cognito", map[string]string{"SessionTtl": "1h", "Hosts": "", "AuthMode": "jwt",
+			"JwtIssuer": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_AbC", "JwtAudience": "app-client",
+			"VirtualHosts": example, "JwtKeys": "# keys from the issuer's JWK Set", "JwtAudienceClaimLine": "audience_claim: client_id"},
+			func(c *config.Config) bool {
+				j := c.Auth.JWT
+				return j != nil && j.Discover && j.HMACSecret == nil && j.AudienceClaim == "client_id"
 			}},
 		{"no auth, listed hosts", map[string]string{"SessionTtl": "30m", "Hosts": "abc.lambda-url.eu-west-1.on.aws, mcp.example.com", "AuthMode": "none",
-			"JwtIssuer": "", "JwtAudience": "", "VirtualHosts": `{a: {backends: {one: {url: "http://10.0.0.1/mcp"}, two: {url: "http://10.0.0.2/mcp"}}}}`},
+			"JwtIssuer": "", "JwtAudience": "", "VirtualHosts": `{a: {backends: {one: {url: "http://10.0.0.1/mcp"}, two: {url: "http://10.0.0.2/mcp"}}}}`,
+			"JwtKeys": "hs_secret_env: MCPGW_JWT_SECRET", "JwtAudienceClaimLine": "# audience in aud"},
 			func(c *config.Config) bool {
 				return c.Auth.Mode == config.ModeNone && slices.Contains(c.AllowedHosts, "mcp.example.com") && len(c.VirtualHosts["a"].Backends) == 2
 			}},

@@ -1,23 +1,17 @@
-// Package auth authenticates downstream callers (JWT bearer tokens, or none)
-// and carries the resulting principal in the request context.
+// Package auth authenticates downstream callers (bearer tokens of the
+// trusted issuers: JWTs checked with configured keys or the issuers' JWK
+// Sets, opaque tokens by introspection; or none) and carries the resulting
+// principal in the request context.
 package auth
 
 import (
 	"context"
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/rsa"
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
-
-	"github.com/mcpgw/gateway/internal/config"
 )
 
 // Principal identifies an authenticated caller: the JWT "sub" claim, or
@@ -98,133 +92,12 @@ var (
 	ErrInvalidToken = errors.New("invalid bearer token")
 )
 
-// maxTokenBytes bounds the token size accepted for parsing.
-const maxTokenBytes = 16 << 10
-
-// New builds the Verifier for an auth setting: mode "none" accepts every
-// caller as Anonymous; mode "jwt" verifies bearer JWTs.
-func New(a config.Auth) (Verifier, error) {
-	switch a.Mode {
-	case config.ModeNone:
-		return anonymous{}, nil
-	case config.ModeJWT:
-		return newJWT(a.JWT)
-	default:
-		return nil, fmt.Errorf("auth: unknown mode %q", a.Mode)
-	}
-}
-
 type anonymous struct{}
 
 func (anonymous) Verify(*http.Request) (Principal, error) { return Anonymous, nil }
 
-// jwtVerifier verifies bearer JWTs against one HMAC secret and/or one
-// public key.
-type jwtVerifier struct {
-	parser *jwt.Parser
-	hmac   []byte
-	pub    crypto.PublicKey
-}
-
-func newJWT(s *config.JWTSettings) (*jwtVerifier, error) {
-	if s == nil {
-		return nil, errors.New("auth: jwt mode needs JWT settings")
-	}
-	if s.Issuer == "" || s.Audience == "" {
-		return nil, errors.New("auth: jwt mode needs an issuer and an audience")
-	}
-	supported := s.KeyAlgorithms()
-	if len(supported) == 0 {
-		return nil, errors.New("auth: jwt mode needs an HMAC secret or a supported public key")
-	}
-	algs := s.Algorithms
-	if len(algs) == 0 {
-		algs = supported
-	}
-	for _, alg := range algs {
-		if !slices.Contains(supported, alg) {
-			return nil, fmt.Errorf("auth: algorithm %q cannot be verified with the configured keys", alg)
-		}
-	}
-	if s.Leeway < 0 {
-		return nil, errors.New("auth: negative leeway")
-	}
-	return &jwtVerifier{
-		parser: jwt.NewParser(
-			jwt.WithValidMethods(slices.Clone(algs)),
-			jwt.WithIssuer(s.Issuer),
-			jwt.WithAudience(s.Audience),
-			jwt.WithExpirationRequired(),
-			jwt.WithIssuedAt(),
-			jwt.WithLeeway(s.Leeway),
-		),
-		hmac: slices.Clone(s.HMACSecret),
-		pub:  s.PublicKey,
-	}, nil
-}
-
-func (v *jwtVerifier) Verify(r *http.Request) (Principal, error) {
-	p, _, err := v.VerifyClaims(r)
-	return p, err
-}
-
-// VerifyClaims verifies the bearer token and returns its subject and every
-// claim (the registered ones are checked by the parser's options, the rest
-// are passed on as they are).
-func (v *jwtVerifier) VerifyClaims(r *http.Request) (Principal, Claims, error) {
-	raw, err := BearerToken(r)
-	if err != nil {
-		return "", nil, err
-	}
-	claims := jwt.MapClaims{}
-	if _, err := v.parser.ParseWithClaims(raw, claims, v.key); err != nil {
-		return "", nil, &tokenError{cause: err}
-	}
-	sub, err := claims.GetSubject()
-	if err != nil || !validSubject(sub) {
-		return "", nil, &tokenError{cause: ownError("token has no usable sub claim")}
-	}
-	return Principal(sub), Claims(claims), nil
-}
-
-// key picks the verification key for the token's algorithm, insisting that
-// the key type matches the algorithm family: an HS* token is never checked
-// against public key bytes, and "none" has no key at all.
-func (v *jwtVerifier) key(t *jwt.Token) (any, error) {
-	switch m := t.Method.(type) {
-	case *jwt.SigningMethodHMAC:
-		if len(v.hmac) == 0 {
-			return nil, errors.New("no HMAC secret configured")
-		}
-		return v.hmac, nil
-	case *jwt.SigningMethodRSA, *jwt.SigningMethodRSAPSS:
-		if k, ok := v.pub.(*rsa.PublicKey); ok {
-			return k, nil
-		}
-	case *jwt.SigningMethodECDSA:
-		if k, ok := v.pub.(*ecdsa.PublicKey); ok && k.Curve.Params().BitSize == m.CurveBits {
-			return k, nil
-		}
-	case *jwt.SigningMethodEd25519:
-		if k, ok := v.pub.(ed25519.PublicKey); ok {
-			return k, nil
-		}
-	}
-	return nil, errors.New("no key for the token's algorithm")
-}
-
-// validSubject: non-empty, valid UTF-8, no control characters, bounded.
-func validSubject(s string) bool {
-	if s == "" || len(s) > 1024 || !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < ' ' || r == 0x7f {
-			return false
-		}
-	}
-	return true
-}
+// maxTokenBytes bounds the token size accepted for parsing.
+const maxTokenBytes = 16 << 10
 
 // BearerToken extracts the token from the request's single Authorization
 // header ("Bearer <token>", scheme case-insensitive). It returns an error

@@ -22,6 +22,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/credentials"
 )
 
 // Defaults applied when a field is absent.
@@ -168,8 +169,17 @@ type Limits struct {
 type Auth struct {
 	// Mode is ModeJWT or ModeNone.
 	Mode string
-	// JWT is set in ModeJWT, nil otherwise.
+	// JWT is the one trusted issuer of auth.jwt; nil with auth.issuers and
+	// in ModeNone.
 	JWT *JWTSettings
+	// Issuers are every trusted issuer in ModeJWT: JWT alone, or the
+	// entries of auth.issuers. Code that builds an Auth by hand may leave
+	// it empty and set JWT.
+	Issuers []*JWTSettings
+	// QualifiedPrincipals (auth.issuers) spells principals "{iss}#{sub}",
+	// so equal subjects of two issuers are different callers; with one
+	// issuer the principal stays "sub".
+	QualifiedPrincipals bool
 	// ResourceMetadata, when set (ModeJWT only), is published as OAuth 2.0
 	// Protected Resource Metadata (RFC 9728), as the MCP authorization
 	// spec asks, and named in every 401's challenge.
@@ -198,10 +208,39 @@ type JWTSettings struct {
 	// PublicKey (*rsa.PublicKey, *ecdsa.PublicKey or ed25519.PublicKey)
 	// verifies RS*/PS*, ES* or EdDSA tokens; nil when not configured.
 	PublicKey crypto.PublicKey
+	// JWKSURL (jwks_url) is where the issuer publishes its keys (a JWK
+	// Set); empty otherwise.
+	JWKSURL string
+	// Discover is set when no key is configured: the JWK Set's URL comes
+	// from the issuer's metadata (OpenID Connect discovery, else RFC 8414).
+	Discover bool
+	// AudienceClaim (audience_claim) is the claim Audience is checked in;
+	// empty means "aud". Cognito access tokens carry "client_id" instead.
+	AudienceClaim string
+	// Introspection, when set, checks opaque access tokens with RFC 7662.
+	Introspection *Introspection
 	// Algorithms is the allow-list of JWS "alg" values; never empty after
 	// validation and never containing "none".
 	Algorithms []string
 	Leeway     time.Duration
+}
+
+// RemoteKeys reports whether the issuer's keys are fetched from it (a
+// jwks_url, or discovered) rather than configured.
+func (s *JWTSettings) RemoteKeys() bool { return s.JWKSURL != "" || s.Discover }
+
+// Introspection configures RFC 7662 token introspection at one issuer.
+type Introspection struct {
+	URL string
+	// ClientID and ClientSecret authenticate the gateway (HTTP Basic);
+	// both empty when the endpoint takes unauthenticated requests.
+	ClientID     string
+	ClientSecret credentials.Secret
+	// SecretEnv names the variable ClientSecret came from (for messages).
+	SecretEnv string
+	// Cache is how long an active answer is trusted (never past the
+	// token's exp); 0 asks the endpoint every time.
+	Cache time.Duration
 }
 
 // Error is one configuration problem. Its message is a single line naming
@@ -279,6 +318,7 @@ type rawLimits struct {
 type rawAuth struct {
 	Mode             string               `yaml:"mode"`
 	JWT              *rawJWT              `yaml:"jwt"`
+	Issuers          []*rawJWT            `yaml:"issuers"`
 	ResourceMetadata *rawResourceMetadata `yaml:"resource_metadata"`
 }
 
@@ -293,8 +333,19 @@ type rawJWT struct {
 	Audience      string   `yaml:"audience"`
 	HSSecretEnv   string   `yaml:"hs_secret_env"`
 	PublicKeyFile string   `yaml:"public_key_file"`
+	JWKSURL       string   `yaml:"jwks_url"`
+	AudienceClaim string   `yaml:"audience_claim"`
 	Algorithms    []string `yaml:"algorithms"`
 	Leeway        *string  `yaml:"leeway"`
+	// Introspection checks opaque tokens (RFC 7662).
+	Introspection *rawIntrospection `yaml:"introspection"`
+}
+
+type rawIntrospection struct {
+	URL             string  `yaml:"url"`
+	ClientID        string  `yaml:"client_id"`
+	ClientSecretEnv string  `yaml:"client_secret_env"`
+	Cache           *string `yaml:"cache"`
 }
 
 type rawVHost struct {

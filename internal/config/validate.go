@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -230,112 +229,6 @@ func (v *validator) origins(list []string) []string {
 		}
 	}
 	return out
-}
-
-func (v *validator) auth(raw *rawAuth, baseDir string) Auth {
-	if raw == nil || raw.Mode == "" {
-		v.errf("auth.mode", "required (jwt or none)")
-		return Auth{}
-	}
-	switch raw.Mode {
-	case ModeNone:
-		// auth.jwt may stay in the file for switching modes; it is ignored.
-		if raw.ResourceMetadata != nil {
-			v.errf("auth.resource_metadata", "needs auth.mode jwt: there is no token to get")
-		}
-		return Auth{Mode: ModeNone}
-	case ModeJWT:
-	default:
-		v.errf("auth.mode", "%q is not a mode (want jwt or none)", raw.Mode)
-		return Auth{}
-	}
-	a := Auth{Mode: ModeJWT}
-	j := raw.JWT
-	if j == nil {
-		v.errf("auth.jwt", "required when auth.mode is jwt")
-		return a
-	}
-	s := &JWTSettings{
-		Issuer:   strings.TrimSpace(j.Issuer),
-		Audience: strings.TrimSpace(j.Audience),
-		Leeway:   v.duration("auth.jwt.leeway", j.Leeway, DefaultLeeway, 0),
-	}
-	if s.Issuer == "" {
-		v.errf("auth.jwt.issuer", "required when auth.mode is jwt")
-	}
-	if s.Audience == "" {
-		v.errf("auth.jwt.audience", "required when auth.mode is jwt")
-	}
-	if j.HSSecretEnv == "" && j.PublicKeyFile == "" {
-		v.errf("auth.jwt", "needs a key: set hs_secret_env or public_key_file (or both)")
-		return a
-	}
-	keysOK := true
-	if j.HSSecretEnv != "" {
-		s.HMACSecret = v.secretEnv("auth.jwt.hs_secret_env", j.HSSecretEnv)
-		keysOK = keysOK && s.HMACSecret != nil
-	}
-	if j.PublicKeyFile != "" {
-		path := j.PublicKeyFile
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(baseDir, path)
-		}
-		key, err := loadPublicKey(path)
-		if err != nil {
-			v.errf("auth.jwt.public_key_file", "%s", errMsg(err))
-			keysOK = false
-		}
-		s.PublicKey = key
-	}
-	supported := s.KeyAlgorithms()
-	if len(j.Algorithms) == 0 {
-		s.Algorithms = supported
-	}
-	seen := map[string]bool{}
-	for i, alg := range j.Algorithms {
-		p := indexPath("auth.jwt.algorithms", i)
-		switch {
-		case strings.EqualFold(alg, "none"):
-			v.errf(p, `"none" is never accepted`)
-		case !knownAlgorithm(alg):
-			v.errf(p, "%q is not a supported algorithm (want one of %s)", alg, strings.Join(allAlgorithms, ", "))
-		case keysOK && !contains(supported, alg):
-			v.errf(p, "%q cannot be verified with the configured keys (they support %s)", alg, strings.Join(supported, ", "))
-		case !seen[alg]:
-			seen[alg] = true
-			s.Algorithms = append(s.Algorithms, alg)
-		}
-	}
-	a.JWT = s
-	a.ResourceMetadata = v.resourceMetadata(raw.ResourceMetadata)
-	return a
-}
-
-func (v *validator) resourceMetadata(raw *rawResourceMetadata) *ResourceMetadata {
-	if raw == nil {
-		return nil
-	}
-	const path = "auth.resource_metadata"
-	rm := &ResourceMetadata{ScopesSupported: raw.ScopesSupported}
-	if len(raw.AuthorizationServers) == 0 {
-		v.errf(path+".authorization_servers", "at least one authorization server (its issuer URL) is required")
-	}
-	for i, s := range raw.AuthorizationServers {
-		s = strings.TrimSpace(s)
-		rm.AuthorizationServers = append(rm.AuthorizationServers, v.backendURL(indexPath(path+".authorization_servers", i), s))
-	}
-	for i, sc := range raw.ScopesSupported {
-		if sc == "" || strings.ContainsAny(sc, " \"\\") {
-			v.errf(indexPath(path+".scopes_supported", i), "%q is not a scope (no spaces, quotes or backslashes)", sc)
-		}
-	}
-	if u := strings.TrimSpace(raw.PublicURL); u != "" {
-		rm.PublicURL = strings.TrimRight(v.backendURL(path+".public_url", u), "/")
-		if pu, err := url.Parse(u); err == nil && (pu.RawQuery != "" || pu.Fragment != "") {
-			v.errf(path+".public_url", "must not have a query or fragment")
-		}
-	}
-	return rm
 }
 
 func (v *validator) vhost(name string, raw *rawVHost) *router.VirtualHost {

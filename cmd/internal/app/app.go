@@ -42,6 +42,8 @@ type App struct {
 	// when one was passed in, or tracing is off): the App flushes and
 	// shuts it down.
 	tracing *tracing.Provider
+	// auth is the caller verifier, whose key fetchers Close stops.
+	auth auth.Verifier
 }
 
 // Option adjusts what Build assembles.
@@ -84,14 +86,14 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	for _, o := range options {
 		o(&bo)
 	}
-	verifier, err := auth.New(cfg.Auth)
-	if err != nil {
+	if err := auth.Check(cfg.Auth); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
 	// First of what Close releases: a file that cannot be opened fails
 	// the build before anything else is started.
 	var aw *audit.Writer
 	if cfg.Audit.Output != "" {
+		var err error
 		if aw, err = audit.Open(cfg.Audit.Output, cfg.Audit.Buffer, log); err != nil {
 			return nil, err
 		}
@@ -112,6 +114,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	}
 	tp := bo.tracerProvider
 	var tr *tracing.Provider
+	var err error
 	if tp == nil {
 		tr, err = tracing.New(context.Background(), tracing.Settings{Config: cfg.Tracing, Getenv: os.Getenv, ServiceVersion: bo.build.Version, Logger: log})
 		if err != nil {
@@ -147,6 +150,18 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		ListenURIs:          cfg.Limits.ListenURIs,
 	})
 	m.ObservePools(func() []metrics.PoolSample { return poolSamples(rt.Status()) })
+	// Keys of identity providers are fetched in the background from now
+	// on; nothing here waits for a provider.
+	verifier, err := auth.New(cfg.Auth, auth.WithLogger(log))
+	if err != nil {
+		rt.Close()
+		_ = st.Close()
+		_ = tr.Shutdown(context.Background())
+		if aw != nil {
+			aw.Close()
+		}
+		return nil, fmt.Errorf("auth: %w", err)
+	}
 	sessions := session.New(st, rt, session.Options{
 		SessionTTL:           cfg.SessionTTL,
 		EventLogSize:         cfg.Streams.EventLogSize,
@@ -185,7 +200,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		ResourceMetadata: cfg.Auth.ResourceMetadata,
 		Audit:            aud,
 	})
-	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st, Audit: aw, tracing: tr}, nil
+	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st, Audit: aw, tracing: tr, auth: verifier}, nil
 }
 
 // FlushTraces exports the spans ended so far, within ctx. On Lambda it
@@ -204,11 +219,12 @@ func (a *App) Start(ctx context.Context) error {
 }
 
 // Close ends the session runtime's streams, then the router's background
-// work, then the store, each after everything that uses it has stopped,
+// work and the auth key fetchers, then the store, each after everything that uses it has stopped,
 // and last exports the spans that are left (within traceShutdownTimeout).
 func (a *App) Close() error {
 	a.Sessions.Close()
 	a.Router.Close()
+	auth.Close(a.auth)
 	if a.Audit != nil {
 		a.Audit.Close() // after every request: what they wrote is flushed
 	}
