@@ -100,7 +100,6 @@ type requestNote struct {
 	principal string
 	client    json.RawMessage // the clientInfo the client gave
 	errData   json.RawMessage // the error's data (which limit refused)
-	result    json.RawMessage // the answer's result (isError)
 	toolError bool
 	audit     *router.AuditNote // nil: the trail is off
 }
