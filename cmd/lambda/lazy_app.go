@@ -46,6 +46,12 @@ func (l *lazyApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := a.FlushTraces(ctx); err != nil {
 		l.log.Warn("mcpgw lambda: flushing trace spans failed", "error", err)
 	}
+	// The audit lines of the invocation, likewise (stdout: CloudWatch).
+	if a.Audit != nil {
+		if err := a.Audit.Flush(ctx); err != nil {
+			l.log.Warn("mcpgw lambda: flushing audit lines failed", "error", err)
+		}
+	}
 }
 
 // traceFlushTimeout bounds the flush at the end of an invocation, so a

@@ -60,6 +60,9 @@ func TestWriter_FullBufferDropsAndCountsAndReopenFollowsRotation(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("audit file %v %v, want mode 0600", fi, err)
 	}
+	if err := w.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	rotated := path + ".1"
 	if err := os.Rename(path, rotated); err != nil {
 		t.Fatal(err)

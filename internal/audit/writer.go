@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +14,7 @@ import (
 // Writer writes audit lines from a bounded buffer on a goroutine of its
 // own, to stdout, stderr or a file it can reopen (for log rotation).
 type Writer struct {
-	lines   chan []byte
+	lines   chan item
 	closing sync.RWMutex // held to read by Write, to write by Close
 	closed  bool
 	log     *slog.Logger
@@ -29,6 +30,13 @@ type Writer struct {
 	closeOnce sync.Once
 }
 
+// item is a line to write, or (done set) a flush: done is closed once
+// every line queued before it is written.
+type item struct {
+	line []byte
+	done chan struct{}
+}
+
 // dropLogEvery bounds the log lines about dropped audit lines.
 const dropLogEvery = 10 * time.Second
 
@@ -38,7 +46,7 @@ func Open(output string, buffer int, log *slog.Logger) (*Writer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	w := &Writer{lines: make(chan []byte, max(buffer, 1)), log: log, done: make(chan struct{})}
+	w := &Writer{lines: make(chan item, max(buffer, 1)), log: log, done: make(chan struct{})}
 	switch output {
 	case "stdout":
 		w.out = os.Stdout
@@ -67,7 +75,7 @@ func (w *Writer) Write(e *Event) {
 		return // a request that outlived the gateway's shutdown
 	}
 	select {
-	case w.lines <- line:
+	case w.lines <- item{line: line}:
 		w.closing.RUnlock()
 		return
 	default:
@@ -77,6 +85,32 @@ func (w *Writer) Write(e *Event) {
 	now := time.Now().UnixNano()
 	if last := w.lastLog.Load(); now-last >= int64(dropLogEvery) && w.lastLog.CompareAndSwap(last, now) {
 		w.log.Warn("audit lines dropped: the audit output does not keep up", "dropped_total", n)
+	}
+}
+
+// Flush waits, within ctx, until every line queued so far is written: an
+// AWS Lambda invocation flushes before it returns, since a frozen
+// execution environment writes nothing and one never thawed again would
+// lose what it held.
+func (w *Writer) Flush(ctx context.Context) error {
+	done := make(chan struct{})
+	w.closing.RLock()
+	if w.closed {
+		w.closing.RUnlock()
+		return nil
+	}
+	select {
+	case w.lines <- item{done: done}:
+		w.closing.RUnlock()
+	case <-ctx.Done():
+		w.closing.RUnlock()
+		return ctx.Err()
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -105,9 +139,13 @@ func (w *Writer) Reopen() error {
 
 func (w *Writer) run() {
 	defer close(w.done)
-	for line := range w.lines {
+	for it := range w.lines {
+		if it.done != nil {
+			close(it.done)
+			continue
+		}
 		w.mu.Lock()
-		_, err := w.out.Write(line)
+		_, err := w.out.Write(it.line)
 		w.mu.Unlock()
 		if err != nil {
 			w.log.Error("writing an audit line failed", "error", err)
