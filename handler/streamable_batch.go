@@ -121,6 +121,9 @@ func splitBatch(body []byte, max int) ([]json.RawMessage, *decodeError) {
 // serveBatch handles a POSTed batch; the body has been read and checked
 // for size, content type and Accept.
 func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte, jsonOK, sseOK bool) {
+	if refuseRepeatedVersion(w, r.Header) {
+		return
+	}
 	msgs, derr := decodeBatch(body, s.opts.MaxBatch)
 	if derr != nil {
 		writeHTTPError(w, http.StatusBadRequest, derr.code, derr.msg)
