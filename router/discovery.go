@@ -120,7 +120,7 @@ func (r *Router) probeDiscovery(ctx context.Context, v *vhost, key string, hdr h
 		fkey = key + "\x00" + caller.Principal
 	}
 	ch := c.flight.DoChan(fkey, func() (any, error) {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.backendTimeout(v, key))
+		pctx, cancel := upstream.WithTimeout(context.WithoutCancel(ctx), r.backendTimeout(v, key))
 		defer cancel()
 		if err := v.clients[key].Authorize(pctx); err != nil {
 			return discovery{snap: failedSnapshot(key, err)}, nil
