@@ -25,7 +25,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	if !req.IsCall() {
 		// The revision sends none but notifications/cancelled, which HTTP
 		// replaces by closing the request's stream: nothing to do.
-		if got := r.Header.Get(headerMethod); got != "" && got != req.Method {
+		if got := r.Header.Get(headerMethod); repeatedModernHeader(r.Header) != "" || got != "" && got != req.Method {
 			w.WriteHeader(http.StatusBadRequest) // a notification gets a status only
 			return
 		}

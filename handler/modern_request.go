@@ -79,24 +79,40 @@ func paramsMeta(params json.RawMessage) (m requestMeta, ok bool) {
 }
 
 // isModern reports whether a POSTed request belongs to the sessionless
-// generation: its _meta names a protocol version, or its
+// generation: its _meta names a protocol version, or an
 // MCP-Protocol-Version header names one the gateway does not know as a
 // session version and that sorts at or after 2026-07-28 (the revision
 // compares versions as text, so "v999.0.0" is a modern version too, an
-// unsupported one).
+// unsupported one). Every value of the header counts: a request that
+// repeats it is refused in the revision's terms if any of them is modern.
 // meta and metaOK are paramsMeta's answer for the request.
-func isModern(meta requestMeta, metaOK bool, pvHeader string) bool {
+func isModern(meta requestMeta, metaOK bool, pvHeaders []string) bool {
 	if metaOK && meta.ProtocolVersion != nil {
 		return true
 	}
-	return wire.IsModernVersion(pvHeader)
+	return modernHeaderVersion(pvHeaders)
+}
+
+// modernHeaderVersion reports whether any of a request's
+// MCP-Protocol-Version values names a sessionless revision.
+func modernHeaderVersion(pvHeaders []string) bool {
+	for _, v := range pvHeaders {
+		if wire.IsModernVersion(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkModern validates a modern request's version, _meta and headers, in
-// the revision's order: header against body (-32020), version (-32022),
-// _meta (-32602), then the mirrored method and name (-32020), and the
-// method itself (404 -32601). meta and ok are paramsMeta's answer for req.
+// the revision's order: a repeated transport header (-32020), header
+// against body (-32020), version (-32022), _meta (-32602), then the
+// mirrored method and name (-32020), and the method itself (404 -32601).
+// meta and ok are paramsMeta's answer for req.
 func checkModern(req *jsonrpc.Request, h http.Header, meta requestMeta, ok bool) *modernHTTPError {
+	if name := repeatedModernHeader(h); name != "" {
+		return modernRefusal(http.StatusBadRequest, wire.CodeHeaderMismatch, "more than one %s header", name)
+	}
 	pv := h.Get(headerProtocolVersion)
 	if !ok {
 		return modernRefusal(http.StatusBadRequest, wire.CodeInvalidParams, "params._meta must be an object")

@@ -40,7 +40,7 @@ func BenchmarkModernRequestChecks(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				meta, ok := paramsMeta(req.Params)
-				if !isModern(meta, ok, h.Get(headerProtocolVersion)) {
+				if !isModern(meta, ok, h.Values(headerProtocolVersion)) {
 					b.Fatal("not modern")
 				}
 				if herr := checkModern(req, h, meta, ok); herr != nil {

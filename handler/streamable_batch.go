@@ -21,10 +21,12 @@ import (
 )
 
 // JSON-RPC batches belong to protocol 2025-03-26 only: 2025-06-18 removed
-// them. A client of that version may POST an array of requests,
-// notifications and responses; the gateway handles the notifications and
-// responses first, in order, then runs the requests concurrently, at most
-// batchParallel of them at once.
+// them. A 2025-03-26 client may POST an array of requests, notifications
+// and responses; the gateway handles the notifications and responses
+// first, in order, then runs the requests concurrently, at most
+// batchParallel of them at once. Protocol 2026-07-28 has no batches (nor
+// the session they run on): a batch sent as that revision is refused
+// saying so, not asked for a session.
 //
 // A batch is bounded twice, because one POST must not cost the gateway
 // more than a client could get by sending requests one by one: its length
@@ -118,16 +120,48 @@ func splitBatch(body []byte, max int) ([]json.RawMessage, *decodeError) {
 	return raws, nil
 }
 
+// refuseModernBatch answers a batch sent as protocol 2026-07-28, which
+// has none (nor the session a batch would need): 400 -32600 saying so,
+// rather than asking for a session the revision does not have.
+func refuseModernBatch(w http.ResponseWriter) {
+	writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest,
+		"JSON-RPC batches are not part of protocol "+wire.ModernProtocolVersion+": send each request in a POST of its own")
+}
+
+// modernElements reports whether a batch holds a request whose _meta
+// names a protocol version: one a 2026-07-28 client sent.
+func modernElements(msgs []batchMessage) bool {
+	for _, bm := range msgs {
+		if req, ok := bm.msg.(*jsonrpc.Request); ok {
+			if meta, ok := paramsMeta(req.Params); ok && meta.ProtocolVersion != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // serveBatch handles a POSTed batch; the body has been read and checked
 // for size, content type and Accept.
 func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte, jsonOK, sseOK bool) {
+	metrics.SetRPCMethod(r.Context(), "batch")
+	noteOf(w).setRequest("batch", nil)
+	if modernHeaderVersion(r.Header.Values(headerProtocolVersion)) {
+		refuseModernBatch(w)
+		return
+	}
+	if refuseRepeatedVersion(w, r.Header) {
+		return
+	}
 	msgs, derr := decodeBatch(body, s.opts.MaxBatch)
 	if derr != nil {
 		writeHTTPError(w, http.StatusBadRequest, derr.code, derr.msg)
 		return
 	}
-	metrics.SetRPCMethod(r.Context(), "batch")
-	noteOf(w).setRequest("batch", nil)
+	if r.Header.Get(headerSessionID) == "" && modernElements(msgs) {
+		refuseModernBatch(w)
+		return
+	}
 	principal, _ := auth.FromContext(r.Context())
 	sess, ok := s.loadSession(w, r, principal)
 	if !ok {

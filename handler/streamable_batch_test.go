@@ -108,3 +108,34 @@ func TestBatch_BadBatchesGetClearErrors(t *testing.T) {
 		})
 	}
 }
+
+// Protocol 2026-07-28 has no batches and no session: a batch sent as that
+// revision (its MCP-Protocol-Version, or its elements' _meta) gets 400
+// -32600 saying so, not "missing Mcp-Session-Id", and nothing runs.
+func TestBatch_ModernBatchIsRefusedAsNotPartOfTheRevision(t *testing.T) {
+	g := startGateway(t, gwOptions{})
+	list := modernBody(1, "tools/list", "", okMeta)
+	call := modernBody(2, "tools/call", `{"name":"gateway-one-echo","arguments":{"text":"x"}}`, okMeta)
+	old := g.initialize20250326()
+	cases := []struct {
+		name, body, session string
+		headers             map[string]string
+	}{
+		{"version header", `[` + list + `,` + call + `]`, "", modernHeaders("tools/list")},
+		{"version header, a session's batch otherwise", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`, "", map[string]string{"MCP-Protocol-Version": "2026-07-28"}},
+		{"version header on a 2025-03-26 session", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"}]`, old, map[string]string{"MCP-Protocol-Version": "2026-07-28"}},
+		{"_meta only", `[` + list + `]`, "", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := g.do(req{body: tc.body, session: tc.session, headers: tc.headers})
+			if r.status != http.StatusBadRequest || r.rpc.Error == nil || r.rpc.Error.Code != -32600 ||
+				!strings.Contains(r.rpc.Error.Message, "batches are not part of protocol 2026-07-28") {
+				t.Fatalf("%d %s: want 400 -32600 saying batches are not part of 2026-07-28", r.status, r.body)
+			}
+		})
+	}
+	if n := g.one.Count("tools/call") + g.one.Count("tools/list"); n != 0 {
+		t.Fatalf("a refused batch reached a backend %d times", n)
+	}
+}

@@ -72,10 +72,13 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		noteOf(w).setRequest("response", nil)
 	}
 	if req, ok := msg.(*jsonrpc.Request); ok {
-		if meta, metaOK := paramsMeta(req.Params); isModern(meta, metaOK, r.Header.Get(headerProtocolVersion)) {
+		if meta, metaOK := paramsMeta(req.Params); isModern(meta, metaOK, r.Header.Values(headerProtocolVersion)) {
 			s.serveModern(w, r, req, rawID, meta, metaOK, jsonOK, sseOK)
 			return
 		}
+	}
+	if refuseRepeatedVersion(w, r.Header) {
+		return
 	}
 	if pv := r.Header.Get(headerProtocolVersion); pv != "" && !wire.ServesProtocolVersion(pv) {
 		herr := unsupportedVersion(pv)

@@ -40,6 +40,11 @@ type backendCall func(conn *upstream.Conn) (*jsonrpc.Response, error)
 // The exchange also gets a span under the request's (tracing.go), and its
 // outcome goes to the backend's status (status.go).
 func (r *Router) withBackend(ctx context.Context, v *vhost, key, method string, sess *store.Session, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
+	if err := r.notDue(key, sess.Backends[key]); err != nil {
+		// Failed just now: no second wait, and no backend call to observe
+		// (backend_failed.go).
+		return nil, err
+	}
 	ctx, span := r.startBackend(ctx, v, key, method, sess.Backends[key])
 	start := time.Now()
 	resp, err := r.exchange(ctx, v, key, sess, hdr, fn)

@@ -123,7 +123,7 @@ func (r *Router) probeDiscovery(ctx context.Context, v *vhost, key string, hdr h
 		// Two exchanges at most, each bounded by the backend's timeout:
 		// server/discover, then initialize when the backend does not
 		// speak 2026-07-28 (one that never answers the probe included).
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*r.backendTimeout(v, key))
+		pctx, cancel := upstream.WithTimeout(context.WithoutCancel(ctx), 2*r.backendTimeout(v, key))
 		defer cancel()
 		if err := v.clients[key].Authorize(pctx); err != nil {
 			return discovery{snap: failedSnapshot(key, err)}, nil

@@ -37,5 +37,9 @@ func backendError(key string, err error) *jsonrpc.Error {
 	if errors.As(err, &ue) {
 		return rpcError(CodeInternalError, "%s", ue.Error())
 	}
+	var rf *recentFailure
+	if errors.As(err, &rf) {
+		return rpcError(CodeInternalError, "%s", rf.Error())
+	}
 	return rpcError(CodeInternalError, "backend %q: %v", key, err)
 }

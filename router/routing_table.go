@@ -77,6 +77,11 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 			}
 			cfg := b.Config
 			cfg.Key = key // the map key is the backend's name, whatever the literal says
+			if cfg.Stdio != nil {
+				stdio := *cfg.Stdio // b is config's, compared on reload: not written
+				stdio.VHost = name  // named in the pool's log lines
+				cfg.Stdio = &stdio
+			}
 			v.clients[key] = upstream.New(cfg, opts...)
 		}
 		sort.Strings(v.keys)

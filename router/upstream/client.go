@@ -206,7 +206,15 @@ func (c *Client) withTimeout(ctx context.Context) (context.Context, context.Canc
 	if c.cfg.Timeout <= 0 {
 		return context.WithCancel(ctx)
 	}
-	return context.WithTimeoutCause(ctx, c.cfg.Timeout, &timeoutError{c.cfg.Timeout})
+	return WithTimeout(ctx, c.cfg.Timeout)
+}
+
+// WithTimeout bounds ctx by d as a backend's timeout does: a caller that
+// bounds a backend's work by the same timeout (the router's discovery)
+// uses it, so that whichever deadline fires first, the error says "timed
+// out after d", not "context deadline exceeded".
+func WithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, d, &timeoutError{d})
 }
 
 // Handshake says how Open establishes the backend session.

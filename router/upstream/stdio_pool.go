@@ -39,6 +39,11 @@ type StdioConfig struct {
 	// Dir is the working directory ("" = the gateway's).
 	Dir  string
 	Pool PoolConfig
+	// VHost is the virtual host the backend belongs to (the router sets
+	// it, config does not): every log line of the pool and its processes
+	// names it beside the backend, since one command may serve several
+	// vhosts, each with a pool of its own.
+	VHost string
 }
 
 // PoolConfig sizes the processes an instance keeps for one backend.
@@ -58,7 +63,7 @@ type stdioPool struct {
 	c          *Client
 	cfg        StdioConfig
 	env        []string
-	log        *slog.Logger
+	log        *slog.Logger // names the vhost and the backend
 	clientInfo json.RawMessage
 
 	closing context.Context // ended by Close: process starts give up
@@ -90,6 +95,10 @@ func newStdioPool(c *Client, log *slog.Logger, clientInfo json.RawMessage) *stdi
 	if len(clientInfo) == 0 {
 		clientInfo = json.RawMessage(`{"name":"mcpgw","version":"0"}`)
 	}
+	if cfg.VHost != "" {
+		log = log.With("vhost", cfg.VHost)
+	}
+	log = log.With("backend", c.cfg.Key)
 	p := &stdioPool{c: c, cfg: cfg, env: processEnv(cfg.Env), log: log, clientInfo: clientInfo,
 		all: map[*process]bool{}, changed: make(chan struct{}), poke: make(chan struct{}, 1), kept: make(chan struct{})}
 	p.closing, p.stopAll = context.WithCancel(context.Background())
@@ -247,7 +256,7 @@ func (p *stdioPool) keep() {
 			cancel()
 			if err != nil {
 				if p.closing.Err() == nil {
-					p.log.Warn("stdio backend process failed to start", "backend", p.c.cfg.Key, "retry_in", backoff, "error", err)
+					p.log.Warn("stdio backend process failed to start", "retry_in", backoff, "error", err)
 				}
 				retryAt = time.Now().Add(backoff)
 				backoff = min(backoff*2, 30*time.Second)

@@ -368,7 +368,7 @@ func (pr *process) alive() bool {
 	}
 }
 
-// logger is the process's attributes on the pool's logger.
+// logger is the pool's logger (vhost, backend) with the process's pid.
 func (pr *process) logger() *slog.Logger {
-	return pr.pool.log.With("backend", pr.pool.c.cfg.Key, "pid", pr.pid)
+	return pr.pool.log.With("pid", pr.pid)
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // A stdio backend's stderr is its log. Each line becomes one gateway log
-// record (info, with the backend and pid), bounded so that a process
+// record (info, with the vhost, backend and pid), bounded so that a process
 // cannot flood or break the gateway's log: a line is cut at
 // maxStderrLine bytes, and at most stderrBurst lines are logged at once,
 // then stderrRate a second; the lines dropped are counted in the next
