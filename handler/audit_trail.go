@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/audit"
 	"github.com/mcpgw/gateway/internal/config"
 	"github.com/mcpgw/gateway/internal/wire"
@@ -64,13 +65,18 @@ func (a *Audit) record(r *http.Request, hdr http.Header, n *requestNote, vhost s
 	if e.Backend == "" && e.Name != "" && status != http.StatusUnauthorized {
 		e.Backend = routeOf(vhost, n.method, e.Name)
 	}
-	if n.hasCode {
+	switch {
+	case n.hasCode:
 		code := n.code
+		e.Code = &code
+	case status == http.StatusUnauthorized:
+		code := int64(auth.CodeUnauthorized) // written by the auth middleware, which notes nothing
 		e.Code = &code
 	}
 	e.Outcome, e.Reason = outcomeOf(hdr, n, status)
-	if e.Outcome == audit.OutcomeDenied || e.Outcome == audit.OutcomeUnauthenticated {
-		e.Backend = "" // never reached one
+	switch e.Outcome {
+	case audit.OutcomeDenied, audit.OutcomeUnauthenticated, audit.OutcomeRateLimited:
+		e.Backend = "" // refused before any backend
 	}
 	if n.method == "tools/call" && status != http.StatusUnauthorized {
 		args := toolArguments(n.params)

@@ -28,7 +28,11 @@ func logLines(t *testing.T, out string) []map[string]any {
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("a log line is not JSON (%v): %q\n%s", err, l, out)
 		}
-		for _, k := range []string{"time", "level", "msg"} {
+		keys := []string{"time", "level", "msg"}
+		if _, ok := m["outcome"]; ok {
+			keys = []string{"time", "vhost", "outcome"} // an audit line (audit.output: stdout)
+		}
+		for _, k := range keys {
 			if _, ok := m[k]; !ok {
 				t.Fatalf("log line without %q: %s", k, l)
 			}
