@@ -1,10 +1,13 @@
 package handler_test
 
 import (
+	"path/filepath"
+
 	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpgw/gateway/internal/audit"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -81,6 +84,8 @@ type gwOptions struct {
 	policy, rateLimit bool
 	rateLimitN        int64
 	rateLimitBatch    int64 // the limit's batch (router.RateLimit.Batch)
+	// audit writes the audit trail to a file of the test's.
+	audit bool
 }
 
 func startGateway(t testing.TB, o gwOptions) *gw {
@@ -137,7 +142,16 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := handler.New(handler.Options{Router: in.Router, Sessions: in.Sessions, Parks: in.Sessions, Auth: v, MaxBodyBytes: o.maxBody,
+	var aud *handler.Audit
+	if o.audit {
+		aw, err := audit.Open(filepath.Join(t.TempDir(), "audit.log"), config.DefaultAuditBuffer, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(aw.Close)
+		aud = &handler.Audit{Writer: aw, Arguments: config.AuditArgumentsHash}
+	}
+	h := handler.New(handler.Options{Router: in.Router, Audit: aud, Sessions: in.Sessions, Parks: in.Sessions, Auth: v, MaxBodyBytes: o.maxBody,
 		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics,
 		ReadTimeout: o.readTimeout, ResponseBudget: o.budget, Status: o.status})
 	srv := httptest.NewServer(h)

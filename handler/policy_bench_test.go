@@ -23,26 +23,27 @@ func BenchmarkServePOST_ToolsCall(b *testing.B) {
 		modern bool
 	}{{"2025", false}, {"2026", true}} {
 		for _, mode := range []struct {
-			name                      string
-			policy, rateLimit, direct bool
-			batch                     int64
+			name                             string
+			policy, rateLimit, direct, audit bool
+			batch                            int64
 		}{
-			{"direct", false, false, true, 0},
-			{"plain", false, false, false, 0},
-			{"access+plugins", true, false, false, 0},
-			{"access+plugins+rate-limit", true, true, false, 0},
+			{"direct", false, false, true, false, 0},
+			{"plain", false, false, false, false, 0},
+			{"audit", false, false, false, true, 0}, // one audit line per call, to a file
+			{"access+plugins", true, false, false, false, 0},
+			{"access+plugins+rate-limit", true, true, false, false, 0},
 			// the limit counted locally, 100 requests per store round trip
-			{"access+plugins+rate-limit-batch", true, true, false, 100},
+			{"access+plugins+rate-limit-batch", true, true, false, false, 100},
 		} {
 			b.Run(gen.name+"/"+mode.name, func(b *testing.B) {
-				benchCall(b, gen.modern, mode.policy, mode.rateLimit, mode.direct, mode.batch)
+				benchCall(b, gen.modern, mode.policy, mode.rateLimit, mode.direct, mode.audit, mode.batch)
 			})
 		}
 	}
 }
 
-func benchCall(b *testing.B, modern, policy, rateLimit, direct bool, batch int64) {
-	g := startGateway(b, gwOptions{stateless: true, policy: policy, rateLimit: rateLimit, rateLimitBatch: batch})
+func benchCall(b *testing.B, modern, policy, rateLimit, direct, audit bool, batch int64) {
+	g := startGateway(b, gwOptions{stateless: true, policy: policy, rateLimit: rateLimit, rateLimitBatch: batch, audit: audit})
 	token := g.token("alice")
 	name, url := "gateway-one-echo", g.url+"/servers/demo/mcp"
 	if direct {
