@@ -52,6 +52,9 @@ type gw struct {
 	// client sends do's requests: http.DefaultClient unless
 	// gwOptions.clientTimeout is set.
 	client *http.Client
+	// audit and auditPath: the audit writer and its file (gwOptions.audit).
+	audit     *audit.Writer
+	auditPath string
 }
 
 type gwOptions struct {
@@ -143,8 +146,11 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 		t.Fatal(err)
 	}
 	var aud *handler.Audit
+	var aw *audit.Writer
+	auditPath := filepath.Join(t.TempDir(), "audit.log")
 	if o.audit {
-		aw, err := audit.Open(filepath.Join(t.TempDir(), "audit.log"), config.DefaultAuditBuffer, nil)
+		var err error
+		aw, err = audit.Open(auditPath, config.DefaultAuditBuffer, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +166,7 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 	if o.clientTimeout > 0 {
 		client = &http.Client{Timeout: o.clientTimeout}
 	}
-	return &gw{t: t, url: srv.URL, srv: srv, store: st, one: one, two: two, client: client}
+	return &gw{t: t, url: srv.URL, srv: srv, store: st, one: one, two: two, client: client, audit: aw, auditPath: auditPath}
 }
 
 func (g *gw) token(sub string) string {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpgw/gateway/router/session"
 
@@ -242,8 +243,20 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 			call.Stream = ps
 		}
 		ctx, done := s.opts.Sessions.Track(ctx, sess, req.ID)
+		var an *requestNote // the call's own audit line (the batch's request has none)
+		if a := s.opts.Audit; a != nil && a.Writer != nil && auditedMethods[req.Method] {
+			principal, _ := auth.FromContext(r.Context())
+			an = &requestNote{method: req.Method, params: req.Params, session: string(sess.ID), principal: string(principal), client: sess.ClientInfo,
+				audit: &router.AuditNote{}}
+			ctx = router.WithAuditNote(ctx, an.audit)
+		}
+		start := time.Now()
 		resp := s.opts.Router.Handle(ctx, call)
 		done()
+		if an != nil {
+			an.setResponse(resp)
+			s.opts.Audit.record(r, http.Header{}, an, r.PathValue("vhost"), http.StatusOK, start, s.opts.Router.RouteOf)
+		}
 		data, err := wire.EncodeResponseAs(resp, calls[i].rawID)
 		if err != nil {
 			data, _ = wire.EncodeResponseAs(&jsonrpc.Response{Error: &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode response"}}, calls[i].rawID)

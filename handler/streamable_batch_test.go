@@ -3,6 +3,7 @@ package handler_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -137,5 +138,48 @@ func TestBatch_ModernBatchIsRefusedAsNotPartOfTheRevision(t *testing.T) {
 	}
 	if n := g.one.Count("tools/call") + g.one.Count("tools/list"); n != 0 {
 		t.Fatalf("a refused batch reached a backend %d times", n)
+	}
+}
+
+// Each routed call of a batch has an audit line of its own (the batch's
+// request has none, and neither do its lists).
+func TestBatch_EachRoutedCallIsAudited(t *testing.T) {
+	g := startGateway(t, gwOptions{audit: true})
+	sid := g.initialize20250326()
+	body := `[
+		{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"gateway-one-echo","arguments":{"text":"a"}}},
+		{"jsonrpc":"2.0","id":2,"method":"tools/list"},
+		{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"gateway-two-nope"}}
+	]`
+	if r := g.do(req{body: body, session: sid, headers: map[string]string{"Mcp-Protocol-Version": "2025-03-26"}}); r.status != http.StatusOK {
+		t.Fatalf("batch: %d %s", r.status, r.body)
+	}
+	if err := g.audit.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(g.auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 2 {
+		t.Fatalf("%d audit lines for a batch of two calls and a list:\n%s", len(lines), data)
+	}
+	byName := map[string]map[string]any{}
+	for _, l := range lines {
+		byName[l["name"].(string)] = l
+	}
+	if l := byName["gateway-one-echo"]; l["outcome"] != "ok" || l["principal"] != "alice" || l["session_hash"] == nil || l["backend"] != "gateway-one" {
+		t.Errorf("the echo's line: %v", l)
+	}
+	if l := byName["gateway-two-nope"]; l["outcome"] != "error" || l["code"] != float64(-32602) {
+		t.Errorf("the unknown tool's line: %v", l)
 	}
 }
