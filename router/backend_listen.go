@@ -69,6 +69,25 @@ func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr htt
 	if snap := sess.Backends[key]; modernSnapshot(snap) {
 		return r.listenModern(ctx, v, sess, hdr, t, access, emit, up)
 	}
+	notice := r.unsolicited(ctx, v, key, access, emit)
+	if v.backends[key].Session == SessionReuse {
+		// The client's own backend session: what the backend sends it
+		// unprompted (updates of the subscriptions its calls made there,
+		// log messages, list changes) arrives on that session's stream, so
+		// the listener attaches there rather than opening a session of its
+		// own. A session the backend forgot falls back to one of its own.
+		if h, ok := r.fastHandshake(v, key, sess, sess.Backends[key], true); ok && h.SessionID != "" {
+			conn, err := v.clients[key].Open(ctx, h, hdr)
+			if err == nil {
+				defer conn.Close(true) // the session is the client's: kept
+				if err = conn.Listen(ctx, notice, up); !refusedFastPath(err) {
+					return err
+				}
+			} else if !refusedFastPath(err) {
+				return err
+			}
+		}
+	}
 	conn, _, err := r.open(ctx, v, key, sess, hdr)
 	if err != nil {
 		return err
@@ -81,7 +100,13 @@ func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr htt
 			return err
 		}
 	}
-	return conn.Listen(ctx, func(n *jsonrpc.Request) {
+	return conn.Listen(ctx, notice, up)
+}
+
+// unsolicited is what a listener does with a notification a backend sent
+// on its standalone stream: renamed for the client and passed to emit.
+func (r *Router) unsolicited(ctx context.Context, v *vhost, key string, access accessView, emit func(*jsonrpc.Request)) func(*jsonrpc.Request) {
+	return func(n *jsonrpc.Request) {
 		switch n.Method {
 		case "notifications/resources/updated":
 			if n = reprefixNotification(v, key, n); n == nil || !access.updateVisible(n) {
@@ -95,7 +120,7 @@ func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr htt
 			}
 		}
 		emit(n)
-	}, up)
+	}
 }
 
 // visibleSubscriptions keeps the backend-side subscription URIs whose

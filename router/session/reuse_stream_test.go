@@ -1,0 +1,50 @@
+package session_test
+
+import (
+	"testing"
+
+	"github.com/mcpgw/gateway/internal/routertest"
+	"github.com/mcpgw/gateway/internal/testsupport"
+	"github.com/mcpgw/gateway/router"
+)
+
+// A `session: reuse` backend's notifications go to the client's own
+// backend session, where its calls (and its resources/subscribe) ran: the
+// GET stream's listener attaches to that session rather than opening one
+// of its own, so the client hears them, and the client session costs the
+// backend one session, not one per purpose.
+func TestStream_ReuseBackendNotificationsReachTheClient(t *testing.T) {
+	reuse := func(b *router.Backend) { b.Session = router.SessionReuse }
+	f := routertest.New(t, redisSrv.URL(), options{},
+		routertest.Spec{Key: "r", Opts: testsupport.BackendOptions{StreamingTools: true}, Adjust: reuse},
+		routertest.Spec{Key: "p", Opts: testsupport.BackendOptions{StreamingTools: true}})
+	r := f.Backends["r"]
+	sid := f.InitCaps(`{}`)
+	result(t, f.Call(sid, "resources/subscribe", map[string]any{"uri": "r-test://counter"}))
+	inits := r.Count("initialize")
+
+	ev := openStream(t, f.Instance, sid, "")
+	defer ev.Close()
+	if !r.WaitCount("GET", 1, waitFor) {
+		t.Fatal("no listener on the reused backend")
+	}
+	if got := r.Count("initialize"); got != inits {
+		t.Fatalf("the listener opened %d backend sessions of its own, want it on the client's", got-inits)
+	}
+	n := 0
+	for range r.Server.Sessions() {
+		n++
+	}
+	if n != 1 {
+		t.Fatalf("the backend holds %d sessions for one client session, want 1", n)
+	}
+	result(t, f.Call(sid, "tools/call", map[string]any{"name": "r-increment"}))
+	for {
+		if _, n := nextEvent(t, ev); n.Method == "notifications/resources/updated" {
+			if string(n.Params) != `{"uri":"r-test://counter"}` {
+				t.Fatalf("update %s", n.Params)
+			}
+			break
+		}
+	}
+}
