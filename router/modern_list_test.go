@@ -56,3 +56,39 @@ func TestModernList_PageCarriesDecorationAndMergeFields(t *testing.T) {
 		t.Fatalf("tools %v, want up's first page", names)
 	}
 }
+
+// One list walk, one cacheScope: a backend whose first page is private
+// and later pages public makes every page of the gateway's walk private
+// (the Python SDK v2 refuses a walk whose scope changes), and no page has
+// an empty or unknown scope.
+func TestModernList_OneWalkOneCacheScope(t *testing.T) {
+	f := newFixture(t,
+		backendSpec{Key: "mixed", Opts: testsupport.BackendOptions{Stateless: true, PageSize: 1, PrivateFirstListPage: true}},
+		backendSpec{Key: "plain", Opts: testsupport.BackendOptions{Stateless: true, PageSize: 1}})
+	cursor := ""
+	pages := 0
+	for {
+		params := map[string]any{"_meta": map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    wire.ModernProtocolVersion,
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		}}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		raw, _ := json.Marshal(params)
+		res := result(t, f.Router.HandleModern(context.Background(), &router.ModernCall{VHost: f.VHost, Principal: "alice",
+			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list", Params: raw}, ClientCapabilities: json.RawMessage(`{}`)}))
+		pages++
+		if res["cacheScope"] != "private" {
+			t.Fatalf("page %d of the walk has cacheScope %v, want private like the first", pages, res["cacheScope"])
+		}
+		next, _ := res["nextCursor"].(string)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if pages < 3 {
+		t.Fatalf("the walk had %d pages: too few to show anything", pages)
+	}
+}

@@ -45,6 +45,11 @@ type Options struct {
 	Latency time.Duration
 	// Logger receives the SDK's own activity log; nil discards it.
 	Logger *slog.Logger
+	// PrivateFirstListPage marks the first page of every list (a request
+	// without a cursor) cacheScope private for 2026-07-28 clients, and
+	// later pages public: a backend whose answers depend on the caller in
+	// part, for the rule that one walk has one scope.
+	PrivateFirstListPage bool
 }
 
 // state is the per-server mutable state. It lives per *mcp.Server rather
@@ -104,6 +109,13 @@ func NewServer(name string, opts Options) *mcp.Server {
 		PageSize:     opts.PageSize,
 		Logger:       opts.Logger,
 	}
+	if opts.PrivateFirstListPage {
+		sopts.SetCacheable = func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+			if firstListPage(req) {
+				c.CacheScope = "private"
+			}
+		}
+	}
 	if !opts.NoPrompts || !opts.NoResources {
 		// Completions only make sense for prompts and templates; without
 		// both, advertising the capability would be a lie.
@@ -146,4 +158,19 @@ func countToolCalls(st *state) mcp.Middleware {
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// firstListPage reports whether req is a list request without a cursor.
+func firstListPage(req mcp.Request) bool {
+	switch p := req.GetParams().(type) {
+	case *mcp.ListToolsParams:
+		return p.Cursor == ""
+	case *mcp.ListPromptsParams:
+		return p.Cursor == ""
+	case *mcp.ListResourcesParams:
+		return p.Cursor == ""
+	case *mcp.ListResourceTemplatesParams:
+		return p.Cursor == ""
+	}
+	return false
 }

@@ -26,6 +26,9 @@ type BackendOptions struct {
 	Name string
 	// PageSize caps list pages (0: SDK default) for pagination tests.
 	PageSize int
+	// PrivateFirstListPage: the first page of each list is cacheScope
+	// private, later ones public (demobackend.Options).
+	PrivateFirstListPage bool
 	// ExtraTools adds tools named t00, t01, ... (each returns its own name)
 	// so that a tool list spans several pages.
 	ExtraTools int
@@ -102,10 +105,11 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		name = "backend"
 	}
 	srv := demobackend.NewServer(name, demobackend.Options{
-		PageSize:     opts.PageSize,
-		Instructions: opts.Instructions,
-		NoPrompts:    opts.NoPrompts,
-		NoResources:  opts.NoResources,
+		PrivateFirstListPage: opts.PrivateFirstListPage,
+		PageSize:             opts.PageSize,
+		Instructions:         opts.Instructions,
+		NoPrompts:            opts.NoPrompts,
+		NoResources:          opts.NoResources,
 	})
 	b := &Backend{Server: srv, rounds: map[string]int{}}
 	if opts.StreamingTools {
