@@ -48,13 +48,7 @@ func (c *Client) DropAfterSending(ep *GatewayProcess, method string, params map[
 // with nothing read (the stream closed) otherwise.
 func (c *Client) ModernStreamReply(ep Endpoint, id any, method string, params map[string]any, caps any) *Reply {
 	c.T.Helper()
-	body, err := json.Marshal(ModernMessage(id, method, params, caps))
-	if err != nil {
-		c.T.Fatal(err)
-	}
-	h := ModernHeaders(method, params)
-	h["Accept"] = "text/event-stream"
-	res := c.Open(ep, http.MethodPost, string(body), h)
+	res := c.postModernStream(ep, id, method, params, caps)
 	if res.StatusCode == http.StatusOK {
 		res.Body.Close()
 		return &Reply{Status: res.StatusCode, Header: res.Header, t: c.T}

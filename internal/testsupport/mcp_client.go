@@ -436,17 +436,24 @@ func (c *Client) ModernRequest(ep Endpoint, method string, params map[string]any
 // the stream.
 func (c *Client) ModernStream(ep Endpoint, id any, method string, params map[string]any, caps any) *SSEStream {
 	c.T.Helper()
-	body, err := json.Marshal(ModernMessage(id, method, params, caps))
-	if err != nil {
-		c.T.Fatal(err)
-	}
-	h := ModernHeaders(method, params)
-	h["Accept"] = "text/event-stream"
-	res := c.Open(ep, http.MethodPost, string(body), h)
+	res := c.postModernStream(ep, id, method, params, caps)
 	if res.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
 		c.T.Fatalf("POST %s: %d %s", method, res.StatusCode, b)
 	}
 	return ReadSSE(c.T, res)
+}
+
+// postModernStream posts a 2026-07-28 request accepting only an event
+// stream and returns the answer unread.
+func (c *Client) postModernStream(ep Endpoint, id any, method string, params map[string]any, caps any) *http.Response {
+	c.T.Helper()
+	body, err := json.Marshal(ModernMessage(id, method, params, caps))
+	if err != nil {
+		c.T.Fatal(err)
+	}
+	h := ModernHeaders(method, params)
+	h["Accept"] = "text/event-stream"
+	return c.Open(ep, http.MethodPost, string(body), h)
 }
