@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: run test build vet fmt clean conformance lint fuzz
+.PHONY: run test test-short build vet fmt clean conformance lint fuzz
 
 # run builds the gateway, then runs it as the terminal's foreground job: a
 # terminal sends Ctrl-C's SIGINT to its foreground process group, and make
@@ -45,6 +45,12 @@ fuzz: ## each fuzz target for FUZZTIME (default 5s)
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestState$$' -fuzztime $(FUZZTIME) ./router/
 	$(GO) test -run '^$$' -fuzz '^FuzzParamHeaders$$' -fuzztime $(FUZZTIME) ./router/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME) ./internal/wire/
+
+# The fast tier: unit tests alone, no process started (no redis-server,
+# gateway binary, Node or stdio backend: their tests skip, see
+# internal/testsupport/short.go). Under a minute on a warm build cache.
+test-short: ## unit tests only, no processes
+	$(GO) test -short -count=1 ./...
 
 build: ## binaries into ./bin: the gateway, and the demo backend and round-robin proxy of the local topology (docs/deploy.md)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gateway ./cmd/gateway

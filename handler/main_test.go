@@ -93,6 +93,7 @@ type gwOptions struct {
 
 func startGateway(t testing.TB, o gwOptions) *gw {
 	t.Helper()
+	testsupport.SkipShort(t)
 	st, err := store.NewRedis(cmp.Or(o.redis, redisSrv).URL(),
 		store.RedisOptions{KeyPrefix: fmt.Sprintf("h%d", time.Now().UnixNano()), Timeout: o.storeTimeout})
 	if err != nil {

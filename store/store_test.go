@@ -29,6 +29,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if testsupport.Short() {
+		fmt.Println("skipped under -short: the store contract runs on Redis servers it starts")
+		os.Exit(0)
+	}
 	srv = testsupport.MustStartRedis()
 	// A cluster that cannot start fails the tests that need it, with the
 	// reason, rather than every test of the package.

@@ -17,6 +17,10 @@ import (
 var redisSrv *testsupport.RedisServer
 
 func TestMain(m *testing.M) {
+	if testsupport.Short() {
+		fmt.Println("skipped under -short: every test here runs processes")
+		os.Exit(0)
+	}
 	redisSrv = testsupport.MustStartRedis()
 	code := m.Run()
 	redisSrv.Stop()

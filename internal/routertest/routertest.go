@@ -59,6 +59,7 @@ var prefixes atomic.Int64
 // New starts the backends and the first instance. opts.Router.Store, when
 // set, is used as the first instance's store instead of a new one.
 func New(t testing.TB, redisURL string, opts Options, specs ...Spec) *Fixture {
+	testsupport.SkipShort(t)
 	t.Helper()
 	f := &Fixture{T: t, RedisURL: redisURL, VHost: "vh", Backends: map[string]*testsupport.Backend{},
 		Prefix: fmt.Sprintf("t%d-%d", time.Now().UnixNano(), prefixes.Add(1))}

@@ -50,6 +50,7 @@ type binaryBuild struct {
 // and returns the path of the executable. Call Cleanup from TestMain after
 // m.Run to remove the build directory.
 func BuildBinary(t testing.TB, pkg string) string {
+	SkipShort(t)
 	t.Helper()
 	builds.mu.Lock()
 	if builds.byPkg == nil {
@@ -114,6 +115,7 @@ type GatewayProcess struct {
 // that it is listening. The process is killed when the test ends; if the
 // test failed, its output is logged.
 func StartGateway(t testing.TB, bin string, args []string, env []string) *GatewayProcess {
+	SkipShort(t)
 	t.Helper()
 	out := &syncBuffer{}
 	ready := make(chan string, 1)

@@ -38,7 +38,13 @@ const redisReadyTimeout = 10 * time.Second
 
 // MustStartRedis is StartRedis for TestMain: it panics, with a message
 // saying what is missing, when the server cannot be started.
+//
+// Under -short (Short) it starts nothing and returns nil: the tests that
+// need it skip (SkipShort), and Stop on nil does nothing.
 func MustStartRedis() *RedisServer {
+	if Short() {
+		return nil
+	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		panic("testsupport: redis-server is not installed (not found in PATH); " +
 			"install it (e.g. apt-get install redis-server) to run these tests")
@@ -132,11 +138,22 @@ func waitForPing(client *redis.Client, exited <-chan struct{}) error {
 }
 
 // URL is the server's redis:// URL.
-func (s *RedisServer) URL() string { return "redis://" + s.Addr }
+func (s *RedisServer) URL() string {
+	if s == nil {
+		return "" // -short: no server; its users skip
+	}
+	return "redis://" + s.Addr
+}
 
 // Client returns a client shared by callers of this server, for inspecting
 // and preparing state. Do not close it; Stop does.
-func (s *RedisServer) Client() *redis.Client { return s.client }
+// Nil under -short (no server).
+func (s *RedisServer) Client() *redis.Client {
+	if s == nil {
+		return nil
+	}
+	return s.client
+}
 
 // FlushAll deletes every key on the server.
 func (s *RedisServer) FlushAll() error {
@@ -149,6 +166,9 @@ func (s *RedisServer) FlushAll() error {
 // Stop kills the server, waits for it to exit and removes its temp dir.
 // It is safe to call more than once.
 func (s *RedisServer) Stop() {
+	if s == nil {
+		return
+	}
 	s.once.Do(func() {
 		_ = s.client.Close()
 		_ = s.cmd.Process.Kill()

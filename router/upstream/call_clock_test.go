@@ -38,7 +38,7 @@ func answerLater(t *testing.T, conn *Conn, delay time.Duration, await bool) func
 // a call whose elicitation is answered after longer than the timeout
 // completes when it waited on the client, and times out when it did not.
 func TestConn_BackendTimeoutStopsWhileTheCallWaitsOnTheClient(t *testing.T) {
-	cfg := stdioConfig(PoolConfig{Max: 2})
+	cfg := stdioConfig(t, PoolConfig{Max: 2})
 	cfg.Timeout = time.Second
 	c := New(cfg)
 	t.Cleanup(c.Close)

@@ -53,7 +53,7 @@ func (l *lockedBuffer) records(t *testing.T) []map[string]any {
 func TestStdio_LogLinesNameTheVHost(t *testing.T) {
 	var out lockedBuffer
 	log := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	cfg := stdioConfig(PoolConfig{Max: 1})
+	cfg := stdioConfig(t, PoolConfig{Max: 1})
 	cfg.Stdio.VHost = "demo"
 	c := New(cfg, WithLogger(log))
 	conn := open(t, c, Handshake{})
@@ -66,7 +66,7 @@ func TestStdio_LogLinesNameTheVHost(t *testing.T) {
 	conn.Close(false)
 	c.Close() // waits for every process and its stderr: all their lines are written
 
-	bad := stdioConfig(PoolConfig{Min: 1, Max: 1})
+	bad := stdioConfig(t, PoolConfig{Min: 1, Max: 1})
 	bad.Stdio.VHost = "demo"
 	bad.Stdio.Command = filepath.Join(t.TempDir(), "no-such-server")
 	failing := New(bad, WithLogger(log))

@@ -23,7 +23,10 @@ import (
 )
 
 // stdioConfig runs this test binary as the stdio server (see TestMain).
-func stdioConfig(pool PoolConfig) Config {
+// stdioConfig runs this test binary as a stdio backend: a process, so
+// not under -short.
+func stdioConfig(t testing.TB, pool PoolConfig) Config {
+	testsupport.SkipShort(t)
 	return Config{Key: testKey, Transport: TransportStdio, Timeout: 10 * time.Second,
 		Stdio: &StdioConfig{Command: os.Args[0], Args: []string{"-test.run=^$"},
 			Env: map[string]string{stdioServerEnv: "1"}, Pool: pool}}
@@ -31,7 +34,7 @@ func stdioConfig(pool PoolConfig) Config {
 
 func newStdioClient(t *testing.T, pool PoolConfig, opts ...Option) *Client {
 	t.Helper()
-	c := New(stdioConfig(pool), opts...)
+	c := New(stdioConfig(t, pool), opts...)
 	t.Cleanup(c.Close)
 	return c
 }
@@ -382,7 +385,7 @@ func TestStdio_DiscoverStartsNoProcess(t *testing.T) {
 }
 
 func TestStdio_BadCommandFailsOpenNamingTheBackend(t *testing.T) {
-	cfg := stdioConfig(PoolConfig{Max: 1})
+	cfg := stdioConfig(t, PoolConfig{Max: 1})
 	cfg.Stdio.Command = filepath.Join(t.TempDir(), "no-such-server")
 	c := New(cfg)
 	defer c.Close()
@@ -396,7 +399,7 @@ func TestStdio_BadCommandFailsOpenNamingTheBackend(t *testing.T) {
 // been reaped: no process and no goroutine is left behind.
 func TestStdio_CloseStopsEveryProcessAndLeaksNothing(t *testing.T) {
 	before := goleak.IgnoreCurrent()
-	cfg := stdioConfig(PoolConfig{Min: 1, Max: 2})
+	cfg := stdioConfig(t, PoolConfig{Min: 1, Max: 2})
 	cfg.Timeout = time.Second
 	c := New(cfg)
 	idle := open(t, c, Handshake{})

@@ -54,6 +54,10 @@ func TestMain(m *testing.M) {
 	if url := os.Getenv(untrustedChildEnv); url != "" {
 		os.Exit(untrustedChild(url))
 	}
+	if testsupport.Short() {
+		fmt.Println("skipped under -short: every test here runs processes")
+		os.Exit(0)
+	}
 	os.Exit(run(m))
 }
 
