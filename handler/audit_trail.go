@@ -37,14 +37,10 @@ type Audit struct {
 	TrustedProxies []netip.Prefix
 }
 
-// auditedMethods are the routed methods, each audited.
-var auditedMethods = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true,
-	"resources/subscribe": true, "resources/unsubscribe": true, "completion/complete": true}
-
 // audits reports whether a request ending with status and note is
 // audited.
 func audits(status int, n *requestNote) bool {
-	return status == http.StatusUnauthorized || auditedMethods[n.method]
+	return status == http.StatusUnauthorized || audited(n.method)
 }
 
 // record writes the audit line of one request.
@@ -186,3 +182,7 @@ func noteAudit(a *Audit, r *http.Request, n *requestNote) *http.Request {
 	n.audit = &router.AuditNote{}
 	return r.WithContext(router.WithAuditNote(r.Context(), n.audit))
 }
+
+// audited reports whether a method's requests are audited: the routed
+// ones (internal/wire/methods.go).
+func audited(method string) bool { return wire.MethodOf(method).Routed != "" }

@@ -207,9 +207,7 @@ func publishedName(method string, params json.RawMessage) string {
 	if len(params) == 0 {
 		return ""
 	}
-	switch method {
-	case "tools/call", "prompts/get", "resources/read", "resources/subscribe", "resources/unsubscribe", "completion/complete":
-	default:
+	if wire.MethodOf(method).Routed == "" {
 		return ""
 	}
 	var p struct {

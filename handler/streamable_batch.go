@@ -244,7 +244,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 		}
 		ctx, done := s.opts.Sessions.Track(ctx, sess, req.ID)
 		var an *requestNote // the call's own audit line (the batch's request has none)
-		if a := s.opts.Audit; a != nil && a.Writer != nil && auditedMethods[req.Method] {
+		if a := s.opts.Audit; a != nil && a.Writer != nil && audited(req.Method) {
 			principal, _ := auth.FromContext(r.Context())
 			an = &requestNote{method: req.Method, params: req.Params, session: string(sess.ID), principal: string(principal), client: sess.ClientInfo,
 				audit: &router.AuditNote{}}

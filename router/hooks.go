@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpgw/gateway/internal/wire"
 
 	"github.com/mcpgw/gateway/store"
 )
@@ -71,13 +72,7 @@ type Denial struct {
 func (d *Denial) Error() string { return fmt.Sprintf("denied (%d): %s", d.Code, d.Message) }
 
 // hooked reports whether a method runs hooks.
-func hooked(method string) bool {
-	switch method {
-	case "tools/call", "prompts/get", "resources/read":
-		return true
-	}
-	return false
-}
+func hooked(method string) bool { return wire.MethodOf(method).Hooked }
 
 // ProgressHook is implemented by hooks that also see the progress
 // notifications of a tools/call (progress passes the post-hook too). It

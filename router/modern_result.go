@@ -2,6 +2,7 @@ package router
 
 import (
 	"encoding/json"
+	"github.com/mcpgw/gateway/internal/wire"
 	"strconv"
 )
 
@@ -31,13 +32,7 @@ type cacheHints struct {
 }
 
 // cacheable reports whether a method's complete results carry cacheHints.
-func cacheable(method string) bool {
-	switch method {
-	case "server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read":
-		return true
-	}
-	return false
-}
+func cacheable(method string) bool { return wire.MethodOf(method).Cacheable }
 
 // hintsOf reads a backend result's caching fields: a backend that sends
 // none (a legacy one) allows no caching (ttlMs 0), as the revision says a

@@ -8,7 +8,7 @@ package router
 // access rule is evaluated and no backend is contacted.
 func (r *Router) RouteOf(vhost, method, id string) string {
 	v := r.table.Load().vhosts[vhost]
-	kind, routed := routedMethods[method]
+	kind, routed := routedKind(method)
 	if v == nil || !routed || id == "" {
 		return ""
 	}

@@ -12,17 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// routedMethods are the methods that target one object and so one backend.
-// The value names what kind of identifier they route on, for messages.
-var routedMethods = map[string]string{
-	"tools/call":            "tool",
-	"resources/read":        "resource",
-	"resources/subscribe":   "resource",
-	"resources/unsubscribe": "resource",
-	"prompts/get":           "prompt",
-	"completion/complete":   "reference",
-}
-
 // target is where a routed request goes.
 type target struct {
 	backend string
@@ -218,7 +207,7 @@ func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target,
 	if err := json.Unmarshal(orEmpty(raw), &params); err != nil {
 		return nil, invalidParams("%s params must be an object", method)
 	}
-	kind := routedMethods[method]
+	kind, _ := routedKind(method)
 	switch method {
 	case "tools/call":
 		name, err := stringField(params, "name", method)

@@ -282,7 +282,7 @@ func (r *Router) Handle(ctx context.Context, c *Call) (resp *jsonrpc.Response) {
 		return r.setLevel(ctx, c)
 	}
 	op, isList := listOps[method]
-	_, isRouted := routedMethods[method]
+	_, isRouted := routedKind(method)
 	if !isList && !isRouted {
 		return errorResponse(c.Request.ID, rpcError(CodeMethodNotFound, "method %s is not supported", wire.Quote(method)))
 	}
@@ -307,9 +307,7 @@ func (r *Router) setLevel(ctx context.Context, c *Call) *jsonrpc.Response {
 	if err := json.Unmarshal(orEmpty(c.Request.Params), &p); err != nil || p.Level == "" {
 		return errorResponse(c.Request.ID, invalidParams("logging/setLevel needs params.level"))
 	}
-	switch p.Level {
-	case "debug", "info", "notice", "warning", "error", "critical", "alert", "emergency":
-	default:
+	if !ValidLogLevel(p.Level) {
 		return errorResponse(c.Request.ID, invalidParams("unknown log level %s", wire.Quote(p.Level)))
 	}
 	switch err := r.opts.Store.SetLogLevel(ctx, c.Session.ID, p.Level, r.opts.SessionTTL); {

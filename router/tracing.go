@@ -192,14 +192,7 @@ func extractTraceContext(ctx context.Context, hdr http.Header, params json.RawMe
 // spanMethod is the method as a span name: one the gateway serves, or
 // "other", so a client cannot mint span names.
 func spanMethod(method string) string {
-	if _, ok := listOps[method]; ok {
-		return method
-	}
-	if _, ok := routedMethods[method]; ok {
-		return method
-	}
-	switch method {
-	case "initialize", "ping", "logging/setLevel", "server/discover", "subscriptions/listen":
+	if _, ok := wire.LookupMethod(method); ok {
 		return method
 	}
 	return "other"

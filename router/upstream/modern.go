@@ -164,15 +164,7 @@ func setModernHeaders(ctx context.Context, h http.Header, msg jsonrpc.Message) {
 }
 
 // nameField is the params field Mcp-Name mirrors for method, or "".
-func nameField(method string) string {
-	switch method {
-	case "tools/call", "prompts/get":
-		return "name"
-	case "resources/read":
-		return "uri"
-	}
-	return ""
-}
+func nameField(method string) string { return wire.MethodOf(method).NameField }
 
 type headersKey struct{}
 

@@ -124,27 +124,7 @@ func (s *stdioConn) passes(msg jsonrpc.Message) bool {
 
 // logSeverity orders the MCP log levels (RFC 5424); unknown ones rank
 // lowest.
-func logSeverity(level string) int {
-	switch level {
-	case "debug":
-		return 1
-	case "info":
-		return 2
-	case "notice":
-		return 3
-	case "warning":
-		return 4
-	case "error":
-		return 5
-	case "critical":
-		return 6
-	case "alert":
-		return 7
-	case "emergency":
-		return 8
-	}
-	return 0
-}
+func logSeverity(level string) int { return wire.LogLevelRank(level) }
 
 func (s *stdioConn) send(ctx context.Context, msg jsonrpc.Message) error {
 	if err := s.proc.write(ctx, msg); err != nil {

@@ -1,0 +1,73 @@
+package wire
+
+// The MCP methods the gateway serves, one row each: every fact a layer
+// switches on (does it target one backend, which params field Mcp-Name
+// mirrors, may it answer input_required, do hooks run, is it served in
+// 2026-07-28, do its results carry cache hints, is it audited) is read
+// from this table, so adding a method is adding a row.
+
+// Method is one MCP method as the gateway serves it.
+type Method struct {
+	// Routed, for a method that targets one object and so one backend,
+	// names the kind of identifier it routes on, for messages ("tool",
+	// "resource", "prompt", "reference"); "" for the others.
+	Routed string
+	// NameField is the params field a 2026-07-28 request's Mcp-Name
+	// header mirrors ("name", "uri"); "" when it has none.
+	NameField string
+	// MultiRoundTrip: a 2026-07-28 request may be answered input_required.
+	MultiRoundTrip bool
+	// Hooked: pre- and post-hooks (plugins) run around it.
+	Hooked bool
+	// Modern: served in protocol 2026-07-28 (its removed methods are
+	// unknown there: 404, -32601).
+	Modern bool
+	// Cacheable: its complete 2026-07-28 results carry ttlMs and
+	// cacheScope.
+	Cacheable bool
+	// Session: served only to a 2025-era session.
+	Session bool
+}
+
+var methods = map[string]Method{
+	"initialize":               {Session: true},
+	"ping":                     {Session: true},
+	"logging/setLevel":         {Session: true},
+	"server/discover":          {Modern: true, Cacheable: true},
+	"subscriptions/listen":     {Modern: true},
+	"tools/list":               {Modern: true, Cacheable: true},
+	"prompts/list":             {Modern: true, Cacheable: true},
+	"resources/list":           {Modern: true, Cacheable: true},
+	"resources/templates/list": {Modern: true, Cacheable: true},
+	"tools/call":               {Routed: "tool", NameField: "name", MultiRoundTrip: true, Hooked: true, Modern: true},
+	"prompts/get":              {Routed: "prompt", NameField: "name", MultiRoundTrip: true, Hooked: true, Modern: true},
+	"resources/read":           {Routed: "resource", NameField: "uri", MultiRoundTrip: true, Hooked: true, Modern: true, Cacheable: true},
+	"resources/subscribe":      {Routed: "resource", Session: true},
+	"resources/unsubscribe":    {Routed: "resource", Session: true},
+	"completion/complete":      {Routed: "reference", Modern: true},
+}
+
+// LookupMethod is method's row; ok is false for a method the gateway does
+// not serve (notifications are not in the table).
+func LookupMethod(method string) (m Method, ok bool) {
+	m, ok = methods[method]
+	return m, ok
+}
+
+// MethodOf is method's row, the zero Method for one not served.
+func MethodOf(method string) Method { return methods[method] }
+
+// LogLevels are MCP's log levels (logging/setLevel, a 2026-07-28
+// request's _meta logLevel, notifications/message), least severe first.
+var LogLevels = [...]string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// LogLevelRank is level's place in LogLevels, from 1; 0 for a string
+// that is not a level.
+func LogLevelRank(level string) int {
+	for i, l := range LogLevels {
+		if l == level {
+			return i + 1
+		}
+	}
+	return 0
+}
