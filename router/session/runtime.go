@@ -6,10 +6,13 @@
 // instances, logs calls answered as event streams so they can be resumed
 // elsewhere, and dispatches the store's bus for all of these.
 //
-// Modern (2026-07-28) requests have no session and never reach it. The
-// handler composes the two: it asks this package to track a request and to
-// carry its server-to-client requests (router.Call.Runtime), and the router
-// to route it.
+// A 2026-07-28 request has no session: it reaches this package only when
+// it parks (a call translated to a 2025-era backend that asks the client
+// something: parked_calls.go and parked_retry.go, which carry its rounds
+// with the same cross-instance machinery). The handler composes the two:
+// it asks this package to track a request and to carry its
+// server-to-client requests (router.Call.Runtime), and the router to
+// route it.
 package session
 
 import (
