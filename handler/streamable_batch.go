@@ -183,7 +183,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 			if err := s.opts.Sessions.Deliver(r.Context(), sess, m); err != nil {
 				if !errors.Is(err, session.ErrNoPendingRequest) {
 					s.log.Error("delivering client response failed", "error", err)
-					writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
+					writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, wire.MsgStoreUnavailable)
 					return
 				}
 				undelivered = append(undelivered, idText(m.ID))

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"errors"
+	"github.com/mcpgw/gateway/internal/wire"
 	"net/http"
 	"time"
 
@@ -34,7 +35,7 @@ func (s *server) eventLogFailed(w http.ResponseWriter, err error, what string) b
 		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "Last-Event-ID names no call stream of this session (it never existed, or its events have left the event log)")
 	default:
 		s.log.Error(what, "error", err)
-		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
+		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, wire.MsgStoreUnavailable)
 	}
 	return true
 }

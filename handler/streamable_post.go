@@ -144,7 +144,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			s.log.Error("delivering client response failed", "error", err)
-			writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
+			writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, wire.MsgStoreUnavailable)
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)
@@ -246,7 +246,7 @@ func hasProgressToken(params json.RawMessage) bool {
 func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, rawID json.RawMessage, jsonOK bool) {
 	noteOf(w).setResponse(resp)
 	if router.StoreUnavailable(resp) {
-		writeHTTPErrorRaw(w, http.StatusServiceUnavailable, rawID, codeInternalError, "session store unavailable")
+		writeHTTPErrorRaw(w, http.StatusServiceUnavailable, rawID, codeInternalError, wire.MsgStoreUnavailable)
 		return
 	}
 	if writeRefusal(w, resp, rawID) {

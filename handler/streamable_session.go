@@ -2,6 +2,7 @@ package handler
 
 import (
 	"errors"
+	"github.com/mcpgw/gateway/internal/wire"
 	"net/http"
 
 	"github.com/mcpgw/gateway/handler/auth"
@@ -30,7 +31,7 @@ func (s *server) loadSession(w http.ResponseWriter, r *http.Request, principal a
 		return nil, false
 	case err != nil:
 		s.log.Error("session lookup failed", "error", err)
-		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
+		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, wire.MsgStoreUnavailable)
 		return nil, false
 	case sess.Principal != string(principal) || sess.VHost != r.PathValue("vhost"):
 		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "session not found")
@@ -49,7 +50,7 @@ func (s *server) serveDELETE(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.opts.Sessions.DeleteSession(r.Context(), sess); err != nil && !errors.Is(err, store.ErrNotFound) {
 		s.log.Error("session delete failed", "error", err)
-		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, "session store unavailable")
+		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, wire.MsgStoreUnavailable)
 		return
 	}
 	w.WriteHeader(http.StatusOK)

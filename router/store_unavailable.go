@@ -2,19 +2,20 @@ package router
 
 import (
 	"errors"
+	"github.com/mcpgw/gateway/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // A request whose store operation fails (the store is down, or slower than
-// its timeout) is answered -32603 "session store unavailable", and the
+// its timeout) is answered -32603 wire.MsgStoreUnavailable, and the
 // transport answers it with HTTP 503 while it still can (StoreUnavailable):
 // the request may succeed if retried, on this instance or another, once
 // the store answers again. Failures of best-effort writes (a mark cleared,
 // a snapshot refreshed, a notification published) are only logged.
 
 // msgStoreUnavailable is the message of every such answer.
-const msgStoreUnavailable = "session store unavailable"
+const msgStoreUnavailable = wire.MsgStoreUnavailable
 
 // errStoreUnavailable wraps a store failure that must fail the request,
 // from code that returns errors rather than responses.
@@ -25,7 +26,7 @@ type storeFailure struct{}
 
 // storeUnavailable answers request id after the store failed with err.
 func (r *Router) storeUnavailable(id jsonrpc.ID, err error) *jsonrpc.Response {
-	r.log.Error("session store unavailable", "error", err)
+	r.log.Error(wire.MsgStoreUnavailable, "error", err)
 	return &jsonrpc.Response{ID: id, Error: rpcError(CodeInternalError, msgStoreUnavailable), Extra: storeFailure{}}
 }
 

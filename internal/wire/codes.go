@@ -61,3 +61,7 @@ const (
 	// client has stopped waiting for it).
 	CodeRequestCancelled = -32800
 )
+
+// MsgStoreUnavailable is the message of every answer to a request the
+// session store failed (HTTP 503 or -32603), one spelling everywhere.
+const MsgStoreUnavailable = "session store unavailable"

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpgw/gateway/internal/wire"
 	"sort"
 	"strings"
 	"time"
@@ -29,14 +30,14 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park store.S
 	case errors.Is(err, store.ErrNotFound):
 		return parkFailed(router.CodeInternalError, "the call this requestState continues has ended")
 	case err != nil:
-		return parkFailed(router.CodeInternalError, "session store unavailable")
+		return parkFailed(router.CodeInternalError, wire.MsgStoreUnavailable)
 	case sess.Principal != p.Principal || sess.VHost != p.VHost:
 		return parkFailed(router.CodeInvalidParams, "invalid requestState: it was not issued for this request and caller")
 	}
 	rec, call, err := rt.parkState(ctx, park)
 	switch {
 	case err != nil:
-		return parkFailed(router.CodeInternalError, "session store unavailable")
+		return parkFailed(router.CodeInternalError, wire.MsgStoreUnavailable)
 	case call != nil && call.Done:
 		// Its answer went to an earlier retry of this round (given again:
 		// the client may not have received it), or to an earlier round's,
@@ -81,7 +82,7 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park store.S
 			kept.Answers = got
 			data, _ := json.Marshal(kept)
 			if _, err := rt.store.AppendEvent(ctx, park, data, rt.opts.EventLogSize, rt.parkTTL()); err != nil {
-				return parkFailed(router.CodeInternalError, "session store unavailable")
+				return parkFailed(router.CodeInternalError, wire.MsgStoreUnavailable)
 			}
 		}
 		return router.ParkOutcome{Input: missing, Park: park, Round: round}
@@ -92,7 +93,7 @@ func (rt *Runtime) Resume(ctx context.Context, p router.ParkedCall, park store.S
 	answered.Answers, answered.Answered = got, true
 	data, _ := json.Marshal(answered)
 	if _, err := rt.store.AppendEvent(ctx, park, data, rt.opts.EventLogSize, rt.parkTTL()); err != nil {
-		return parkFailed(router.CodeInternalError, "session store unavailable")
+		return parkFailed(router.CodeInternalError, wire.MsgStoreUnavailable)
 	}
 	return rt.deliverRound(ctx, sess, park, rec, got)
 }
@@ -105,7 +106,7 @@ func (rt *Runtime) deliverRound(ctx context.Context, sess *store.Session, park s
 	ch := rt.inflight.addWaiter(park, key)
 	defer rt.inflight.removeWaiter(park, key)
 	if err := rt.store.AddPending(ctx, park, key, rt.store.InstanceID(), rt.parkTTL()); err != nil {
-		return parkFailed(router.CodeInternalError, "session store unavailable")
+		return parkFailed(router.CodeInternalError, wire.MsgStoreUnavailable)
 	}
 	defer func() { _ = rt.store.RemovePending(context.WithoutCancel(ctx), park, key) }()
 	keys := make([]string, 0, len(rec.Inputs))
@@ -118,7 +119,7 @@ func (rt *Runtime) deliverRound(ctx context.Context, sess *store.Session, park s
 			if errors.Is(err, ErrNoPendingRequest) {
 				return parkFailed(router.CodeInvalidParams, "invalid requestState: the call has moved on from that round")
 			}
-			return parkFailed(router.CodeInternalError, "session store unavailable")
+			return parkFailed(router.CodeInternalError, wire.MsgStoreUnavailable)
 		}
 	}
 	return rt.awaitOutcome(ctx, park, round, key, ch, rec.Lease)
@@ -131,7 +132,7 @@ func (rt *Runtime) awaitNext(ctx context.Context, park store.SessionID, round in
 	ch := rt.inflight.addWaiter(park, key)
 	defer rt.inflight.removeWaiter(park, key)
 	if err := rt.store.AddPending(ctx, park, key, rt.store.InstanceID(), rt.parkTTL()); err != nil {
-		return parkFailed(router.CodeInternalError, "session store unavailable")
+		return parkFailed(router.CodeInternalError, wire.MsgStoreUnavailable)
 	}
 	defer func() { _ = rt.store.RemovePending(context.WithoutCancel(ctx), park, key) }()
 	return rt.awaitOutcome(ctx, park, round, key, ch, lease)
