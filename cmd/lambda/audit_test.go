@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -47,7 +48,8 @@ func TestAudit_LinesOnStdoutUnderTheEmulator(t *testing.T) {
 	legacy.Request(ep, "tools/call", map[string]any{"name": "gateway-two-echo", "arguments": map[string]any{"text": "x"}})
 	// The plugin's refusal counts against the limit (limits are counted
 	// first): the third call is the one over it.
-	modern := f.client(t, "trent")
+	trent := fmt.Sprintf("trent-%d", time.Now().UnixNano()) // rate limits live in Redis across runs
+	modern := f.client(t, trent)
 	modern.ModernRequest(ep, "tools/call", map[string]any{"name": "gateway-two-echo", "arguments": map[string]any{"text": "drop table t"}}, nil)
 	modern.ModernRequest(ep, "tools/call", map[string]any{"name": "gateway-two-echo", "arguments": map[string]any{"text": "once"}}, nil)
 	modern.ModernRequest(ep, "tools/call", map[string]any{"name": "gateway-two-echo", "arguments": map[string]any{"text": "twice"}}, nil)
@@ -56,9 +58,9 @@ func TestAudit_LinesOnStdoutUnderTheEmulator(t *testing.T) {
 	want := []struct{ principal, name, outcome, protocol string }{
 		{"mallory", "gateway-one-echo", audit.OutcomeOK, "2025-11-25"},
 		{"mallory", "gateway-two-echo", audit.OutcomeDenied, "2025-11-25"},
-		{"trent", "gateway-two-echo", audit.OutcomeDenied, "2026-07-28"},
-		{"trent", "gateway-two-echo", audit.OutcomeOK, "2026-07-28"},
-		{"trent", "gateway-two-echo", audit.OutcomeRateLimited, "2026-07-28"},
+		{trent, "gateway-two-echo", audit.OutcomeDenied, "2026-07-28"},
+		{trent, "gateway-two-echo", audit.OutcomeOK, "2026-07-28"},
+		{trent, "gateway-two-echo", audit.OutcomeRateLimited, "2026-07-28"},
 		{"", "", audit.OutcomeUnauthenticated, "2026-07-28"},
 	}
 	var got []map[string]any
