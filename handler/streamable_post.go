@@ -245,11 +245,7 @@ func hasProgressToken(params json.RawMessage) bool {
 // it. A call the session store failed gets HTTP 503.
 func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, rawID json.RawMessage, jsonOK bool) {
 	noteOf(w).setResponse(resp)
-	if router.StoreUnavailable(resp) {
-		writeHTTPErrorRaw(w, http.StatusServiceUnavailable, rawID, codeInternalError, wire.MsgStoreUnavailable)
-		return
-	}
-	if writeRefusal(w, resp, rawID) {
+	if writeRefusal(w, resp, rawID) { // 429, 400, or 503 when the session store failed
 		return
 	}
 	data, err := wire.EncodeResponseAs(resp, rawID)

@@ -11,9 +11,10 @@ import (
 // the status the transport picks for the code). A few refusals need a
 // status of their own, decided before any answer begins: a client over a
 // rate limit or another bound gets 429 with Retry-After, so well-behaved
-// clients back off; a request too large to serve gets 400. The router
-// marks such a response in its Extra (which never reaches the wire) and
-// the transport writes the status.
+// clients back off; a request too large to serve gets 400; a request the
+// session store failed gets 503 (store_unavailable.go). The router marks
+// such a response in its Extra (which never reaches the wire) and the
+// transport writes the status: one mark, one writer (handler/refusal.go).
 
 // refusal is the mark: the HTTP status, and how long the client should
 // wait before it tries again (0: no Retry-After).

@@ -3,6 +3,7 @@ package router
 import (
 	"errors"
 	"github.com/mcpgw/gateway/internal/wire"
+	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -21,19 +22,16 @@ const msgStoreUnavailable = wire.MsgStoreUnavailable
 // from code that returns errors rather than responses.
 var errStoreUnavailable = errors.New(msgStoreUnavailable)
 
-// storeFailure marks a response in its Extra (which never reaches the wire).
-type storeFailure struct{}
-
 // storeUnavailable answers request id after the store failed with err.
 func (r *Router) storeUnavailable(id jsonrpc.ID, err error) *jsonrpc.Response {
 	r.log.Error(wire.MsgStoreUnavailable, "error", err)
-	return &jsonrpc.Response{ID: id, Error: rpcError(CodeInternalError, msgStoreUnavailable), Extra: storeFailure{}}
+	return refuse(id, http.StatusServiceUnavailable, 0, rpcError(CodeInternalError, msgStoreUnavailable))
 }
 
 // StoreUnavailable reports whether resp answers a request that failed
 // because the session store did not: the transport answers it with HTTP
 // 503 (when it has not begun a stream already).
 func StoreUnavailable(resp *jsonrpc.Response) bool {
-	_, ok := resp.Extra.(storeFailure)
-	return ok
+	status, _, ok := Refusal(resp)
+	return ok && status == http.StatusServiceUnavailable
 }
