@@ -69,7 +69,7 @@ func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr htt
 	if snap := sess.Backends[key]; modernSnapshot(snap) {
 		return r.listenModern(ctx, v, sess, hdr, t, access, emit, up)
 	}
-	notice := r.unsolicited(ctx, v, key, access, emit)
+	notice := r.unsolicited(ctx, v, key, emit)
 	if v.backends[key].Session == SessionReuse {
 		// The client's own backend session: what the backend sends it
 		// unprompted (updates of the subscriptions its calls made there,
@@ -105,11 +105,11 @@ func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr htt
 
 // unsolicited is what a listener does with a notification a backend sent
 // on its standalone stream: renamed for the client and passed to emit.
-func (r *Router) unsolicited(ctx context.Context, v *vhost, key string, access accessView, emit func(*jsonrpc.Request)) func(*jsonrpc.Request) {
+func (r *Router) unsolicited(ctx context.Context, v *vhost, key string, emit func(*jsonrpc.Request)) func(*jsonrpc.Request) {
 	return func(n *jsonrpc.Request) {
 		switch n.Method {
 		case "notifications/resources/updated":
-			if n = reprefixNotification(v, key, n); n == nil || !access.updateVisible(n) {
+			if n = reprefixNotification(v, key, n); n == nil || !r.updateVisibleNow(ctx, v, n) {
 				return
 			}
 		case "notifications/progress", "notifications/cancelled":
@@ -185,7 +185,7 @@ func (r *Router) listenModern(ctx context.Context, v *vhost, sess *store.Session
 			up()
 			return
 		case methodResourceUpdate:
-			if n = reprefixNotification(v, key, n); n == nil || !access.updateVisible(n) {
+			if n = reprefixNotification(v, key, n); n == nil || !r.updateVisibleNow(ctx, v, n) {
 				return
 			}
 		case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
@@ -218,4 +218,17 @@ func untagSubscription(n *jsonrpc.Request) *jsonrpc.Request {
 		p["_meta"] = rawObject(meta)
 	}
 	return &jsonrpc.Request{Method: n.Method, Params: rawObject(p)}
+}
+
+// updateVisibleNow judges a resource update by the access rules in force
+// when it arrives, not those of when the listener started: a reload's
+// listeners are rebuilt make-before-break, and until the old ones stop
+// they must not deliver what the new rules hide. A vhost no longer
+// configured delivers nothing.
+func (r *Router) updateVisibleNow(ctx context.Context, v *vhost, n *jsonrpc.Request) bool {
+	cur, ok := r.table.Load().vhosts[v.name]
+	if !ok {
+		return false
+	}
+	return callerAccess(ctx, cur).updateVisible(n)
 }
