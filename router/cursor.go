@@ -50,6 +50,11 @@ type cursorState struct {
 type backendCursor struct {
 	Cursor string `json:"c,omitempty"` // the backend's own cursor; "" = first page
 	Done   bool   `json:"d,omitempty"` // exhausted: never queried again
+	// Offset: this many items of the page at Cursor (in the merged order)
+	// were sent already, on a gateway page that was full
+	// (Options.MaxPageItems); the page is asked for again and they are
+	// skipped.
+	Offset int `json:"o,omitempty"`
 }
 
 var errBadCursor = errors.New("invalid cursor")

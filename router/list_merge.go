@@ -27,11 +27,14 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	type entry struct {
 		name, key string
 		item      json.RawMessage
+		visible   bool // hidden items hold their place in the walk, unsent
 	}
 	var entries []entry
 	var skipped, stranded []string
 	next := &cursorState{Op: op.method, VHost: v.name, Principal: principalTag(principal), Backends: map[string]backendCursor{}, Private: private}
 	more := false
+	pageNext := map[string]string{} // each listed backend's own next cursor
+	left := map[string]int{}        // each listed backend's items on this page, past its offset
 	for _, res := range results {
 		switch {
 		case res == nil:
@@ -53,10 +56,6 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			}
 			continue
 		}
-		next.Backends[res.key] = backendCursor{Cursor: res.next, Done: res.next == ""}
-		if res.next != "" {
-			more = true
-		}
 		named := res.named
 		if named == nil {
 			var err error
@@ -64,11 +63,18 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 				return nil, err
 			}
 		}
-		for _, n := range named {
-			if access.visible(n.id) {
-				entries = append(entries, entry{name: n.name, key: res.key, item: n.item})
-			}
+		own := make([]entry, len(named))
+		for i, n := range named {
+			own[i] = entry{name: n.name, key: res.key, item: n.item, visible: access.visible(n.id)}
 		}
+		if !v.single() {
+			// In the merged order, so that what one page takes of this
+			// backend's page is a prefix of it (pageBound).
+			sort.SliceStable(own, func(i, j int) bool { return own[i].name < own[j].name })
+		}
+		own = own[min(positions[res.key].Offset, len(own)):]
+		pageNext[res.key], left[res.key] = res.next, len(own)
+		entries = append(entries, own...)
 	}
 	if !v.single() {
 		sort.SliceStable(entries, func(i, j int) bool {
@@ -77,6 +83,37 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			}
 			return entries[i].key < entries[j].key
 		})
+	}
+	// A page holds at most MaxPageItems items, whatever the number of
+	// backends: past the bound, the rest of each backend's page waits for
+	// the next gateway page, which asks the backend for the same page
+	// again and skips what was sent (backendCursor.Offset).
+	cut, sent := len(entries), 0
+	for i, e := range entries {
+		if !e.visible {
+			continue
+		}
+		if sent == r.opts.MaxPageItems {
+			cut = i
+			break
+		}
+		sent++
+	}
+	taken := map[string]int{}
+	for _, e := range entries[:cut] {
+		taken[e.key]++
+	}
+	for key, n := range left {
+		pos := positions[key]
+		if taken[key] < n {
+			next.Backends[key] = backendCursor{Cursor: pos.Cursor, Offset: pos.Offset + taken[key]}
+			more = true
+			continue
+		}
+		next.Backends[key] = backendCursor{Cursor: pageNext[key], Done: pageNext[key] == ""}
+		if pageNext[key] != "" {
+			more = true
+		}
 	}
 
 	out := map[string]json.RawMessage{}
@@ -89,9 +126,11 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			}
 		}
 	}
-	items := make([]json.RawMessage, len(entries))
-	for i, e := range entries {
-		items[i] = e.item
+	items := make([]json.RawMessage, 0, sent)
+	for _, e := range entries[:cut] {
+		if e.visible {
+			items = append(items, e.item)
+		}
 	}
 	out[op.field] = rawArray(items)
 	delete(out, "nextCursor")

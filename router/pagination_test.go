@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpgw/gateway/internal/routertest"
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/upstream"
@@ -258,4 +259,53 @@ func filterPrefix(ns []string, p string) []string {
 		}
 	}
 	return out
+}
+
+// A gateway page holds at most MaxPageItems items whatever the number of
+// backends: the rest of a backend's page waits for the next gateway page,
+// asked again and skipped up to where it was sent. The walk, its pages
+// alternating between two instances, still returns every item once.
+func TestPagination_PagesBoundedByMaxPageItemsAcrossInstances(t *testing.T) {
+	opts := router.Options{MaxPageItems: 2}
+	f := newFixtureOpts(t, opts,
+		backendSpec{Key: "a", Opts: testsupport.BackendOptions{PageSize: 50, ExtraTools: 4}},
+		backendSpec{Key: "b", Opts: testsupport.BackendOptions{PageSize: 3, ExtraTools: 2}},
+		backendSpec{Key: "c"})
+	other := f.NewInstance(routertest.Options{Router: opts})
+	sid, _ := f.Initialize(nil)
+	want := 7 + 5 + 3 // a: 3 demo tools + 4; b: 3 + 2; c: 3
+	var all []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 20 {
+			t.Fatal("pagination does not end")
+		}
+		var params map[string]any
+		if cursor != "" {
+			params = map[string]any{"cursor": cursor}
+		}
+		in := f.Instance
+		if pages%2 == 1 {
+			in = other
+		}
+		page := result(t, in.Call(t, sid, mustID(pages+1), nil, "tools/list", params, nil))
+		got := names(t, page, "tools")
+		if len(got) > 2 {
+			t.Fatalf("page %d holds %d items, over max_page_items 2: %v", pages+1, len(got), got)
+		}
+		all = append(all, got...)
+		next, ok := cursorOf(page)
+		if !ok {
+			break
+		}
+		cursor = next
+	}
+	if len(all) != want {
+		t.Fatalf("the walk returned %d tools, want %d: %v", len(all), want, all)
+	}
+	sorted := slices.Clone(all)
+	slices.Sort(sorted)
+	if len(slices.Compact(sorted)) != want {
+		t.Fatalf("an item twice: %v", all)
+	}
 }

@@ -65,7 +65,14 @@ type Options struct {
 	// resourceSubscriptions of one listen (default 100). See
 	// listen_bounds.go.
 	ListensPerPrincipal, ListenURIs int
+	// MaxPageItems bounds the items of one gateway list page, whatever
+	// the number of backends (default 1000; list_merge.go).
+	MaxPageItems int
 }
+
+// DefaultMaxPageItems is Options.MaxPageItems's default (config
+// max_page_items).
+const DefaultMaxPageItems = 1000
 
 // Router serves the MCP methods of every configured virtual host.
 type Router struct {
@@ -121,6 +128,9 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	}
 	if opts.ListenURIs <= 0 {
 		opts.ListenURIs = DefaultListenURIs
+	}
+	if opts.MaxPageItems <= 0 {
+		opts.MaxPageItems = DefaultMaxPageItems
 	}
 	r := &Router{listens: listenSlots{limit: opts.ListensPerPrincipal}, opts: opts, log: opts.Logger,
 		cursorKeys:  newSharedKey(opts.Store, cursorKeyName, opts.CursorSecret),

@@ -76,5 +76,5 @@ func sameOutsideVHosts(a, b *config.Config) bool {
 	return a.SessionTTL == b.SessionTTL && a.MaxBodyBytes == b.MaxBodyBytes &&
 		slices.Equal(a.AllowedHosts, b.AllowedHosts) && slices.Equal(a.AllowedOrigins, b.AllowedOrigins) &&
 		reflect.DeepEqual(a.Auth, b.Auth) && bytes.Equal(a.CursorSecret, b.CursorSecret) &&
-		a.Store == b.Store && a.Server == b.Server && a.MaxBatch == b.MaxBatch && a.Limits == b.Limits
+		a.Store == b.Store && a.Server == b.Server && a.MaxBatch == b.MaxBatch && a.Limits == b.Limits && a.MaxPageItems == b.MaxPageItems
 }

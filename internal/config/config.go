@@ -33,6 +33,7 @@ const (
 	DefaultLeeway       = 30 * time.Second
 	DefaultStoreTimeout = 2 * time.Second
 	DefaultMaxBatch     = 50
+	DefaultMaxPageItems = 1000
 
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultReadTimeout       = 30 * time.Second
@@ -81,6 +82,9 @@ type Config struct {
 	MaxBatch int
 	// Limits bound what clients can make one instance hold.
 	Limits Limits
+	// MaxPageItems (max_page_items) bounds the items of one gateway list
+	// page, whatever the number of backends. Default 1000; 1 to 100000.
+	MaxPageItems int
 	// Tracing turns on OpenTelemetry tracing (tracing.go); off when its
 	// endpoint is empty and no OTEL_EXPORTER_OTLP_* variable names one.
 	Tracing Tracing
@@ -283,6 +287,7 @@ type rawConfig struct {
 	Store           *rawStore            `yaml:"store"`
 	Server          *rawServer           `yaml:"server"`
 	MaxBatch        *int64               `yaml:"max_batch"`
+	MaxPageItems    *int64               `yaml:"max_page_items"`
 	Limits          *rawLimits           `yaml:"limits"`
 	Tracing         *rawTracing          `yaml:"tracing"`
 	Audit           *rawAudit            `yaml:"audit"`

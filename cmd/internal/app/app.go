@@ -148,6 +148,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		TracerProvider:      tp,
 		ListensPerPrincipal: cfg.Limits.ListensPerPrincipal,
 		ListenURIs:          cfg.Limits.ListenURIs,
+		MaxPageItems:        cfg.MaxPageItems,
 	})
 	m.ObservePools(func() []metrics.PoolSample { return poolSamples(rt.Status()) })
 	// Keys of identity providers are fetched in the background from now
