@@ -1,8 +1,11 @@
 package tests
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,4 +115,88 @@ func contentBlocks(t *testing.T, r *testsupport.Reply) []map[string]any {
 		}
 	}
 	return out
+}
+
+// MCP Apps on a multi-backend vhost, driven as a host drives them, with
+// the TypeScript SDK v2 client in both its legacy and 2026-07-28 modes:
+// the example app server from npm (over stdio) beside a go-sdk backend,
+// two gateway instances behind a balancer. The host finds the app tool
+// with ext-apps' own helper, which accepts only ui:// URIs; reads the UI
+// resource at the published ui://{key}/... URI; and calls the tool by the
+// raw name the app's HTML uses.
+func TestInterop_MCPAppsHostOnAMultiBackendVHost(t *testing.T) {
+	node, dir := interopNode(t, "@modelcontextprotocol/server-basic-vanillajs")
+	_, _ = interopNode(t, "@modelcontextprotocol/ext-apps")
+	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"),
+		backends: map[string]*testsupport.Backend{}, prefix: fmt.Sprintf("e%d", time.Now().UnixNano())}
+	c.backends["web"] = testsupport.StartBackend(t, testsupport.BackendOptions{Name: "web"})
+	c.config = filepath.Join(t.TempDir(), "gateway.yaml")
+	c.writeConfig(fmt.Sprintf(`%s  demo:
+    backends:
+      clock:
+        transport: stdio
+        command: %s
+        args: [%q, --stdio]
+        timeout: 30s
+        pool: {min: 1, max: 2}
+      web:
+        url: %s
+`, configHead(), node, filepath.Join(dir, "dist", "index.js"), c.backends["web"].URL))
+	a, b := c.start(), c.start()
+	lb := testsupport.StartRoundRobin(t, a.URL, b.URL)
+
+	// The host script resolves its packages from the fixture cache.
+	script, err := os.ReadFile(filepath.Join("interop", "apps-host.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := filepath.Join(filepath.Dir(filepath.Dir(dir)), "..", fmt.Sprintf("apps-host-%d.mjs", time.Now().UnixNano()))
+	if err := os.WriteFile(host, script, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(host) })
+
+	for _, mode := range []string{"legacy", "modern"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, node, host, mcpURL(lb.URL), c.token("alice"), mode).Output()
+			if err != nil {
+				t.Fatalf("the host script: %v\n%s", err, out)
+			}
+			var got struct {
+				ProtocolVersion string         `json:"protocolVersion"`
+				Extensions      map[string]any `json:"extensions"`
+				Tools           []string       `json:"tools"`
+				AppTool, UIURI  string
+				UIReadURI       string `json:"uiReadUri"`
+				UIMime          string `json:"uiMime"`
+				UIHTML          bool   `json:"uiHTML"`
+				RawCallError    bool   `json:"rawCallError"`
+				RawCallText     string `json:"rawCallText"`
+				Error           string `json:"error"`
+			}
+			if err := json.Unmarshal(out, &got); err != nil || got.Error != "" {
+				t.Fatalf("host script output %s (%v)", out, err)
+			}
+			if got.AppTool != "clock-get-time" || got.UIURI != "ui://clock/get-time/mcp-app.html" {
+				t.Fatalf("the host found app tool %q with UI %q, want clock-get-time and ui://clock/get-time/mcp-app.html (tools %v)", got.AppTool, got.UIURI, got.Tools)
+			}
+			if got.UIReadURI != got.UIURI || !got.UIHTML || !strings.HasPrefix(got.UIMime, "text/html") {
+				t.Fatalf("reading the UI resource: uri %q, mime %q, html %v", got.UIReadURI, got.UIMime, got.UIHTML)
+			}
+			if got.RawCallError || got.RawCallText == "" {
+				t.Fatalf("the app's call of get-time by its raw name: error %v, text %q", got.RawCallError, got.RawCallText)
+			}
+			// This example server declares no capabilities.extensions, so
+			// the gateway, which advertises the union of what its backends
+			// declare (unit-tested in router), declares none either.
+			if len(got.Extensions) != 0 {
+				t.Errorf("extensions %v advertised for backends that declare none", got.Extensions)
+			}
+			if (mode == "modern") != (got.ProtocolVersion == "2026-07-28") {
+				t.Errorf("mode %s negotiated %q", mode, got.ProtocolVersion)
+			}
+		})
+	}
 }
