@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -199,4 +200,87 @@ func TestInterop_MCPAppsHostOnAMultiBackendVHost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A `session: reuse` backend that sends notifications on its own:
+// server-everything (its Streamable HTTP mode, stateful) simulates updates
+// of the resources a session subscribed to, every 5 s, once the session
+// calls toggle-subscriber-updates. Through two gateways behind a
+// balancer, the client session's subscription, the toggle and the GET
+// stream may each reach another instance; the updates the backend sends
+// its one session reach the client's stream, with published URIs.
+func TestInterop_ReuseBackendNotificationsReachTheClient(t *testing.T) {
+	node, dir := interopNode(t, "@modelcontextprotocol/server-everything")
+	port := testsupport.FreePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := exec.CommandContext(ctx, node, filepath.Join(dir, "dist", "index.js"), "streamableHttp")
+	srv.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	stderr, err := srv.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = srv.Wait() })
+	ready := make(chan struct{})
+	go func() {
+		buf := make([]byte, 4096)
+		seen := ""
+		for {
+			n, err := stderr.Read(buf)
+			seen += string(buf[:n])
+			if strings.Contains(seen, "listening on port") {
+				close(ready)
+				_, _ = io.Copy(io.Discard, stderr)
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("server-everything did not start listening")
+	}
+
+	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"),
+		backends: map[string]*testsupport.Backend{}, prefix: fmt.Sprintf("e%d", time.Now().UnixNano())}
+	c.backends["web"] = testsupport.StartBackend(t, testsupport.BackendOptions{Name: "web"})
+	c.config = filepath.Join(t.TempDir(), "gateway.yaml")
+	c.writeConfig(fmt.Sprintf(`%s  demo:
+    backends:
+      everything:
+        url: http://127.0.0.1:%d/mcp
+        session: reuse
+      web:
+        url: %s
+`, configHead(), port, c.backends["web"].URL))
+	a, b := c.start(), c.start()
+	cl := c.client("alice")
+	cl.Initialize(a, nil)
+	const uri = "everything-demo://resource/dynamic/text/1"
+	if r := cl.Request(b, "resources/subscribe", map[string]any{"uri": uri}); r.Error() != nil {
+		t.Fatalf("subscribe: %s", r.Body)
+	}
+	stream := cl.Stream(a, "")
+	defer stream.Close()
+	if r := cl.Request(b, "tools/call", map[string]any{"name": "everything-toggle-subscriber-updates"}); r.Error() != nil || !strings.Contains(r.Text(), "Started") {
+		t.Fatalf("toggle: %s", r.Body)
+	}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
+		ev, ok := stream.NextWithin(time.Until(deadline))
+		if !ok {
+			break
+		}
+		if strings.Contains(ev.Data, "notifications/resources/updated") {
+			if !strings.Contains(ev.Data, `"uri":"`+uri+`"`) {
+				t.Fatalf("update %s, want %s", ev.Data, uri)
+			}
+			return
+		}
+	}
+	t.Fatal("no resource update from the reused backend session reached the client's stream within 20s")
 }
