@@ -34,6 +34,16 @@
 #                   a lone walk shows the fan-out and not two cores shared
 #                   by nine servers
 #
+# and the gateway's own CPU cost: the same tools/call through a bare
+# net/http/httputil.ReverseProxy (localdev/cmd/bareproxy, flushing every
+# write) as A and through the gateway as B, the CPU per call of each
+# middle process read from /proc/<pid>/stat (mcpbench -cpu-pid-a/-b):
+#
+#   cpu-modern      2026-07-28 client, stateless backend
+#   cpu-stateless   2025 session, stateless backend
+#   cpu-reuse       2025 session, `session: reuse`
+#   cpu-stateful    2025 session, per-request backend sessions
+#
 # then the store traffic per routed request (Redis INFO commandstats; 0 for
 # a modern tools/call) and the cost of 10,000 idle sessions (gateway RSS,
 # Redis used_memory per session).
@@ -51,7 +61,7 @@
 #   BENCH_CONCURRENCY   workers, each with its own session (default 16)
 #   BENCH_IDLE_SESSIONS sessions opened for the idle-session figure (default 10000; 0: skip)
 #   BENCH_STORE_REQUESTS requests of the larger store-traffic run (default 2000; 0: skip)
-#   BENCH_SCENARIOS     which table rows to run (default: all twelve, space-separated)
+#   BENCH_SCENARIOS     which table rows to run (default: all sixteen, space-separated)
 #   BENCH_REMOTE_LATENCY what the remote backends hold each request (default 10ms)
 #   MCPGW_BENCH_CACHE   where binaries and runs go (default .cache/bench)
 #   GO                  the go command (default go)
@@ -69,7 +79,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 CONC=${BENCH_CONCURRENCY:-16}
 IDLE_SESSIONS=${BENCH_IDLE_SESSIONS:-10000}
 STORE_REQUESTS=${BENCH_STORE_REQUESTS:-2000}
-SCENARIOS=${BENCH_SCENARIOS:-call-stateful call-stateless call-reuse list-fanout list-fanout-c1 list-fanout-cached call-modern list-fanout-modern list-fanout-modern-c1 list-fanout-modern-cached list-fanout-modern-cached-c1 list-fanout-modern-remote-c1}
+SCENARIOS=${BENCH_SCENARIOS:-call-stateful call-stateless call-reuse list-fanout list-fanout-c1 list-fanout-cached call-modern list-fanout-modern list-fanout-modern-c1 list-fanout-modern-cached list-fanout-modern-cached-c1 list-fanout-modern-remote-c1 cpu-modern cpu-stateless cpu-reuse cpu-stateful}
 REMOTE_LATENCY=${BENCH_REMOTE_LATENCY:-10ms}
 FANOUT=8
 PAGE_SIZE=2
@@ -95,8 +105,8 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 # ---------------------------------------------------------------------------
 # 1. Binaries.
 # ---------------------------------------------------------------------------
-log "go build ./cmd/gateway ./cmd/mcpbench ./localdev/cmd/demo-backend"
-"$GO" build -o "$BIN/" ./cmd/gateway ./cmd/mcpbench ./localdev/cmd/demo-backend || die "go build failed"
+log "go build ./cmd/gateway ./cmd/mcpbench ./localdev/cmd/demo-backend ./localdev/cmd/bareproxy"
+"$GO" build -o "$BIN/" ./cmd/gateway ./cmd/mcpbench ./localdev/cmd/demo-backend ./localdev/cmd/bareproxy || die "go build failed"
 command -v redis-server >/dev/null || die "redis-server not found (apt-get install redis-server)"
 command -v redis-cli >/dev/null || die "redis-cli not found (apt-get install redis-tools)"
 MCPBENCH=$BIN/mcpbench
@@ -192,6 +202,13 @@ wait_for gateway "$GATEWAY_PID" log_has gateway "mcpgw: listening on http://"
 GW=$(listen_url gateway)
 log "gateway on $GW (pid $GATEWAY_PID); started in $((SECONDS - T0))s; logs in $RUN"
 
+# The bare reverse proxy: the baseline of the cpu-* scenarios.
+start bareproxy "$BIN/bareproxy" --listen 127.0.0.1:0 \
+  --route "/stateful=$B_STATEFUL" --route "/stateless=$B_STATELESS" --route "/reuse=$B_REUSE"
+PROXY_PID=$LAST_PID
+wait_for bareproxy "$PROXY_PID" log_has bareproxy "bareproxy: listening on http://"
+PROXY=$(listen_url bareproxy)
+
 # ---------------------------------------------------------------------------
 # 3. The table: each scenario is one mcpbench comparison, A = direct, B = gateway.
 # ---------------------------------------------------------------------------
@@ -224,6 +241,10 @@ for s in $SCENARIOS; do
   list-fanout-modern-cached) compare "$s" "$GW/servers/mcfan1/mcp" "$GW/servers/mcfan$FANOUT/mcp" -workload list -proto "$MODERN" ;;
   list-fanout-modern-cached-c1) compare "$s" "$GW/servers/mcfan1/mcp" "$GW/servers/mcfan$FANOUT/mcp" -workload list -c 1 -proto "$MODERN" ;;
   list-fanout-modern-remote-c1) compare "$s" "$GW/servers/rfan1/mcp" "$GW/servers/rfan$FANOUT/mcp" -workload list -c 1 -proto "$MODERN" ;;
+  cpu-modern) compare "$s" "$PROXY/stateless" "$GW/servers/modern/mcp" -proto "$MODERN" -cpu-pid-a "$PROXY_PID" -cpu-pid-b "$GATEWAY_PID" ;;
+  cpu-stateless) compare "$s" "$PROXY/stateless" "$GW/servers/stateless/mcp" -cpu-pid-a "$PROXY_PID" -cpu-pid-b "$GATEWAY_PID" ;;
+  cpu-reuse) compare "$s" "$PROXY/reuse" "$GW/servers/reuse/mcp" -cpu-pid-a "$PROXY_PID" -cpu-pid-b "$GATEWAY_PID" ;;
+  cpu-stateful) compare "$s" "$PROXY/stateful" "$GW/servers/stateful/mcp" -cpu-pid-a "$PROXY_PID" -cpu-pid-b "$GATEWAY_PID" ;;
   *) die "unknown scenario $s (BENCH_SCENARIOS)" ;;
   esac
 done

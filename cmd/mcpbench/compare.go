@@ -42,6 +42,8 @@ type Figures struct {
 	RPS   float64 `json:"rps"`
 	P50Ms float64 `json:"p50_ms"`
 	P99Ms float64 `json:"p99_ms"`
+	// CPUMicros is the middle process's CPU per request (-cpu-pid-a/-b).
+	CPUMicros float64 `json:"cpu_us_per_request,omitempty"`
 }
 
 // Ratios set B against A. A ratio whose denominator is zero is reported as 0.
@@ -52,13 +54,19 @@ type Ratios struct {
 	P99AddedMs      float64 `json:"p99_added_ms"`     // B p99 − A p99
 	P50Ratio        float64 `json:"p50_ratio"`        // B p50 ÷ A p50
 	P99Ratio        float64 `json:"p99_ratio"`        // B p99 ÷ A p99
+	// CPURatio is B's middle process's CPU per request ÷ A's (0: not
+	// sampled): the gateway's cost against a bare proxy's.
+	CPURatio float64 `json:"cpu_ratio,omitempty"`
 }
 
 // Compare runs cfg against cfg.URL (A) and urlB (B) in alternating rounds,
 // A B A B ..., each a full Run (own sessions, warm-up, measurement).
 // Cancelling ctx stops it and returns what was measured, marked
 // Interrupted; only complete pairs enter the ratios.
-func Compare(ctx context.Context, cfg Config, urlB string, rounds int) (*Comparison, error) {
+//
+// cpuPIDs, when set, are the middle processes of A and B whose CPU per
+// request each side samples (Config.CPUPID).
+func Compare(ctx context.Context, cfg Config, urlB string, rounds int, cpuPIDs ...int) (*Comparison, error) {
 	if rounds <= 0 {
 		rounds = 1
 	}
@@ -78,6 +86,9 @@ func Compare(ctx context.Context, cfg Config, urlB string, rounds int) (*Compari
 		for j, side := range []*Side{&cmp.A, &cmp.B} {
 			c := cfg
 			c.URL = side.URL
+			if j < len(cpuPIDs) {
+				c.CPUPID = cpuPIDs[j]
+			}
 			c.Label = fmt.Sprintf("%c round %d/%d", 'A'+j, i, rounds)
 			res, err := Run(ctx, c)
 			if err != nil {
@@ -112,6 +123,7 @@ func ratiosOf(a, b *Result) Ratios {
 		P99AddedMs:      b.LatencyMs.P99 - a.LatencyMs.P99,
 		P50Ratio:        safeDiv(b.LatencyMs.P50, a.LatencyMs.P50),
 		P99Ratio:        safeDiv(b.LatencyMs.P99, a.LatencyMs.P99),
+		CPURatio:        safeDiv(b.CPUMicrosPerRequest, a.CPUMicrosPerRequest),
 	}
 }
 
@@ -142,9 +154,10 @@ func medianFigures(rs []*Result) Figures {
 		}
 	}
 	return Figures{
-		RPS:   pick(ok, func(r *Result) float64 { return r.RPS }),
-		P50Ms: pick(ok, func(r *Result) float64 { return r.LatencyMs.P50 }),
-		P99Ms: pick(ok, func(r *Result) float64 { return r.LatencyMs.P99 }),
+		RPS:       pick(ok, func(r *Result) float64 { return r.RPS }),
+		P50Ms:     pick(ok, func(r *Result) float64 { return r.LatencyMs.P50 }),
+		P99Ms:     pick(ok, func(r *Result) float64 { return r.LatencyMs.P99 }),
+		CPUMicros: pick(ok, func(r *Result) float64 { return r.CPUMicrosPerRequest }),
 	}
 }
 
@@ -155,5 +168,6 @@ func medianRatios(rs []Ratios) Ratios {
 		P99AddedMs:      pick(rs, func(r Ratios) float64 { return r.P99AddedMs }),
 		P50Ratio:        pick(rs, func(r Ratios) float64 { return r.P50Ratio }),
 		P99Ratio:        pick(rs, func(r Ratios) float64 { return r.P99Ratio }),
+		CPURatio:        pick(rs, func(r Ratios) float64 { return r.CPURatio }),
 	}
 }

@@ -69,6 +69,7 @@ type options struct {
 	quiet       bool
 	args        string
 	durationSet bool // -d was given
+	cpuA, cpuB  int  // -cpu-pid-a, -cpu-pid-b
 }
 
 const usageText = `usage:
@@ -108,6 +109,8 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.cfg.Proto, "proto", DefaultProto, "protocol `version`: offered in initialize; 2026-07-28 or later: no session, no initialize, the version and client in params._meta and the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers of every request")
 	fs.DurationVar(&o.cfg.Timeout, "timeout", 30*time.Second, "per-request timeout")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per URL when comparing")
+	fs.IntVar(&o.cpuA, "cpu-pid-a", 0, "`pid` of the process in front of A (a bare proxy) whose CPU per request to report, from /proc (Linux); with one URL, the process in front of it")
+	fs.IntVar(&o.cpuB, "cpu-pid-b", 0, "`pid` of the process in front of B (the gateway) whose CPU per request to report")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the figures as JSON to `file` (- for stdout, which then gets no table)")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress line on stderr")
 
@@ -154,6 +157,7 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("-d and -n are both zero: nothing would end the run")
 	}
 	o.cfg.URL = o.urlA
+	o.cfg.CPUPID = o.cpuA // a single run samples the process in front of its URL
 	o.cfg.Args = json.RawMessage(o.args)
 	o.cfg.Headers = headers.h
 	if !o.quiet {
@@ -207,7 +211,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		out, failed = res, res.OK == 0
 	} else {
-		cmp, err := Compare(ctx, o.cfg, o.urlB, o.rounds)
+		cmp, err := Compare(ctx, o.cfg, o.urlB, o.rounds, o.cpuA, o.cpuB)
 		if err != nil {
 			fmt.Fprintln(stderr, "mcpbench:", err)
 			return 1

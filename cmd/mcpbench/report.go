@@ -34,7 +34,10 @@ type Result struct {
 	ErrorKinds    map[string]int64     `json:"error_kinds,omitempty"`
 	ErrorSamples  map[string]string    `json:"error_samples,omitempty"` // the first message of each kind
 	Reinitialized int64                `json:"reinitialized,omitempty"` // sessions re-opened after a 404
-	Interrupted   bool                 `json:"interrupted,omitempty"`
+	// CPUMicrosPerRequest is the CPU (user + system) Config.CPUPID spent
+	// per request of the measured window; 0 when not sampled.
+	CPUMicrosPerRequest float64 `json:"cpu_us_per_request,omitempty"`
+	Interrupted         bool    `json:"interrupted,omitempty"`
 }
 
 // Latency percentiles, in milliseconds.
@@ -242,6 +245,9 @@ func (c *Comparison) WriteText(w io.Writer) {
 	m := c.Median
 	fmt.Fprintf(w, "median of %d rounds, B vs A: throughput %.2f×  p50 added %s  p99 added %s  latency p50 %.2f×  p99 %.2f×\n",
 		len(c.Rounds), m.ThroughputRatio, fmtAdded(m.P50AddedMs), fmtAdded(m.P99AddedMs), m.P50Ratio, m.P99Ratio)
+	if m.CPURatio > 0 {
+		fmt.Fprintf(w, "CPU per request of the middle process: A %.0f µs, B %.0f µs: B %.2f× A\n", c.A.Median.CPUMicros, c.B.Median.CPUMicros, m.CPURatio)
+	}
 }
 
 // writeJSON writes v, indented, to path ("-": stdout).
@@ -278,6 +284,24 @@ func writeSummary(w io.Writer, rows []summaryRow) {
 		m := c.Median
 		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.2f× | %s | %s | %.2f× |\n", r.Name,
 			c.A.Median.RPS, c.B.Median.RPS, m.ThroughputRatio, fmtAdded(m.P50AddedMs), fmtAdded(m.P99AddedMs), m.P50Ratio)
+	}
+	// The cpu-* scenarios: the middle process's CPU per call, a bare
+	// proxy's (A) against the gateway's (B).
+	var cpu []summaryRow
+	for _, r := range rows {
+		if r.Cmp.Median.CPURatio > 0 {
+			cpu = append(cpu, r)
+		}
+	}
+	if len(cpu) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | bare proxy CPU / call | gateway CPU / call | ratio |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: |")
+	for _, r := range cpu {
+		c := r.Cmp
+		fmt.Fprintf(w, "| %s | %.0f µs | %.0f µs | %.2f× |\n", r.Name, c.A.Median.CPUMicros, c.B.Median.CPUMicros, c.Median.CPURatio)
 	}
 }
 

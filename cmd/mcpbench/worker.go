@@ -50,6 +50,10 @@ type Config struct {
 	Progress io.Writer
 	// Label prefixes the progress line ("A round 1/3").
 	Label string
+	// CPUPID, when set, is a process whose CPU per request over the
+	// measured window is reported (Result.CPUMicrosPerRequest): the
+	// gateway, or the bare proxy it is set against (proc_cpu.go).
+	CPUPID int
 }
 
 // DefaultProto is the protocolVersion offered in initialize.
@@ -203,6 +207,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	stopProgress := r.progress(runCtx, started)
 
+	// The middle process's CPU is read when the measured window opens
+	// (a timer: the warm-up runs meanwhile) and when the workers are done.
+	cpuStart := make(chan int64, 1)
+	if cfg.CPUPID > 0 {
+		cpuTimer := time.AfterFunc(time.Until(r.measureFrom), func() {
+			if us, err := procCPUMicros(cfg.CPUPID); err == nil {
+				cpuStart <- us
+			}
+		})
+		defer cpuTimer.Stop()
+	}
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Add(1)
@@ -213,6 +228,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	wg.Wait()
 	end := time.Now()
+	var cpuUsed int64 = -1
+	if cfg.CPUPID > 0 {
+		if us, err := procCPUMicros(cfg.CPUPID); err == nil {
+			select {
+			case start := <-cpuStart:
+				cpuUsed = us - start
+			default: // the window never opened
+			}
+		}
+	}
 	interrupted := ctx.Err() != nil
 	stopProgress()
 	closeAll(workers)
@@ -224,7 +249,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	case !r.deadline.IsZero():
 		end = r.deadline
 	}
-	return r.result(workers, started, end, interrupted), nil
+	res := r.result(workers, started, end, interrupted)
+	if cpuUsed >= 0 && res.Requests > 0 {
+		res.CPUMicrosPerRequest = float64(cpuUsed) / float64(res.Requests)
+	}
+	return res, nil
 }
 
 // openAll opens every worker's client concurrently (Client.Open) and
