@@ -2,11 +2,13 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpgw/gateway/router/credentials"
@@ -124,6 +126,12 @@ type sessionStream struct {
 
 	// listeners is the current generation; only the run loop touches it.
 	listeners *listenerSet
+	// subscribed are the session's subscriptions as the current
+	// generation was built with them (published URIs): while a rebuild
+	// overlaps the old generation with the new (make-before-break), an
+	// update of a resource the session has since unsubscribed from, which
+	// only the old generation still hears, is not delivered.
+	subscribed atomic.Pointer[map[string]bool]
 
 	mu       sync.Mutex // guards the fields below; never held across I/O
 	owner    string     // "<instance>/<nonce>", as last claimed in the store
@@ -253,6 +261,9 @@ func (ev *SessionEvents) position(ctx context.Context, rt *Runtime, sid store.Se
 // attached client the other instances are told, in case one of them
 // streams the session now.
 func (ss *sessionStream) emit(n *jsonrpc.Request) {
+	if n.Method == "notifications/resources/updated" && !ss.stillSubscribed(n) {
+		return
+	}
 	data, err := jsonrpc.EncodeMessage(n)
 	if err != nil {
 		return
@@ -392,4 +403,17 @@ func (h *streamHub) closeAll() {
 	for _, ss := range all {
 		ss.finish(true)
 	}
+}
+
+// stillSubscribed reports whether a resource update is about a resource
+// the session is subscribed to as its listeners were last built.
+func (ss *sessionStream) stillSubscribed(n *jsonrpc.Request) bool {
+	subs := ss.subscribed.Load()
+	if subs == nil {
+		return true // no generation built yet: nothing to judge by
+	}
+	var p struct {
+		URI string `json:"uri"`
+	}
+	return json.Unmarshal(n.Params, &p) == nil && (*subs)[p.URI]
 }

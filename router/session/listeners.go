@@ -60,6 +60,11 @@ func (ss *sessionStream) restartListeners() <-chan struct{} {
 		close(up)
 		return up
 	}
+	subs := make(map[string]bool, len(sess.Subscriptions))
+	for _, uri := range sess.Subscriptions {
+		subs[uri] = true
+	}
+	ss.subscribed.Store(&subs)
 	targets, ok := rt.backends.ListenTargets(sess)
 	if !ok {
 		stopOld()
