@@ -72,13 +72,6 @@ func (ls *listenSlots) give(principal string) {
 	ls.open[principal]--
 }
 
-// Listens reports the listens principal holds open on this instance.
-func (r *Router) Listens(principal string) int {
-	r.listens.mu.Lock()
-	defer r.listens.mu.Unlock()
-	return r.listens.open[principal]
-}
-
 // checkListenFilter refuses a filter over the bounds, and drops duplicate
 // URIs (keeping the first of each, in order).
 func (r *Router) checkListenFilter(id jsonrpc.ID, f *listenFilter) *jsonrpc.Response {
@@ -96,7 +89,7 @@ func (r *Router) checkListenFilter(id jsonrpc.ID, f *listenFilter) *jsonrpc.Resp
 		if len(kept) == r.opts.ListenURIs {
 			return refuse(id, http.StatusBadRequest, 0, &jsonrpc.Error{Code: CodeInvalidParams,
 				Message: fmt.Sprintf("subscriptions/listen: more than %d distinct resourceSubscriptions, the most one listen may have (limits.listen_uris); split them over listens or subscribe to fewer", r.opts.ListenURIs),
-				Data:    limitData("limits.listen_uris", r.opts.ListenURIs)})
+				Data:    LimitData("limits.listen_uris", r.opts.ListenURIs)})
 		}
 		seen[uri] = struct{}{}
 		kept = append(kept, uri)
@@ -109,12 +102,12 @@ func (r *Router) checkListenFilter(id jsonrpc.ID, f *listenFilter) *jsonrpc.Resp
 func (r *Router) tooManyListens(id jsonrpc.ID) *jsonrpc.Response {
 	return refuse(id, http.StatusTooManyRequests, listenRetryAfter, &jsonrpc.Error{Code: CodeRateLimited,
 		Message: fmt.Sprintf("too many open subscriptions/listen streams: this caller holds %d on this gateway instance, the most it may (limits.listens_per_principal); close one first", r.opts.ListensPerPrincipal),
-		Data:    limitData("limits.listens_per_principal", r.opts.ListensPerPrincipal)})
+		Data:    LimitData("limits.listens_per_principal", r.opts.ListensPerPrincipal)})
 }
 
-// limitData is the error data naming a bound: which config field, and its
-// value.
-func limitData(field string, value int) json.RawMessage {
+// LimitData is the error data of a refusal by a bound: which config
+// field, and its value ({"limit": field, "max": value}).
+func LimitData(field string, value int) json.RawMessage {
 	data, _ := json.Marshal(map[string]any{"limit": field, "max": value})
 	return data
 }

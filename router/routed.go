@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/upstream"
@@ -26,8 +25,10 @@ type target struct {
 func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	method := c.Request.Method
 	t, rerr := r.resolve(v, method, c.Request.Params)
-	if rerr != nil && method == "tools/call" && t == nil && strings.HasPrefix(rerr.Message, "unknown tool") {
-		if name, ok := rawToolName(c.Request.Params); ok {
+	if rerr != nil && method == "tools/call" && t == nil {
+		// Only a name no backend owns (not a malformed call): the very
+		// error unknownIdentifier makes for it.
+		if name, ok := rawToolName(c.Request.Params); ok && rerr.Message == unknownIdentifier("tool", name).Message {
 			// Perhaps a backend's own name, as an MCP App calls it.
 			published, perr := r.resolveRawTool(ctx, v, c, name)
 			switch {
@@ -157,8 +158,8 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		}
 	}
 	result = publishResultURIs(v, t.backend, method, result)
-	if !c.modern {
-		result = legacyResult(result)
+	if !c.modern && modernSnapshot(c.Session.Backends[t.backend]) {
+		result = legacyResult(result) // only a 2026-07-28 backend writes the envelope
 	}
 	if hc != nil {
 		for _, hooks := range [2][]Hook{r.opts.Hooks, v.hooks} {

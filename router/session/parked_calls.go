@@ -223,7 +223,7 @@ func (pk *parkedCall) coordinate(ctx context.Context, first chan<- router.ParkOu
 					pk.cancel()
 					first <- router.ParkOutcome{RetryAfter: parkRetryAfter, Err: &jsonrpc.Error{Code: router.CodeRateLimited,
 						Message: fmt.Sprintf("too many calls waiting for this caller's input: %d are parked, the most one caller may have (limits.parked_calls_per_principal); answer or cancel one first", rt.opts.ParkedPerPrincipal),
-						Data:    json.RawMessage(fmt.Sprintf(`{"limit":"limits.parked_calls_per_principal","max":%d}`, rt.opts.ParkedPerPrincipal))}}
+						Data:    router.LimitData("limits.parked_calls_per_principal", rt.opts.ParkedPerPrincipal)}}
 					return
 				}
 				slot = err == nil

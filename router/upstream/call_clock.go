@@ -28,11 +28,11 @@ type callClock struct {
 
 // startClock bounds ctx by Config.Timeout through a stoppable clock; the
 // returned stop releases it.
-func (conn *Conn) startClock(ctx context.Context) (context.Context, *callClock, func()) {
+func (conn *Conn) startClock(ctx context.Context) (context.Context, func()) {
 	timeout := conn.c.cfg.Timeout
 	cctx, cancel := context.WithCancelCause(ctx)
 	if timeout <= 0 {
-		return cctx, nil, func() { cancel(context.Canceled) }
+		return cctx, func() { cancel(context.Canceled) }
 	}
 	cl := &callClock{left: timeout, started: time.Now()}
 	cl.expire = func() { cancel(&timeoutError{timeout}) }
@@ -48,7 +48,7 @@ func (conn *Conn) startClock(ctx context.Context) (context.Context, *callClock, 
 		cl.hold()
 	}
 	conn.mu.Unlock()
-	return cctx, cl, func() {
+	return cctx, func() {
 		conn.mu.Lock()
 		delete(conn.clocks, cl)
 		conn.mu.Unlock()

@@ -181,7 +181,7 @@ func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessag
 	}
 	defer conn.end()
 	req := conn.newCall(ctx, method, params)
-	callCtx, _, cancel := conn.startClock(ctx)
+	callCtx, cancel := conn.startClock(ctx)
 	defer cancel()
 	stop := context.AfterFunc(conn.abort, cancel)
 	defer stop()
