@@ -46,22 +46,8 @@ func interopNode(t *testing.T, pkg string) (node, dir string) {
 
 func TestInterop_ServerEverythingResourceLinksFollowedThroughTheGateway(t *testing.T) {
 	node, dir := interopNode(t, "@modelcontextprotocol/server-everything")
-	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"),
-		backends: map[string]*testsupport.Backend{}, prefix: fmt.Sprintf("e%d", time.Now().UnixNano())}
-	c.backends["web"] = testsupport.StartBackend(t, testsupport.BackendOptions{Name: "web"})
-	c.config = filepath.Join(t.TempDir(), "gateway.yaml")
-	c.writeConfig(fmt.Sprintf(`%s  demo:
-    backends:
-      everything:
-        transport: stdio
-        command: %s
-        args: [%q, stdio]
-        timeout: 30s
-        pool: {min: 1, max: 2}
-      web:
-        url: %s
-`, configHead(), node, filepath.Join(dir, "dist", "index.js"), c.backends["web"].URL))
-	a, b := c.start(), c.start()
+	c, a, b := interopCluster(t, fmt.Sprintf("everything: {transport: stdio, command: %q, args: [%q, stdio], timeout: 30s, pool: {min: 1, max: 2}}",
+		node, filepath.Join(dir, "dist", "index.js")))
 	lb := testsupport.StartRoundRobin(t, a.URL, b.URL)
 	ep := testsupport.BaseURL(lb.URL)
 	cl := c.client("alice")
@@ -128,22 +114,8 @@ func contentBlocks(t *testing.T, r *testsupport.Reply) []map[string]any {
 func TestInterop_MCPAppsHostOnAMultiBackendVHost(t *testing.T) {
 	node, dir := interopNode(t, "@modelcontextprotocol/server-basic-vanillajs")
 	_, _ = interopNode(t, "@modelcontextprotocol/ext-apps")
-	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"),
-		backends: map[string]*testsupport.Backend{}, prefix: fmt.Sprintf("e%d", time.Now().UnixNano())}
-	c.backends["web"] = testsupport.StartBackend(t, testsupport.BackendOptions{Name: "web"})
-	c.config = filepath.Join(t.TempDir(), "gateway.yaml")
-	c.writeConfig(fmt.Sprintf(`%s  demo:
-    backends:
-      clock:
-        transport: stdio
-        command: %s
-        args: [%q, --stdio]
-        timeout: 30s
-        pool: {min: 1, max: 2}
-      web:
-        url: %s
-`, configHead(), node, filepath.Join(dir, "dist", "index.js"), c.backends["web"].URL))
-	a, b := c.start(), c.start()
+	c, a, b := interopCluster(t, fmt.Sprintf("clock: {transport: stdio, command: %q, args: [%q, --stdio], timeout: 30s, pool: {min: 1, max: 2}}",
+		node, filepath.Join(dir, "dist", "index.js")))
 	lb := testsupport.StartRoundRobin(t, a.URL, b.URL)
 
 	// The host script resolves its packages from the fixture cache.
@@ -246,19 +218,7 @@ func TestInterop_ReuseBackendNotificationsReachTheClient(t *testing.T) {
 		t.Fatal("server-everything did not start listening")
 	}
 
-	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"),
-		backends: map[string]*testsupport.Backend{}, prefix: fmt.Sprintf("e%d", time.Now().UnixNano())}
-	c.backends["web"] = testsupport.StartBackend(t, testsupport.BackendOptions{Name: "web"})
-	c.config = filepath.Join(t.TempDir(), "gateway.yaml")
-	c.writeConfig(fmt.Sprintf(`%s  demo:
-    backends:
-      everything:
-        url: http://127.0.0.1:%d/mcp
-        session: reuse
-      web:
-        url: %s
-`, configHead(), port, c.backends["web"].URL))
-	a, b := c.start(), c.start()
+	c, a, b := interopCluster(t, fmt.Sprintf("everything: {url: \"http://127.0.0.1:%d/mcp\", session: reuse}", port))
 	cl := c.client("alice")
 	cl.Initialize(a, nil)
 	const uri = "everything-demo://resource/dynamic/text/1"
@@ -283,4 +243,17 @@ func TestInterop_ReuseBackendNotificationsReachTheClient(t *testing.T) {
 		}
 	}
 	t.Fatal("no resource update from the reused backend session reached the client's stream within 20s")
+}
+
+// interopCluster is two gateway instances on the shared Redis over a
+// "demo" vhost of the npm backend (its YAML entry, one line) and a go-sdk
+// backend "web".
+func interopCluster(t *testing.T, npmBackend string) (c *cluster, a, b *testsupport.GatewayProcess) {
+	t.Helper()
+	c = &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"),
+		backends: map[string]*testsupport.Backend{}, prefix: fmt.Sprintf("e%d", time.Now().UnixNano())}
+	c.backends["web"] = testsupport.StartBackend(t, testsupport.BackendOptions{Name: "web"})
+	c.config = filepath.Join(t.TempDir(), "gateway.yaml")
+	c.writeConfig(fmt.Sprintf("%s  demo:\n    backends:\n      %s\n      web: {url: %q}\n", configHead(), npmBackend, c.backends["web"].URL))
+	return c, c.start(), c.start()
 }
