@@ -283,7 +283,7 @@ func (v *vhost) route(kind, id string) (backend, name string, err *jsonrpc.Error
 		return v.keys[0], id, nil
 	}
 	split := v.split.split
-	if kind == "resource" || kind == "resource template" {
+	if kind == "resource" {
 		split = v.split.splitURI
 	}
 	if k, rest, ok := split(id); ok {
