@@ -26,7 +26,7 @@ import (
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 
-	"github.com/mcpgw/gateway/router/plugins"
+	"github.com/mcpgw/gateway/plugins"
 )
 
 var redisSrv *testsupport.RedisServer

@@ -39,7 +39,7 @@ type VirtualHost struct {
 	Access *AccessPolicy
 	// Hooks run around this vhost's tools/call, prompts/get and
 	// resources/read, after the router-wide Options.Hooks, in order: the
-	// configured plugins (package router/plugins).
+	// configured plugins (package plugins).
 	Hooks []Hook
 	// RateLimits, when set, count this vhost's tools/call requests in the
 	// store (CompileRateLimits); nil: no limits.

@@ -16,7 +16,7 @@ import (
 // connection replays (the session's log level and subscriptions) and how
 // what arrives is renamed for the client are federation rules, kept here;
 // keeping the connections running is the session runtime's job
-// (router/session).
+// (handler/session).
 
 // ErrNoStream is returned by ListenBackend for a backend that offers no
 // stream to listen on: there is nothing to reconnect to.

@@ -26,7 +26,7 @@ import (
 // and gets the call's next round, or its result.
 //
 // The router decides when a call may park and what the client sees; the
-// session runtime (router/session) holds the call and carries the rounds
+// session runtime (handler/session) holds the call and carries the rounds
 // across instances. Without a ParkRuntime (on Lambda, where an invocation
 // cannot outlive its answer), the backend's request gets -32601.
 

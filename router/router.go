@@ -232,14 +232,14 @@ type Call struct {
 	// client with input_required rounds, whatever stream it has.
 	parked bool
 	// Runtime is the session runtime of a 2025-era session (package
-	// router/session): it carries a backend's server-to-client requests to
+	// handler/session): it carries a backend's server-to-client requests to
 	// the client and back across instances, and hears of changes to the
 	// session's subscriptions. nil: the backend's requests are refused.
 	Runtime SessionRuntime
 }
 
 // SessionRuntime is what a call of a 2025-era session needs beyond the
-// federation core. router/session implements it.
+// federation core. handler/session implements it.
 type SessionRuntime interface {
 	// AskClient sends a backend's request (sampling, elicitation, roots)
 	// to the client on the call's stream and returns the client's answer,

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/router/plugins"
+	"github.com/mcpgw/gateway/plugins"
 )
 
 // rawPlugin is one entry of a virtual host's `plugins` list. Which fields

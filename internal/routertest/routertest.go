@@ -1,7 +1,7 @@
 // Package routertest builds gateway instances for tests: a router and its
 // session runtime over one store, on real go-sdk backends and a real
 // redis-server, composed the way the handler composes them. The tests of
-// router and router/session share it.
+// router and handler/session share it.
 package routertest
 
 import (
@@ -15,7 +15,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/router/session"
+	"github.com/mcpgw/gateway/handler/session"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"

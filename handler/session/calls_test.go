@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/router/session"
+	"github.com/mcpgw/gateway/handler/session"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
