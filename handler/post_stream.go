@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/handler/session"
+	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpgw/gateway/store"

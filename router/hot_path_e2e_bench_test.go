@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/testsupport"
-	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/plugins"
+	"github.com/mcpgw/gateway/router"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/plugins"
+	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 

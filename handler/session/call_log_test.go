@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgw/gateway/handler/session"
 	"github.com/mcpgw/gateway/internal/routertest"
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/handler/session"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/handler/session"
+	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )

@@ -8,9 +8,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mcpgw/gateway/handler/session"
 	"github.com/mcpgw/gateway/internal/routertest"
 	"github.com/mcpgw/gateway/internal/testsupport"
-	"github.com/mcpgw/gateway/handler/session"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
