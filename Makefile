@@ -45,8 +45,8 @@ lint: ## gofmt, go vet and staticcheck
 # machine (go.dev/issue/75804, fixed in Go 1.27); a count has no deadline.
 FUZZTIME ?= 20000x
 fuzz: ## each fuzz target for FUZZTIME (default 20000 executions, a few seconds)
-	$(GO) test -run '^$$' -fuzz '^FuzzCursor$$' -fuzztime $(FUZZTIME) ./router/
-	$(GO) test -run '^$$' -fuzz '^FuzzRequestState$$' -fuzztime $(FUZZTIME) ./router/
+	$(GO) test -run '^$$' -fuzz '^FuzzCursor$$' -fuzztime $(FUZZTIME) ./router/sealed/
+	$(GO) test -run '^$$' -fuzz '^FuzzRequestState$$' -fuzztime $(FUZZTIME) ./router/sealed/
 	$(GO) test -run '^$$' -fuzz '^FuzzParamHeaders$$' -fuzztime $(FUZZTIME) ./router/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME) ./internal/wire/
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 )
@@ -28,17 +29,17 @@ func BenchmarkSplitter_Split(b *testing.B) {
 
 func BenchmarkCursor_EncodeDecode(b *testing.B) {
 	key := []byte("0123456789abcdef0123456789abcdef")
-	st := &cursorState{Op: "tools/list", VHost: "demo", Backends: map[string]backendCursor{}}
+	st := &sealed.Cursor{Op: "tools/list", VHost: "demo", Backends: map[string]sealed.BackendCursor{}}
 	for i := range 8 {
-		st.Backends[fmt.Sprintf("backend-%d", i)] = backendCursor{Cursor: "eyJwYWdlIjozfQ"}
+		st.Backends[fmt.Sprintf("backend-%d", i)] = sealed.BackendCursor{Cursor: "eyJwYWdlIjozfQ"}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		tok, err := encodeCursor(key, st)
+		tok, err := sealed.SealCursor(key, st)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := decodeCursor(key, tok); err != nil {
+		if _, err := sealed.OpenCursor(key, tok); err != nil {
 			b.Fatal(err)
 		}
 	}

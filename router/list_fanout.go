@@ -6,8 +6,10 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcpgw/gateway/router/sealed"
+	"github.com/mcpgw/gateway/router/upstream"
 )
 
 // listOp describes one of the four list methods.
@@ -66,14 +68,14 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 
 	// positions: where each backend of the walk stands. A missing key
 	// means "first page".
-	positions := map[string]backendCursor{}
+	positions := map[string]sealed.BackendCursor{}
 	walkPrivate := false // an earlier page of the walk was private
 	if p.Cursor != nil {
 		st, err := r.openCursor(ctx, *p.Cursor)
 		if errors.Is(err, errStoreUnavailable) {
 			return r.storeUnavailable(c.Request.ID, err)
 		}
-		if err != nil || !st.accepts(op.method, v.name, c.Session.Principal) {
+		if err != nil || !st.Accepts(op.method, v.name, c.Session.Principal) {
 			return errorResponse(c.Request.ID, invalidParams("invalid cursor for %s on this virtual host", op.method))
 		}
 		walkPrivate = st.Private

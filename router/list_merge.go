@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mcpgw/gateway/router/sealed"
 )
 
 // mergePages builds the downstream list result from one page of every
@@ -23,7 +25,7 @@ import (
 // A single-backend vhost passes names through unchanged and keeps the
 // backend's own order and result fields; only nextCursor is replaced by a
 // gateway cursor, so that cursors are uniform across vhosts.
-func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access accessView, positions map[string]backendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage)) (json.RawMessage, error) {
+func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access accessView, positions map[string]sealed.BackendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage)) (json.RawMessage, error) {
 	type entry struct {
 		name, key string
 		item      json.RawMessage
@@ -31,7 +33,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	}
 	var entries []entry
 	var skipped, stranded []string
-	next := &cursorState{Op: op.method, VHost: v.name, Principal: principalTag(principal), Backends: map[string]backendCursor{}, Private: private}
+	next := &sealed.Cursor{Op: op.method, VHost: v.name, Principal: sealed.PrincipalTag(principal), Backends: map[string]sealed.BackendCursor{}, Private: private}
 	more := false
 	pageNext := map[string]string{} // each listed backend's own next cursor
 	left := map[string]int{}        // each listed backend's items on this page, past its offset
@@ -45,7 +47,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			}
 			continue
 		case !res.queried:
-			next.Backends[res.key] = backendCursor{Done: true}
+			next.Backends[res.key] = sealed.BackendCursor{Done: true}
 			continue
 		case res.failed:
 			skipped = append(skipped, res.key)
@@ -106,11 +108,11 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	for key, n := range left {
 		pos := positions[key]
 		if taken[key] < n {
-			next.Backends[key] = backendCursor{Cursor: pos.Cursor, Offset: pos.Offset + taken[key]}
+			next.Backends[key] = sealed.BackendCursor{Cursor: pos.Cursor, Offset: pos.Offset + taken[key]}
 			more = true
 			continue
 		}
-		next.Backends[key] = backendCursor{Cursor: pageNext[key], Done: pageNext[key] == ""}
+		next.Backends[key] = sealed.BackendCursor{Cursor: pageNext[key], Done: pageNext[key] == ""}
 		if pageNext[key] != "" {
 			more = true
 		}
@@ -149,7 +151,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		if err != nil {
 			return nil, err
 		}
-		tok, err := encodeCursor(key, next)
+		tok, err := sealed.SealCursor(key, next)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -92,7 +93,7 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall, access *
 		if json.Unmarshal(raw, &token) != nil {
 			return nil
 		}
-		env, err := r.openEnvelope(ctx, v.name, c.Principal, c.Request.Method, t.public, token)
+		env, err := r.openState(ctx, sealed.Binding{VHost: v.name, Principal: c.Principal, Method: c.Request.Method, Target: t.public}, token)
 		switch {
 		case errors.Is(err, errStoreUnavailable):
 			return r.storeUnavailable(c.Request.ID, err)
@@ -129,8 +130,8 @@ func (r *Router) parkAnswer(ctx context.Context, v *vhost, c *ModernCall, t *tar
 		resp.ID = c.Request.ID
 		return r.finishModern(ctx, &resp, method, v.accessHints(method, nil))
 	}
-	token, err := r.sealEnvelope(ctx, v.name, c.Principal, method, t.public,
-		requestStateEnvelope{Backend: t.backend, Park: o.Park, Round: o.Round})
+	token, err := r.sealState(ctx, sealed.Binding{VHost: v.name, Principal: c.Principal, Method: method, Target: t.public},
+		sealed.RequestState{Backend: t.backend, Park: o.Park, Round: o.Round})
 	if err != nil {
 		return r.storeUnavailable(c.Request.ID, err)
 	}

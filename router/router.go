@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -89,8 +90,8 @@ type Router struct {
 	stopBus func() // set by Start
 	closed  bool
 
-	cursorKeys *sharedKey
-	stateKeys  *sharedKey
+	cursorKeys *sealed.Key
+	states     *sealed.States
 
 	listensDone chan struct{} // closed by EndListens
 	listens     listenSlots   // open listens per principal
@@ -133,8 +134,9 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 		opts.MaxPageItems = DefaultMaxPageItems
 	}
 	r := &Router{listens: listenSlots{limit: opts.ListensPerPrincipal}, opts: opts, log: opts.Logger,
-		cursorKeys:  newSharedKey(opts.Store, cursorKeyName, opts.CursorSecret),
-		stateKeys:   newSharedKey(opts.Store, stateKeyName, derivedSecret(opts.CursorSecret, stateKeyName)),
+		cursorKeys: sealed.NewKey(opts.Store, cursorKeyName, opts.CursorSecret),
+		states: sealed.NewStates(sealed.NewKey(opts.Store, stateKeyName, sealed.DerivedSecret(opts.CursorSecret, stateKeyName)),
+			opts.RequestStateTTL),
 		listensDone: make(chan struct{})}
 	r.endListens = sync.OnceFunc(func() { close(r.listensDone) })
 	if opts.TracerProvider != nil {

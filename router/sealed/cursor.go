@@ -1,4 +1,4 @@
-package router
+package sealed
 
 import (
 	"crypto/aes"
@@ -28,38 +28,40 @@ import (
 // data, so a future format cannot be confused with this one.
 const cursorVersion = "mcpgw-cursor-v2"
 
-// cursorState is what a gateway cursor carries.
-type cursorState struct {
+// Cursor is what a gateway cursor carries.
+type Cursor struct {
 	Op    string `json:"o"` // list method, e.g. "tools/list"
 	VHost string `json:"v"`
 	// Principal binds the cursor to the caller who started the walk (a
-	// digest, see principalTag): another caller's cursor is refused like a
+	// digest, see PrincipalTag): another caller's cursor is refused like a
 	// forged one, so a leaked cursor reveals nothing of what its owner sees.
 	Principal string `json:"p"`
 	// Backends is the backend set of the walk (fixed at the first page,
 	// then amended: added backends join, removed ones are dropped; a
 	// backend the caller's access rules hide whole is left out).
-	Backends map[string]backendCursor `json:"b"`
+	Backends map[string]BackendCursor `json:"b"`
 	// Private: a page of this walk was answered cacheScope "private"
 	// (2026-07-28), so every later page is too: one walk, one scope
 	// (clients such as the Python SDK v2 require it).
 	Private bool `json:"s,omitempty"`
 }
 
-// backendCursor is one backend's position in the walk.
-type backendCursor struct {
+// BackendCursor is one backend's position in the walk.
+type BackendCursor struct {
 	Cursor string `json:"c,omitempty"` // the backend's own cursor; "" = first page
 	Done   bool   `json:"d,omitempty"` // exhausted: never queried again
 	// Offset: this many items of the page at Cursor (in the merged order)
 	// were sent already, on a gateway page that was full
-	// (Options.MaxPageItems); the page is asked for again and they are
+	// (router Options.MaxPageItems); the page is asked for again and they are
 	// skipped.
 	Offset int `json:"o,omitempty"`
 }
 
-var errBadCursor = errors.New("invalid cursor")
+// ErrBadCursor is every failure to open a cursor, whatever the cause.
+var ErrBadCursor = errors.New("invalid cursor")
 
-func encodeCursor(key []byte, st *cursorState) (string, error) {
+// SealCursor seals st under key (any length).
+func SealCursor(key []byte, st *Cursor) (string, error) {
 	payload, err := json.Marshal(st)
 	if err != nil {
 		return "", err
@@ -75,25 +77,25 @@ func encodeCursor(key []byte, st *cursorState) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, payload, []byte(cursorVersion))), nil
 }
 
-// decodeCursor verifies and decodes a token. Every failure is the same
-// errBadCursor: the client learns nothing about why a forged token failed.
-func decodeCursor(key []byte, token string) (*cursorState, error) {
+// OpenCursor verifies and decodes a token. Every failure is the same
+// ErrBadCursor: the client learns nothing about why a forged token failed.
+func OpenCursor(key []byte, token string) (*Cursor, error) {
 	sealed, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
-		return nil, errBadCursor
+		return nil, ErrBadCursor
 	}
 	aead, err := cursorAEAD(key)
 	if err != nil || len(sealed) < aead.NonceSize()+aead.Overhead() {
-		return nil, errBadCursor
+		return nil, ErrBadCursor
 	}
 	n := aead.NonceSize()
 	payload, err := aead.Open(nil, sealed[:n], sealed[n:], []byte(cursorVersion))
 	if err != nil {
-		return nil, errBadCursor
+		return nil, ErrBadCursor
 	}
-	var st cursorState
+	var st Cursor
 	if err := json.Unmarshal(payload, &st); err != nil || st.Op == "" || st.Backends == nil {
-		return nil, errBadCursor
+		return nil, ErrBadCursor
 	}
 	return &st, nil
 }
@@ -110,15 +112,15 @@ func cursorAEAD(key []byte) (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
-// principalTag is the digest of a principal a cursor carries: short, and
+// PrincipalTag is the digest of a principal a cursor carries: short, and
 // not the principal itself, which the cursor need not hold to be checked.
-func principalTag(principal string) string {
+func PrincipalTag(principal string) string {
 	sum := sha256.Sum256([]byte("mcpgw-cursor-principal\x00" + principal))
 	return base64.RawURLEncoding.EncodeToString(sum[:12])
 }
 
-// accepts reports whether a decoded cursor may continue this walk: same
+// Accepts reports whether a decoded cursor may continue this walk: same
 // list method, same virtual host, same caller.
-func (st *cursorState) accepts(op, vhost, principal string) bool {
-	return st.Op == op && st.VHost == vhost && st.Principal == principalTag(principal)
+func (st *Cursor) Accepts(op, vhost, principal string) bool {
+	return st.Op == op && st.VHost == vhost && st.Principal == PrincipalTag(principal)
 }

@@ -1,4 +1,4 @@
-package router
+package sealed
 
 import (
 	"encoding/base64"
@@ -6,25 +6,29 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The request-state envelope's tamper cases as unit tests: only the
 // envelope the gateway sealed, for this caller and this request, within
-// its lifetime, opens; anything else is errBadRequestState, never another
+// its lifetime, opens; anything else is ErrBadRequestState, never another
 // envelope's contents.
 func TestRequestState_OnlyTheSealedEnvelopeOpens(t *testing.T) {
-	r := New(nil, Options{CursorSecret: []byte("0123456789abcdef0123456789abcdef")})
-	other := New(nil, Options{CursorSecret: []byte("fedcba9876543210fedcba9876543210")})
+	r := NewStates(NewKey(nil, "request-state", []byte("0123456789abcdef0123456789abcdef")), time.Hour)
+	other := NewStates(NewKey(nil, "request-state", []byte("fedcba9876543210fedcba9876543210")), time.Hour)
 	ctx := t.Context()
-	seal := func(r *Router, principal, method, target string) string {
-		tok, err := r.sealEnvelope(ctx, "demo", principal, method, target, requestStateEnvelope{Backend: "one", State: "s1"})
+	bind := func(principal, method, target string) Binding {
+		return Binding{VHost: "demo", Principal: principal, Method: method, Target: target}
+	}
+	seal := func(r *States, principal, method, target string) string {
+		tok, err := r.Seal(ctx, bind(principal, method, target), RequestState{Backend: "one", State: "s1"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tok
 	}
 	good := seal(r, "alice", "tools/call", "one-greet")
-	if env, err := r.openEnvelope(ctx, "demo", "alice", "tools/call", "one-greet", good); err != nil || env.Backend != "one" || env.State != "s1" {
+	if env, err := r.Open(ctx, bind("alice", "tools/call", "one-greet"), good); err != nil || env.Backend != "one" || env.State != "s1" {
 		t.Fatalf("the sealed envelope: %+v, %v", env, err)
 	}
 	payload, sig, _ := strings.Cut(good, ".")
@@ -34,12 +38,11 @@ func TestRequestState_OnlyTheSealedEnvelopeOpens(t *testing.T) {
 	env["b"] = "two" // re-encoded with another backend, the old signature kept
 	forged, _ := json.Marshal(env)
 	expired := func() string {
-		e := requestStateEnvelope{Backend: "one", State: "s1", Principal: principalTag("alice"), Expires: 1,
-			Request: requestDigest("demo", "tools/call", "one-greet")}
-		p, _ := json.Marshal(e)
-		key, _ := r.stateKeys.signingKey(ctx)
-		enc := base64.RawURLEncoding.EncodeToString(p)
-		return enc + "." + base64.RawURLEncoding.EncodeToString(stateMAC(key, enc))
+		e := RequestState{Backend: "one", State: "s1", Principal: PrincipalTag("alice"), Expires: 1,
+			Request: requestDigest(bind("alice", "tools/call", "one-greet"))}
+		key, _ := r.key.Sign(ctx)
+		tok, _ := signState(key, e)
+		return tok
 	}()
 	for name, c := range map[string]struct {
 		principal, method, target, token string
@@ -57,15 +60,15 @@ func TestRequestState_OnlyTheSealedEnvelopeOpens(t *testing.T) {
 		"empty":                 {"alice", "tools/call", "one-greet", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if env, err := r.openEnvelope(ctx, "demo", c.principal, c.method, c.target, c.token); !errors.Is(err, errBadRequestState) {
-				t.Fatalf("opened %+v, %v; want errBadRequestState", env, err)
+			if env, err := r.Open(ctx, bind(c.principal, c.method, c.target), c.token); !errors.Is(err, ErrBadRequestState) {
+				t.Fatalf("opened %+v, %v; want ErrBadRequestState", env, err)
 			}
 		})
 	}
 }
 
 func mustCursor(t *testing.T) string {
-	tok, err := encodeCursor([]byte("0123456789abcdef0123456789abcdef"), &cursorState{Op: "tools/list", VHost: "demo"})
+	tok, err := SealCursor([]byte("0123456789abcdef0123456789abcdef"), &Cursor{Op: "tools/list", VHost: "demo"})
 	if err != nil {
 		t.Fatal(err)
 	}

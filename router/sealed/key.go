@@ -1,4 +1,9 @@
-package router
+// Package sealed makes the tokens the gateway hands a client and takes
+// back on any instance (federated pagination cursors, request-state
+// envelopes) and keeps the keys every instance signs them with. It knows
+// nothing of routing: callers bind a token to what they choose (a vhost,
+// a caller, a request) and get back only what they sealed.
+package sealed
 
 import (
 	"bytes"
@@ -10,7 +15,7 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// sharedKey is an HMAC key every instance signs with, so that a token
+// Key is an HMAC key every instance signs with, so that a token
 // (a pagination cursor; later other tokens) issued by one instance verifies
 // on any other: a configured secret, or a key kept in the store.
 //
@@ -19,7 +24,7 @@ import (
 // empty replica). Caching the key for minutes broke that: an instance
 // restarted after the loss stored a new key while the others kept signing
 // with their cached old one. So signing always uses the key the store holds
-// now, at the cost of one round trip: SigningKey offers the newest key this
+// now, at the cost of one round trip: Sign offers the newest key this
 // instance knows as the candidate, so when the store has lost the key the
 // first instance to sign again puts back the key it was signing with (a
 // fresh instance, knowing none, offers a random one), and every other
@@ -31,8 +36,8 @@ import (
 // known. Only when none of them accepts a token is the store read again,
 // once however many requests are waiting for it, and the token tried with
 // the key it holds.
-type sharedKey struct {
-	store store.Store
+type Key struct {
+	store store.SigningKeys
 	name  string
 	fixed []byte // a configured secret: used as is, the store is never asked
 
@@ -47,23 +52,25 @@ type sharedKey struct {
 // token could have lived through.
 const maxKnownKeys = 4
 
-func newSharedKey(st store.Store, name string, fixed []byte) *sharedKey {
-	return &sharedKey{store: st, name: name, fixed: fixed}
+// NewKey is the key called name in st, or fixed (a configured secret)
+// when it is not nil: then the store is never asked.
+func NewKey(st store.SigningKeys, name string, fixed []byte) *Key {
+	return &Key{store: st, name: name, fixed: fixed}
 }
 
-// signingKey returns the key to sign with: the configured one, or the one
+// Sign returns the key to sign with: the configured one, or the one
 // the store holds now.
-func (k *sharedKey) signingKey(ctx context.Context) ([]byte, error) {
+func (k *Key) Sign(ctx context.Context) ([]byte, error) {
 	if k.fixed != nil {
 		return k.fixed, nil
 	}
 	return k.read(ctx)
 }
 
-// verify calls check with each key a token may have been signed with until
+// Verify calls check with each key a token may have been signed with until
 // it returns true, and reports whether one did. err is set only when the
 // store had to be read and could not be.
-func (k *sharedKey) verify(ctx context.Context, check func(key []byte) bool) (bool, error) {
+func (k *Key) Verify(ctx context.Context, check func(key []byte) bool) (bool, error) {
 	if k.fixed != nil {
 		return check(k.fixed), nil
 	}
@@ -90,7 +97,7 @@ func (k *sharedKey) verify(ctx context.Context, check func(key []byte) bool) (bo
 // calls share one store read, which runs detached from any one caller's
 // context (the store's own timeout bounds it): a caller that gives up does
 // not fail the others.
-func (k *sharedKey) read(ctx context.Context) ([]byte, error) {
+func (k *Key) read(ctx context.Context) ([]byte, error) {
 	ch := k.reads.DoChan("", func() (any, error) {
 		k.mu.Lock()
 		var candidate []byte
@@ -117,7 +124,7 @@ func (k *sharedKey) read(ctx context.Context) ([]byte, error) {
 }
 
 // remember makes key the newest known key.
-func (k *sharedKey) remember(key []byte) {
+func (k *Key) remember(key []byte) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if len(k.known) > 0 && bytes.Equal(k.known[0], key) {

@@ -1,4 +1,4 @@
-package router
+package sealed
 
 import (
 	"encoding/base64"
@@ -8,14 +8,14 @@ import (
 
 func TestCursor_RoundTrip(t *testing.T) {
 	key := []byte("k1")
-	st := &cursorState{Op: "tools/list", VHost: "demo", Backends: map[string]backendCursor{
+	st := &Cursor{Op: "tools/list", VHost: "demo", Backends: map[string]BackendCursor{
 		"a": {Cursor: "abc"}, "b": {Done: true},
 	}}
-	tok, err := encodeCursor(key, st)
+	tok, err := SealCursor(key, st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeCursor(key, tok)
+	got, err := OpenCursor(key, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,10 +28,10 @@ func TestCursor_RoundTrip(t *testing.T) {
 // backends of the walk or their own cursors (which may spell out a name
 // the holder's access rules hide).
 func TestCursor_RevealsNothingOfItsState(t *testing.T) {
-	st := &cursorState{Op: "tools/list", VHost: "demo", Backends: map[string]backendCursor{
+	st := &Cursor{Op: "tools/list", VHost: "demo", Backends: map[string]BackendCursor{
 		"secret-backend": {Cursor: "last-item-hidden_tool"},
 	}}
-	tok, err := encodeCursor([]byte("k1"), st)
+	tok, err := SealCursor([]byte("k1"), st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestCursor_RevealsNothingOfItsState(t *testing.T) {
 			t.Fatalf("cursor shows %q", s)
 		}
 	}
-	again, _ := encodeCursor([]byte("k1"), st)
+	again, _ := SealCursor([]byte("k1"), st)
 	if again == tok {
 		t.Fatal("two cursors of one state are equal: the seal has no nonce")
 	}
@@ -52,13 +52,13 @@ func TestCursor_RevealsNothingOfItsState(t *testing.T) {
 
 func TestCursor_RejectsForgery(t *testing.T) {
 	key := []byte("k1")
-	tok, _ := encodeCursor(key, &cursorState{Op: "tools/list", VHost: "demo", Backends: map[string]backendCursor{"a": {Cursor: "1"}}})
+	tok, _ := SealCursor(key, &Cursor{Op: "tools/list", VHost: "demo", Backends: map[string]BackendCursor{"a": {Cursor: "1"}}})
 	raw, _ := base64.RawURLEncoding.DecodeString(tok)
 	flipped := append([]byte(nil), raw...)
 	flipped[len(flipped)/2] ^= 1
 	for name, bad := range map[string]string{
 		"other key": func() string {
-			t, _ := encodeCursor([]byte("k2"), &cursorState{Op: "tools/list", VHost: "demo", Backends: map[string]backendCursor{}})
+			t, _ := SealCursor([]byte("k2"), &Cursor{Op: "tools/list", VHost: "demo", Backends: map[string]BackendCursor{}})
 			return t
 		}(),
 		"bit flipped": base64.RawURLEncoding.EncodeToString(flipped),
@@ -69,8 +69,8 @@ func TestCursor_RejectsForgery(t *testing.T) {
 		"short":       "AAAA",
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := decodeCursor(key, bad); err == nil {
-				t.Fatalf("decodeCursor accepted %q", bad)
+			if _, err := OpenCursor(key, bad); err == nil {
+				t.Fatalf("OpenCursor accepted %q", bad)
 			}
 		})
 	}
