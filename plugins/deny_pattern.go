@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/mcpgw/gateway/internal/wire"
-	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 )
 
 // denyPattern refuses a call whose arguments (before the backend is
@@ -30,7 +30,7 @@ func (d *denyPattern) init() {
 
 // Pre checks the arguments: a tools/call's or prompts/get's `arguments`,
 // a resources/read's `uri`.
-func (d *denyPattern) Pre(_ context.Context, c *router.HookCall) error {
+func (d *denyPattern) Pre(_ context.Context, c *hook.Call) error {
 	if !d.args {
 		return nil
 	}
@@ -46,7 +46,7 @@ func (d *denyPattern) Pre(_ context.Context, c *router.HookCall) error {
 }
 
 // Post checks the result.
-func (d *denyPattern) Post(_ context.Context, c *router.HookCall, result json.RawMessage) (json.RawMessage, error) {
+func (d *denyPattern) Post(_ context.Context, c *hook.Call, result json.RawMessage) (json.RawMessage, error) {
 	if !d.result {
 		return result, nil
 	}
@@ -79,7 +79,7 @@ func (d *denyPattern) first(doc []byte) int {
 
 // arguments is the part of a call's params that the client chose: a
 // tools/call's or prompts/get's arguments, a resources/read's URI.
-func arguments(c *router.HookCall) []byte {
+func arguments(c *hook.Call) []byte {
 	var p struct {
 		Arguments json.RawMessage `json:"arguments"`
 		URI       json.RawMessage `json:"uri"`

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/mcpgw/gateway/internal/wire"
-	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 )
 
 // maxResultBytes refuses a result whose JSON is larger than its limit,
@@ -17,9 +17,9 @@ type maxResultBytes struct {
 	limit int64
 }
 
-func (m *maxResultBytes) Pre(context.Context, *router.HookCall) error { return nil }
+func (m *maxResultBytes) Pre(context.Context, *hook.Call) error { return nil }
 
-func (m *maxResultBytes) Post(_ context.Context, c *router.HookCall, result json.RawMessage) (json.RawMessage, error) {
+func (m *maxResultBytes) Post(_ context.Context, c *hook.Call, result json.RawMessage) (json.RawMessage, error) {
 	if int64(len(result)) > m.limit {
 		c.Decided(TypeMaxResultBytes, DecisionDeny)
 		return nil, m.deny(wire.CodePolicyDenied, "limit", "the result has %d bytes, more than the limit of %d", len(result), m.limit)

@@ -25,7 +25,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 )
 
 // Plugin types, as written in the config.
@@ -85,9 +85,9 @@ func (e *SpecError) Error() string {
 // Compile builds the hooks of a virtual host's plugins, in order. The
 // error joins one *SpecError per problem: every regular expression is
 // compiled, every field checked against the plugin's type.
-func Compile(specs []Spec) ([]router.Hook, error) {
+func Compile(specs []Spec) ([]hook.Hook, error) {
 	var errs []error
-	hooks := make([]router.Hook, 0, len(specs))
+	hooks := make([]hook.Hook, 0, len(specs))
 	for i, s := range specs {
 		fail := func(field, format string, args ...any) {
 			errs = append(errs, &SpecError{Plugin: i, Field: field, Msg: fmt.Sprintf(format, args...)})
@@ -175,11 +175,11 @@ type rule struct {
 
 // deny builds a plugin's refusal: code, a message naming the plugin and
 // the rule (never what matched), and data {plugin, rule}.
-func (r rule) deny(code int64, ruleName, format string, args ...any) *router.Denial {
+func (r rule) deny(code int64, ruleName, format string, args ...any) *hook.Denial {
 	at := "plugins[" + strconv.Itoa(r.index) + "]"
 	if ruleName != "" {
 		at += "." + ruleName
 	}
 	data, _ := json.Marshal(map[string]string{"plugin": r.plugin, "rule": at})
-	return &router.Denial{Code: code, Message: "denied by plugin " + r.plugin + " (" + at + "): " + fmt.Sprintf(format, args...), Data: data}
+	return &hook.Denial{Code: code, Message: "denied by plugin " + r.plugin + " (" + at + "): " + fmt.Sprintf(format, args...), Data: data}
 }

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 )
 
 // BenchmarkPlugins_ToolsCall is the plugins' own work on one tools/call of
@@ -29,7 +29,7 @@ func BenchmarkPlugins_ToolsCall(b *testing.B) {
 			result := json.RawMessage(tc.result)
 			b.ReportAllocs()
 			for b.Loop() {
-				c := &router.HookCall{Method: "tools/call", Name: "echo", Params: json.RawMessage(`{"name":"echo","arguments":{"text":"hi"}}`)}
+				c := &hook.Call{Method: "tools/call", Name: "echo", Params: json.RawMessage(`{"name":"echo","arguments":{"text":"hi"}}`)}
 				for _, h := range hooks {
 					if err := h.Pre(ctx, c); err != nil {
 						b.Fatal(err)

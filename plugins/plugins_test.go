@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 )
 
-func compileOne(t *testing.T, s Spec) router.Hook {
+func compileOne(t *testing.T, s Spec) hook.Hook {
 	t.Helper()
 	hooks, err := Compile([]Spec{s})
 	if err != nil {
@@ -20,8 +20,8 @@ func compileOne(t *testing.T, s Spec) router.Hook {
 	return hooks[0]
 }
 
-func toolCall(args string) *router.HookCall {
-	return &router.HookCall{Method: "tools/call", Backend: "one", Name: "echo",
+func toolCall(args string) *hook.Call {
+	return &hook.Call{Method: "tools/call", Backend: "one", Name: "echo",
 		Params: json.RawMessage(`{"name":"echo","arguments":` + args + `}`)}
 }
 
@@ -91,7 +91,7 @@ func TestDenyPattern_RefusesArgumentsOrResultsNamingThePattern(t *testing.T) {
 	result := compileOne(t, Spec{Type: "deny_pattern", In: "result", Patterns: []string{`^secret$`}})
 
 	err := both.Pre(ctx, toolCall(`{"q":"x; DROP  TABLE users"}`))
-	var d *router.Denial
+	var d *hook.Denial
 	if !errors.As(err, &d) || d.Code != -32030 || !strings.Contains(d.Message, "plugins[0].patterns[1]") || strings.Contains(d.Message, "DROP") {
 		t.Fatalf("denial %v: want -32030 naming plugins[0].patterns[1], not quoting the match", err)
 	}
@@ -159,7 +159,7 @@ func TestRedact_BuiltinDetectorsAndPatterns(t *testing.T) {
 }
 
 func TestRedact_ProgressMessageOnly(t *testing.T) {
-	r := compileOne(t, Spec{Type: "redact", Builtin: []string{"email"}}).(router.ProgressHook)
+	r := compileOne(t, Spec{Type: "redact", Builtin: []string{"email"}}).(hook.ProgressHook)
 	out, err := r.Progress(context.Background(), toolCall(`{}`), json.RawMessage(`{"progressToken":"a@b.example.com","progress":1,"message":"mailing bob@example.com"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestMaxResultBytes_RefusesLargerResults(t *testing.T) {
 		t.Fatalf("small result refused: %v", err)
 	}
 	_, err := m.Post(context.Background(), toolCall(`{}`), json.RawMessage(`{"content":[{"type":"text","text":"long"}]}`))
-	var d *router.Denial
+	var d *hook.Denial
 	if !errors.As(err, &d) || d.Code != -32030 || !strings.Contains(d.Message, "plugins[0].limit") {
 		t.Fatalf("large result: %v", err)
 	}

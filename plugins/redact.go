@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"regexp"
 
-	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 )
 
 // redact replaces what its detectors find in a result's string values,
@@ -137,10 +137,10 @@ func hasFold(doc []byte, h string) bool {
 	}
 }
 
-func (r *redact) Pre(context.Context, *router.HookCall) error { return nil }
+func (r *redact) Pre(context.Context, *hook.Call) error { return nil }
 
 // Post redacts the result.
-func (r *redact) Post(_ context.Context, c *router.HookCall, result json.RawMessage) (json.RawMessage, error) {
+func (r *redact) Post(_ context.Context, c *hook.Call, result json.RawMessage) (json.RawMessage, error) {
 	out, changed := r.redactJSON(result)
 	if changed {
 		c.Decided(TypeRedact, DecisionRedact)
@@ -152,7 +152,7 @@ func (r *redact) Post(_ context.Context, c *router.HookCall, result json.RawMess
 
 // Progress redacts a progress notification's message (the only free text
 // it carries; the token and numbers are left alone).
-func (r *redact) Progress(_ context.Context, c *router.HookCall, params json.RawMessage) (json.RawMessage, error) {
+func (r *redact) Progress(_ context.Context, c *hook.Call, params json.RawMessage) (json.RawMessage, error) {
 	var p map[string]json.RawMessage
 	if json.Unmarshal(params, &p) != nil {
 		return params, nil

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpgw/gateway/internal/wire"
-	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 )
 
 // validateArguments checks a tools/call's arguments against the tool's
@@ -33,13 +33,13 @@ func newValidateArguments(r rule) *validateArguments {
 	return &validateArguments{rule: r, compiled: map[[32]byte]*jsonschema.Resolved{}}
 }
 
-func (v *validateArguments) Pre(ctx context.Context, c *router.HookCall) error {
+func (v *validateArguments) Pre(ctx context.Context, c *hook.Call) error {
 	if c.Method != "tools/call" {
 		return nil
 	}
 	raw, err := c.InputSchema(ctx)
 	switch {
-	case errors.Is(err, router.ErrNoToolSchema):
+	case errors.Is(err, hook.ErrNoToolSchema):
 		c.Decided(TypeValidateArguments, DecisionDeny)
 		return v.deny(wire.CodePolicyDenied, "", "backend %s lists no tool %s, so its arguments cannot be checked", wire.Quote(c.Backend), wire.Quote(c.Name))
 	case err != nil:
@@ -67,7 +67,7 @@ func (v *validateArguments) Pre(ctx context.Context, c *router.HookCall) error {
 	return nil
 }
 
-func (v *validateArguments) Post(_ context.Context, _ *router.HookCall, result json.RawMessage) (json.RawMessage, error) {
+func (v *validateArguments) Post(_ context.Context, _ *hook.Call, result json.RawMessage) (json.RawMessage, error) {
 	return result, nil
 }
 

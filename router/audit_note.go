@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpgw/gateway/router/hook"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -76,7 +77,7 @@ func (a accessView) denialReason(name string) string {
 // denied the request.
 func (r *Router) hookRefusal(ctx context.Context, err error) *jsonrpc.Error {
 	e := hookError(err)
-	var d *Denial
+	var d *hook.Denial
 	if errors.As(err, &d) {
 		noteDenied(ctx, d.Message)
 	}

@@ -3,6 +3,7 @@ package router
 import (
 	"time"
 
+	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -40,7 +41,7 @@ type VirtualHost struct {
 	// Hooks run around this vhost's tools/call, prompts/get and
 	// resources/read, after the router-wide Options.Hooks, in order: the
 	// configured plugins (package plugins).
-	Hooks []Hook
+	Hooks []hook.Hook
 	// RateLimits, when set, count this vhost's tools/call requests in the
 	// store (CompileRateLimits); nil: no limits.
 	RateLimits *RateLimitPolicy

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -23,7 +24,7 @@ type callStream struct {
 	ctx  context.Context
 	conn *upstream.Conn
 	key  string // backend key
-	hook *HookCall
+	hook *hook.Call
 	// access is the call's access decision: a resource update the
 	// backend sends during the call reaches the client only for a
 	// resource it may see.
@@ -127,9 +128,9 @@ func (cs *callStream) progress(req *jsonrpc.Request) {
 		return
 	}
 	if cs.hook != nil {
-		for _, hooks := range [2][]Hook{cs.r.opts.Hooks, cs.v.hooks} {
+		for _, hooks := range [2][]hook.Hook{cs.r.opts.Hooks, cs.v.hooks} {
 			for _, h := range hooks {
-				ph, ok := h.(ProgressHook)
+				ph, ok := h.(hook.ProgressHook)
 				if !ok {
 					continue
 				}

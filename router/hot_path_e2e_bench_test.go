@@ -10,6 +10,7 @@ import (
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/plugins"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
@@ -92,7 +93,7 @@ var (
 )
 
 // benchPolicy is two plugins and a rate limit the benchmark never reaches.
-func benchPolicy(b *testing.B) ([]router.Hook, *router.RateLimitPolicy) {
+func benchPolicy(b *testing.B) ([]hook.Hook, *router.RateLimitPolicy) {
 	hooks, err := plugins.Compile([]plugins.Spec{
 		{Type: plugins.TypeDenyPattern, In: plugins.InArguments, Patterns: []string{`(?i)drop\s+table`}},
 		{Type: plugins.TypeRedact, Builtin: []string{"secrets", "email"}},

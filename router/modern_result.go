@@ -2,8 +2,9 @@ package router
 
 import (
 	"encoding/json"
-	"github.com/mcpgw/gateway/internal/wire"
 	"strconv"
+
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // Every result of protocol 2026-07-28 says whether it is final

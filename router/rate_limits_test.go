@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgw/gateway/plugins"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -94,8 +95,8 @@ func TestRateLimits_UnknownNamesAreNotCounted(t *testing.T) {
 
 func TestHooks_VHostPluginsRunAfterRouterWideHooks(t *testing.T) {
 	var log []string
-	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{&recordingHook{name: "global", log: &log}}}, backendSpec{Key: "a"})
-	f.Config.Hooks = []router.Hook{&recordingHook{name: "vhost", log: &log}}
+	f := newFixtureOpts(t, router.Options{Hooks: []hook.Hook{&recordingHook{name: "global", log: &log}}}, backendSpec{Key: "a"})
+	f.Config.Hooks = []hook.Hook{&recordingHook{name: "vhost", log: &log}}
 	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
 	sid, _ := f.Initialize(nil)
 	result(t, f.Call(sid, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}))

@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -84,17 +85,19 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	}
 
 	sent := params // what the client sent, for the Mcp-Param-* headers below
-	var hc *HookCall
+	var hc *hook.Call
 	if hooked(method) && len(r.opts.Hooks)+len(v.hooks) > 0 {
-		hc = &HookCall{Method: method, VHost: v.name, Backend: t.backend, Name: t.name,
+		hc = &hook.Call{Method: method, VHost: v.name, Backend: t.backend, Name: t.name,
 			Principal: c.Session.Principal, SessionID: c.Session.ID, Params: params}
-		hc.observer, _ = r.opts.Observer.(PluginObserver)
+		var schema func(ctx context.Context) (json.RawMessage, error)
 		if method == "tools/call" {
-			hc.schema = func(ctx context.Context) (json.RawMessage, error) {
+			schema = func(ctx context.Context) (json.RawMessage, error) {
 				return r.toolInputSchema(ctx, v, c, t.backend, t.name)
 			}
 		}
-		for _, hooks := range [2][]Hook{r.opts.Hooks, v.hooks} {
+		observer, _ := r.opts.Observer.(PluginObserver)
+		hc.Bind(schema, observer)
+		for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
 			for _, h := range hooks {
 				if err := h.Pre(ctx, hc); err != nil {
 					return errorResponse(c.Request.ID, r.hookRefusal(ctx, err))
@@ -162,7 +165,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		result = legacyResult(result) // only a 2026-07-28 backend writes the envelope
 	}
 	if hc != nil {
-		for _, hooks := range [2][]Hook{r.opts.Hooks, v.hooks} {
+		for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
 			for _, h := range hooks {
 				if result, err = h.Post(ctx, hc, result); err != nil {
 					return errorResponse(c.Request.ID, r.hookRefusal(ctx, err))
@@ -309,7 +312,7 @@ func stringField(obj map[string]json.RawMessage, field, method string) (string, 
 
 // hookError turns a hook's error into the JSON-RPC error the client sees.
 func hookError(err error) *jsonrpc.Error {
-	var d *Denial
+	var d *hook.Denial
 	if errors.As(err, &d) {
 		return &jsonrpc.Error{Code: d.Code, Message: d.Message, Data: d.Data}
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -39,7 +40,7 @@ type Options struct {
 	// CursorSecret signs pagination cursors. When nil, a key is generated
 	// once and kept in the store, shared by every instance.
 	CursorSecret []byte
-	Hooks        []Hook
+	Hooks        []hook.Hook
 	Logger       *slog.Logger
 	Info         Implementation
 	// ReprobeInterval is the least time between two initialize attempts on

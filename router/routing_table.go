@@ -5,6 +5,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -22,7 +23,7 @@ type vhost struct {
 	// (discovery.go); it dies with the table.
 	discovered *discoveryCache
 	access     *AccessPolicy    // nil: no access rules
-	hooks      []Hook           // the vhost's plugins, after Options.Hooks
+	hooks      []hook.Hook      // the vhost's plugins, after Options.Hooks
 	limits     *RateLimitPolicy // nil: no rate limits
 	// allowance holds requests of batched limits taken ahead (rate_allowance.go).
 	allowance *rateAllowance

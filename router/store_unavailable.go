@@ -2,8 +2,9 @@ package router
 
 import (
 	"errors"
-	"github.com/mcpgw/gateway/internal/wire"
 	"net/http"
+
+	"github.com/mcpgw/gateway/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )

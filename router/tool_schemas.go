@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/router/hook"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -19,9 +20,6 @@ import (
 // toolSchemaTTL, dropped on the backend's list_changed and with the
 // routing table on reload. Concurrent misses share one walk. It is a
 // cache, never session state: losing it costs one walk.
-
-// ErrNoToolSchema: the backend lists no tool of that name.
-var ErrNoToolSchema = errors.New("the backend lists no such tool")
 
 // toolSchemaTTL is how long a backend's schemas are trusted when the
 // backend has no list_cache of its own.
@@ -105,7 +103,7 @@ func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend
 	}
 	schema, ok := e.schemas[tool]
 	if !ok {
-		return nil, ErrNoToolSchema
+		return nil, hook.ErrNoToolSchema
 	}
 	return schema, nil
 }

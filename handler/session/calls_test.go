@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpgw/gateway/handler/session"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -86,13 +87,13 @@ func TestProgress_TokensMappedBackAndKeptApart(t *testing.T) {
 // progressHook rewrites progress messages, or drops them.
 type progressHook struct{ deny bool }
 
-func (progressHook) Pre(context.Context, *router.HookCall) error { return nil }
-func (progressHook) Post(_ context.Context, _ *router.HookCall, r json.RawMessage) (json.RawMessage, error) {
+func (progressHook) Pre(context.Context, *hook.Call) error { return nil }
+func (progressHook) Post(_ context.Context, _ *hook.Call, r json.RawMessage) (json.RawMessage, error) {
 	return r, nil
 }
-func (h progressHook) Progress(_ context.Context, c *router.HookCall, params json.RawMessage) (json.RawMessage, error) {
+func (h progressHook) Progress(_ context.Context, c *hook.Call, params json.RawMessage) (json.RawMessage, error) {
 	if h.deny {
-		return nil, &router.Denial{Code: -32000, Message: "no progress for you"}
+		return nil, &hook.Denial{Code: -32000, Message: "no progress for you"}
 	}
 	var p map[string]any
 	_ = json.Unmarshal(params, &p)
@@ -102,7 +103,7 @@ func (h progressHook) Progress(_ context.Context, c *router.HookCall, params jso
 
 func TestProgress_PassesThePostHook(t *testing.T) {
 	for _, deny := range []bool{false, true} {
-		f := streamingFixture(t, options{Router: router.Options{Hooks: []router.Hook{progressHook{deny: deny}}}})
+		f := streamingFixture(t, options{Router: router.Options{Hooks: []hook.Hook{progressHook{deny: deny}}}})
 		sid := f.InitCaps(`{}`)
 		s := &recStream{}
 		resp := handle(t, f.Instance, sid, mustID(1), "tools/call", map[string]any{

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mcpgw/gateway/internal/wire"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/mcpgw/gateway/internal/wire"
 
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/store"

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/plugins"
+	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 )
 
 // rawPlugin is one entry of a virtual host's `plugins` list. Which fields
@@ -31,7 +32,7 @@ type rawRateLimit struct {
 // regular expression, every field against the plugin's type) and reports
 // each problem at its field, e.g. virtual_hosts.demo.plugins[0].patterns[1],
 // with its line.
-func (v *validator) plugins(vhostPath string, raw []*rawPlugin) []router.Hook {
+func (v *validator) plugins(vhostPath string, raw []*rawPlugin) []hook.Hook {
 	if len(raw) == 0 {
 		return nil
 	}

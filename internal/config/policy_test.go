@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 )
 
 // withPolicy builds a config whose vhost "demo" has the given block (at
@@ -42,7 +43,7 @@ rate_limits:
 	if len(vh.Hooks) != 4 {
 		t.Fatalf("%d hooks, want 4", len(vh.Hooks))
 	}
-	if _, ok := vh.Hooks[1].(router.ProgressHook); !ok {
+	if _, ok := vh.Hooks[1].(hook.ProgressHook); !ok {
 		t.Fatal("redact does not see progress")
 	}
 	want := []router.RateLimit{
