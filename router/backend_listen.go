@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -44,7 +45,7 @@ func (r *Router) ListenTargets(sess *store.Session) (targets []ListenTarget, ok 
 			continue // a shared process speaks for no session (upstream/stdio.go)
 		}
 		subs := subscriptionsOf(v, key, sess.Subscriptions)
-		if capabilitiesOf(sess.Backends[key]).sendsUnsolicited(len(subs) > 0, sess.LogLevel != "") {
+		if capability.Of(sess.Backends[key]).SendsUnsolicited(len(subs) > 0, sess.LogLevel != "") {
 			targets = append(targets, ListenTarget{Key: key, Subscriptions: subs})
 		}
 	}
@@ -158,7 +159,7 @@ func subscriptionsOf(v *vhost, key string, subs []string) []string {
 // for the session's GET stream.
 func (r *Router) listenModern(ctx context.Context, v *vhost, sess *store.Session, hdr http.Header, t ListenTarget, access accessView, emit func(*jsonrpc.Request), up func()) error {
 	key := t.Key
-	caps := capabilitiesOf(sess.Backends[key])
+	caps := capability.Of(sess.Backends[key])
 	filter := listenFilter{
 		ToolsListChanged:      caps.Tools != nil && caps.Tools.ListChanged,
 		PromptsListChanged:    caps.Prompts != nil && caps.Prompts.ListChanged,

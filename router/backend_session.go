@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 )
@@ -27,7 +28,7 @@ func (r *Router) handshake(sess *store.Session, snap *store.BackendSnapshot) ups
 	return upstream.Handshake{
 		ProtocolVersion:    pv,
 		ClientInfo:         r.clientInfo(),
-		ClientCapabilities: forwardedClientCapabilities(sess.ClientCapabilities),
+		ClientCapabilities: capability.ForwardedClient(sess.ClientCapabilities),
 		LogLevel:           sess.LogLevel,
 	}
 }
@@ -186,7 +187,7 @@ func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snap
 // connection, so log messages the backend sends during the call respect
 // the level the client chose (on whichever instance it chose it).
 func (r *Router) applyLogLevel(ctx context.Context, conn *upstream.Conn, sess *store.Session, key string) {
-	if sess.LogLevel == "" || conn.Modern() || !has(sess.Backends[key], "logging") {
+	if sess.LogLevel == "" || conn.Modern() || !capability.Has(sess.Backends[key], "logging") {
 		return // a 2026-07-28 backend gets the level in each request's _meta
 	}
 	params, _ := json.Marshal(map[string]string{"level": sess.LogLevel})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -52,7 +53,7 @@ func BenchmarkCapabilityMerge(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = mergedCapabilities(snaps)
+		_ = capability.Merged(snaps)
 	}
 }
 

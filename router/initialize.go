@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/trace"
@@ -86,10 +87,10 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	shown := callerAccess(ctx, v).visibleSnapshots(v, sess.Backends)
 	result := map[string]any{
 		"protocolVersion": version,
-		"capabilities":    mergedCapabilities(shown),
+		"capabilities":    capability.Merged(shown),
 		"serverInfo":      r.opts.Info,
 	}
-	if ins := joinedInstructions(v.keys, shown); ins != "" {
+	if ins := capability.JoinedInstructions(v.keys, shown); ins != "" {
 		result["instructions"] = ins
 	}
 	raw, _ := json.Marshal(result)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 )
@@ -161,7 +162,7 @@ func pageHints(results []*pageResult) cacheHints {
 func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor string) *pageResult {
 	res := &pageResult{key: key}
 	snap := c.Session.Backends[key]
-	if snap.OK() && !has(snap, op.capability) {
+	if snap.OK() && !capability.Has(snap, op.capability) {
 		return res
 	}
 	if !snap.OK() && !r.reprobeDue(snap) {
@@ -175,7 +176,7 @@ func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key,
 	}
 	var lacks bool
 	resp, err := r.withBackend(ctx, v, key, op.method, c.Session, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
-		if init := conn.Init(); init != nil && !snap.OK() && !has(snapshotFrom(key, init), op.capability) {
+		if init := conn.Init(); init != nil && !snap.OK() && !capability.Has(snapshotFrom(key, init), op.capability) {
 			lacks = true // re-probed just now: it does not have this list
 			return &jsonrpc.Response{}, nil
 		}

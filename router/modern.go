@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/trace"
@@ -140,9 +141,9 @@ func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *ModernCall) *j
 	}
 	result := map[string]any{
 		"supportedVersions": wire.AllProtocolVersions(),
-		"capabilities":      mergedCapabilities(shown),
+		"capabilities":      capability.Merged(shown),
 	}
-	if ins := joinedInstructions(v.keys, shown); ins != "" {
+	if ins := capability.JoinedInstructions(v.keys, shown); ins != "" {
 		result["instructions"] = ins
 	}
 	raw, _ := json.Marshal(result)

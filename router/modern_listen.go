@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -112,7 +113,7 @@ func backendFilter(v *vhost, key string, access accessView, f *listenFilter, sna
 	if !snap.OK() {
 		return nil
 	}
-	caps := capabilitiesOf(snap)
+	caps := capability.Of(snap)
 	out := &listenFilter{
 		ToolsListChanged:     f.ToolsListChanged && caps.Tools != nil && caps.Tools.ListChanged,
 		PromptsListChanged:   f.PromptsListChanged && caps.Prompts != nil && caps.Prompts.ListChanged,

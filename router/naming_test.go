@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 )
@@ -112,7 +113,7 @@ func TestExtensions_MergedOnlyWhenRouted(t *testing.T) {
 	snap := func(key, caps string) *store.BackendSnapshot {
 		return &store.BackendSnapshot{Key: key, Capabilities: json.RawMessage(caps)}
 	}
-	caps := mergedCapabilities(map[string]*store.BackendSnapshot{
+	caps := capability.Merged(map[string]*store.BackendSnapshot{
 		"b": snap("b", `{"tools":{},"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["b"]},"io.modelcontextprotocol/tasks":{}}}`),
 		"a": snap("a", `{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["a"]},"com.example/x":{}}}`),
 		"c": snap("c", `{"tools":{}}`),
@@ -121,7 +122,7 @@ func TestExtensions_MergedOnlyWhenRouted(t *testing.T) {
 	if string(got) != `{"io.modelcontextprotocol/ui":{"mimeTypes":["a"]}}` {
 		t.Fatalf("merged extensions %s, want Apps alone, with backend a's settings", got)
 	}
-	if _, ok := mergedCapabilities(map[string]*store.BackendSnapshot{"c": snap("c", `{"tools":{}}`)})["extensions"]; ok {
+	if _, ok := capability.Merged(map[string]*store.BackendSnapshot{"c": snap("c", `{"tools":{}}`)})["extensions"]; ok {
 		t.Fatal("extensions advertised with no backend offering one")
 	}
 	for in, want := range map[string]string{
@@ -129,7 +130,7 @@ func TestExtensions_MergedOnlyWhenRouted(t *testing.T) {
 		`{"extensions":{"io.modelcontextprotocol/tasks":{}}}`: `{}`,
 		`{"roots":{}}`: `{"roots":{}}`,
 	} {
-		if got := forwardedClientCapabilities(json.RawMessage(in)); string(got) != want {
+		if got := capability.ForwardedClient(json.RawMessage(in)); string(got) != want {
 			t.Errorf("client capabilities %s forwarded as %s, want %s", in, got, want)
 		}
 	}

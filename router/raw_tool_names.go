@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -34,7 +35,7 @@ func (r *Router) resolveRawTool(ctx context.Context, v *vhost, c *Call, name str
 	access := r.accessFor(v, c)
 	var candidates []string
 	for _, key := range v.keys {
-		if !capabilitiesOf(c.Session.Backends[key]).has("tools") {
+		if !capability.Of(c.Session.Backends[key]).Has("tools") {
 			continue
 		}
 		if _, err := r.toolInputSchema(ctx, v, c, key, name); err != nil {

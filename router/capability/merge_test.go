@@ -1,4 +1,4 @@
-package router
+package capability
 
 import (
 	"encoding/json"
@@ -36,7 +36,7 @@ func TestCapabilityMerge_OnlyWhatBackendsHave(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _ := json.Marshal(mergedCapabilities(tc.snaps))
+			got, _ := json.Marshal(Merged(tc.snaps))
 			var g, w any
 			_ = json.Unmarshal(got, &g)
 			_ = json.Unmarshal([]byte(tc.want), &w)
@@ -53,11 +53,11 @@ func TestInstructions_JoinedUnderKeys(t *testing.T) {
 		"a": {Key: "a", Instructions: "use a"},
 		"c": {Key: "c", Error: "down", Instructions: "ignored"},
 	}
-	got := joinedInstructions([]string{"a", "b", "c"}, snaps)
+	got := JoinedInstructions([]string{"a", "b", "c"}, snaps)
 	if want := "## a\nuse a\n\n## b\nuse b"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}
-	if got := joinedInstructions([]string{"b"}, snaps); got != "use b" {
+	if got := JoinedInstructions([]string{"b"}, snaps); got != "use b" {
 		t.Fatalf("single backend: got %q", got)
 	}
 }

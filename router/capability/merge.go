@@ -1,4 +1,4 @@
-package router
+package capability
 
 import (
 	"bytes"
@@ -9,7 +9,7 @@ import (
 	"github.com/mcpgw/gateway/store"
 )
 
-// mergedCapabilities builds the downstream ServerCapabilities from every
+// Merged builds the downstream ServerCapabilities from every
 // backend snapshot, never from one: a capability is on when at least one
 // backend has it and the gateway routes it.
 // resources.subscribe is on when any backend advertises it. listChanged is
@@ -18,11 +18,11 @@ import (
 // capabilities.extensions is the union of the backends' extensions that
 // the gateway routes what they need of (routedExtensions).
 // With no capable backend the result is the empty object.
-func mergedCapabilities(snaps map[string]*store.BackendSnapshot) map[string]any {
+func Merged(snaps map[string]*store.BackendSnapshot) map[string]any {
 	out := map[string]any{}
 	extensionOwner := map[string]string{}
 	for _, s := range snaps {
-		c := capabilitiesOf(s)
+		c := Of(s)
 		if c.Tools != nil {
 			out["tools"] = map[string]any{"listChanged": true}
 		}
@@ -65,9 +65,9 @@ func mergedCapabilities(snaps map[string]*store.BackendSnapshot) map[string]any 
 	return out
 }
 
-// joinedInstructions joins the backends' instructions, each under its key,
+// JoinedInstructions joins the backends' instructions, each under its key,
 // in key order. A single-backend vhost passes its instructions unchanged.
-func joinedInstructions(keys []string, snaps map[string]*store.BackendSnapshot) string {
+func JoinedInstructions(keys []string, snaps map[string]*store.BackendSnapshot) string {
 	if len(keys) == 1 {
 		if s := snaps[keys[0]]; s.OK() {
 			return s.Instructions
@@ -96,9 +96,9 @@ var routedExtensions = map[string]bool{
 	"io.modelcontextprotocol/ui": true,
 }
 
-// forwardedClientCapabilities is a client's capabilities as a backend is
+// ForwardedClient is a client's capabilities as a backend is
 // told them: without the extensions the gateway does not route.
-func forwardedClientCapabilities(raw json.RawMessage) json.RawMessage {
+func ForwardedClient(raw json.RawMessage) json.RawMessage {
 	if !bytes.Contains(raw, []byte(`"extensions"`)) {
 		return raw
 	}

@@ -1,4 +1,4 @@
-package router
+package capability
 
 import (
 	"encoding/json"
@@ -29,7 +29,7 @@ func TestBackendCapabilities_Has(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []string
 			for _, name := range []string{"tools", "prompts", "resources", "completions", "logging", "experimental"} {
-				if has(tc.snap, name) {
+				if Has(tc.snap, name) {
 					got = append(got, name)
 				}
 			}
@@ -57,13 +57,13 @@ func TestBackendCapabilities_SendsUnsolicited(t *testing.T) {
 		{"a backend that logs, no level set", `{"logging":{}}`, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := capabilitiesOf(snap("a", tc.caps)).sendsUnsolicited(tc.hasSubs, tc.hasLogLevel); got != tc.want {
-				t.Fatalf("sendsUnsolicited(%v, %v) on %s = %v, want %v", tc.hasSubs, tc.hasLogLevel, tc.caps, got, tc.want)
+			if got := Of(snap("a", tc.caps)).SendsUnsolicited(tc.hasSubs, tc.hasLogLevel); got != tc.want {
+				t.Fatalf("SendsUnsolicited(%v, %v) on %s = %v, want %v", tc.hasSubs, tc.hasLogLevel, tc.caps, got, tc.want)
 			}
 		})
 	}
 	failed := &store.BackendSnapshot{Key: "a", Error: "down", Capabilities: json.RawMessage(`{"tools":{"listChanged":true}}`)}
-	if capabilitiesOf(failed).sendsUnsolicited(true, true) {
+	if Of(failed).SendsUnsolicited(true, true) {
 		t.Fatal("a failed backend got a listener")
 	}
 }

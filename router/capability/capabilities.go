@@ -1,4 +1,7 @@
-package router
+// Package capability reads what backends advertise (their
+// ServerCapabilities, from the snapshot in the store) and builds what the
+// gateway advertises for a virtual host from all of them, never from one.
+package capability
 
 import (
 	"encoding/json"
@@ -6,21 +9,21 @@ import (
 	"github.com/mcpgw/gateway/store"
 )
 
-// backendCapabilities is what the gateway reads of a backend's
+// Set is what the gateway reads of a backend's
 // ServerCapabilities, decoded from its snapshot in one place for every
 // use: which lists to fan out to it (has), what the merged initialize
-// result advertises (mergedCapabilities), and whether a GET stream needs a
-// listener on it (sendsUnsolicited).
+// result advertises (Merged), and whether a GET stream needs a
+// listener on it (SendsUnsolicited).
 //
 // It decodes into a small struct rather than the SDK's full type, so
 // unknown or future capability fields never fail the decode; a malformed
 // snapshot advertises nothing.
-type backendCapabilities struct {
-	Tools       *capability `json:"tools"`
-	Prompts     *capability `json:"prompts"`
-	Resources   *capability `json:"resources"`
-	Completions *capability `json:"completions"`
-	Logging     *capability `json:"logging"`
+type Set struct {
+	Tools       *Flags `json:"tools"`
+	Prompts     *Flags `json:"prompts"`
+	Resources   *Flags `json:"resources"`
+	Completions *Flags `json:"completions"`
+	Logging     *Flags `json:"logging"`
 	// Extensions are the backend's capabilities.extensions, by id.
 	Extensions map[string]json.RawMessage `json:"extensions"`
 }
@@ -28,14 +31,14 @@ type backendCapabilities struct {
 // capability is one advertised capability and the flags the gateway
 // reads of it. A capability is advertised when its field is present and
 // not null, whatever its value holds.
-type capability struct {
+type Flags struct {
 	ListChanged bool // tools, prompts, resources: the backend sends list_changed
 	Subscribe   bool // resources: the backend takes resources/subscribe
 }
 
 // UnmarshalJSON never fails: a capability whose value is not the object
 // the spec says is still advertised, with no flags.
-func (c *capability) UnmarshalJSON(b []byte) error {
+func (c *Flags) UnmarshalJSON(b []byte) error {
 	var v struct {
 		ListChanged bool `json:"listChanged"`
 		Subscribe   bool `json:"subscribe"`
@@ -46,20 +49,20 @@ func (c *capability) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// capabilitiesOf decodes a snapshot's capabilities; a failed or missing
+// Of decodes a snapshot's capabilities; a failed or missing
 // snapshot advertises nothing.
-func capabilitiesOf(s *store.BackendSnapshot) backendCapabilities {
-	var c backendCapabilities
+func Of(s *store.BackendSnapshot) Set {
+	var c Set
 	if s.OK() && len(s.Capabilities) > 0 {
 		_ = json.Unmarshal(s.Capabilities, &c) // a malformed snapshot advertises nothing
 	}
 	return c
 }
 
-// has reports whether a top-level capability is advertised, by its name
+// Has reports whether a top-level capability is advertised, by its name
 // in ServerCapabilities ("tools", "prompts", "resources", "completions",
 // "logging").
-func (c backendCapabilities) has(name string) bool {
+func (c Set) Has(name string) bool {
 	switch name {
 	case "tools":
 		return c.Tools != nil
@@ -75,11 +78,11 @@ func (c backendCapabilities) has(name string) bool {
 	return false
 }
 
-// sendsUnsolicited reports whether the backend can send a session
+// SendsUnsolicited reports whether the backend can send a session
 // anything it did not ask for: updates for its subscriptions (hasSubs),
 // list changes, or log messages at the level the client set
 // (hasLogLevel). Only such a backend needs a listener on a GET stream.
-func (c backendCapabilities) sendsUnsolicited(hasSubs, hasLogLevel bool) bool {
+func (c Set) SendsUnsolicited(hasSubs, hasLogLevel bool) bool {
 	switch {
 	case hasSubs && c.Resources != nil && c.Resources.Subscribe:
 		return true
@@ -93,5 +96,5 @@ func (c backendCapabilities) sendsUnsolicited(hasSubs, hasLogLevel bool) bool {
 	return false
 }
 
-// has reports whether a backend snapshot advertises a top-level capability.
-func has(s *store.BackendSnapshot, name string) bool { return capabilitiesOf(s).has(name) }
+// Has reports whether a backend snapshot advertises a top-level capability.
+func Has(s *store.BackendSnapshot, name string) bool { return Of(s).Has(name) }
