@@ -13,6 +13,7 @@ import (
 	"cel.dev/cel-go/ext"
 	"cel.dev/cel-go/interpreter"
 	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -293,7 +294,7 @@ func (a accessView) backendVisible(v *vhost, key string, tools bool) bool {
 		return true
 	}
 	if tools {
-		for _, alias := range v.aliases.byTool[key] {
+		for _, alias := range v.aliases.Of(key) {
 			if a.visible(alias) {
 				return true
 			}
@@ -344,13 +345,13 @@ func (v *vhost) accessHints(method string, h *cacheHints) *cacheHints {
 // publishedTool is the name under which a backend's tool is listed: the
 // name access rules judge, whichever name (alias or prefixed) a call used.
 func (v *vhost) publishedTool(backend, tool string) string {
-	if a, ok := v.aliases.advertised(backend, tool); ok {
+	if a, ok := v.aliases.Advertised(backend, tool); ok {
 		return a
 	}
 	if v.single() {
 		return tool
 	}
-	return prefix(backend, tool)
+	return naming.Prefix(backend, tool)
 }
 
 // callerAccess is the access decision for the caller a context carries

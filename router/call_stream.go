@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -214,7 +215,7 @@ func reprefixNotification(v *vhost, key string, req *jsonrpc.Request) *jsonrpc.R
 	if json.Unmarshal(p["uri"], &uri) != nil || uri == "" {
 		return nil
 	}
-	p["uri"], _ = json.Marshal(publishURI(key, uri))
+	p["uri"], _ = json.Marshal(naming.PublishURI(key, uri))
 	params, err := json.Marshal(p)
 	if err != nil {
 		return nil

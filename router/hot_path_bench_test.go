@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -19,10 +20,10 @@ func BenchmarkSplitter_Split(b *testing.B) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("backend-%02d", i)
 	}
-	s := newSplitter(keys)
+	s := naming.NewSplitter(keys)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, ok := s.split("backend-15-some_tool_name"); !ok {
+		if _, _, ok := s.Split("backend-15-some_tool_name"); !ok {
 			b.Fatal("no split")
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/sealed"
 )
 
@@ -268,7 +269,7 @@ func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessag
 	name := head.Name
 	alias, aliased := "", false
 	if op.field == "tools" {
-		alias, aliased = v.aliases.advertised(key, head.Name)
+		alias, aliased = v.aliases.Advertised(key, head.Name)
 	}
 	id := func(name string) string {
 		var uri string
@@ -281,7 +282,7 @@ func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessag
 			uri = head.URITemplate
 		}
 		if !v.single() && uri != "" {
-			uri = publishURI(key, uri)
+			uri = naming.PublishURI(key, uri)
 		}
 		return uri
 	}
@@ -296,13 +297,13 @@ func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessag
 	case aliased:
 		name = alias
 	default:
-		name = prefix(key, head.Name)
+		name = naming.Prefix(key, head.Name)
 	}
 	fields["name"], _ = json.Marshal(name)
 	if op.uriField != "" && !v.single() {
 		var uri string
 		if err := json.Unmarshal(fields[op.uriField], &uri); err == nil && uri != "" {
-			fields[op.uriField], _ = json.Marshal(publishURI(key, uri))
+			fields[op.uriField], _ = json.Marshal(naming.PublishURI(key, uri))
 		}
 	}
 	if op.field == "tools" && !v.single() && mayNameURIs(item) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -306,7 +307,7 @@ func (ls *listenSession) acknowledged(key string, f listenFilter) {
 	for _, uri := range f.ResourceSubscriptions {
 		ls.steps++
 		if !ls.v.single() {
-			uri = publishURI(key, uri)
+			uri = naming.PublishURI(key, uri)
 		}
 		if _, dup := ls.agreedURIs[uri]; !dup {
 			ls.agreedURIs[uri] = struct{}{}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 )
@@ -37,7 +38,7 @@ func TestNaming_RoundTripForEveryKind(t *testing.T) {
 		if c.kind == "resource" {
 			published = v.publishedURI(c.key, c.id)
 		} else {
-			published = prefix(c.key, c.id)
+			published = naming.Prefix(c.key, c.id)
 		}
 		if published != c.published {
 			t.Errorf("%s %q of %s published %q, want %q", c.kind, c.id, c.key, published, c.published)

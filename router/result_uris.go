@@ -3,6 +3,8 @@ package router
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/mcpgw/gateway/router/naming"
 )
 
 // A backend's results name its own resources: resource_link and embedded
@@ -124,7 +126,7 @@ func publishField(key string, obj map[string]json.RawMessage, field string) bool
 	if json.Unmarshal(obj[field], &uri) != nil || uri == "" {
 		return false
 	}
-	obj[field], _ = json.Marshal(publishURI(key, uri))
+	obj[field], _ = json.Marshal(naming.PublishURI(key, uri))
 	return true
 }
 

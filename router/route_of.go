@@ -13,8 +13,8 @@ func (r *Router) RouteOf(vhost, method, id string) string {
 		return ""
 	}
 	if method == "tools/call" {
-		if a, ok := v.aliases.resolve(id); ok {
-			return a.backend
+		if a, ok := v.aliases.Resolve(id); ok {
+			return a.Backend
 		}
 	}
 	backend, _, err := v.route(kind, id)

@@ -224,8 +224,8 @@ func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target,
 			return nil, invalidParams("tools/call: task-augmented calls (params.task) are not supported by this gateway; call the tool without params.task")
 		}
 		t := &target{public: name, kind: kind, params: params}
-		if a, ok := v.aliases.resolve(name); ok {
-			t.backend, t.name = a.backend, a.tool
+		if a, ok := v.aliases.Resolve(name); ok {
+			t.backend, t.name = a.Backend, a.Tool
 		} else if t.backend, t.name, err = v.route(kind, name); err != nil {
 			return nil, err
 		}
@@ -285,9 +285,9 @@ func (v *vhost) route(kind, id string) (backend, name string, err *jsonrpc.Error
 	if v.single() {
 		return v.keys[0], id, nil
 	}
-	split := v.split.split
+	split := v.split.Split
 	if kind == "resource" {
-		split = v.split.splitURI
+		split = v.split.SplitURI
 	}
 	if k, rest, ok := split(id); ok {
 		return k, rest, nil

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -15,8 +16,8 @@ type vhost struct {
 	name     string
 	backends map[string]*Backend
 	keys     []string // sorted lexically: fan-out and merge order
-	split    *splitter
-	aliases  *aliasTable
+	split    *naming.Splitter
+	aliases  *naming.Aliases
 	clients  map[string]*upstream.Client
 	lists    *listCache // pages of backends with ListCacheTTL; dies with the table
 	// discovered caches what each backend speaks, for 2026-07-28 requests
@@ -58,7 +59,7 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 			name:     name,
 			backends: vh.Backends,
 			clients:  map[string]*upstream.Client{},
-			aliases:  newAliasTable(vh.Backends),
+			aliases:  naming.NewAliases(toolAliases(vh.Backends)),
 			lists:    newListCache(vh.Backends),
 			health:   map[string]*backendHealth{},
 
@@ -86,7 +87,7 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 			v.clients[key] = upstream.New(cfg, opts...)
 		}
 		sort.Strings(v.keys)
-		v.split = newSplitter(v.keys)
+		v.split = naming.NewSplitter(v.keys)
 		t.vhosts[name] = v
 	}
 	return t
@@ -128,4 +129,22 @@ func (t *routingTable) closeExcept(next *routingTable) {
 		}
 	}
 	wg.Wait()
+}
+
+// toolAliases is each backend's tool_name_aliases, by backend key.
+func toolAliases(backends map[string]*Backend) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(backends))
+	for key, b := range backends {
+		out[key] = b.ToolNameAliases
+	}
+	return out
+}
+
+// publishedURI is the URI under which a backend's resource is listed and
+// subscribed to on v: the name access rules judge.
+func (v *vhost) publishedURI(backend, uri string) string {
+	if v.single() {
+		return uri
+	}
+	return naming.PublishURI(backend, uri)
 }

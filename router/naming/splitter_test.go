@@ -1,9 +1,9 @@
-package router
+package naming
 
 import "testing"
 
 func TestSplitter_LongestKeyWins(t *testing.T) {
-	s := newSplitter([]string{"gateway", "gateway-one", "gw"})
+	s := NewSplitter([]string{"gateway", "gateway-one", "gw"})
 	tests := []struct {
 		id, key, rest string
 		ok            bool
@@ -18,7 +18,7 @@ func TestSplitter_LongestKeyWins(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.id, func(t *testing.T) {
-			key, rest, ok := s.split(tc.id)
+			key, rest, ok := s.Split(tc.id)
 			if key != tc.key || rest != tc.rest || ok != tc.ok {
 				t.Fatalf("split(%q) = %q, %q, %v; want %q, %q, %v", tc.id, key, rest, ok, tc.key, tc.rest, tc.ok)
 			}
@@ -27,16 +27,16 @@ func TestSplitter_LongestKeyWins(t *testing.T) {
 }
 
 func TestSplitter_RequiresDashAfterKey(t *testing.T) {
-	s := newSplitter([]string{"gateway-one", "gateway-two"})
-	if _, _, ok := s.split("gateway-oneincrement"); ok {
+	s := NewSplitter([]string{"gateway-one", "gateway-two"})
+	if _, _, ok := s.Split("gateway-oneincrement"); ok {
 		t.Fatal("gateway-oneincrement must be rejected: no '-' after the key")
 	}
-	key, rest, ok := s.split("gateway-one-increment")
+	key, rest, ok := s.Split("gateway-one-increment")
 	if !ok || key != "gateway-one" || rest != "increment" {
 		t.Fatalf("got %q %q %v", key, rest, ok)
 	}
 	// The rest keeps its own dashes and any characters, URIs included.
-	key, rest, ok = s.split("gateway-two-test://template/123/data")
+	key, rest, ok = s.Split("gateway-two-test://template/123/data")
 	if !ok || key != "gateway-two" || rest != "test://template/123/data" {
 		t.Fatalf("got %q %q %v", key, rest, ok)
 	}

@@ -1,4 +1,9 @@
-package router
+// Package naming holds the one renaming rule of a multi-backend virtual
+// host (what a backend names is published "{key}-name", ui:// resources
+// "ui://{key}/...") and its inverse, and a vhost's tool aliases. It knows
+// nothing of requests: the router applies it to lists, results,
+// notifications and routing alike.
+package naming
 
 import "strings"
 
@@ -14,27 +19,27 @@ import "strings"
 //     other scheme), so the scheme stays and the key becomes the first
 //     path segment.
 //
-// Routing reverses it with the splitter's rule: keys are tried longest
+// Routing reverses it with the Splitter's rule: keys are tried longest
 // first, and the key must be followed by "-" (or, in a ui:// URI, by "/")
 // and a non-empty rest.
 
 // uiScheme is the scheme of MCP Apps UI resources.
 const uiScheme = "ui://"
 
-// publishURI is the URI (or URI template) a client sees for backend key's
+// PublishURI is the URI (or URI template) a client sees for backend key's
 // uri on a multi-backend vhost.
-func publishURI(key, uri string) string {
+func PublishURI(key, uri string) string {
 	if rest, ok := strings.CutPrefix(uri, uiScheme); ok {
 		return uiScheme + key + "/" + rest
 	}
-	return prefix(key, uri)
+	return Prefix(key, uri)
 }
 
-// splitURI is publishURI's inverse: the backend key and the backend's URI.
-func (s *splitter) splitURI(uri string) (key, backendURI string, ok bool) {
+// SplitURI is PublishURI's inverse: the backend key and the backend's URI.
+func (s *Splitter) SplitURI(uri string) (key, backendURI string, ok bool) {
 	rest, isUI := strings.CutPrefix(uri, uiScheme)
 	if !isUI {
-		return s.split(uri)
+		return s.Split(uri)
 	}
 	for _, k := range s.keys {
 		if len(rest) > len(k)+1 && strings.HasPrefix(rest, k) && rest[len(k)] == '/' {
@@ -42,13 +47,4 @@ func (s *splitter) splitURI(uri string) (key, backendURI string, ok bool) {
 		}
 	}
 	return "", "", false
-}
-
-// publishedURI is the URI under which a backend's resource is listed and
-// subscribed to on v: the name access rules judge.
-func (v *vhost) publishedURI(backend, uri string) string {
-	if v.single() {
-		return uri
-	}
-	return publishURI(backend, uri)
 }

@@ -1,11 +1,11 @@
-package router
+package naming
 
 import (
 	"sort"
 	"strings"
 )
 
-// splitter maps a downstream identifier ("gateway-one-increment") back to
+// Splitter maps a downstream identifier ("gateway-one-increment") back to
 // the backend key and the backend's own identifier ("gateway-one",
 // "increment").
 //
@@ -14,11 +14,11 @@ import (
 // key sets where that choice would be ambiguous ("gw" and "gw-x" with an
 // identifier "gw-x-y" could mean either); the ordering makes the rule
 // explicit rather than an accident of map iteration.
-type splitter struct {
+type Splitter struct {
 	keys []string // longest first, ties in lexical order
 }
 
-func newSplitter(keys []string) *splitter {
+func NewSplitter(keys []string) *Splitter {
 	ks := append([]string(nil), keys...)
 	sort.Slice(ks, func(i, j int) bool {
 		if len(ks[i]) != len(ks[j]) {
@@ -26,13 +26,13 @@ func newSplitter(keys []string) *splitter {
 		}
 		return ks[i] < ks[j]
 	})
-	return &splitter{keys: ks}
+	return &Splitter{keys: ks}
 }
 
-// split returns the backend key and the stripped identifier. It requires a
+// Split returns the backend key and the stripped identifier. It requires a
 // '-' right after the key and a non-empty rest: "gateway-oneincrement" and
 // "gateway-one-" are both rejected.
-func (s *splitter) split(id string) (key, rest string, ok bool) {
+func (s *Splitter) Split(id string) (key, rest string, ok bool) {
 	for _, k := range s.keys {
 		if len(id) > len(k)+1 && strings.HasPrefix(id, k) && id[len(k)] == '-' {
 			return k, id[len(k)+1:], true
@@ -41,5 +41,5 @@ func (s *splitter) split(id string) (key, rest string, ok bool) {
 	return "", "", false
 }
 
-// prefix is the inverse of split.
-func prefix(key, id string) string { return key + "-" + id }
+// Prefix is the inverse of split.
+func Prefix(key, id string) string { return key + "-" + id }
