@@ -320,7 +320,7 @@ func (r *Router) setLevel(ctx context.Context, c *Call) *jsonrpc.Response {
 	if err := json.Unmarshal(orEmpty(c.Request.Params), &p); err != nil || p.Level == "" {
 		return errorResponse(c.Request.ID, invalidParams("logging/setLevel needs params.level"))
 	}
-	if !ValidLogLevel(p.Level) {
+	if !wire.ValidLogLevel(p.Level) {
 		return errorResponse(c.Request.ID, invalidParams("unknown log level %s", wire.Quote(p.Level)))
 	}
 	switch err := r.opts.Store.SetLogLevel(ctx, c.Session.ID, p.Level, r.opts.SessionTTL); {

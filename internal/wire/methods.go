@@ -71,3 +71,6 @@ func LogLevelRank(level string) int {
 	}
 	return 0
 }
+
+// ValidLogLevel reports whether level is an MCP log level.
+func ValidLogLevel(level string) bool { return LogLevelRank(level) > 0 }
