@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"github.com/mcpgw/gateway/internal/audit"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgw/gateway/internal/audit"
 
 	"github.com/mcpgw/gateway/handler"
 	"github.com/mcpgw/gateway/handler/auth"

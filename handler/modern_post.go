@@ -34,7 +34,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	}
 	if herr := checkModern(req, r.Header, meta, metaOK); herr != nil {
 		s.logRefusedVersion(r, req.Method, herr.err)
-		writeRPCError(w, herr.status, rawID, herr.err)
+		writeRPCError(w, herr.status, rawID, herr.err, 0)
 		return
 	}
 	call := &router.ModernCall{VHost: r.PathValue("vhost"), Principal: string(principal), Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header,
@@ -45,7 +45,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	listen := req.Method == "subscriptions/listen"
 	if listen && !sseOK {
 		writeRPCError(w, http.StatusNotAcceptable, rawID, &jsonrpc.Error{Code: codeInvalidRequest,
-			Message: "subscriptions/listen answers on an event stream: Accept must include text/event-stream"})
+			Message: "subscriptions/listen answers on an event stream: Accept must include text/event-stream"}, 0)
 		return
 	}
 	// Rate limits are decided before any stream begins (429, not a 200
@@ -79,21 +79,12 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	if resp.Error != nil {
 		if e, ok := resp.Error.(*jsonrpc.Error); ok {
 			if status := modernErrorStatus(e.Code); status != http.StatusOK {
-				writeRPCError(w, status, rawID, e)
+				writeRPCError(w, status, rawID, e, 0)
 				return
 			}
 		}
 	}
 	s.writeResponse(w, resp, rawID, jsonOK)
-}
-
-// writeRPCError answers with an HTTP status and a JSON-RPC error (its data
-// included) for the request whose id is rawID.
-func writeRPCError(w http.ResponseWriter, status int, rawID json.RawMessage, e *jsonrpc.Error) {
-	noteOf(w).setErrorWithData(e.Code, e.Data)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(wire.ErrorBodyOf(rawID, e))
 }
 
 // logRefusedVersion says why a request was refused before it reached the

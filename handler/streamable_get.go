@@ -2,9 +2,10 @@ package handler
 
 import (
 	"errors"
-	"github.com/mcpgw/gateway/internal/wire"
 	"net/http"
 	"time"
+
+	"github.com/mcpgw/gateway/internal/wire"
 
 	"github.com/mcpgw/gateway/handler/session"
 

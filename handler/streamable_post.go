@@ -87,7 +87,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			method = req.Method
 		}
 		s.logRefusedVersion(r, method, herr.err)
-		writeRPCError(w, herr.status, rawID, herr.err)
+		writeRPCError(w, herr.status, rawID, herr.err, 0)
 		return
 	}
 	principal, _ := auth.FromContext(r.Context())
