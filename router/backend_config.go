@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -37,12 +38,12 @@ type VirtualHost struct {
 	Backends map[string]*Backend
 	// Access, when set, limits what each caller sees (CompileAccess);
 	// nil: every caller sees every name.
-	Access *AccessPolicy
+	Access *policy.AccessPolicy
 	// Hooks run around this vhost's tools/call, prompts/get and
 	// resources/read, after the router-wide Options.Hooks, in order: the
 	// configured plugins (package plugins).
 	Hooks []hook.Hook
 	// RateLimits, when set, count this vhost's tools/call requests in the
 	// store (CompileRateLimits); nil: no limits.
-	RateLimits *RateLimitPolicy
+	RateLimits *policy.RateLimitPolicy
 }

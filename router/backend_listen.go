@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -127,13 +128,13 @@ func (r *Router) unsolicited(ctx context.Context, v *vhost, key string, emit fun
 // visibleSubscriptions keeps the backend-side subscription URIs whose
 // published URI the access view shows: a subscription made before a reload
 // hid its resource is not replayed to the backend.
-func visibleSubscriptions(v *vhost, key string, access accessView, uris []string) []string {
-	if access.all() {
+func visibleSubscriptions(v *vhost, key string, access policy.View, uris []string) []string {
+	if access.All() {
 		return uris
 	}
 	var out []string
 	for _, uri := range uris {
-		if access.visible(v.publishedURI(key, uri)) {
+		if access.Visible(v.publishedURI(key, uri)) {
 			out = append(out, uri)
 		}
 	}
@@ -157,7 +158,7 @@ func subscriptionsOf(v *vhost, key string, subs []string) []string {
 // interests become one subscriptions/listen (its acknowledgement is the
 // moment the listener is up), and what it sends is renamed and untagged
 // for the session's GET stream.
-func (r *Router) listenModern(ctx context.Context, v *vhost, sess *store.Session, hdr http.Header, t ListenTarget, access accessView, emit func(*jsonrpc.Request), up func()) error {
+func (r *Router) listenModern(ctx context.Context, v *vhost, sess *store.Session, hdr http.Header, t ListenTarget, access policy.View, emit func(*jsonrpc.Request), up func()) error {
 	key := t.Key
 	caps := capability.Of(sess.Backends[key])
 	filter := listenFilter{
@@ -231,5 +232,5 @@ func (r *Router) updateVisibleNow(ctx context.Context, v *vhost, n *jsonrpc.Requ
 	if !ok {
 		return false
 	}
-	return callerAccess(ctx, cur).updateVisible(n)
+	return updateVisible(callerAccess(ctx, cur), n)
 }

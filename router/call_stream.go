@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/naming"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -29,7 +30,7 @@ type callStream struct {
 	// access is the call's access decision: a resource update the
 	// backend sends during the call reaches the client only for a
 	// resource it may see.
-	access accessView
+	access policy.View
 
 	// The backend sees upstreamToken; the client gets its own token back.
 	upstreamToken   string
@@ -97,7 +98,7 @@ func (cs *callStream) onMessage(msg jsonrpc.Message) {
 	switch req.Method {
 	case "notifications/resources/updated":
 		// Only about a resource the caller may see.
-		if n := reprefixNotification(cs.v, cs.key, req); n != nil && cs.access.updateVisible(n) {
+		if n := reprefixNotification(cs.v, cs.key, req); n != nil && updateVisible(cs.access, n) {
 			cs.send(n)
 		}
 	default: // list_changed, ...

@@ -18,7 +18,7 @@ func (r *Router) Reload(vhosts map[string]*VirtualHost) []string {
 	changed := map[string]bool{}
 	var names []string
 	for name, v := range next.vhosts {
-		if old, ok := prev.vhosts[name]; !ok || !reflect.DeepEqual(old.backends, v.backends) || !old.access.equal(v.access) {
+		if old, ok := prev.vhosts[name]; !ok || !reflect.DeepEqual(old.backends, v.backends) || !old.access.Equal(v.access) {
 			changed[name] = true
 			names = append(names, name)
 		}

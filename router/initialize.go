@@ -84,7 +84,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 
 	// The session keeps every snapshot (each later request is judged by
 	// its own token); the answer shows only what this caller may see.
-	shown := callerAccess(ctx, v).visibleSnapshots(v, sess.Backends)
+	shown := v.visibleSnapshots(callerAccess(ctx, v), sess.Backends)
 	result := map[string]any{
 		"protocolVersion": version,
 		"capabilities":    capability.Merged(shown),

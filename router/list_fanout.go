@@ -98,7 +98,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 			results[i] = &pageResult{key: key}
 			continue
 		}
-		if !access.backendVisible(v, key, op.field == "tools") {
+		if !v.backendVisible(access, key, op.field == "tools") {
 			results[i] = &pageResult{key: key, hidden: true}
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpgw/gateway/router/naming"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/sealed"
 )
 
@@ -26,7 +27,7 @@ import (
 // A single-backend vhost passes names through unchanged and keeps the
 // backend's own order and result fields; only nextCursor is replaced by a
 // gateway cursor, so that cursors are uniform across vhosts.
-func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access accessView, positions map[string]sealed.BackendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage)) (json.RawMessage, error) {
+func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access policy.View, positions map[string]sealed.BackendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage)) (json.RawMessage, error) {
 	type entry struct {
 		name, key string
 		item      json.RawMessage
@@ -68,7 +69,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		}
 		own := make([]entry, len(named))
 		for i, n := range named {
-			own[i] = entry{name: n.name, key: res.key, item: n.item, visible: access.visible(n.id)}
+			own[i] = entry{name: n.name, key: res.key, item: n.item, visible: access.Visible(n.id)}
 		}
 		if !v.single() {
 			// In the merged order, so that what one page takes of this

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/trace"
@@ -49,7 +50,7 @@ type ModernCall struct {
 
 	// access is the request's access decision, taken on first use
 	// (modernAccess); admitted: its rate limits were counted (AdmitModern).
-	access   *accessView
+	access   *policy.View
 	admitted bool
 }
 
@@ -137,7 +138,7 @@ func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *ModernCall) *j
 	hints.ttlMs = max(hints.ttlMs, 0)
 	shown := snaps // what this caller may see
 	if a := modernAccess(v, c); a != nil {
-		shown = a.visibleSnapshots(v, snaps)
+		shown = v.visibleSnapshots(*a, snaps)
 	}
 	result := map[string]any{
 		"supportedVersions": wire.AllProtocolVersions(),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/naming"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -75,7 +76,7 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.R
 
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
-	access := v.access.decide(v.name, c.Claims)
+	access := v.access.Decide(v.name, c.Claims)
 	var wg sync.WaitGroup
 	for _, key := range v.keys {
 		if !sess.Backends[key].OK() {
@@ -110,7 +111,7 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.R
 // by its snapshot's capabilities, in its own URIs; nil when none is. A URI
 // the caller's access rules hide is left out like one no backend owns:
 // never subscribed, never acknowledged.
-func backendFilter(v *vhost, key string, access accessView, f *listenFilter, snap *store.BackendSnapshot) *listenFilter {
+func backendFilter(v *vhost, key string, access policy.View, f *listenFilter, snap *store.BackendSnapshot) *listenFilter {
 	if !snap.OK() {
 		return nil
 	}
@@ -122,7 +123,7 @@ func backendFilter(v *vhost, key string, access accessView, f *listenFilter, sna
 	}
 	if caps.Resources != nil && caps.Resources.Subscribe {
 		for _, uri := range f.ResourceSubscriptions {
-			if b, name, err := v.route("resource", uri); err == nil && b == key && access.visible(uri) {
+			if b, name, err := v.route("resource", uri); err == nil && b == key && access.Visible(uri) {
 				out.ResourceSubscriptions = append(out.ResourceSubscriptions, name)
 			}
 		}
@@ -188,7 +189,7 @@ func (ls *listenSession) keep(ctx context.Context, sess *store.Session, key stri
 // began (its discovery failed), rediscovering it with backoff, then keeps
 // its part like the others'. The client's acknowledgement has gone out
 // without it; its notifications follow as they come.
-func (ls *listenSession) rejoin(ctx context.Context, sess *store.Session, key string, access accessView, f *listenFilter) {
+func (ls *listenSession) rejoin(ctx context.Context, sess *store.Session, key string, access policy.View, f *listenFilter) {
 	backoff := 500 * time.Millisecond
 	for {
 		t := time.NewTimer(backoff)

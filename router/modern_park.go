@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -79,12 +80,12 @@ type ParkOutcome struct {
 // parkable routes a modern MRTR-capable call that may have to park: a
 // retry of a parked call, or a call whose backend speaks the session
 // protocol. It returns nil when the call takes the ordinary path.
-func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall, access *accessView) *jsonrpc.Response {
+func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall, access *policy.View) *jsonrpc.Response {
 	if c.Parks == nil || !multiRoundTrip(c.Request.Method) {
 		return nil
 	}
 	t, rerr := r.resolve(v, c.Request.Method, c.Request.Params)
-	if rerr != nil || access != nil && !access.routedVisible(v, c.Request.Method, t) {
+	if rerr != nil || access != nil && !v.routedVisible(*access, c.Request.Method, t) {
 		return nil // the ordinary path answers it (a hidden name: as unknown)
 	}
 	pc := ParkedCall{Principal: c.Principal, VHost: v.name, ClientCapabilities: c.ClientCapabilities}

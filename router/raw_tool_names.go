@@ -42,7 +42,7 @@ func (r *Router) resolveRawTool(ctx context.Context, v *vhost, c *Call, name str
 			continue // not listed, or the backend's list failed
 		}
 		published := v.publishedTool(key, name)
-		if access.routedVisible(v, "tools/call", &target{backend: key, name: name, public: published, kind: "tool"}) {
+		if v.routedVisible(access, "tools/call", &target{backend: key, name: name, public: published, kind: "tool"}) {
 			candidates = append(candidates, published)
 		}
 	}

@@ -46,11 +46,11 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			}
 		}
 	}
-	if rerr == nil && !r.accessFor(v, c).routedVisible(v, method, t) {
+	if rerr == nil && !v.routedVisible(r.accessFor(v, c), method, t) {
 		// Hidden: refused as if no backend owned it, before any hook,
 		// bound or backend could answer differently.
 		rerr = unknownIdentifier(t.kind, t.public)
-		noteDenied(ctx, r.accessFor(v, c).denialReason(t.public))
+		noteDenied(ctx, r.accessFor(v, c).DenialReason(t.public))
 	} else if rerr == nil {
 		noteRouted(ctx, t)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -227,7 +228,7 @@ type Call struct {
 	decorated bool
 	// access is the request's access decision, taken on first use
 	// (accessFor).
-	access *accessView
+	access *policy.View
 	// admitted: the request has been counted against the vhost's rate
 	// limits (Admit), so routing it does not count it again.
 	admitted bool

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/naming"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -23,11 +24,11 @@ type vhost struct {
 	// discovered caches what each backend speaks, for 2026-07-28 requests
 	// (discovery.go); it dies with the table.
 	discovered *discoveryCache
-	access     *AccessPolicy    // nil: no access rules
-	hooks      []hook.Hook      // the vhost's plugins, after Options.Hooks
-	limits     *RateLimitPolicy // nil: no rate limits
+	access     *policy.AccessPolicy    // nil: no access rules
+	hooks      []hook.Hook             // the vhost's plugins, after Options.Hooks
+	limits     *policy.RateLimitPolicy // nil: no rate limits
 	// allowance holds requests of batched limits taken ahead (rate_allowance.go).
-	allowance *rateAllowance
+	allowance *policy.Allowance
 	// schemas caches the backends' tool input schemas for plugins that
 	// validate arguments (tool_schemas.go); it dies with the table.
 	schemas *toolSchemas
@@ -67,7 +68,7 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 			access:     vh.Access,
 			hooks:      vh.Hooks,
 			limits:     vh.RateLimits,
-			allowance:  newRateAllowanceFor(vh.RateLimits),
+			allowance:  policy.NewAllowance(vh.RateLimits),
 			schemas:    newToolSchemas(),
 		}
 		for key, b := range vh.Backends {

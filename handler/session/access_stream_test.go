@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/router/policy"
 )
 
 // A reload whose access rules hide a subscribed resource ends the updates
@@ -18,7 +19,7 @@ func TestStream_ReloadHidingASubscribedResourceEndsItsUpdates(t *testing.T) {
 	alice, admin := map[string]any{"sub": "alice"}, map[string]any{"sub": "admin"}
 	reloadWith := func(aliceSees string) {
 		t.Helper()
-		policy, err := router.CompileAccess([]router.AccessRule{
+		policy, err := policy.CompileAccess([]policy.AccessRule{
 			{When: "claims.sub == 'admin'", Allow: []string{"*"}},
 			{When: "claims.sub == 'alice'", Allow: []string{aliceSees}},
 		})
@@ -75,7 +76,7 @@ func TestStream_ReloadHidingASubscribedResourceEndsItsUpdates(t *testing.T) {
 // caller: what the new claims hide is no longer subscribed at the backend.
 func TestStream_ReattachWithOtherClaimsRebuildsTheListeners(t *testing.T) {
 	f := streamingFixture(t, options{})
-	policy, err := router.CompileAccess([]router.AccessRule{
+	policy, err := policy.CompileAccess([]policy.AccessRule{
 		{When: "'admins' in claims.groups", Allow: []string{"*"}},
 		{When: "'dev' in claims.groups", Allow: []string{"gateway-two-*"}},
 	})

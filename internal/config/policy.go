@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/mcpgw/gateway/plugins"
-	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/policy"
 )
 
 // rawPlugin is one entry of a virtual host's `plugins` list. Which fields
@@ -72,12 +72,12 @@ func (v *validator) plugins(vhostPath string, raw []*rawPlugin) []hook.Hook {
 
 // rateLimits checks a virtual host's rate limits (router.CompileRateLimits)
 // and reports each problem at its field with its line.
-func (v *validator) rateLimits(vhostPath string, raw []*rawRateLimit) *router.RateLimitPolicy {
+func (v *validator) rateLimits(vhostPath string, raw []*rawRateLimit) *policy.RateLimitPolicy {
 	if len(raw) == 0 {
 		return nil
 	}
 	path := joinPath(vhostPath, "rate_limits")
-	limits := make([]router.RateLimit, len(raw))
+	limits := make([]policy.RateLimit, len(raw))
 	ok := true
 	reported := map[int]bool{} // limits whose limit or window is already reported
 	for i, r := range raw {
@@ -86,7 +86,7 @@ func (v *validator) rateLimits(vhostPath string, raw []*rawRateLimit) *router.Ra
 			v.errf(at, "empty rate limit: give per, limit and window")
 			return nil
 		}
-		limits[i] = router.RateLimit{Per: r.Per, Tools: r.Tools}
+		limits[i] = policy.RateLimit{Per: r.Per, Tools: r.Tools}
 		if r.Batch != nil {
 			limits[i].Batch = *r.Batch
 			if *r.Batch < 1 {
@@ -108,7 +108,7 @@ func (v *validator) rateLimits(vhostPath string, raw []*rawRateLimit) *router.Ra
 			ok, reported[i] = false, true
 		}
 	}
-	p, err := router.CompileRateLimits(limits)
+	p, err := policy.CompileRateLimits(limits)
 	if err == nil {
 		if !ok {
 			return nil
@@ -116,7 +116,7 @@ func (v *validator) rateLimits(vhostPath string, raw []*rawRateLimit) *router.Ra
 		return p
 	}
 	for _, e := range unjoin(err) {
-		var re *router.RateLimitError
+		var re *policy.RateLimitError
 		if !errors.As(e, &re) {
 			v.errf(path, "%s", errMsg(e))
 			continue

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/policy"
 )
 
 // withPolicy builds a config whose vhost "demo" has the given block (at
@@ -46,7 +47,7 @@ rate_limits:
 	if _, ok := vh.Hooks[1].(hook.ProgressHook); !ok {
 		t.Fatal("redact does not see progress")
 	}
-	want := []router.RateLimit{
+	want := []policy.RateLimit{
 		{Per: "principal", Tools: []string{"gateway-one-*"}, Limit: 60, Window: time.Minute},
 		{Per: "vhost", Limit: 1000, Window: time.Second},
 	}

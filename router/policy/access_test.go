@@ -1,4 +1,4 @@
-package router
+package policy
 
 import (
 	"errors"
@@ -82,14 +82,14 @@ func TestAccessPolicy_FirstRuleWhoseConditionHoldsDecides(t *testing.T) {
 			nil, []string{"gw-read"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a := p.decide(tc.vhost, tc.claims)
+			a := p.Decide(tc.vhost, tc.claims)
 			for _, n := range tc.visible {
-				if !a.visible(n) {
+				if !a.Visible(n) {
 					t.Errorf("%q hidden, want visible", n)
 				}
 			}
 			for _, n := range tc.hidden {
-				if a.visible(n) {
+				if a.Visible(n) {
 					t.Errorf("%q visible, want hidden", n)
 				}
 			}
@@ -99,11 +99,11 @@ func TestAccessPolicy_FirstRuleWhoseConditionHoldsDecides(t *testing.T) {
 
 func TestAccessPolicy_NilAndEmpty(t *testing.T) {
 	var none *AccessPolicy
-	if a := none.decide("demo", nil); !a.visible("anything") || !a.all() {
+	if a := none.Decide("demo", nil); !a.Visible("anything") || !a.All() {
 		t.Fatal("no policy must show everything")
 	}
 	empty := mustCompileAccess(t)
-	if a := empty.decide("demo", map[string]any{"sub": "x"}); a.visible("anything") {
+	if a := empty.Decide("demo", map[string]any{"sub": "x"}); a.Visible("anything") {
 		t.Fatal("an empty rule list must hide everything")
 	}
 }
@@ -133,10 +133,10 @@ func TestAccessPolicy_ExpensiveConditionFailsClosed(t *testing.T) {
 	for i := range items {
 		items[i] = float64(i)
 	}
-	if p.decide("demo", map[string]any{"items": items}).visible("x") {
+	if p.Decide("demo", map[string]any{"items": items}).Visible("x") {
 		t.Fatal("a condition past the cost limit held")
 	}
-	if !p.decide("demo", map[string]any{"items": items[:3]}).visible("x") {
+	if !p.Decide("demo", map[string]any{"items": items[:3]}).Visible("x") {
 		t.Fatal("a cheap evaluation of the same condition did not hold")
 	}
 }

@@ -1,4 +1,4 @@
-package router
+package policy
 
 import (
 	"sync"
@@ -19,9 +19,9 @@ import (
 // are lost, as unused ones are), so callers cannot grow the map.
 const maxAllowances = 10_000
 
-// rateAllowance holds the requests this instance took ahead, per counter
+// Allowance holds the requests this instance took ahead, per counter
 // key. It lives with the routing table: a reload starts it empty.
-type rateAllowance struct {
+type Allowance struct {
 	mu   sync.Mutex
 	left map[string]allowance
 }
@@ -31,10 +31,8 @@ type allowance struct {
 	until time.Time // taken ahead for at most the limit's window
 }
 
-func newRateAllowance() *rateAllowance { return &rateAllowance{left: map[string]allowance{}} }
-
-// take hands out one request of key taken ahead, if there is one.
-func (a *rateAllowance) take(key string, now time.Time) bool {
+// Take hands out one request of key taken ahead, if there is one.
+func (a *Allowance) Take(key string, now time.Time) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	al, ok := a.left[key]
@@ -50,9 +48,9 @@ func (a *rateAllowance) take(key string, now time.Time) bool {
 	return true
 }
 
-// give returns n requests to key: a batch's spares, or requests handed out
+// Give returns n requests to key: a batch's spares, or requests handed out
 // for a call another limit then refused.
-func (a *rateAllowance) give(key string, n int64, now time.Time, window time.Duration) {
+func (a *Allowance) Give(key string, n int64, now time.Time, window time.Duration) {
 	if n < 1 {
 		return
 	}
@@ -76,10 +74,11 @@ func (a *rateAllowance) give(key string, n int64, now time.Time, window time.Dur
 	a.left[key] = al
 }
 
-// newRateAllowanceFor returns an allowance when some limit of p is batched.
-func newRateAllowanceFor(p *RateLimitPolicy) *rateAllowance {
-	if !p.batched() {
+// NewAllowance returns an empty allowance when some limit of p is
+// batched, nil when none is.
+func NewAllowance(p *RateLimitPolicy) *Allowance {
+	if !p.Batched() {
 		return nil
 	}
-	return newRateAllowance()
+	return &Allowance{left: map[string]allowance{}}
 }
