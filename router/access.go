@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/store"
@@ -51,14 +52,14 @@ func (r *Router) accessFor(v *vhost, c *Call) policy.View {
 // (even when nothing was hidden from this caller, another may see less).
 // Rules that read no claims show every caller the same, so they leave the
 // scope to the backends.
-func (v *vhost) accessHints(method string, h *cacheHints) *cacheHints {
-	if !cacheable(method) || !v.access.DependsOnClaims() {
+func (v *vhost) accessHints(method string, h *envelope.Hints) *envelope.Hints {
+	if !envelope.Cacheable(method) || !v.access.DependsOnClaims() {
 		return h
 	}
 	if h == nil {
-		h = &cacheHints{fromResult: true}
+		h = &envelope.Hints{FromResult: true}
 	}
-	h.private = true
+	h.Private = true
 	return h
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
@@ -217,9 +218,9 @@ func untagSubscription(n *jsonrpc.Request) *jsonrpc.Request {
 	if len(meta) == 0 {
 		delete(p, "_meta")
 	} else {
-		p["_meta"] = rawObject(meta)
+		p["_meta"] = wire.RawObject(meta)
 	}
-	return &jsonrpc.Request{Method: n.Method, Params: rawObject(p)}
+	return &jsonrpc.Request{Method: n.Method, Params: wire.RawObject(p)}
 }
 
 // updateVisibleNow judges a resource update by the access rules in force

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -57,7 +58,7 @@ func (r *Router) callFulfilling(ctx context.Context, conn *upstream.Conn, cs *ca
 		var head struct {
 			ResultType string `json:"resultType"`
 		}
-		if json.Unmarshal(resp.Result, &head) != nil || head.ResultType != resultInputRequired {
+		if json.Unmarshal(resp.Result, &head) != nil || head.ResultType != envelope.ResultInputRequired {
 			return resp, nil
 		}
 		if round+1 >= maxInputRounds {
@@ -147,10 +148,10 @@ func retryParams(params json.RawMessage, answers map[string]json.RawMessage, sta
 			return nil, err
 		}
 	}
-	p["inputResponses"] = rawObject(answers)
+	p["inputResponses"] = wire.RawObject(answers)
 	delete(p, "requestState")
 	if state != nil && *state != "" {
 		p["requestState"], _ = json.Marshal(*state)
 	}
-	return rawObject(p), nil
+	return wire.RawObject(p), nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 )
@@ -118,10 +119,10 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	private := walkPrivate
 	if c.modern {
 		h := pageHints(results)
-		h.private = h.private || walkPrivate
+		h.Private = h.Private || walkPrivate
 		hints := v.accessHints(op.method, &h)
-		private = hints.private
-		decorate = func(m map[string]json.RawMessage) { r.decorateFields(m, hints) }
+		private = hints.Private
+		decorate = func(m map[string]json.RawMessage) { envelope.DecorateFields(m, hints, r.clientInfo()) }
 	}
 	raw, err := r.mergePages(ctx, v, op, c.Session.Principal, access, positions, results, private, decorate)
 	var stranded *strandedPagesError
@@ -141,18 +142,18 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 // pageHints are the caching hints of a merged page: the shortest lifetime
 // of the pages it was made of, private if any was (a failed backend's
 // absence is not cached for long either: its ttlMs counts as 0).
-func pageHints(results []*pageResult) cacheHints {
-	h, seen := cacheHints{}, false
+func pageHints(results []*pageResult) envelope.Hints {
+	h, seen := envelope.Hints{}, false
 	for _, res := range results {
 		switch {
 		case res == nil || !res.queried:
 			continue
 		case res.failed || res.result == nil:
-			return cacheHints{}
+			return envelope.Hints{}
 		case !seen:
-			h, seen = hintsOf(res.result), true
+			h, seen = envelope.HintsOf(res.result), true
 		default:
-			h = h.merge(hintsOf(res.result))
+			h = h.Merge(envelope.HintsOf(res.result))
 		}
 	}
 	return h

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/sealed"
@@ -136,7 +137,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			items = append(items, e.item)
 		}
 	}
-	out[op.field] = rawArray(items)
+	out[op.field] = wire.RawArray(items)
 	delete(out, "nextCursor")
 	// More pages exist when a backend said so. When none does but a backend
 	// that failed is mid-walk, its remaining pages exist too and only it
@@ -171,7 +172,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	if decorate != nil {
 		decorate(out)
 	}
-	return rawObject(out), nil
+	return wire.RawObject(out), nil
 }
 
 // strandedPagesError: the only backends with pages left failed.
@@ -204,54 +205,6 @@ func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMess
 		named[i] = namedItem{name: name, id: id, item: renamed}
 	}
 	return named, nil
-}
-
-// rawArray and rawObject assemble JSON from values that are valid JSON
-// already (backend bytes the upstream decoder checked, or our own
-// encoding): encoding/json would check and compact every byte again.
-func rawArray(items []json.RawMessage) json.RawMessage {
-	n := 2
-	for _, it := range items {
-		n += len(it) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '[')
-	for i, it := range items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendRaw(b, it)
-	}
-	return append(b, ']')
-}
-
-func rawObject(m map[string]json.RawMessage) json.RawMessage {
-	keys := make([]string, 0, len(m))
-	n := 2
-	for k, v := range m {
-		keys = append(keys, k)
-		n += len(k) + len(v) + 4
-	}
-	sort.Strings(keys)
-	b := make([]byte, 0, n)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		kb, _ := json.Marshal(k)
-		b = append(b, kb...)
-		b = append(b, ':')
-		b = appendRaw(b, m[k])
-	}
-	return append(b, '}')
-}
-
-func appendRaw(b []byte, v json.RawMessage) []byte {
-	if len(v) == 0 {
-		return append(b, "null"...)
-	}
-	return append(b, v...)
 }
 
 // renameItem applies the publishing rule to one list item and returns it

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -91,7 +92,7 @@ func (r *Router) HandleModern(ctx context.Context, c *ModernCall) (resp *jsonrpc
 // finishModern turns a response into a 2026-07-28 one: results decorated;
 // a backend's version refusal, which is about the gateway's link to it and
 // not the client's request, reported as the gateway's failure.
-func (r *Router) finishModern(ctx context.Context, resp *jsonrpc.Response, method string, hints *cacheHints) *jsonrpc.Response {
+func (r *Router) finishModern(ctx context.Context, resp *jsonrpc.Response, method string, hints *envelope.Hints) *jsonrpc.Response {
 	if resp.Error != nil {
 		var e *jsonrpc.Error
 		if errors.As(resp.Error, &e) && e.Code == wire.CodeUnsupportedProtocolVersion {
@@ -99,12 +100,12 @@ func (r *Router) finishModern(ctx context.Context, resp *jsonrpc.Response, metho
 		}
 		return resp
 	}
-	if !cacheable(method) {
+	if !envelope.Cacheable(method) {
 		hints = nil
 	} else if hints == nil {
-		hints = &cacheHints{fromResult: true} // a routed result: the backend's own hints
+		hints = &envelope.Hints{FromResult: true} // a routed result: the backend's own hints
 	}
-	out, err := r.decorateModern(resp.Result, method, hints)
+	out, err := r.decorateModern(resp.Result, hints)
 	if err != nil {
 		r.log.Warn("a backend result is not a JSON object", "method", method, "error", err)
 		return errorResponse(resp.ID, rpcError(CodeInternalError, "a backend's result is not a JSON object"))
@@ -128,14 +129,14 @@ func (r *Router) modernView(ctx context.Context, v *vhost, c *ModernCall) *store
 // every backend's discovery, never one backend's answer, like initialize.
 func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.Response {
 	snaps := make(map[string]*store.BackendSnapshot, len(v.keys))
-	hints := cacheHints{ttlMs: -1}
+	hints := envelope.Hints{TTLMs: -1}
 	for key, d := range r.allDiscoveries(ctx, v, c.Header) {
 		snaps[key] = d.snap
-		if d.snap.OK() && (hints.ttlMs < 0 || d.ttlMs < hints.ttlMs) {
-			hints.ttlMs = d.ttlMs
+		if d.snap.OK() && (hints.TTLMs < 0 || d.ttlMs < hints.TTLMs) {
+			hints.TTLMs = d.ttlMs
 		}
 	}
-	hints.ttlMs = max(hints.ttlMs, 0)
+	hints.TTLMs = max(hints.TTLMs, 0)
 	shown := snaps // what this caller may see
 	if a := modernAccess(v, c); a != nil {
 		shown = v.visibleSnapshots(*a, snaps)
@@ -149,4 +150,10 @@ func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *ModernCall) *j
 	}
 	raw, _ := json.Marshal(result)
 	return r.finishModern(ctx, resultResponse(c.Request.ID, raw), "server/discover", v.accessHints("server/discover", &hints))
+}
+
+// decorateModern adds the 2026-07-28 envelope, with the gateway's
+// serverInfo, to a result (package router/envelope).
+func (r *Router) decorateModern(result json.RawMessage, hints *envelope.Hints) (json.RawMessage, error) {
+	return envelope.Decorate(result, hints, r.clientInfo())
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/policy"
@@ -376,6 +377,6 @@ func tagSubscription(n *jsonrpc.Request, subID json.RawMessage) *jsonrpc.Request
 		meta = map[string]json.RawMessage{}
 	}
 	meta[metaSubscriptionID] = subID
-	p["_meta"] = rawObject(meta)
-	return &jsonrpc.Request{Method: n.Method, Params: rawObject(p)}
+	p["_meta"] = wire.RawObject(meta)
+	return &jsonrpc.Request{Method: n.Method, Params: wire.RawObject(p)}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/store"
@@ -140,10 +141,10 @@ func (r *Router) parkAnswer(ctx context.Context, v *vhost, c *ModernCall, t *tar
 	for k, in := range o.Input {
 		inputs[k], _ = json.Marshal(in)
 	}
-	result := map[string]json.RawMessage{"inputRequests": rawObject(inputs)}
-	result["resultType"], _ = json.Marshal(resultInputRequired)
+	result := map[string]json.RawMessage{"inputRequests": wire.RawObject(inputs)}
+	result["resultType"], _ = json.Marshal(envelope.ResultInputRequired)
 	result["requestState"], _ = json.Marshal(token)
-	return r.finishModern(ctx, resultResponse(c.Request.ID, rawObject(result)), method, nil)
+	return r.finishModern(ctx, resultResponse(c.Request.ID, wire.RawObject(result)), method, nil)
 }
 
 // ParkedSession is the record a parked call keeps in the store: a session

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -157,7 +158,7 @@ func TestEra_LegacyResultsLoseTheModernEnvelope(t *testing.T) {
 		`{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"b"},"trace":1}}`:                                                      `{"_meta":{"trace":1},"content":[]}`,
 		`{"content":[{"type":"text","text":"no envelope"}]}`:                                                                                        `{"content":[{"type":"text","text":"no envelope"}]}`,
 	} {
-		if got := legacyResult(json.RawMessage(in)); string(got) != want {
+		if got := envelope.Strip(json.RawMessage(in)); string(got) != want {
 			t.Errorf("%s for a 2025 session: %s, want %s", in, got, want)
 		}
 	}

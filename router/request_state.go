@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/sealed"
 )
 
@@ -95,7 +97,7 @@ func (r *Router) sealRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 	// re-invoked handler asks again): inputRequests alone says
 	// input_required.
 	inBand := head.ResultType == "" && len(head.InputRequests) > 0 && head.InputRequests[0] == '{'
-	if head.ResultType != resultInputRequired && !inBand {
+	if head.ResultType != envelope.ResultInputRequired && !inBand {
 		return result, false, nil
 	}
 	var m map[string]json.RawMessage
@@ -103,7 +105,7 @@ func (r *Router) sealRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 		return nil, true, err
 	}
 	if inBand {
-		m["resultType"], _ = json.Marshal(resultInputRequired)
+		m["resultType"], _ = json.Marshal(envelope.ResultInputRequired)
 	}
 	var state string
 	if len(head.RequestState) > 0 && string(head.RequestState) != "null" {
@@ -116,7 +118,7 @@ func (r *Router) sealRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 		return nil, true, err
 	}
 	m["requestState"], _ = json.Marshal(token)
-	return rawObject(m), true, nil
+	return wire.RawObject(m), true, nil
 }
 
 // paramHeaders are the client's Mcp-Param-* headers: a tools/call's

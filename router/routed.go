@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -162,7 +163,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	}
 	result = publishResultURIs(v, t.backend, method, result)
 	if !c.modern && modernSnapshot(c.Session.Backends[t.backend]) {
-		result = legacyResult(result) // only a 2026-07-28 backend writes the envelope
+		result = envelope.Strip(result) // only a 2026-07-28 backend writes the envelope
 	}
 	if hc != nil {
 		for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
