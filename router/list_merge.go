@@ -260,8 +260,8 @@ func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessag
 			fields[op.uriField], _ = json.Marshal(naming.PublishURI(key, uri))
 		}
 	}
-	if op.field == "tools" && !v.single() && mayNameURIs(item) {
-		publishUIMeta(key, fields) // an MCP Apps tool's UI resource
+	if op.field == "tools" && !v.single() && naming.MayNameURIs(item) {
+		naming.PublishUIMeta(key, fields) // an MCP Apps tool's UI resource
 	}
 	out, err := json.Marshal(fields)
 	return out, name, id(name), err

@@ -9,6 +9,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -161,7 +162,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			return resultResponse(c.Request.ID, result) // an interim result: no post-hooks, no renaming
 		}
 	}
-	result = publishResultURIs(v, t.backend, method, result)
+	if !v.single() {
+		result = naming.PublishResultURIs(t.backend, method, result)
+	}
 	if !c.modern && modernSnapshot(c.Session.Backends[t.backend]) {
 		result = envelope.Strip(result) // only a 2026-07-28 backend writes the envelope
 	}

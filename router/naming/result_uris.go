@@ -1,10 +1,8 @@
-package router
+package naming
 
 import (
 	"bytes"
 	"encoding/json"
-
-	"github.com/mcpgw/gateway/router/naming"
 )
 
 // A backend's results name its own resources: resource_link and embedded
@@ -22,15 +20,15 @@ import (
 // uiMetaKeys are the _meta keys that name a tool's UI resource, flat.
 var uiMetaKeys = [...]string{"ui/resourceUri", "openai/outputTemplate"}
 
-// mayNameURIs reports whether a result can hold a URI to publish.
-func mayNameURIs(result json.RawMessage) bool {
+// MayNameURIs reports whether a result can hold a URI to publish.
+func MayNameURIs(result json.RawMessage) bool {
 	return bytes.Contains(result, []byte(`"uri"`)) || bytes.Contains(result, []byte(`resourceUri"`)) || bytes.Contains(result, []byte(`"openai/outputTemplate"`))
 }
 
-// publishResultURIs publishes the URIs a routed result of method holds
-// for backend key on v.
-func publishResultURIs(v *vhost, key, method string, result json.RawMessage) json.RawMessage {
-	if v.single() || !mayNameURIs(result) {
+// PublishResultURIs publishes the URIs a routed result of method holds
+// for backend key of a multi-backend vhost.
+func PublishResultURIs(key, method string, result json.RawMessage) json.RawMessage {
+	if !MayNameURIs(result) {
 		return result
 	}
 	var res map[string]json.RawMessage
@@ -41,7 +39,7 @@ func publishResultURIs(v *vhost, key, method string, result json.RawMessage) jso
 	switch method {
 	case "tools/call":
 		changed = publishBlocks(key, res, "content")
-		changed = publishUIMeta(key, res) || changed
+		changed = PublishUIMeta(key, res) || changed
 	case "prompts/get":
 		var msgs []map[string]json.RawMessage
 		if json.Unmarshal(res["messages"], &msgs) == nil {
@@ -126,13 +124,13 @@ func publishField(key string, obj map[string]json.RawMessage, field string) bool
 	if json.Unmarshal(obj[field], &uri) != nil || uri == "" {
 		return false
 	}
-	obj[field], _ = json.Marshal(naming.PublishURI(key, uri))
+	obj[field], _ = json.Marshal(PublishURI(key, uri))
 	return true
 }
 
-// publishUIMeta publishes the UI resource URIs in obj["_meta"] (a tool in
+// PublishUIMeta publishes the UI resource URIs in obj["_meta"] (a tool in
 // tools/list, or a tools/call result).
-func publishUIMeta(key string, obj map[string]json.RawMessage) bool {
+func PublishUIMeta(key string, obj map[string]json.RawMessage) bool {
 	var meta map[string]json.RawMessage
 	if json.Unmarshal(obj["_meta"], &meta) != nil || meta == nil {
 		return false
