@@ -29,16 +29,7 @@ func (m *Memory) liveTask(owner, id string, now time.Time) *memTask {
 
 // CreateTask implements Tasks.
 func (m *Memory) CreateTask(_ context.Context, t *Task, limit int, leaseTTL, life time.Duration) error {
-	if err := checkTask(t); err != nil {
-		return err
-	}
-	if err := checkTaskNames(t.Runner); err != nil {
-		return err
-	}
-	if err := checkTTL(leaseTTL); err != nil {
-		return err
-	}
-	if err := checkTTL(life); err != nil {
+	if err := checkNewTask(t, leaseTTL, life); err != nil {
 		return err
 	}
 	rec, err := json.Marshal(t)

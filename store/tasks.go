@@ -169,3 +169,17 @@ func checkTask(t *Task) error {
 	}
 	return nil
 }
+
+// checkNewTask checks CreateTask's arguments.
+func checkNewTask(t *Task, leaseTTL, life time.Duration) error {
+	if err := checkTask(t); err != nil {
+		return err
+	}
+	if err := checkTaskNames(t.Runner); err != nil {
+		return err
+	}
+	if err := checkTTL(leaseTTL); err != nil {
+		return err
+	}
+	return checkTTL(life)
+}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // listener is one subscriptions/listen stream that asked for task status
@@ -32,7 +34,7 @@ func (s *Server) listen(c *call) error {
 	}
 	if raw, ok := c.params["notifications"]; ok {
 		if err := json.Unmarshal(raw, &p.Notifications); err != nil {
-			return errorf(codeInvalidParams, "params.notifications: %v", err)
+			return errorf(wire.CodeInvalidParams, "params.notifications: %v", err)
 		}
 	}
 	if len(p.Notifications.TaskIDs) > 0 && !c.tasks {
@@ -40,7 +42,7 @@ func (s *Server) listen(c *call) error {
 	}
 	flusher, ok := c.w.(http.Flusher)
 	if !ok {
-		return errorf(codeInternal, "streaming unsupported")
+		return errorf(wire.CodeInternalError, "streaming unsupported")
 	}
 	l := &listener{subscription: c.id, taskIDs: map[string]bool{}, out: make(chan []byte, 64)}
 	honoured := []string{}

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"maps"
 	"time"
+
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // Task statuses (SEP-2663).
@@ -90,7 +92,7 @@ func (s *Server) createTask(tool string, run func(ctx context.Context, t *task) 
 	if len(s.tasks) >= s.opts.MaxTasks {
 		s.mu.Unlock()
 		cancel()
-		return nil, errorf(codeInternal, "too many tasks (%d)", s.opts.MaxTasks)
+		return nil, errorf(wire.CodeInternalError, "too many tasks (%d)", s.opts.MaxTasks)
 	}
 	s.tasks[t.id] = t
 	res := s.detail(t)
@@ -125,7 +127,7 @@ func (s *Server) settle(ctx context.Context, t *task, result json.RawMessage, er
 	case errors.As(err, &rerr):
 		t.status, t.err, t.statusMessage = StatusFailed, rerr, "the tool failed: "+rerr.Message
 	case err != nil:
-		t.status, t.err, t.statusMessage = StatusFailed, errorf(codeInternal, "%v", err), "the tool failed: "+err.Error()
+		t.status, t.err, t.statusMessage = StatusFailed, errorf(wire.CodeInternalError, "%v", err), "the tool failed: "+err.Error()
 	default:
 		t.status, t.result, t.statusMessage = StatusCompleted, result, ""
 	}
@@ -182,7 +184,7 @@ func (s *Server) lookupLocked(id string) (*task, error) {
 	s.expireLocked(time.Now())
 	t := s.tasks[id]
 	if t == nil {
-		return nil, errorf(codeInvalidParams, "Failed to retrieve task: Task not found")
+		return nil, errorf(wire.CodeInvalidParams, "Failed to retrieve task: Task not found")
 	}
 	return t, nil
 }
@@ -205,7 +207,7 @@ func taskID(c *call) (string, error) {
 	}
 	var id string
 	if raw, ok := c.params["taskId"]; !ok || json.Unmarshal(raw, &id) != nil || id == "" {
-		return "", errorf(codeInvalidParams, "params.taskId must be a non-empty string")
+		return "", errorf(wire.CodeInvalidParams, "params.taskId must be a non-empty string")
 	}
 	return id, nil
 }
@@ -235,7 +237,7 @@ func (s *Server) updateTask(c *call) (any, error) {
 	}
 	var responses map[string]json.RawMessage
 	if raw, ok := c.params["inputResponses"]; !ok || json.Unmarshal(raw, &responses) != nil || responses == nil {
-		return nil, errorf(codeInvalidParams, "params.inputResponses must be an object")
+		return nil, errorf(wire.CodeInvalidParams, "params.inputResponses must be an object")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // Task support of a tool (execution.taskSupport, as 2025-11-25 named it;
@@ -42,8 +44,7 @@ func (in toolInput) str(key string) string {
 	return v
 }
 
-// Tools lists the fixture's tool names and their task support, in
-// tools/list order.
+// Tools maps the fixture's tool names to their task support.
 func Tools() map[string]string {
 	out := map[string]string{}
 	for _, t := range (&Server{}).tools() {
@@ -88,13 +89,13 @@ func (s *Server) tools() []*tool {
 		{name: "protocol_error_job", description: "Always ends with a protocol (JSON-RPC) error after a second.",
 			support: SupportOptional, schema: obj(map[string]any{}),
 			sync: func(ctx context.Context, _ toolInput) (any, error) {
-				return nil, errorf(codeInternal, "protocol_error_job: simulated internal failure")
+				return nil, errorf(wire.CodeInternalError, "protocol_error_job: simulated internal failure")
 			},
 			run: func(ctx context.Context, _ *task, _ toolInput) (json.RawMessage, error) {
 				if err := sleep(ctx, s.opts.FailDelay); err != nil {
 					return nil, err
 				}
-				return nil, errorf(codeInternal, "protocol_error_job: simulated internal failure")
+				return nil, errorf(wire.CodeInternalError, "protocol_error_job: simulated internal failure")
 			}},
 		{name: "confirm_delete", description: "Asks the client to confirm (elicitation/create), then reports whether it deleted `filename`.",
 			support: SupportOptional, schema: obj(map[string]any{"filename": str}, "filename"),
@@ -164,7 +165,7 @@ func (s *Server) listTools() map[string]any {
 func (s *Server) callTool(c *call) (any, error) {
 	var name string
 	if json.Unmarshal(c.params["name"], &name) != nil || name == "" {
-		return nil, errorf(codeInvalidParams, "params.name must be a non-empty string")
+		return nil, errorf(wire.CodeInvalidParams, "params.name must be a non-empty string")
 	}
 	var tl *tool
 	for _, t := range s.tools() {
@@ -173,17 +174,17 @@ func (s *Server) callTool(c *call) (any, error) {
 		}
 	}
 	if tl == nil {
-		return nil, errorf(codeInvalidParams, "unknown tool %q", truncate(name))
+		return nil, errorf(wire.CodeInvalidParams, "unknown tool %q", truncate(name))
 	}
 	in := toolInput{args: map[string]json.RawMessage{}}
 	if raw, ok := c.params["arguments"]; ok && string(raw) != "null" {
 		if json.Unmarshal(raw, &in.args) != nil {
-			return nil, errorf(codeInvalidParams, "params.arguments must be an object")
+			return nil, errorf(wire.CodeInvalidParams, "params.arguments must be an object")
 		}
 	}
 	if raw, ok := c.params["inputResponses"]; ok {
 		if json.Unmarshal(raw, &in.responses) != nil || in.responses == nil {
-			return nil, errorf(codeInvalidParams, "params.inputResponses must be an object")
+			return nil, errorf(wire.CodeInvalidParams, "params.inputResponses must be an object")
 		}
 	}
 	if tl.support == SupportRequired && !c.tasks {
@@ -214,10 +215,10 @@ func (s *Server) callTool(c *call) (any, error) {
 func slowCompute(ctx context.Context, in toolInput) (map[string]any, error) {
 	var secs float64
 	if raw, ok := in.args["seconds"]; ok && json.Unmarshal(raw, &secs) != nil {
-		return nil, errorf(codeInvalidParams, "seconds must be a number")
+		return nil, errorf(wire.CodeInvalidParams, "seconds must be a number")
 	}
 	if secs < 0 || secs > 3600 {
-		return nil, errorf(codeInvalidParams, "seconds must be within [0, 3600]")
+		return nil, errorf(wire.CodeInvalidParams, "seconds must be within [0, 3600]")
 	}
 	if err := sleep(ctx, time.Duration(secs*float64(time.Second))); err != nil {
 		return nil, err

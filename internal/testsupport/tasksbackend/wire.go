@@ -7,18 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
-)
 
-// JSON-RPC and MCP error codes the server answers with.
-const (
-	codeParse          = -32700
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInvalidParams  = -32602
-	codeInternal       = -32603
-	codeHeaderMismatch = -32020
-	codeMissingCap     = -32021
-	codeBadVersion     = -32022
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // maxBody bounds a request body.
@@ -63,9 +53,9 @@ func (e *rpcError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Messag
 func errorf(code int, format string, args ...any) *rpcError {
 	status := http.StatusOK
 	switch code {
-	case codeHeaderMismatch, codeMissingCap, codeBadVersion, codeParse, codeInvalidRequest:
+	case wire.CodeHeaderMismatch, wire.CodeMissingClientCapability, wire.CodeUnsupportedProtocolVersion, wire.CodeParseError, wire.CodeInvalidRequest:
 		status = http.StatusBadRequest
-	case codeMethodNotFound:
+	case wire.CodeMethodNotFound:
 		status = http.StatusNotFound
 	}
 	return &rpcError{Code: code, Message: fmt.Sprintf(format, args...), status: status}
@@ -73,7 +63,7 @@ func errorf(code int, format string, args ...any) *rpcError {
 
 // missingTasks is -32021 naming the extension, as SEP-2663 shows it.
 func missingTasks(what string) *rpcError {
-	e := errorf(codeMissingCap, "Missing required client capability: %s needs the %s extension", what, ExtensionID)
+	e := errorf(wire.CodeMissingClientCapability, "Missing required client capability: %s needs the %s extension", what, ExtensionID)
 	e.Data = map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{ExtensionID: map[string]any{}}}}
 	return e
 }
@@ -93,7 +83,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var req request
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, nil, errorf(codeParse, "parse error: %v", err))
+		writeError(w, nil, errorf(wire.CodeParseError, "parse error: %v", err))
 		return
 	}
 	if len(req.ID) == 0 || string(req.ID) == "null" {
@@ -113,18 +103,18 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 // admit checks the version, _meta and the routing headers.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *request) (*call, *rpcError) {
 	if req.Method == "" {
-		return nil, errorf(codeInvalidRequest, "missing method")
+		return nil, errorf(wire.CodeInvalidRequest, "missing method")
 	}
 	params := map[string]json.RawMessage{}
 	if len(req.Params) > 0 && string(req.Params) != "null" {
 		if err := json.Unmarshal(req.Params, &params); err != nil {
-			return nil, errorf(codeInvalidParams, "params must be an object")
+			return nil, errorf(wire.CodeInvalidParams, "params must be an object")
 		}
 	}
 	var meta map[string]json.RawMessage
 	if raw, ok := params["_meta"]; ok {
 		if json.Unmarshal(raw, &meta) != nil {
-			return nil, errorf(codeInvalidParams, "_meta must be an object")
+			return nil, errorf(wire.CodeInvalidParams, "_meta must be an object")
 		}
 	}
 	var version string
@@ -134,9 +124,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *request) (*c
 	header := strings.TrimSpace(r.Header.Get("Mcp-Protocol-Version"))
 	switch {
 	case header == "":
-		return nil, errorf(codeHeaderMismatch, "missing MCP-Protocol-Version header")
+		return nil, errorf(wire.CodeHeaderMismatch, "missing MCP-Protocol-Version header")
 	case header != ProtocolVersion || (version != "" && version != ProtocolVersion):
-		e := errorf(codeBadVersion, "unsupported protocol version")
+		e := errorf(wire.CodeUnsupportedProtocolVersion, "unsupported protocol version")
 		requested := version
 		if requested == "" {
 			requested = header
@@ -144,15 +134,15 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *request) (*c
 		e.Data = map[string]any{"supported": []string{ProtocolVersion}, "requested": truncate(requested)}
 		return nil, e
 	case version == "" || meta[metaCapabilities] == nil:
-		return nil, errorf(codeInvalidParams, "missing _meta keys %s and %s", metaVersion, metaCapabilities)
+		return nil, errorf(wire.CodeInvalidParams, "missing _meta keys %s and %s", metaVersion, metaCapabilities)
 	case version != header:
-		return nil, errorf(codeHeaderMismatch, "MCP-Protocol-Version header does not match _meta")
+		return nil, errorf(wire.CodeHeaderMismatch, "MCP-Protocol-Version header does not match _meta")
 	}
 	if m := strings.TrimSpace(r.Header.Get("Mcp-Method")); m != req.Method {
 		if m == "" {
-			return nil, errorf(codeHeaderMismatch, "missing Mcp-Method header")
+			return nil, errorf(wire.CodeHeaderMismatch, "missing Mcp-Method header")
 		}
-		return nil, errorf(codeHeaderMismatch, "Mcp-Method header %q does not match the body's method %q", truncate(m), truncate(req.Method))
+		return nil, errorf(wire.CodeHeaderMismatch, "Mcp-Method header %q does not match the body's method %q", truncate(m), truncate(req.Method))
 	}
 	if field := nameField(req.Method); field != "" {
 		var want string
@@ -162,16 +152,16 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request, req *request) (*c
 		got, present := r.Header["Mcp-Name"]
 		switch {
 		case !present || len(got) == 0:
-			return nil, errorf(codeHeaderMismatch, "missing Mcp-Name header (params.%s)", field)
+			return nil, errorf(wire.CodeHeaderMismatch, "missing Mcp-Name header (params.%s)", field)
 		case strings.TrimSpace(got[0]) != want:
-			return nil, errorf(codeHeaderMismatch, "Mcp-Name header does not match params.%s", field)
+			return nil, errorf(wire.CodeHeaderMismatch, "Mcp-Name header does not match params.%s", field)
 		}
 	}
 	var caps struct {
 		Extensions map[string]json.RawMessage `json:"extensions"`
 	}
 	if json.Unmarshal(meta[metaCapabilities], &caps) != nil {
-		return nil, errorf(codeInvalidParams, "%s must be an object", metaCapabilities)
+		return nil, errorf(wire.CodeInvalidParams, "%s must be an object", metaCapabilities)
 	}
 	_, tasks := caps.Extensions[ExtensionID]
 	return &call{id: req.ID, method: req.Method, params: params, tasks: tasks, w: w, r: r}, nil
@@ -214,12 +204,12 @@ func (s *Server) dispatch(c *call) {
 	default:
 		// tasks/result and tasks/list were removed in v2; everything else
 		// this fixture does not serve.
-		err = errorf(codeMethodNotFound, "method not found: %s", truncate(c.method))
+		err = errorf(wire.CodeMethodNotFound, "method not found: %s", truncate(c.method))
 	}
 	if err != nil {
 		var rerr *rpcError
 		if !errors.As(err, &rerr) {
-			rerr = errorf(codeInternal, "%v", err)
+			rerr = errorf(wire.CodeInternalError, "%v", err)
 		}
 		writeError(c.w, c.id, rerr)
 		return
