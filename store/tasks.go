@@ -73,6 +73,9 @@ const (
 	BusTaskAnswer = "task-answer"
 	// BusTaskCancel: the client cancelled task ID.
 	BusTaskCancel = "task-cancel"
+	// BusTaskStatus: task ID changed status (a round opened, it settled);
+	// instances holding listen streams for it send notifications/tasks.
+	BusTaskStatus = "task-status"
 )
 
 // Task statuses (SEP-2663).

@@ -411,7 +411,27 @@ func (r *Runner) write(t *store.Task) bool {
 		r.logger.Warn("task update not written", "task", t.ID, "status", t.Status, "err", err)
 		return false
 	}
+	r.announce(ctx, t)
 	return true
+}
+
+// announce tells every instance that t's status changed, for the
+// notifications/tasks of the listen streams they hold. Best effort: a
+// listener that misses it still has tasks/get.
+func (r *Runner) announce(ctx context.Context, t *store.Task) {
+	if err := r.opts.Store.Publish(ctx, busMessage(store.BusTaskStatus, t.Owner, t.ID)); err != nil {
+		r.logger.Warn("task status not announced", "task", t.ID, "err", err)
+	}
+}
+
+// StatusChanged decodes a bus message announcing that a task changed
+// status (store.BusTaskStatus): a listen stream of owner that asked for
+// id loads it (Get) and sends it as notifications/tasks.
+func StatusChanged(m store.BusMessage) (owner, id string, ok bool) {
+	if m.Kind != store.BusTaskStatus || json.Unmarshal(m.Data, &owner) != nil || owner == "" || m.ID == "" {
+		return "", "", false
+	}
+	return owner, m.ID, true
 }
 
 // Get returns owner's task id, settling it failed first when its run's
@@ -433,6 +453,7 @@ func (r *Runner) Get(ctx context.Context, owner, id string) (*store.Task, error)
 			return nil, err
 		}
 		if ok {
+			r.announce(ctx, t)
 			return t, nil
 		}
 	}

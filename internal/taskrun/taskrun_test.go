@@ -117,7 +117,8 @@ func TestARunCompletesAndAnyInstanceSeesIt(t *testing.T) {
 }
 
 func TestRoundsAnsweredFromTheOtherInstance(t *testing.T) {
-	a, b, _ := twoInstances(t, time.Second)
+	a, b, sa := twoInstances(t, time.Second)
+	changes := statusChanges(t, sa, spec.Owner)
 	got := make(chan map[string]json.RawMessage, 1)
 	task, err := a.Start(t.Context(), spec, func(ctx context.Context, answers map[string]json.RawMessage) (taskrun.Outcome, error) {
 		if answers == nil {
@@ -133,6 +134,7 @@ func TestRoundsAnsweredFromTheOtherInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	asking := await(t, b, task.ID, status(store.TaskInputRequired))
+	<-changes // the round was announced to every instance
 	reqs := taskrun.Detailed(asking, "x", time.Now())["inputRequests"].(map[string]json.RawMessage)
 	if len(reqs) != 2 || reqs["r1-name"] == nil || reqs["r1-ok"] == nil {
 		t.Fatalf("inputRequests %v, want the backend's two keys, prefixed by the round", reqs)
@@ -156,6 +158,16 @@ func TestRoundsAnsweredFromTheOtherInstance(t *testing.T) {
 		t.Fatal("the run never got the answers")
 	}
 	await(t, b, task.ID, status(store.TaskCompleted))
+	for _, want := range []string{"round complete", "settled"} {
+		select {
+		case id := <-changes:
+			if id != task.ID {
+				t.Fatalf("announced %s, want %s", id, task.ID)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no status announcement: %s", want)
+		}
+	}
 	if err := b.Update(t.Context(), spec.Owner, "no-such-task", nil); !errors.Is(err, taskrun.ErrUnknown) {
 		t.Fatalf("answers to an unknown task: %v", err)
 	}
@@ -255,6 +267,25 @@ func TestOutcomesAndTheOwnersBound(t *testing.T) {
 			}
 		})
 	}
+}
+
+// statusChanges collects the ids of owner's tasks announced on s's bus.
+func statusChanges(t *testing.T, s store.Store, owner string) <-chan string {
+	t.Helper()
+	ch := make(chan string, 16)
+	stop, err := s.Subscribe(t.Context(), func(m store.BusMessage) {
+		if o, id, ok := taskrun.StatusChanged(m); ok && o == owner {
+			select {
+			case ch <- id:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return ch
 }
 
 func awaitOwner(t *testing.T, r *taskrun.Runner, owner, id string, cond func(*store.Task) bool) *store.Task {
