@@ -146,6 +146,10 @@ func (t *Task) Outstanding() map[string]json.RawMessage {
 // cannot grow keys.
 const maxTaskName = 200
 
+// MaxTaskInputs bounds the input requests of one round, so a task's hash
+// stays small (the scripts walk its fields).
+const MaxTaskInputs = 64
+
 func checkTaskNames(names ...string) error {
 	for _, n := range names {
 		if n == "" || len(n) > maxTaskName {
@@ -161,6 +165,9 @@ func checkTask(t *Task) error {
 	}
 	if err := checkTaskNames(t.Owner, t.ID); err != nil {
 		return err
+	}
+	if len(t.InputRequests) > MaxTaskInputs {
+		return fmt.Errorf("store: %d input requests in one round, at most %d", len(t.InputRequests), MaxTaskInputs)
 	}
 	for k := range t.InputRequests {
 		if err := checkTaskNames(k); err != nil {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -69,8 +70,11 @@ func TestTasks_CreateLoadAndTheOwnersBound(t *testing.T) {
 			if d, ok := pttl(t, s, store.TaskKey(testPrefix, "alice", "t2")); !ok || d <= 50*time.Minute || d > time.Hour {
 				t.Fatalf("a settled task's PTTL = %v, want its TTL (1h)", d)
 			}
-			if d, ok := pttl(t, s, store.TaskKey(testPrefix, "alice", "t1")); !ok || d > time.Hour {
+			if d, ok := pttl(t, s, store.TaskKey(testPrefix, "alice", "t1")); !ok || d <= 0 || d > time.Hour {
 				t.Fatalf("a running task's PTTL = %v, want its life", d)
+			}
+			if d, ok := pttl(t, s, store.TasksLiveKey(testPrefix, "alice")); !ok || d <= 0 || d > time.Minute {
+				t.Fatalf("the live set's PTTL = %v, want its latest lease (1m)", d)
 			}
 		}
 	})
@@ -265,10 +269,20 @@ func TestTasks_RefusesBadInput(t *testing.T) {
 			"no runner":   func() error { return s.CreateTask(ctx, sampleTask("o", "x", ""), 1, time.Minute, time.Hour) },
 			"zero lease":  func() error { return s.CreateTask(ctx, sampleTask("o", "x", "r"), 1, 0, time.Hour) },
 			"zero ttl":    func() error { _, err := s.UpdateTask(ctx, settled); return err },
+			"many inputs": func() error { return s.CreateTask(ctx, manyInputs(), 1, time.Minute, time.Hour) },
 		} {
 			if err := try(); err == nil || errors.Is(err, store.ErrNotFound) {
 				t.Errorf("%s: %v, want refused", name, err)
 			}
 		}
 	})
+}
+
+func manyInputs() *store.Task {
+	t := sampleTask("o", "x", "r")
+	t.InputRequests = map[string]json.RawMessage{}
+	for i := range store.MaxTaskInputs + 1 {
+		t.InputRequests[fmt.Sprint("k", i)] = json.RawMessage(`{}`)
+	}
+	return t
 }

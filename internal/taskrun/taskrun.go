@@ -292,6 +292,10 @@ func (r *Runner) drive(ctx context.Context, rn *run, t *store.Task, step Step) {
 		case len(out.InputRequests) == 0:
 			r.settle(t, store.TaskCompleted, "", out.Result, nil)
 			return
+		case len(out.InputRequests) > store.MaxTaskInputs:
+			msg := fmt.Sprintf("the backend asked for %d inputs at once, more than %d", len(out.InputRequests), store.MaxTaskInputs)
+			r.settle(t, store.TaskFailed, msg, nil, &RPCError{Code: -32603, Message: msg})
+			return
 		}
 		answers = r.round(ctx, rn, t, out.InputRequests)
 		if answers == nil {
