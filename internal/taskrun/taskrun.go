@@ -105,6 +105,8 @@ var (
 	ErrLimit = errors.New("taskrun: too many running tasks")
 	// ErrUnknown: no such task (never created, expired, another owner's).
 	ErrUnknown = errors.New("taskrun: unknown task")
+	// ErrClosed: the runner is shutting down and starts no task.
+	ErrClosed = errors.New("taskrun: runner closed")
 )
 
 // Why a run's context ended.
@@ -229,7 +231,7 @@ func (r *Runner) Start(ctx context.Context, spec Spec, step Step) (*store.Task, 
 	closed := r.closed
 	r.mu.Unlock()
 	if closed {
-		return nil, errShutdown
+		return nil, ErrClosed
 	}
 	err := r.opts.Store.CreateTask(ctx, t, r.opts.PerPrincipal, r.opts.Lease, r.opts.MaxRun+spec.TTL+r.opts.Lease)
 	if errors.Is(err, store.ErrTaskLimit) {

@@ -300,3 +300,42 @@ func awaitOwner(t *testing.T, r *taskrun.Runner, owner, id string, cond func(*st
 	}
 	return last
 }
+
+// A runner that shuts down settles its tasks failed, naming why, and one
+// that runs too long fails the same way.
+func TestShutdownAndMaxRunFailTheTask(t *testing.T) {
+	s := store.NewMemory()
+	t.Cleanup(func() { s.Close() })
+	hold := func(ctx context.Context, _ map[string]json.RawMessage) (taskrun.Outcome, error) {
+		<-ctx.Done()
+		return taskrun.Outcome{}, ctx.Err()
+	}
+	r, err := taskrun.New(t.Context(), taskrun.Options{Store: s, MaxRun: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := r.Start(t.Context(), spec, hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := await(t, r, long.ID, status(store.TaskFailed)); got.StatusMessage != "the task ran longer than its limit" {
+		t.Fatalf("a task past MaxRun: %q", got.StatusMessage)
+	}
+	r2, err := taskrun.New(t.Context(), taskrun.Options{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running, err := r2.Start(t.Context(), spec, hold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2.Close()
+	if got, err := r.Get(t.Context(), spec.Owner, running.ID); err != nil || got.Status != store.TaskFailed ||
+		got.StatusMessage != "the gateway instance running the task shut down" {
+		t.Fatalf("after its runner closed: %+v, %v", got, err)
+	}
+	if _, err := r2.Start(t.Context(), spec, hold); !errors.Is(err, taskrun.ErrClosed) {
+		t.Fatalf("a closed runner's Start: %v, want ErrClosed", err)
+	}
+	r.Close()
+}
