@@ -116,6 +116,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 			cfg.VirtualHosts[name] = vh
 		}
 	}
+	cfg.BackendTasks = v.backendTasks(raw.VirtualHosts, cfg.Limits)
 	v.callerCredentialsNeedJWT(cfg)
 	for _, p := range v.stdioPaths {
 		cfg.lambdaRefusals = append(cfg.lambdaRefusals, &Error{Source: v.source, Path: p, Line: v.line(p), Msg: lambdaStdioMsg})
