@@ -283,6 +283,30 @@ func routeField(v *vhost, obj map[string]json.RawMessage, field, kind, method st
 	return t, nil
 }
 
+// RouteOf names the backend that a routed request (tools/call,
+// resources/read, prompts/get, …) for the published identifier id goes to
+// on vhost: aliases first for tools/call, then the prefix rule. It is ""
+// when the method is not routed, the identifier unknown or the vhost not
+// configured. It reads only the routing table, for the request log: no
+// access rule is evaluated and no backend is contacted.
+func (r *Router) RouteOf(vhost, method, id string) string {
+	v := r.table.Load().vhosts[vhost]
+	kind, routed := routedKind(method)
+	if v == nil || !routed || id == "" {
+		return ""
+	}
+	if method == "tools/call" {
+		if a, ok := v.aliases.Resolve(id); ok {
+			return a.Backend
+		}
+	}
+	backend, _, err := v.route(kind, id)
+	if err != nil {
+		return ""
+	}
+	return backend
+}
+
 // route applies the prefix rule: single-backend vhosts pass identifiers
 // through, multi-backend ones split on the longest matching key.
 func (v *vhost) route(kind, id string) (backend, name string, err *jsonrpc.Error) {
