@@ -1,4 +1,10 @@
-package store
+// Package redisconn turns a Redis URL into a go-redis client for one
+// topology (standalone, Cluster, Sentinel) whose every command is bounded
+// by a timeout, logs go-redis's own complaints without the password, and
+// tells a Redis that will never answer from one that may again. The
+// store's Redis implementation is built on it; nothing here knows what is
+// stored.
+package redisconn
 
 import (
 	"crypto/tls"
@@ -13,45 +19,45 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// RedisTopology names the kind of Redis deployment a URL points at.
-type RedisTopology string
+// Topology names the kind of Redis deployment a URL points at.
+type Topology string
 
 const (
-	// RedisStandalone is a single Redis server (redis://, rediss://).
-	RedisStandalone RedisTopology = "standalone"
-	// RedisCluster is a Redis Cluster reached through seed nodes
+	// Standalone is a single Redis server (redis://, rediss://).
+	Standalone Topology = "standalone"
+	// Cluster is a Redis Cluster reached through seed nodes
 	// (redis+cluster://, rediss+cluster://).
-	RedisCluster RedisTopology = "cluster"
-	// RedisSentinel is a Sentinel-managed primary (redis+sentinel://,
+	Cluster Topology = "cluster"
+	// Sentinel is a Sentinel-managed primary (redis+sentinel://,
 	// rediss+sentinel://).
-	RedisSentinel RedisTopology = "sentinel"
+	Sentinel Topology = "sentinel"
 )
 
-// RedisConfig is a parsed Redis URL: go-redis options for exactly one
+// Config is a parsed Redis URL: go-redis options for exactly one
 // topology. Only the field matching Topology is set. It keeps the native
 // go-redis option types (rather than redis.UniversalOptions) so that no URL
 // option is lost in translation.
-type RedisConfig struct {
-	Topology RedisTopology
-	Single   *redis.Options         // RedisStandalone
-	Cluster  *redis.ClusterOptions  // RedisCluster
-	Failover *redis.FailoverOptions // RedisSentinel
+type Config struct {
+	Topology Topology
+	Single   *redis.Options         // Standalone
+	Cluster  *redis.ClusterOptions  // Cluster
+	Failover *redis.FailoverOptions // Sentinel
 }
 
 // NewClient builds the go-redis client for the configured topology. It does
 // not connect; the first command (or Ping) does.
-func (c *RedisConfig) NewClient() redis.UniversalClient {
+func (c *Config) NewClient() redis.UniversalClient {
 	switch c.Topology {
-	case RedisCluster:
+	case Cluster:
 		return redis.NewClusterClient(c.Cluster)
-	case RedisSentinel:
+	case Sentinel:
 		return redis.NewFailoverClient(c.Failover)
 	default:
 		return redis.NewClient(c.Single)
 	}
 }
 
-// ParseRedisURL parses the URL forms the gateway accepts for its store:
+// ParseURL parses the URL forms the gateway accepts for its store:
 //
 //	redis://[user:pass@]host[:port][/db][?options]            single node
 //	rediss://...                                               single node, TLS
@@ -74,9 +80,9 @@ func (c *RedisConfig) NewClient() redis.UniversalClient {
 //
 // The URL carries a password, so no error returned here ever contains it:
 // userinfo and password query values are redacted from every message.
-func ParseRedisURL(rawURL string) (*RedisConfig, error) {
+func ParseURL(rawURL string) (*Config, error) {
 	red := newRedactor(rawURL)
-	cfg, err := parseRedisURL(rawURL)
+	cfg, err := parseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("store: redis URL %q: %s", red.url, red.clean(err.Error()))
 	}
@@ -86,7 +92,7 @@ func ParseRedisURL(rawURL string) (*RedisConfig, error) {
 // redisURLParts is the URL split lexically. Comma-separated host lists are
 // not valid URL authorities, so net/url cannot parse these URLs whole.
 type redisURLParts struct {
-	topology RedisTopology
+	topology Topology
 	tls      bool
 	user     *url.Userinfo // nil when the URL has none
 	hosts    []string      // host:port, defaults applied
@@ -94,7 +100,7 @@ type redisURLParts struct {
 	query    url.Values
 }
 
-func parseRedisURL(raw string) (*RedisConfig, error) {
+func parseURL(raw string) (*Config, error) {
 	p, err := splitRedisURL(raw)
 	if err != nil {
 		return nil, err
@@ -104,7 +110,7 @@ func parseRedisURL(raw string) (*RedisConfig, error) {
 		base = "rediss"
 	}
 	switch p.topology {
-	case RedisStandalone:
+	case Standalone:
 		if len(p.hosts) != 1 {
 			return nil, fmt.Errorf("%s:// takes one host, got %d (use %s+cluster:// or %s+sentinel://)", base, len(p.hosts), base, base)
 		}
@@ -113,9 +119,9 @@ func parseRedisURL(raw string) (*RedisConfig, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &RedisConfig{Topology: RedisStandalone, Single: o}, nil
+		return &Config{Topology: Standalone, Single: o}, nil
 
-	case RedisCluster:
+	case Cluster:
 		if db := strings.Trim(p.path, "/"); db != "" && db != "0" {
 			return nil, fmt.Errorf("redis cluster has only database 0, got path %q", p.path)
 		}
@@ -132,9 +138,9 @@ func parseRedisURL(raw string) (*RedisConfig, error) {
 		if o.TLSConfig != nil {
 			o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: skip}
 		}
-		return &RedisConfig{Topology: RedisCluster, Cluster: o}, nil
+		return &Config{Topology: Cluster, Cluster: o}, nil
 
-	default: // RedisSentinel
+	default: // Sentinel
 		segs := strings.FieldsFunc(p.path, func(r rune) bool { return r == '/' })
 		if len(segs) == 0 || len(segs) > 2 {
 			return nil, fmt.Errorf("sentinel URL path must be /<master>[/db], got %q", p.path)
@@ -163,7 +169,7 @@ func parseRedisURL(raw string) (*RedisConfig, error) {
 		if o.TLSConfig != nil {
 			o.TLSConfig.ServerName = "" // verify each node by its own address
 		}
-		return &RedisConfig{Topology: RedisSentinel, Failover: o}, nil
+		return &Config{Topology: Sentinel, Failover: o}, nil
 	}
 }
 
@@ -177,11 +183,11 @@ func splitRedisURL(raw string) (*redisURLParts, error) {
 	defaultPort := "6379"
 	switch strings.ToLower(scheme) {
 	case "redis", "rediss":
-		p.topology = RedisStandalone
+		p.topology = Standalone
 	case "redis+cluster", "rediss+cluster":
-		p.topology = RedisCluster
+		p.topology = Cluster
 	case "redis+sentinel", "rediss+sentinel":
-		p.topology, defaultPort = RedisSentinel, "26379"
+		p.topology, defaultPort = Sentinel, "26379"
 	default:
 		return nil, fmt.Errorf("unsupported scheme %q (want redis, rediss, redis+cluster, rediss+cluster, redis+sentinel or rediss+sentinel)", scheme)
 	}

@@ -1,4 +1,4 @@
-package store
+package redisconn
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // without the URL's password.
 func TestRedisLogger_RateLimitsEachKindAndHidesThePassword(t *testing.T) {
 	var buf bytes.Buffer
-	l := NewRedisLogger(slog.New(slog.NewJSONHandler(&buf, nil)), "redis://user:hunter2@redis:6379", 10*time.Second)
+	l := NewLogger(slog.New(slog.NewJSONHandler(&buf, nil)), "redis://user:hunter2@redis:6379", 10*time.Second)
 	now := time.Unix(1000, 0)
 	l.now = func() time.Time { return now }
 	ctx := context.Background()
@@ -53,7 +53,7 @@ func TestRedisLogger_RateLimitsEachKindAndHidesThePassword(t *testing.T) {
 // Below warn, go-redis's lines are dropped before any formatting.
 func TestRedisLogger_RespectsTheLevel(t *testing.T) {
 	var buf bytes.Buffer
-	l := NewRedisLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelError})), "", 0)
+	l := NewLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelError})), "", 0)
 	l.Printf(context.Background(), "redis: %s", "x")
 	if buf.Len() != 0 {
 		t.Fatalf("logged at level error: %s", buf.String())

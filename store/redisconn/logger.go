@@ -1,4 +1,4 @@
-package store
+package redisconn
 
 import (
 	"context"
@@ -9,22 +9,22 @@ import (
 	"time"
 )
 
-// DefaultRedisLogEvery is how often RedisLogger lets one kind of go-redis
+// DefaultLogEvery is how often Logger lets one kind of go-redis
 // message through.
-const DefaultRedisLogEvery = 10 * time.Second
+const DefaultLogEvery = 10 * time.Second
 
-// RedisLogger carries go-redis's own log lines (a pool that cannot dial,
+// Logger carries go-redis's own log lines (a pool that cannot dial,
 // Sentinel and Cluster topology changes, recovered panics) to the
 // gateway's slog logger, so they share its format (a JSON log stays JSON)
 // and its level filter. It implements go-redis's Logging interface: hand
 // it to redis.SetLogger.
 //
 // go-redis repeats a failure for every pooled connection and every retry,
-// several times a second while Redis is down. RedisLogger lets each kind
+// several times a second while Redis is down. Logger lets each kind
 // of message (its format string) through once per interval and says how
 // many it held back, so an outage is a few lines, not a flood. Every line
 // is cleaned of the Redis URL's password and password parameters first.
-type RedisLogger struct {
+type Logger struct {
 	log   *slog.Logger
 	every time.Duration
 	red   redactor
@@ -39,18 +39,18 @@ type logKind struct {
 	skipped int
 }
 
-// NewRedisLogger logs go-redis's messages to log at warn level, each kind
-// at most once per every (DefaultRedisLogEvery when 0). redisURL, when
+// NewLogger logs go-redis's messages to log at warn level, each kind
+// at most once per every (DefaultLogEvery when 0). redisURL, when
 // set, names the secrets to remove from every line.
-func NewRedisLogger(log *slog.Logger, redisURL string, every time.Duration) *RedisLogger {
+func NewLogger(log *slog.Logger, redisURL string, every time.Duration) *Logger {
 	if every <= 0 {
-		every = DefaultRedisLogEvery
+		every = DefaultLogEvery
 	}
-	return &RedisLogger{log: log, every: every, red: newRedactor(redisURL), now: time.Now, seen: map[string]*logKind{}}
+	return &Logger{log: log, every: every, red: newRedactor(redisURL), now: time.Now, seen: map[string]*logKind{}}
 }
 
 // Printf implements go-redis's internal.Logging.
-func (l *RedisLogger) Printf(ctx context.Context, format string, v ...any) {
+func (l *Logger) Printf(ctx context.Context, format string, v ...any) {
 	if !l.log.Enabled(ctx, slog.LevelWarn) {
 		return
 	}

@@ -1,4 +1,4 @@
-package store
+package redisconn
 
 import (
 	"context"
@@ -6,10 +6,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 )
-
-// DefaultTimeout bounds each Redis operation when RedisOptions.Timeout is
-// zero (config: store.timeout).
-const DefaultTimeout = 2 * time.Second
 
 // A Redis that stops answering (a paused or overloaded server, a network
 // partition, a failover in progress) must cost a request a short wait and
@@ -32,13 +28,13 @@ const DefaultTimeout = 2 * time.Second
 // too. The pub/sub connection is not: it waits for messages by design, and
 // go-redis health-checks it.
 
-// boundByContext makes every connection of the client honour context
+// BoundByContext makes every connection of the client honour context
 // deadlines (see above).
-func (c *RedisConfig) boundByContext() {
+func (c *Config) BoundByContext() {
 	switch c.Topology {
-	case RedisCluster:
+	case Cluster:
 		c.Cluster.ContextTimeoutEnabled = true
-	case RedisSentinel:
+	case Sentinel:
 		c.Failover.ContextTimeoutEnabled = true
 	default:
 		c.Single.ContextTimeoutEnabled = true
@@ -47,6 +43,10 @@ func (c *RedisConfig) boundByContext() {
 
 // timeoutHook gives every command and pipeline a deadline of d.
 type timeoutHook struct{ d time.Duration }
+
+// NewTimeoutHook bounds every command and pipeline of a client at d
+// (see above).
+func NewTimeoutHook(d time.Duration) redis.Hook { return timeoutHook{d} }
 
 var _ redis.Hook = timeoutHook{}
 
