@@ -34,9 +34,19 @@ type Implementation struct {
 	Version string `json:"version"`
 }
 
+// Store is what the router uses of the shared store: session records and
+// backend snapshots, the bus (list changes between instances), request
+// counters (rate limits) and the keys its tokens are signed with.
+type Store interface {
+	store.Sessions
+	store.Bus
+	store.RateLimits
+	store.SigningKeys
+}
+
 // Options configure a Router.
 type Options struct {
-	Store      store.Store
+	Store      Store
 	SessionTTL time.Duration
 	// CursorSecret signs pagination cursors. When nil, a key is generated
 	// once and kept in the store, shared by every instance.

@@ -68,9 +68,23 @@ type Options struct {
 	Logger             *slog.Logger
 }
 
+// Store is what the session runtime uses of the shared store: session
+// records, the marks and bus that carry cancels and server-to-client
+// requests across instances, event logs, stream leases and the slots that
+// bound parked calls.
+type Store interface {
+	store.Sessions
+	store.Marks
+	store.Bus
+	store.EventLog
+	store.Leases
+	store.Slots
+	Ping(ctx context.Context) error
+}
+
 // Runtime is this instance's part of the session runtime.
 type Runtime struct {
-	store    store.Store
+	store    Store
 	backends Backends
 	opts     Options
 	log      *slog.Logger
@@ -85,7 +99,7 @@ type Runtime struct {
 }
 
 // New returns a runtime; it does no I/O until Start.
-func New(st store.Store, backends Backends, opts Options) *Runtime {
+func New(st Store, backends Backends, opts Options) *Runtime {
 	if opts.SessionTTL <= 0 {
 		opts.SessionTTL = time.Hour
 	}

@@ -82,7 +82,8 @@ func New(t testing.TB, redisURL string, opts Options, specs ...Spec) *Fixture {
 		vh.Backends[s.Key] = cfg
 	}
 	f.Config = vh
-	f.Instance = f.NewInstanceOn(opts.Router.Store, opts)
+	st, _ := opts.Router.Store.(store.Store) // a test's own store, whole; nil: a new one
+	f.Instance = f.NewInstanceOn(st, opts)
 	return f
 }
 

@@ -73,9 +73,16 @@ type Spec struct {
 	TTL time.Duration
 }
 
+// Store is what a Runner uses of the shared store: task records, and the
+// bus that tells other instances of a task's changes.
+type Store interface {
+	store.Tasks
+	store.Bus
+}
+
 // Options configure a Runner.
 type Options struct {
-	Store store.Store
+	Store Store
 	// Lease is how long a run's lease lasts without renewal; a run renews
 	// it every third (default DefaultLease).
 	Lease time.Duration
