@@ -49,6 +49,7 @@ fuzz: ## each fuzz target for FUZZTIME (default 20000 executions, a few seconds)
 	$(GO) test -run '^$$' -fuzz '^FuzzRequestState$$' -fuzztime $(FUZZTIME) ./router/sealed/
 	$(GO) test -run '^$$' -fuzz '^FuzzParamHeaders$$' -fuzztime $(FUZZTIME) ./router/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME) ./internal/wire/
+	$(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $(FUZZTIME) ./internal/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzTaskID$$' -fuzztime $(FUZZTIME) ./internal/taskid/
 
 # The fast tier: unit tests alone, no process started (no redis-server,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/sealed"
@@ -195,11 +196,30 @@ func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key,
 		res.failed = true
 		return res
 	}
-	if err := json.Unmarshal(resp.Result, &res.result); err != nil {
+	if !res.decode(resp.Result, op) {
 		res.failed = true
-		return res
 	}
-	_ = json.Unmarshal(res.result[op.field], &res.items)
-	_ = json.Unmarshal(res.result["nextCursor"], &res.next)
 	return res
+}
+
+// decode reads a backend's list result into res: its members, its items
+// and its next cursor, in one pass over bytes the upstream decoder has
+// checked (wire.Members). An item array or cursor of another type reads
+// as none, as encoding/json's would; a result that is not an object
+// fails.
+func (res *pageResult) decode(result json.RawMessage, op listOp) bool {
+	res.result = map[string]json.RawMessage{}
+	return wire.Members(result, func(k string, v []byte) bool {
+		res.result[k] = v
+		switch k {
+		case op.field:
+			res.items = res.items[:0]
+			if !wire.Elements(v, func(item []byte) bool { res.items = append(res.items, item); return true }) {
+				res.items = nil
+			}
+		case "nextCursor":
+			res.next, _ = wire.String(v)
+		}
+		return true
+	})
 }

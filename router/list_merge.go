@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -212,57 +213,82 @@ func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMess
 // name; for resources and templates the published URI or URI template).
 // Items whose name does not change pass through byte-for-byte.
 func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, string, error) {
-	var head struct {
-		Name        string `json:"name"`
-		URI         string `json:"uri"`
-		URITemplate string `json:"uriTemplate"`
+	// One pass over the item's top level: its bytes were checked when the
+	// backend's answer was decoded, and all but two members pass as they
+	// are (wire.Members, wire.Splice).
+	var name, uri string
+	var meta []byte
+	hasName, bad := false, false
+	if !wire.MembersBytes(item, func(k, val []byte) bool {
+		switch {
+		case string(k) == "_meta":
+			meta = val
+		case string(k) == "name":
+			name, bad = stringMember(val)
+			hasName = true
+		case op.uriField != "" && string(k) == op.uriField:
+			uri, bad = stringMember(val)
+		}
+		return !bad
+	}) || bad {
+		return nil, "", "", errMalformedItem
 	}
-	if err := json.Unmarshal(item, &head); err != nil {
-		return nil, "", "", err
-	}
-	name := head.Name
 	alias, aliased := "", false
 	if op.field == "tools" {
-		alias, aliased = v.aliases.Advertised(key, head.Name)
+		alias, aliased = v.aliases.Advertised(key, name)
 	}
-	id := func(name string) string {
-		var uri string
-		switch op.uriField {
-		case "":
-			return name
-		case "uri":
-			uri = head.URI
-		default:
-			uri = head.URITemplate
-		}
+	id := name
+	if op.uriField != "" {
+		id = uri
 		if !v.single() && uri != "" {
-			uri = naming.PublishURI(key, uri)
+			id = naming.PublishURI(key, uri)
 		}
-		return uri
 	}
 	if v.single() && !aliased {
-		return item, name, id(name), nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(item, &fields); err != nil {
-		return nil, "", "", err
+		return item, name, id, nil
 	}
 	switch {
 	case aliased:
 		name = alias
 	default:
-		name = naming.Prefix(key, head.Name)
+		name = naming.Prefix(key, name)
 	}
-	fields["name"], _ = json.Marshal(name)
-	if op.uriField != "" && !v.single() {
-		var uri string
-		if err := json.Unmarshal(fields[op.uriField], &uri); err == nil && uri != "" {
-			fields[op.uriField], _ = json.Marshal(naming.PublishURI(key, uri))
+	if op.uriField == "" {
+		id = name
+	}
+	quotedName := wire.Quoted(name)
+	var out []byte
+	if op.uriField != "" && !v.single() && uri != "" {
+		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName}, wire.Member{Key: op.uriField, Value: wire.Quoted(id)})
+	} else {
+		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName})
+	}
+	if !hasName || op.field == "tools" && !v.single() && meta != nil && naming.MayNameURIs(meta) {
+		// Rare: a nameless item gets one; an MCP Apps tool's UI resource
+		// in _meta is renamed too. Both need the members decoded.
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(out, &fields); err != nil {
+			return nil, "", "", err
 		}
+		fields["name"] = quotedName
+		if op.field == "tools" && !v.single() {
+			naming.PublishUIMeta(key, fields)
+		}
+		out = wire.RawObject(fields)
 	}
-	if op.field == "tools" && !v.single() && naming.MayNameURIs(item) {
-		naming.PublishUIMeta(key, fields) // an MCP Apps tool's UI resource
+	return out, name, id, nil
+}
+
+// errMalformedItem: a backend's list item is not an object, or its name or
+// URI is not a string.
+var errMalformedItem = errors.New("a list item is not an object with string name and uri")
+
+// stringMember decodes a member that must be a string (null: empty); bad
+// is true for any other value.
+func stringMember(val []byte) (s string, bad bool) {
+	if string(val) == "null" {
+		return "", false
 	}
-	out, err := json.Marshal(fields)
-	return out, name, id(name), err
+	s, ok := wire.String(val)
+	return s, !ok
 }
