@@ -37,11 +37,12 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		writeRPCError(w, herr.status, rawID, herr.err, 0)
 		return
 	}
-	call := &router.ModernCall{VHost: r.PathValue("vhost"), Principal: string(principal), Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header,
-		Request: req, ClientCapabilities: meta.ClientCapabilities, ClientInfo: meta.ClientInfo, Parks: s.opts.Parks}
+	client := &router.ModernClient{ClientCapabilities: meta.ClientCapabilities, ClientInfo: meta.ClientInfo, Parks: s.opts.Parks}
 	if meta.LogLevel != nil {
-		call.LogLevel = *meta.LogLevel
+		client.LogLevel = *meta.LogLevel
 	}
+	call := &router.Call{VHost: r.PathValue("vhost"), Principal: string(principal), Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header,
+		Request: req, Modern: client}
 	listen := req.Method == "subscriptions/listen"
 	if listen && !sseOK {
 		writeRPCError(w, http.StatusNotAcceptable, rawID, &jsonrpc.Error{Code: codeInvalidRequest,
@@ -50,7 +51,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	}
 	// Rate limits are decided before any stream begins (429, not a 200
 	// stream carrying the error).
-	if resp := s.opts.Router.AdmitModern(r.Context(), call); resp != nil {
+	if resp := s.opts.Router.Admit(r.Context(), call); resp != nil {
 		s.writeResponse(w, resp, rawID, jsonOK)
 		return
 	}
@@ -68,7 +69,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		}
 		defer ps.keepAlive(s.opts.KeepAlive)()
 	}
-	resp := s.opts.Router.HandleModern(ctx, call)
+	resp := s.opts.Router.Handle(ctx, call)
 	noteOf(w).setResponse(resp)
 	if ps != nil && ps.streaming() {
 		if data, err := wire.EncodeResponseAs(resp, rawID); err == nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -118,7 +117,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	// has been counted, like any other call of that caller).
 	var admitted chan *jsonrpc.Response
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" && s.opts.Router.RateLimits(r.PathValue("vhost")) {
-		call = &router.Call{Session: &store.Session{VHost: r.PathValue("vhost"), Principal: string(principal)},
+		call = &router.Call{VHost: r.PathValue("vhost"), Principal: string(principal),
 			Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req}
 		admitted = make(chan *jsonrpc.Response, 1)
 		go func() { admitted <- s.opts.Router.Admit(r.Context(), call) }()
@@ -162,7 +161,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if call == nil {
-			call = &router.Call{Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: m}
+			call = &router.Call{VHost: sess.VHost, Principal: sess.Principal, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: m}
 		}
 		call.Session, call.Runtime = sess, s.opts.Sessions
 		s.serveCall(w, r, call, rawID, jsonOK, sseOK)

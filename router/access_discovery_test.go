@@ -38,8 +38,8 @@ func TestAccess_InitializeAndDiscoverShowOnlyVisibleBackends(t *testing.T) {
 			"io.modelcontextprotocol/protocolVersion":    wire.ModernProtocolVersion,
 			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 		}})
-		return result(t, f.Router.HandleModern(context.Background(), &router.ModernCall{VHost: f.VHost, Principal: "p", Claims: claims,
-			Request: &jsonrpc.Request{ID: mustID(2), Method: "server/discover", Params: raw}, ClientCapabilities: json.RawMessage(`{}`)}))
+		return result(t, f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "p", Claims: claims,
+			Request: &jsonrpc.Request{ID: mustID(2), Method: "server/discover", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}}))
 	}
 	for _, tc := range []struct {
 		name     string

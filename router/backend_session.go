@@ -23,7 +23,7 @@ import (
 // handshake builds the upstream handshake for a session's backend: the
 // snapshot's version, or the newest session version for a backend known
 // by none (or a modern one being asked to shake hands after all).
-func (r *Router) handshake(sess *store.Session, snap *store.BackendSnapshot) upstream.Handshake {
+func (r *Router) handshake(p *peer, snap *store.BackendSnapshot) upstream.Handshake {
 	pv := wire.LatestProtocolVersion
 	if snap.OK() && snap.ProtocolVersion != "" && !modernSnapshot(snap) {
 		pv = snap.ProtocolVersion
@@ -31,8 +31,8 @@ func (r *Router) handshake(sess *store.Session, snap *store.BackendSnapshot) ups
 	return upstream.Handshake{
 		ProtocolVersion:    pv,
 		ClientInfo:         r.clientInfo(),
-		ClientCapabilities: capability.ForwardedClient(sess.ClientCapabilities),
-		LogLevel:           sess.LogLevel,
+		ClientCapabilities: capability.ForwardedClient(p.capabilities),
+		LogLevel:           p.logLevel,
 	}
 }
 
@@ -47,9 +47,9 @@ func (r *Router) clientInfo() json.RawMessage {
 // snapshot of that backend records a failure (or is missing because the
 // backend was added to config later), the handshake doubles as the re-probe:
 // the returned snapshot is non-nil and should be persisted.
-func (r *Router) open(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header) (*upstream.Conn, *store.BackendSnapshot, error) {
-	snap := sess.Backends[key]
-	conn, err := v.clients[key].Open(ctx, r.handshake(sess, snap), hdr)
+func (r *Router) open(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header) (*upstream.Conn, *store.BackendSnapshot, error) {
+	snap := p.backends[key]
+	conn, err := v.clients[key].Open(ctx, r.handshake(p, snap), hdr)
 	if err != nil {
 		if snap.OK() {
 			return nil, nil, err // a healthy snapshot is not demoted by one failed request
@@ -119,7 +119,7 @@ func (r *Router) reprobeDue(snap *store.BackendSnapshot) bool {
 //
 // In `session: reuse` mode the backend session opened by the probe is kept
 // and its id stored, so later requests, on any instance, send on it.
-func (r *Router) probe(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header) *store.BackendSnapshot {
+func (r *Router) probe(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header) *store.BackendSnapshot {
 	reuse := v.backends[key].Session == SessionReuse
 	legacyKnown := false
 	if !reuse {
@@ -134,7 +134,7 @@ func (r *Router) probe(ctx context.Context, v *vhost, key string, sess *store.Se
 			}
 		}
 	}
-	conn, err := v.clients[key].Open(ctx, r.handshake(sess, nil), hdr)
+	conn, err := v.clients[key].Open(ctx, r.handshake(p, nil), hdr)
 	if err != nil {
 		if refusedHandshake(err) && legacyKnown {
 			// A backend that turned modern-only since it was last seen.
@@ -193,19 +193,19 @@ func snapshotFrom(key string, init *upstream.InitResult) *store.BackendSnapshot 
 
 // persistSnapshots writes changed snapshots back to the session, so the
 // next request, on any instance, sees the backend's new state.
-func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snaps []*store.BackendSnapshot) {
+func (r *Router) persistSnapshots(ctx context.Context, p *peer, snaps []*store.BackendSnapshot) {
 	if len(snaps) == 0 {
 		return
 	}
 	// sess itself is not updated: list fan-out calls this concurrently, and
 	// the rest of the request does not need the new snapshot.
-	v, ok := r.table.Load().vhosts[sess.VHost]
+	v, ok := r.table.Load().vhosts[p.vhost]
 	if ok {
 		for _, snap := range snaps {
 			r.noteSnapshot(v, snap, "")
 		}
 	}
-	if sess.ID == "" {
+	if p.sessionID == "" {
 		// A 2026-07-28 request's view: what it learned goes to the
 		// instance's discovery cache, never to the store.
 		if ok {
@@ -215,7 +215,7 @@ func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snap
 		}
 		return
 	}
-	if err := r.opts.Store.PutBackends(ctx, sess.ID, snaps, r.opts.SessionTTL); err != nil {
+	if err := r.opts.Store.PutBackends(ctx, p.sessionID, snaps, r.opts.SessionTTL); err != nil {
 		r.log.Warn("storing backend snapshots failed", "session_backends", len(snaps), "error", err)
 	}
 }
@@ -223,11 +223,11 @@ func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snap
 // applyLogLevel replays the session's logging/setLevel on a fresh backend
 // connection, so log messages the backend sends during the call respect
 // the level the client chose (on whichever instance it chose it).
-func (r *Router) applyLogLevel(ctx context.Context, conn *upstream.Conn, sess *store.Session, key string) {
-	if sess.LogLevel == "" || conn.Modern() || !capability.Has(sess.Backends[key], "logging") {
+func (r *Router) applyLogLevel(ctx context.Context, conn *upstream.Conn, p *peer, key string) {
+	if p.logLevel == "" || conn.Modern() || !capability.Has(p.backends[key], "logging") {
 		return // a 2026-07-28 backend gets the level in each request's _meta
 	}
-	params, _ := json.Marshal(map[string]string{"level": sess.LogLevel})
+	params, _ := json.Marshal(map[string]string{"level": p.logLevel})
 	if _, err := conn.Call(ctx, "logging/setLevel", params, nil); err != nil {
 		r.log.Debug("backend logging/setLevel failed", "backend", key, "error", err)
 	}

@@ -83,7 +83,7 @@ func (cs *callStream) onMessage(msg jsonrpc.Message) {
 		cs.progress(req)
 		return
 	case "notifications/message":
-		if cs.c.modern && cs.c.Session.LogLevel == "" {
+		if cs.c.modern && cs.c.peer.logLevel == "" {
 			return // a 2026-07-28 request that names no log level gets no log messages
 		}
 		cs.send(req)
@@ -168,7 +168,7 @@ func (cs *callStream) serverRequest(req *jsonrpc.Request) {
 	case !known:
 		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "method %q is not forwarded to clients", req.Method)})
 		return
-	case !hasClientCapability(cs.c.Session.ClientCapabilities, capName):
+	case !hasClientCapability(cs.c.peer.capabilities, capName):
 		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "the client did not advertise the %q capability", capName)})
 		return
 	case cs.c.Stream == nil && !cs.c.parked:

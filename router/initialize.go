@@ -69,7 +69,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	for _, key := range v.keys {
 		wg.Go(func() {
 			pctx, pspan := r.startBackend(ctx, v, key, "initialize", nil)
-			snap := r.probe(pctx, v, key, sess, hdr)
+			snap := r.probe(pctx, v, key, sessionPeer(sess), hdr)
 			endProbe(pspan, snap)
 			mu.Lock()
 			sess.Backends[key] = snap

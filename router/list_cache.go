@@ -172,7 +172,7 @@ func (c *listCache) invalidate(backend string) {
 // are not cached; listCached takes it on a miss.
 func (r *Router) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) (p *pageResult, ck string) {
 	b := v.backends[key]
-	if b.ListCacheTTL <= 0 || !c.Session.Backends[key].OK() {
+	if b.ListCacheTTL <= 0 || !c.peer.backends[key].OK() {
 		return nil, ""
 	}
 	ck = listCacheKey(b, op.method, cursor, c.Header)

@@ -78,7 +78,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		if errors.Is(err, errStoreUnavailable) {
 			return r.storeUnavailable(c.Request.ID, err)
 		}
-		if err != nil || !st.Accepts(op.method, v.name, c.Session.Principal) {
+		if err != nil || !st.Accepts(op.method, v.name, c.Principal) {
 			return errorResponse(c.Request.ID, invalidParams("invalid cursor for %s on this virtual host", op.method))
 		}
 		walkPrivate = st.Private
@@ -125,7 +125,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		private = hints.Private
 		decorate = func(m map[string]json.RawMessage) { envelope.DecorateFields(m, hints, r.clientInfo()) }
 	}
-	raw, err := r.mergePages(ctx, v, op, c.Session.Principal, access, positions, results, private, decorate)
+	raw, err := r.mergePages(ctx, v, op, c.Principal, access, positions, results, private, decorate)
 	var stranded *strandedPagesError
 	switch {
 	case errors.Is(err, errStoreUnavailable):
@@ -163,7 +163,7 @@ func pageHints(results []*pageResult) envelope.Hints {
 // listOne fetches one page from one backend.
 func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor string) *pageResult {
 	res := &pageResult{key: key}
-	snap := c.Session.Backends[key]
+	snap := c.peer.backends[key]
 	if snap.OK() && !capability.Has(snap, op.capability) {
 		return res
 	}
@@ -177,7 +177,7 @@ func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key,
 		params, _ = json.Marshal(map[string]string{"cursor": cursor})
 	}
 	var lacks bool
-	resp, err := r.withBackend(ctx, v, key, op.method, c.Session, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+	resp, err := r.withBackend(ctx, v, key, op.method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		if init := conn.Init(); init != nil && !snap.OK() && !capability.Has(snapshotFrom(key, init), op.capability) {
 			lacks = true // re-probed just now: it does not have this list
 			return &jsonrpc.Response{}, nil

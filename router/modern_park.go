@@ -81,15 +81,15 @@ type ParkOutcome struct {
 // parkable routes a modern MRTR-capable call that may have to park: a
 // retry of a parked call, or a call whose backend speaks the session
 // protocol. It returns nil when the call takes the ordinary path.
-func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall, access *policy.View) *jsonrpc.Response {
-	if c.Parks == nil || !multiRoundTrip(c.Request.Method) {
+func (r *Router) parkable(ctx context.Context, v *vhost, c *Call, access *policy.View) *jsonrpc.Response {
+	if c.Modern.Parks == nil || !multiRoundTrip(c.Request.Method) {
 		return nil
 	}
 	t, rerr := r.resolve(v, c.Request.Method, c.Request.Params)
 	if rerr != nil || access != nil && !v.routedVisible(*access, c.Request.Method, t) {
 		return nil // the ordinary path answers it (a hidden name: as unknown)
 	}
-	pc := ParkedCall{Principal: c.Principal, VHost: v.name, ClientCapabilities: c.ClientCapabilities}
+	pc := ParkedCall{Principal: c.Principal, VHost: v.name, ClientCapabilities: c.Modern.ClientCapabilities}
 	if raw, ok := t.params["requestState"]; ok && string(raw) != "null" {
 		var token string
 		if json.Unmarshal(raw, &token) != nil {
@@ -106,21 +106,21 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall, access *
 		}
 		var answers map[string]json.RawMessage
 		_ = json.Unmarshal(t.params["inputResponses"], &answers)
-		return r.parkAnswer(ctx, v, c, t, c.Parks.Resume(ctx, pc, env.Park, env.Round, answers))
+		return r.parkAnswer(ctx, v, c, t, c.Modern.Parks.Resume(ctx, pc, env.Park, env.Round, answers))
 	}
 	if d := r.backendDiscovery(ctx, v, t.backend, c.Header); !d.snap.OK() || modernSnapshot(d.snap) {
 		return nil // a 2026-07-28 backend asks with input_required itself
 	}
-	return r.parkAnswer(ctx, v, c, t, c.Parks.Run(ctx, pc, func(ctx context.Context, asker SessionRuntime) *jsonrpc.Response {
-		call := &Call{Session: r.modernView(ctx, v, c), Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
-			modern: true, parked: true, Runtime: asker, access: access, admitted: true}
-		return r.Handle(ctx, call)
+	return r.parkAnswer(ctx, v, c, t, c.Modern.Parks.Run(ctx, pc, func(ctx context.Context, asker SessionRuntime) *jsonrpc.Response {
+		call := &Call{VHost: c.VHost, Principal: c.Principal, Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
+			peer: r.modernPeer(ctx, v, c), modern: true, parked: true, Runtime: asker, access: access, admitted: true}
+		return r.serve(ctx, v, call)
 	}))
 }
 
 // parkAnswer turns a parked call's outcome into the client's answer: the
 // result, or input_required with the round's requests and a sealed state.
-func (r *Router) parkAnswer(ctx context.Context, v *vhost, c *ModernCall, t *target, o ParkOutcome) *jsonrpc.Response {
+func (r *Router) parkAnswer(ctx context.Context, v *vhost, c *Call, t *target, o ParkOutcome) *jsonrpc.Response {
 	method := c.Request.Method
 	switch {
 	case o.Err != nil && o.RetryAfter > 0:

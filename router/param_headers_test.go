@@ -32,8 +32,8 @@ func TestParamHeaders_TranslatedCallCheckedAgainstTheAnnotations(t *testing.T) {
 		for k, v := range hdr {
 			h.Set(k, v)
 		}
-		return f.Router.HandleModern(context.Background(), &router.ModernCall{VHost: f.VHost, Principal: "alice", Header: h,
-			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, ClientCapabilities: json.RawMessage(`{}`)})
+		return f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "alice", Header: h,
+			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
 	}
 	both := map[string]any{"region": "eu-west", "opts": map[string]any{"limit": 7}, "note": "x"}
 	for _, tc := range []struct {
@@ -135,8 +135,8 @@ func TestParamHeaders_RemadeWhenAHookRewritesTheArguments(t *testing.T) {
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 	}})
 	h := http.Header{"Mcp-Param-Region": {"eu-west"}}
-	resp := f.Router.HandleModern(context.Background(), &router.ModernCall{VHost: f.VHost, Principal: "alice", Header: h,
-		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, ClientCapabilities: json.RawMessage(`{}`)})
+	resp := f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "alice", Header: h,
+		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
 	if res := result(t, resp); res["isError"] == true {
 		t.Fatalf("result %v", res)
 	}

@@ -24,8 +24,8 @@ import (
 // counted, so a limit says nothing about what exists), before any plugin
 // or backend sees it. Every limit that applies is decided in one store
 // round trip, all or nothing. Over a limit the answer is -32029 naming
-// the limit, and HTTP 429 with Retry-After: the transport asks Admit (or
-// AdmitModern) before it begins an event stream, so the status can still
+// the limit, and HTTP 429 with Retry-After: the transport asks Admit
+// before it begins an event stream, so the status can still
 // be set. Only tools/call counts: it is what reaches backends' work, the
 // thing operators limit; lists are cheap and cacheable.
 
@@ -36,34 +36,34 @@ func (r *Router) RateLimits(vhost string) bool {
 	return ok && v.limits != nil
 }
 
-// Admit counts a request of an established session against its virtual
-// host's rate limits, before its answer begins: a refusal is answered
-// with HTTP 429 (RateLimited), which an answer already streaming could
-// not carry. It returns nil when the request may go on; Handle then does
-// not count it again. Requests that are not tools/call, or name no
-// visible tool, pass (Handle answers them).
+// Admit counts a request against its virtual host's rate limits, before
+// its answer begins: a refusal is answered with HTTP 429 (RateLimited),
+// which an answer already streaming could not carry. It returns nil when
+// the request may go on; Handle then does not count it again. Requests
+// that are not tools/call, or name no visible tool, pass (Handle answers
+// them). It needs the request's VHost, Principal and, for a 2025-era
+// request, nothing of its session: the transport may ask it while the
+// session loads.
 func (r *Router) Admit(ctx context.Context, c *Call) *jsonrpc.Response {
-	v, ok := r.table.Load().vhosts[c.Session.VHost]
-	if !ok || c.admitted || v.limits == nil || c.Request.Method != "tools/call" || !c.Request.IsCall() {
+	c.normalize()
+	v, ok := r.table.Load().vhosts[c.VHost]
+	if !ok || !c.Request.IsCall() {
+		return nil
+	}
+	if c.Modern != nil {
+		return r.admitModern(ctx, v, c)
+	}
+	if c.admitted || v.limits == nil || c.Request.Method != "tools/call" {
 		return nil
 	}
 	t, rerr := r.resolve(v, c.Request.Method, c.Request.Params)
 	if rerr != nil || !v.routedVisible(r.accessFor(v, c), c.Request.Method, t) {
 		return nil
 	}
-	return r.admit(ctx, v, c.Request, c.Session.Principal, t, &c.admitted)
+	return r.admit(ctx, v, c.Request, c.Principal, t, &c.admitted)
 }
 
-// AdmitModern is Admit for a 2026-07-28 request.
-func (r *Router) AdmitModern(ctx context.Context, c *ModernCall) *jsonrpc.Response {
-	v, ok := r.table.Load().vhosts[c.VHost]
-	if !ok {
-		return nil
-	}
-	return r.admitModern(ctx, v, c)
-}
-
-func (r *Router) admitModern(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.Response {
+func (r *Router) admitModern(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	if c.admitted || v.limits == nil || c.Request.Method != "tools/call" || !c.Request.IsCall() {
 		return nil
 	}
@@ -79,7 +79,7 @@ func (r *Router) admitModern(ctx context.Context, v *vhost, c *ModernCall) *json
 
 // modernAccess returns a modern request's access decision (nil: the vhost
 // has no rules), deciding it on first use.
-func modernAccess(v *vhost, c *ModernCall) *policy.View {
+func modernAccess(v *vhost, c *Call) *policy.View {
 	if v.access == nil {
 		return nil
 	}
@@ -96,7 +96,7 @@ func (r *Router) admitTarget(ctx context.Context, v *vhost, c *Call, t *target) 
 	if c.admitted || v.limits == nil || c.Request.Method != "tools/call" {
 		return nil
 	}
-	return r.admit(ctx, v, c.Request, c.Session.Principal, t, &c.admitted)
+	return r.admit(ctx, v, c.Request, c.Principal, t, &c.admitted)
 }
 
 // admit counts one tools/call of principal against every limit of the

@@ -35,7 +35,7 @@ func (r *Router) resolveRawTool(ctx context.Context, v *vhost, c *Call, name str
 	access := r.accessFor(v, c)
 	var candidates []string
 	for _, key := range v.keys {
-		if !capability.Of(c.Session.Backends[key]).Has("tools") {
+		if !capability.Of(c.peer.backends[key]).Has("tools") {
 			continue
 		}
 		if _, err := r.toolInputSchema(ctx, v, c, key, name); err != nil {

@@ -26,7 +26,7 @@ const stateKeyName = "request-state"
 
 // binding is what a request state of c for t is bound to.
 func binding(v *vhost, c *Call, t *target) sealed.Binding {
-	return sealed.Binding{VHost: v.name, Principal: c.Session.Principal, Method: c.Request.Method, Target: t.public}
+	return sealed.Binding{VHost: v.name, Principal: c.Principal, Method: c.Request.Method, Target: t.public}
 }
 
 // sealState seals st for b; an error wraps errStoreUnavailable when the key

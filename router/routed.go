@@ -56,7 +56,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	} else if rerr == nil {
 		noteRouted(ctx, t)
 	}
-	if rerr == nil && method == "resources/subscribe" {
+	if rerr == nil && method == "resources/subscribe" && c.Session != nil { // (a 2026-07-28 request has no session to hold it)
 		rerr = subscribeRefusal(c.Session, t.public)
 	}
 	if rerr != nil {
@@ -66,7 +66,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if resp := r.admitTarget(ctx, v, c, t); resp != nil {
 		return resp // over a rate limit: no hook, no backend
 	}
-	if c.modern && method == "tools/call" && !modernSnapshot(c.Session.Backends[t.backend]) {
+	if c.modern && method == "tools/call" && !modernSnapshot(c.peer.backends[t.backend]) {
 		// Translated to a 2025-era backend, which never reads them.
 		if e := r.checkParamHeaders(ctx, v, c, t); e != nil {
 			return errorResponse(c.Request.ID, e)
@@ -90,7 +90,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	var hc *hook.Call
 	if hooked(method) && len(r.opts.Hooks)+len(v.hooks) > 0 {
 		hc = &hook.Call{Method: method, VHost: v.name, Backend: t.backend, Name: t.name,
-			Principal: c.Session.Principal, SessionID: c.Session.ID, Params: params}
+			Principal: c.Principal, SessionID: c.peer.sessionID, Params: params}
 		var schema func(ctx context.Context) (json.RawMessage, error)
 		if method == "tools/call" {
 			schema = func(ctx context.Context) (json.RawMessage, error) {
@@ -109,13 +109,13 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		params = hc.Params
 	}
 
-	if method == "tools/call" && modernSnapshot(c.Session.Backends[t.backend]) && (!c.modern || !bytes.Equal(params, sent)) {
+	if method == "tools/call" && modernSnapshot(c.peer.backends[t.backend]) && (!c.modern || !bytes.Equal(params, sent)) {
 		// A call to a 2026-07-28 backend whose Mcp-Param-* headers the
 		// client did not make for these arguments: a session's client
 		// sends none, and a hook may have rewritten the arguments.
 		ctx = r.withParamHeaders(ctx, v, c, t, params)
 	}
-	resp, err := r.withBackend(ctx, v, t.backend, method, c.Session, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+	resp, err := r.withBackend(ctx, v, t.backend, method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		callCtx, endCall := context.WithCancel(ctx)
 		defer endCall()
 		cs := &callStream{r: r, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc, access: r.accessFor(v, c)}
@@ -165,7 +165,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if !v.single() {
 		result = naming.PublishResultURIs(t.backend, method, result)
 	}
-	if !c.modern && modernSnapshot(c.Session.Backends[t.backend]) {
+	if !c.modern && modernSnapshot(c.peer.backends[t.backend]) {
 		result = envelope.Strip(result) // only a 2026-07-28 backend writes the envelope
 	}
 	if hc != nil {
@@ -193,9 +193,9 @@ func (r *Router) recordSubscription(ctx context.Context, c *Call, t *target, res
 	var err error
 	switch c.Request.Method {
 	case "resources/subscribe":
-		err = r.opts.Store.AddSubscription(ctx, c.Session.ID, t.public, r.opts.SessionTTL)
+		err = r.opts.Store.AddSubscription(ctx, c.peer.sessionID, t.public, r.opts.SessionTTL)
 	case "resources/unsubscribe":
-		err = r.opts.Store.RemoveSubscription(ctx, c.Session.ID, t.public, r.opts.SessionTTL)
+		err = r.opts.Store.RemoveSubscription(ctx, c.peer.sessionID, t.public, r.opts.SessionTTL)
 	default:
 		return resultResponse(c.Request.ID, result)
 	}
@@ -203,7 +203,7 @@ func (r *Router) recordSubscription(ctx context.Context, c *Call, t *target, res
 		return r.subscriptionStoreError(c.Request.ID, t.public, err)
 	}
 	if c.Runtime != nil {
-		c.Runtime.ListenersChanged(ctx, c.Session.ID)
+		c.Runtime.ListenersChanged(ctx, c.peer.sessionID)
 	}
 	return resultResponse(c.Request.ID, result)
 }

@@ -64,7 +64,7 @@ func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend
 	if v.clients[backend].PerCaller() {
 		// Claim templates or token exchange: the backend may list other
 		// tools, or other schemas, to each caller.
-		key += "\x00" + c.Session.Principal
+		key += "\x00" + c.Principal
 	}
 	s := v.schemas
 	s.mu.Lock()
