@@ -31,7 +31,7 @@ func (r *Router) handshake(p *peer, snap *store.BackendSnapshot) upstream.Handsh
 	return upstream.Handshake{
 		ProtocolVersion:    pv,
 		ClientInfo:         r.clientInfo(),
-		ClientCapabilities: capability.ForwardedClient(p.capabilities),
+		ClientCapabilities: capability.ForwardedClient(p.capabilities, p.extensions(snap)),
 		LogLevel:           p.logLevel,
 	}
 }

@@ -55,7 +55,7 @@ func BenchmarkCapabilityMerge(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = capability.Merged(snaps)
+		_ = capability.Merged(snaps, capability.SessionExtensions)
 	}
 }
 

@@ -50,6 +50,9 @@ func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jso
 	case "subscriptions/listen":
 		return r.listen(ctx, v, c)
 	}
+	if wire.MethodOf(method).Task {
+		return r.routeTask(ctx, v, c) // the task's own call was admitted and hooked
+	}
 	access := modernAccess(v, c) // decided once for the request, whichever path it takes
 	if resp := r.admitModern(ctx, v, c); resp != nil {
 		return resp // over a rate limit: no backend, not even discovery
@@ -119,7 +122,7 @@ func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *Call) *jsonrpc
 	}
 	result := map[string]any{
 		"supportedVersions": wire.AllProtocolVersions(),
-		"capabilities":      capability.Merged(shown),
+		"capabilities":      capability.Merged(shown, capability.ModernExtensions),
 	}
 	if ins := capability.JoinedInstructions(v.keys, shown); ins != "" {
 		result["instructions"] = ins

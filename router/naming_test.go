@@ -2,7 +2,6 @@ package router
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/mcpgw/gateway/router/capability"
@@ -64,23 +63,28 @@ func TestNaming_RoundTripForEveryKind(t *testing.T) {
 }
 
 // capabilities.extensions: Apps, which the gateway routes, is merged from
-// the backends (the first backend's settings by key); Tasks, which it
-// does not route yet, and unknown extensions are dropped, and a client's
-// are dropped the same way before a backend hears them.
+// the backends (the first backend's settings by key); Tasks only for
+// 2026-07-28 (a 2025 session is not told of it yet); unknown extensions
+// are dropped, and a client's are dropped the same way before a backend
+// hears them.
 func TestExtensions_MergedOnlyWhenRouted(t *testing.T) {
 	snap := func(key, caps string) *store.BackendSnapshot {
 		return &store.BackendSnapshot{Key: key, Capabilities: json.RawMessage(caps)}
 	}
-	caps := capability.Merged(map[string]*store.BackendSnapshot{
+	snaps := map[string]*store.BackendSnapshot{
 		"b": snap("b", `{"tools":{},"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["b"]},"io.modelcontextprotocol/tasks":{}}}`),
 		"a": snap("a", `{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["a"]},"com.example/x":{}}}`),
 		"c": snap("c", `{"tools":{}}`),
-	})
-	got, _ := json.Marshal(caps["extensions"])
+	}
+	got, _ := json.Marshal(capability.Merged(snaps, capability.SessionExtensions)["extensions"])
 	if string(got) != `{"io.modelcontextprotocol/ui":{"mimeTypes":["a"]}}` {
 		t.Fatalf("merged extensions %s, want Apps alone, with backend a's settings", got)
 	}
-	if _, ok := capability.Merged(map[string]*store.BackendSnapshot{"c": snap("c", `{"tools":{}}`)})["extensions"]; ok {
+	got, _ = json.Marshal(capability.Merged(snaps, capability.ModernExtensions)["extensions"])
+	if string(got) != `{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/ui":{"mimeTypes":["a"]}}` {
+		t.Fatalf("2026-07-28 merged extensions %s, want Apps and Tasks", got)
+	}
+	if _, ok := capability.Merged(map[string]*store.BackendSnapshot{"c": snap("c", `{"tools":{}}`)}, capability.SessionExtensions)["extensions"]; ok {
 		t.Fatal("extensions advertised with no backend offering one")
 	}
 	for in, want := range map[string]string{
@@ -88,23 +92,27 @@ func TestExtensions_MergedOnlyWhenRouted(t *testing.T) {
 		`{"extensions":{"io.modelcontextprotocol/tasks":{}}}`: `{}`,
 		`{"roots":{}}`: `{"roots":{}}`,
 	} {
-		if got := capability.ForwardedClient(json.RawMessage(in)); string(got) != want {
+		if got := capability.ForwardedClient(json.RawMessage(in), capability.SessionExtensions); string(got) != want {
 			t.Errorf("client capabilities %s forwarded as %s, want %s", in, got, want)
 		}
 	}
 }
 
-func TestExtensions_TaskAugmentedCallRefused(t *testing.T) {
+// A 2025-11-25 task augmentation (params.task) is ignored, as SEP-2663
+// says, and never reaches the backend.
+func TestExtensions_LegacyTaskParamIgnored(t *testing.T) {
 	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
 		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}}}}})
 	t.Cleanup(table.close)
 	r := New(nil, Options{})
-	_, err := r.resolve(table.vhosts["v"], "tools/call", json.RawMessage(`{"name":"slow","task":{"ttl":60000}}`))
-	if err == nil || err.Code != CodeInvalidParams || !strings.Contains(err.Message, "params.task") {
-		t.Fatalf("a task-augmented call resolved with %+v, want -32602 naming params.task", err)
-	}
-	if _, err := r.resolve(table.vhosts["v"], "tools/call", json.RawMessage(`{"name":"slow","task":null}`)); err != nil {
-		t.Fatalf("task: null refused: %+v", err)
+	for _, params := range []string{`{"name":"slow","task":{"ttl":60000}}`, `{"name":"slow","task":null}`} {
+		tg, err := r.resolve(table.vhosts["v"], "tools/call", json.RawMessage(params))
+		if err != nil {
+			t.Fatalf("%s refused: %+v", params, err)
+		}
+		if _, ok := tg.params["task"]; ok {
+			t.Fatalf("%s: params.task reaches the backend", params)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package router
 import (
 	"encoding/json"
 
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/store"
 )
 
@@ -40,4 +41,13 @@ func (p *peer) withSnapshot(key string, snap *store.BackendSnapshot) *peer {
 	}
 	cp.backends[key] = snap
 	return &cp
+}
+
+// extensions are the extensions the gateway routes between p and the
+// backend of snap: Tasks too when both speak 2026-07-28.
+func (p *peer) extensions(snap *store.BackendSnapshot) map[string]bool {
+	if p.sessionID == "" && modernSnapshot(snap) {
+		return capability.ModernExtensions
+	}
+	return capability.SessionExtensions
 }

@@ -162,6 +162,14 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			return resultResponse(c.Request.ID, result) // an interim result: no post-hooks, no renaming
 		}
 	}
+	if c.modern && method == "tools/call" {
+		if result, err = r.sealTaskResult(ctx, v, c, t, result); err != nil {
+			if errors.Is(err, errStoreUnavailable) {
+				return r.storeUnavailable(c.Request.ID, err)
+			}
+			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "backend %s answered a malformed task: %v", wire.Quote(t.backend), err))
+		}
+	}
 	if !v.single() {
 		result = naming.PublishResultURIs(t.backend, method, result)
 	}
@@ -222,11 +230,11 @@ func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target,
 		if err != nil {
 			return nil, err
 		}
-		if task, ok := params["task"]; ok && string(task) != "null" {
-			// A task-augmented call (2025-11-25 tasks): the gateway does not
-			// route tasks/*, so a backend's task could never be followed.
-			return nil, invalidParams("tools/call: task-augmented calls (params.task) are not supported by this gateway; call the tool without params.task")
-		}
+		// A 2025-11-25 task augmentation (params.task) is ignored, as
+		// SEP-2663 says: the gateway declares no capabilities.tasks, and a
+		// backend that creates tasks does so under the Tasks extension
+		// (router/tasks.go). The backend never sees it.
+		delete(params, "task")
 		t := &target{public: name, kind: kind, params: params}
 		if a, ok := v.aliases.Resolve(name); ok {
 			t.backend, t.name = a.Backend, a.Tool

@@ -51,7 +51,6 @@ func TestResolve(t *testing.T) {
 		{"tools/call", `{"name":7}`, `needs a non-empty string "name"`},
 		{"tools/call", `{"name":"nobody-x"}`, `unknown tool "nobody-x"`},
 		{"tools/call", `{"name":"gwecho"}`, `unknown tool "gwecho"`}, // a key must be followed by "-"
-		{"tools/call", `{"name":"gw-one-echo","task":{"ttl":1}}`, "task-augmented calls"},
 		{"prompts/get", `{"name":""}`, `needs a non-empty string "name"`},
 		{"resources/read", `{"uri":"file:///a"}`, `unknown resource "file:///a"`},
 		{"completion/complete", `{}`, "needs params.ref"},

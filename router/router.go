@@ -104,6 +104,7 @@ type Router struct {
 
 	cursorKeys *sealed.Key
 	states     *sealed.States
+	taskKeys   *sealed.Key // seals task ids (tasks.go)
 
 	listensDone chan struct{} // closed by EndListens
 	listens     listenSlots   // open listens per principal
@@ -149,6 +150,7 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 		cursorKeys: sealed.NewKey(opts.Store, cursorKeyName, opts.CursorSecret),
 		states: sealed.NewStates(sealed.NewKey(opts.Store, stateKeyName, sealed.DerivedSecret(opts.CursorSecret, stateKeyName)),
 			opts.RequestStateTTL),
+		taskKeys:    sealed.NewKey(opts.Store, taskKeyName, sealed.DerivedSecret(opts.CursorSecret, taskKeyName)),
 		listensDone: make(chan struct{})}
 	r.endListens = sync.OnceFunc(func() { close(r.listensDone) })
 	if opts.TracerProvider != nil {

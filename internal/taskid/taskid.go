@@ -55,9 +55,12 @@ type Claims struct {
 	Backend string `json:"b"`
 	// Principal is a digest of the principal (PrincipalDigest), never the
 	// principal itself.
-	Principal string    `json:"p"`
-	TaskID    string    `json:"t"`
-	Expires   time.Time `json:"-"`
+	Principal string `json:"p"`
+	TaskID    string `json:"t"`
+	// Tool is the published name of the tool that created the task, so
+	// the caller's access rules apply to the task as to the call.
+	Tool    string    `json:"n,omitempty"`
+	Expires time.Time `json:"-"`
 	// ExpiresMs is Expires on the wire (Unix ms).
 	ExpiresMs int64 `json:"e"`
 }
@@ -114,7 +117,7 @@ func Seal(key []byte, c Claims) (string, error) {
 		return "", fmt.Errorf("taskid: kind %q", c.Kind)
 	case c.VHost == "" || c.Backend == "" || c.Principal == "" || c.TaskID == "":
 		return "", errors.New("taskid: vhost, backend, principal and task id are required")
-	case len(c.VHost) > maxField || len(c.Backend) > maxField || len(c.Principal) > maxField || len(c.TaskID) > maxField:
+	case len(c.VHost) > maxField || len(c.Backend) > maxField || len(c.Principal) > maxField || len(c.TaskID) > maxField || len(c.Tool) > maxField:
 		return "", fmt.Errorf("taskid: a claim over %d bytes", maxField)
 	case c.Expires.IsZero():
 		return "", errors.New("taskid: no expiry")

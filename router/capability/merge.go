@@ -16,9 +16,10 @@ import (
 // on for tools, resources and prompts: the gateway forwards backends'
 // list_changed and emits its own when a vhost's config changes.
 // capabilities.extensions is the union of the backends' extensions that
-// the gateway routes what they need of (routedExtensions).
-// With no capable backend the result is the empty object.
-func Merged(snaps map[string]*store.BackendSnapshot) map[string]any {
+// the gateway routes what they need of (routed: Session- or
+// ModernExtensions). With no capable backend the result is the empty
+// object.
+func Merged(snaps map[string]*store.BackendSnapshot, routed map[string]bool) map[string]any {
 	out := map[string]any{}
 	extensionOwner := map[string]string{}
 	for _, s := range snaps {
@@ -36,7 +37,7 @@ func Merged(snaps map[string]*store.BackendSnapshot) map[string]any {
 			out["logging"] = map[string]any{}
 		}
 		for id, settings := range c.Extensions {
-			if !routedExtensions[id] || len(settings) == 0 || string(settings) == "null" {
+			if !routed[id] || len(settings) == 0 || string(settings) == "null" {
 				continue
 			}
 			ext, _ := out["extensions"].(map[string]json.RawMessage)
@@ -87,18 +88,25 @@ func JoinedInstructions(keys []string, snaps map[string]*store.BackendSnapshot) 
 
 // Extensions (capabilities.extensions) a backend or a client may
 // advertise. The gateway passes one on only when it routes what the
-// extension needs: MCP Apps (io.modelcontextprotocol/ui) needs its ui://
-// resources published unambiguously and its tools callable, which the
-// renaming rule does (naming.go). Any other extension, Tasks among them
-// (its tasks/* methods are not routed), is dropped from what clients and
-// backends are told, so neither side starts what the gateway cannot carry.
-var routedExtensions = map[string]bool{
-	"io.modelcontextprotocol/ui": true,
-}
+// extension needs, so neither side starts what the gateway cannot carry;
+// any other is dropped from what clients and backends are told.
+//
+//   - MCP Apps (io.modelcontextprotocol/ui), for both generations: its
+//     ui:// resources are published unambiguously and its tools callable
+//     (the renaming rule, router/naming).
+//   - Tasks (io.modelcontextprotocol/tasks), for 2026-07-28 requests and
+//     backends only: their tasks/get, tasks/update and tasks/cancel are
+//     routed by the gateway's sealed task id (router/tasks.go). A
+//     2025-era session is not told of it yet.
+var (
+	SessionExtensions = map[string]bool{"io.modelcontextprotocol/ui": true}
+	ModernExtensions  = map[string]bool{"io.modelcontextprotocol/ui": true, "io.modelcontextprotocol/tasks": true}
+)
 
-// ForwardedClient is a client's capabilities as a backend is
-// told them: without the extensions the gateway does not route.
-func ForwardedClient(raw json.RawMessage) json.RawMessage {
+// ForwardedClient is a client's capabilities as a backend is told them:
+// without the extensions the gateway does not route (routed: Session- or
+// ModernExtensions).
+func ForwardedClient(raw json.RawMessage, routed map[string]bool) json.RawMessage {
 	if !bytes.Contains(raw, []byte(`"extensions"`)) {
 		return raw
 	}
@@ -111,7 +119,7 @@ func ForwardedClient(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	for id := range ext {
-		if !routedExtensions[id] {
+		if !routed[id] {
 			delete(ext, id)
 		}
 	}

@@ -36,7 +36,7 @@ func TestCapabilityMerge_OnlyWhatBackendsHave(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _ := json.Marshal(Merged(tc.snaps))
+			got, _ := json.Marshal(Merged(tc.snaps, SessionExtensions))
 			var g, w any
 			_ = json.Unmarshal(got, &g)
 			_ = json.Unmarshal([]byte(tc.want), &w)

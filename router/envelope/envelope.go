@@ -22,6 +22,9 @@ import (
 const (
 	ResultComplete      = "complete"
 	ResultInputRequired = "input_required"
+	// ResultTask is a CreateTaskResult (the Tasks extension): its ttlMs
+	// is the task's lifetime, not a caching hint.
+	ResultTask = "task"
 
 	MetaServerInfo = "io.modelcontextprotocol/serverInfo"
 
@@ -99,6 +102,8 @@ func DecorateFields(m map[string]json.RawMessage, hints *Hints, serverInfo json.
 	meta[MetaServerInfo] = serverInfo
 	m["_meta"] = wire.RawObject(meta)
 	switch {
+	case kind == ResultTask:
+		delete(m, "cacheScope") // ttlMs is the task's: kept as the backend set it
 	case kind != ResultComplete:
 		// Interim results are never cached, so they carry no hints.
 		delete(m, "ttlMs")

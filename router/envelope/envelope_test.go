@@ -21,6 +21,8 @@ func TestDecorateThenStrip(t *testing.T) {
 			`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpgw","version":"dev"}},"cacheScope":"private","resultType":"complete","tools":[],"ttlMs":5000}`},
 		{"an interim result keeps no hints", `{"resultType":"input_required","ttlMs":9,"cacheScope":"public"}`, &Hints{TTLMs: 5000},
 			`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpgw","version":"dev"}},"resultType":"input_required"}`},
+		{"a task keeps its ttlMs", `{"resultType":"task","taskId":"t1","status":"working","ttlMs":60000,"cacheScope":"public"}`, &Hints{TTLMs: 5},
+			`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpgw","version":"dev"}},"resultType":"task","status":"working","taskId":"t1","ttlMs":60000}`},
 		{"a backend's own hints stand, private wins", `{"contents":[],"ttlMs":60000,"cacheScope":"public"}`, &Hints{FromResult: true, Private: true},
 			`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpgw","version":"dev"}},"cacheScope":"private","contents":[],"resultType":"complete","ttlMs":60000}`},
 	} {
