@@ -61,7 +61,7 @@ func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jso
 		return resp
 	}
 	call := &Call{VHost: c.VHost, Principal: c.Principal, Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
-		peer: r.modernPeer(ctx, v, c), modern: true, access: access, admitted: true}
+		peer: r.modernPeer(ctx, v, c), modern: true, access: access, admitted: true, resolution: c.resolution}
 	resp = r.serve(ctx, v, call)
 	if call.decorated && resp.Error == nil {
 		return resp

@@ -85,7 +85,7 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *Call, access *policy
 	if c.Modern.Parks == nil || !multiRoundTrip(c.Request.Method) {
 		return nil
 	}
-	t, rerr := r.resolve(v, c.Request.Method, c.Request.Params)
+	t, rerr := r.targetOf(v, c)
 	if rerr != nil || access != nil && !v.routedVisible(*access, c.Request.Method, t) {
 		return nil // the ordinary path answers it (a hidden name: as unknown)
 	}
@@ -113,7 +113,8 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *Call, access *policy
 	}
 	return r.parkAnswer(ctx, v, c, t, c.Modern.Parks.Run(ctx, pc, func(ctx context.Context, asker SessionRuntime) *jsonrpc.Response {
 		call := &Call{VHost: c.VHost, Principal: c.Principal, Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
-			peer: r.modernPeer(ctx, v, c), modern: true, parked: true, Runtime: asker, access: access, admitted: true}
+			peer: r.modernPeer(ctx, v, c), modern: true, parked: true, Runtime: asker, access: access, admitted: true,
+			resolution: c.resolution}
 		return r.serve(ctx, v, call)
 	}))
 }

@@ -56,7 +56,7 @@ func (r *Router) Admit(ctx context.Context, c *Call) *jsonrpc.Response {
 	if c.admitted || v.limits == nil || c.Request.Method != "tools/call" {
 		return nil
 	}
-	t, rerr := r.resolve(v, c.Request.Method, c.Request.Params)
+	t, rerr := r.targetOf(v, c)
 	if rerr != nil || !v.routedVisible(r.accessFor(v, c), c.Request.Method, t) {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (r *Router) admitModern(ctx context.Context, v *vhost, c *Call) *jsonrpc.Re
 	if c.admitted || v.limits == nil || c.Request.Method != "tools/call" || !c.Request.IsCall() {
 		return nil
 	}
-	t, rerr := r.resolve(v, c.Request.Method, c.Request.Params)
+	t, rerr := r.targetOf(v, c)
 	if rerr != nil {
 		return nil
 	}

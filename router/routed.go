@@ -27,7 +27,7 @@ type target struct {
 // identifier. The identifier is stripped before the backend sees it.
 func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	method := c.Request.Method
-	t, rerr := r.resolve(v, method, c.Request.Params)
+	t, rerr := r.targetOf(v, c)
 	if rerr != nil && method == "tools/call" && t == nil {
 		// Only a name no backend owns (not a malformed call): the very
 		// error unknownIdentifier makes for it.
@@ -214,6 +214,19 @@ func (r *Router) recordSubscription(ctx context.Context, c *Call, t *target, res
 		c.Runtime.ListenersChanged(ctx, c.peer.sessionID)
 	}
 	return resultResponse(c.Request.ID, result)
+}
+
+// targetOf resolves c's routed request once: admission, parking and
+// routing ask in turn and get the same answer (the params are decoded
+// once). A reload between the asks (another routing table) resolves
+// afresh. Routing is the last to ask, and may rewrite the target's params.
+func (r *Router) targetOf(v *vhost, c *Call) (*target, *jsonrpc.Error) {
+	if res := c.resolution; res != nil && res.v == v {
+		return res.t, res.err
+	}
+	t, err := r.resolve(v, c.Request.Method, c.Request.Params)
+	c.resolution = &resolution{v: v, t: t, err: err}
+	return t, err
 }
 
 // resolve finds the backend and the backend-side identifier of a routed

@@ -271,6 +271,16 @@ type Call struct {
 	// parked marks a modern call a ParkRuntime holds: its Runtime asks the
 	// client with input_required rounds, whatever stream it has.
 	parked bool
+	// resolution is where a routed request goes, decided once (targetOf)
+	// for admission, parking and routing alike.
+	resolution *resolution
+}
+
+// resolution is resolve's answer for a request on one routing table.
+type resolution struct {
+	v   *vhost
+	t   *target
+	err *jsonrpc.Error
 }
 
 // normalize fills VHost and Principal from a 2025-era request's session.
