@@ -253,7 +253,7 @@ type Call struct {
 	Runtime SessionRuntime
 
 	// peer is the request's client as the backend link sees it
-	// (peer.go): its session's, or for a 2026-07-28 request the one
+	// (backend_session.go): its session's, or for a 2026-07-28 request the one
 	// handleModern builds from its _meta and the discovery cache.
 	peer *peer
 	// modern marks the core's view of a 2026-07-28 request (handleModern
