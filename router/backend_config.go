@@ -28,7 +28,7 @@ type Backend struct {
 	ToolNameAliases map[string]string
 	Session         SessionMode
 	// ListCacheTTL, when positive, caches this backend's list pages on
-	// each instance for that long (see list_cache.go); 0 turns it off.
+	// each instance for that long (see router/listcache); 0 turns it off.
 	ListCacheTTL time.Duration
 }
 

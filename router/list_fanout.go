@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/listcache"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/store"
 )
 
 // listOp describes one of the four list methods.
@@ -222,4 +225,76 @@ func (res *pageResult) decode(result json.RawMessage, op listOp) bool {
 		}
 		return true
 	})
+}
+
+// List pages of a backend with list_cache (package router/listcache says
+// what is shared and when it is dropped): looked up before the fan-out,
+// fetched once for concurrent misses, dropped on every instance when the
+// backend announces a list change.
+
+// A backend may opt in to a short per-instance cache of its list pages
+// (list_cache in the config; package router/listcache says what is
+// shared and when it is dropped). These are the router's uses of it.
+
+// cachedPage looks the backend's page up in its list cache: a hit costs
+// no goroutine. ck is the page's cache key, "" when the backend's pages
+// are not cached; listCached takes it on a miss.
+func (r *Router) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) (p *pageResult, ck string) {
+	b := v.backends[key]
+	if b.ListCacheTTL <= 0 || !c.peer.backends[key].OK() {
+		return nil, ""
+	}
+	ck = listcache.Key(b.Key, op.method, cursor, b.PassthroughHeaders, c.Header)
+	p, _ = v.lists.Lookup(ck)
+	if h := v.health[key]; p != nil {
+		h.cacheHits.Add(1)
+	} else {
+		h.cacheMisses.Add(1)
+	}
+	if o, ok := r.opts.Observer.(ListCacheObserver); ok {
+		o.ListCacheLookup(v.name, key, p != nil)
+	}
+	return p, ck
+}
+
+// listCached is listOne through the backend's list cache under key ck
+// (from cachedPage; "" for a backend without one).
+func (r *Router) listCached(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor, ck string) *pageResult {
+	if ck == "" {
+		return r.listOne(ctx, v, c, op, key, cursor)
+	}
+	return v.lists.Page(ck, key, v.backends[key].ListCacheTTL, func() (*pageResult, bool) {
+		// Shared by every caller waiting on this key: not cancelled by
+		// the first one leaving (the backend timeout still bounds it).
+		p := r.listOne(context.WithoutCancel(ctx), v, c, op, key, cursor)
+		if p.queried && !p.failed {
+			// Rename once for every request the entry serves; a page
+			// that cannot be renamed is left to fail in the merge.
+			p.named, _ = r.renameAll(v, op, key, p.items)
+		}
+		return p, p.queried && !p.failed
+	})
+}
+
+// listChanged drops a backend's cached pages on every instance: a
+// listener of this instance saw it announce a list change.
+func (r *Router) listChanged(ctx context.Context, vhostName, key string) {
+	r.dropListCache(vhostName, key)
+	if err := r.opts.Store.Publish(ctx, storeListChanged(vhostName, key)); err != nil {
+		r.log.Warn("publishing a list change failed", "error", err)
+	}
+}
+
+func storeListChanged(vhostName, key string) store.BusMessage {
+	return store.BusMessage{Kind: store.BusListChanged, ID: vhostName + "/" + key}
+}
+
+func (r *Router) dropListCache(vhostName, key string) {
+	if v, ok := r.table.Load().vhosts[vhostName]; ok {
+		v.lists.Invalidate(key)
+		if h := v.health[key]; h != nil {
+			h.cacheDropped.Store(time.Now().UnixNano())
+		}
+		v.schemas.invalidate(key)
+	}
 }

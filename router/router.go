@@ -167,7 +167,7 @@ func (r *Router) clientOptions() []upstream.Option {
 }
 
 // Start subscribes to the store's bus, on which instances tell each other
-// that a backend's lists changed (list_cache.go). Until then the router
+// that a backend's lists changed (list_fanout.go: dropListCache). Until then the router
 // serves requests, but its list caches only learn of their own instance's
 // changes. An error (the store did not confirm within ctx) leaves the
 // subscription coming up in the background.

@@ -1,11 +1,14 @@
 package router
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 
 	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/listcache"
 	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
@@ -20,7 +23,7 @@ type vhost struct {
 	split    *naming.Splitter
 	aliases  *naming.Aliases
 	clients  map[string]*upstream.Client
-	lists    *listCache // pages of backends with ListCacheTTL; dies with the table
+	lists    *listcache.Cache[*pageResult] // pages of backends with ListCacheTTL; dies with the table
 	// discovered caches what each backend speaks, for 2026-07-28 requests
 	// (discovery.go); it dies with the table.
 	discovered *discoveryCache
@@ -61,7 +64,7 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 			backends: vh.Backends,
 			clients:  map[string]*upstream.Client{},
 			aliases:  naming.NewAliases(toolAliases(vh.Backends)),
-			lists:    newListCache(vh.Backends),
+			lists:    listcache.New[*pageResult](slices.Collect(maps.Keys(vh.Backends))),
 			health:   map[string]*backendHealth{},
 
 			discovered: newDiscoveryCache(),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/listcache"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -15,7 +16,7 @@ import (
 // inputSchema (validate_arguments) need the schema the backend lists. It
 // comes from the backend's own tools/list, walked whole, and is kept per
 // instance like the list cache: keyed by backend and the passthrough
-// headers it is sent (listCacheKey), and by caller when the backend's
+// headers it is sent (listcache.Key), and by caller when the backend's
 // requests carry per-caller credentials, for the backend's list_cache TTL or
 // toolSchemaTTL, dropped on the backend's list_changed and with the
 // routing table on reload. Concurrent misses share one walk. It is a
@@ -31,7 +32,7 @@ const toolSchemaMaxPages = 100
 type toolSchemas struct {
 	mu      sync.Mutex
 	entries map[string]toolSchemaEntry
-	gen     map[string]uint64 // invalidations per backend, as in listCache
+	gen     map[string]uint64 // invalidations per backend, as in listcache.Cache
 	flight  singleflight.Group
 }
 
@@ -60,7 +61,7 @@ func (s *toolSchemas) invalidate(backend string) {
 // backend, as the backend lists it to this call.
 func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend, tool string) (json.RawMessage, error) {
 	b := v.backends[backend]
-	key := listCacheKey(b, "tools/list#schemas", "", c.Header)
+	key := listcache.Key(b.Key, "tools/list#schemas", "", b.PassthroughHeaders, c.Header)
 	if v.clients[backend].PerCaller() {
 		// Claim templates or token exchange: the backend may list other
 		// tools, or other schemas, to each caller.
@@ -88,7 +89,7 @@ func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend
 			e := toolSchemaEntry{backend: backend, schemas: schemas, expires: time.Now().Add(ttl)}
 			s.mu.Lock()
 			if s.gen[backend] == gen {
-				if len(s.entries) >= listCacheMax {
+				if len(s.entries) >= listcache.Max {
 					clear(s.entries)
 				}
 				s.entries[key] = e
