@@ -57,9 +57,10 @@ func (p *peer) withSnapshot(key string, snap *store.BackendSnapshot) *peer {
 }
 
 // extensions are the extensions the gateway routes between p and the
-// backend of snap: Tasks too when both speak 2026-07-28.
-func (p *peer) extensions(snap *store.BackendSnapshot) map[string]bool {
-	if p.sessionID == "" && modernSnapshot(snap) {
+// backend of snap: Tasks too when the client declared it (a 2026-07-28
+// request in its _meta, a 2025 session in its initialize).
+func (p *peer) extensions(*store.BackendSnapshot) map[string]bool {
+	if declaresExtension(p.capabilities, wire.ExtensionTasks) {
 		return capability.ModernExtensions
 	}
 	return capability.SessionExtensions

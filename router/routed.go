@@ -162,8 +162,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			return resultResponse(c.Request.ID, result) // an interim result: no post-hooks, no renaming
 		}
 	}
-	if c.modern && method == "tools/call" {
-		if result, err = r.sealTaskResult(ctx, v, c, t, result); err != nil {
+	isTask := false
+	if method == "tools/call" {
+		if result, isTask, err = r.sealTaskResult(ctx, v, c, t, result); err != nil {
 			if errors.Is(err, errStoreUnavailable) {
 				return r.storeUnavailable(c.Request.ID, err)
 			}
@@ -173,7 +174,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if !v.single() {
 		result = naming.PublishResultURIs(t.backend, method, result)
 	}
-	if !c.modern && modernSnapshot(c.peer.backends[t.backend]) {
+	if !c.modern && modernSnapshot(c.peer.backends[t.backend]) && !isTask { // a task keeps its fields
 		result = envelope.Strip(result) // only a 2026-07-28 backend writes the envelope
 	}
 	if hc != nil {

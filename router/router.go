@@ -366,6 +366,9 @@ func (r *Router) serve(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Re
 	case "logging/setLevel":
 		return r.setLevel(ctx, c)
 	}
+	if wire.MethodOf(method).Task {
+		return r.routeTask(ctx, v, c) // a 2025 session that declared Tasks in its initialize
+	}
 	op, isList := listOps[method]
 	_, isRouted := routedKind(method)
 	if !isList && !isRouted {

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,9 +34,14 @@ import (
 // so none tells them apart. (-32020 for an Mcp-Name that is not the
 // token: the transport, handler/modern_request.go.)
 //
+// A 2025-11-25 session that declares the extension in its initialize gets
+// the same: the extension in the initialize result (when a backend has
+// it), every request of the session treated as declaring it, tasks/* on
+// its POSTs, task results with their fields (resultType, ttlMs) kept.
+//
 // Not yet: tasks the gateway runs for backends without the extension
-// (the tasks: config; internal/taskrun), 2025-era sessions, and
-// notifications/tasks on a listen.
+// (the tasks: config; internal/taskrun), and notifications/tasks on a
+// listen or a session's GET stream.
 
 // taskKeyName names the task-id key in the store.
 const taskKeyName = "task-id"
@@ -48,17 +54,17 @@ const maxTaskTokenLife = 24 * time.Hour
 // sealTaskResult replaces the backend's task id in a CreateTaskResult
 // with the client's sealed one; any other result passes as it is. An
 // error wraps errStoreUnavailable when the key could not be read.
-func (r *Router) sealTaskResult(ctx context.Context, v *vhost, c *Call, t *target, result json.RawMessage) (json.RawMessage, error) {
+func (r *Router) sealTaskResult(ctx context.Context, v *vhost, c *Call, t *target, result json.RawMessage) (_ json.RawMessage, isTask bool, _ error) {
 	var head struct {
 		ResultType string `json:"resultType"`
 		TaskID     string `json:"taskId"`
 		TTLMs      *int64 `json:"ttlMs"`
 	}
-	if json.Unmarshal(result, &head) != nil || head.ResultType != "task" {
-		return result, nil
+	if !bytes.Contains(result, []byte(`"task"`)) || json.Unmarshal(result, &head) != nil || head.ResultType != "task" {
+		return result, false, nil
 	}
 	if head.TaskID == "" {
-		return nil, fmt.Errorf("backend %s answered a task without a taskId", wire.Quote(t.backend))
+		return nil, true, fmt.Errorf("backend %s answered a task without a taskId", wire.Quote(t.backend))
 	}
 	life := maxTaskTokenLife
 	if head.TTLMs != nil && *head.TTLMs > 0 {
@@ -66,19 +72,19 @@ func (r *Router) sealTaskResult(ctx context.Context, v *vhost, c *Call, t *targe
 	}
 	key, err := r.taskKeys.Sign(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: task-id key: %w", errStoreUnavailable, err)
+		return nil, true, fmt.Errorf("%w: task-id key: %w", errStoreUnavailable, err)
 	}
 	token, err := taskid.Seal(key, taskid.Claims{Kind: taskid.Backend, VHost: v.name, Backend: t.backend,
 		Principal: taskid.PrincipalDigest(c.Principal), TaskID: head.TaskID, Tool: v.publishedTool(t.backend, t.name),
 		Expires: time.Now().Add(life)})
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	out, ok := wire.Splice(result, wire.Member{Key: "taskId", Value: wire.Quoted(token)})
 	if !ok {
-		return nil, errors.New("a task result is not a JSON object")
+		return nil, true, errors.New("a task result is not a JSON object")
 	}
-	return out, nil
+	return out, true, nil
 }
 
 // routeTask answers tasks/get, tasks/update and tasks/cancel: the sealed
@@ -86,7 +92,13 @@ func (r *Router) sealTaskResult(ctx context.Context, v *vhost, c *Call, t *targe
 // task with its own id, the answer given back with the client's.
 func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	method, id := c.Request.Method, c.Request.ID
-	if !declaresExtension(c.Modern.ClientCapabilities, wire.ExtensionTasks) {
+	// The client side: a 2026-07-28 request's _meta and the discovery
+	// cache, or a 2025 session's (its initialize, its snapshots).
+	p := c.peer
+	if c.Modern != nil {
+		p = &peer{vhost: v.name, capabilities: c.Modern.ClientCapabilities, logLevel: c.Modern.LogLevel}
+	}
+	if !declaresExtension(p.capabilities, wire.ExtensionTasks) {
 		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{
 			"extensions": map[string]any{wire.ExtensionTasks: map[string]any{}}}})
 		return errorResponse(id, &jsonrpc.Error{Code: wire.CodeMissingClientCapability,
@@ -115,9 +127,9 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 	noteRouted(ctx, &target{backend: claims.Backend, public: claims.Tool, kind: "tool"})
 	params["taskId"] = wire.Quoted(claims.TaskID)
 	sent := wire.RawObject(params)
-	d := r.backendDiscovery(ctx, v, claims.Backend, c.Header)
-	p := &peer{vhost: v.name, capabilities: c.Modern.ClientCapabilities, logLevel: c.Modern.LogLevel,
-		backends: map[string]*store.BackendSnapshot{claims.Backend: d.snap}}
+	if c.Modern != nil {
+		p.backends = map[string]*store.BackendSnapshot{claims.Backend: r.backendDiscovery(ctx, v, claims.Backend, c.Header).snap}
+	}
 	resp, cerr := r.withBackend(ctx, v, claims.Backend, method, p, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		return conn.Call(ctx, method, sent, nil)
 	})
@@ -132,6 +144,9 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 		if out, ok := wire.Splice(result, wire.Member{Key: "taskId", Value: wire.Quoted(token)}); ok {
 			result = out
 		}
+	}
+	if c.Modern == nil {
+		return resultResponse(id, result) // a 2025 session: the task's fields as the backend wrote them
 	}
 	return r.finishModern(ctx, resultResponse(id, result), method, nil)
 }

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -138,5 +139,52 @@ func TestTasks_PassedThroughAcrossInstances(t *testing.T) {
 	// Without the extension the same tool answers synchronously.
 	if r := alice.ModernRequest(a, "tools/call", map[string]any{"name": "fx-slow_compute", "arguments": map[string]any{"seconds": 0}}, nil).Result(); r["resultType"] != "complete" || r["taskId"] != nil {
 		t.Fatalf("without the extension: %v", r)
+	}
+}
+
+// A 2025-11-25 session that declares the extension in its initialize
+// gets the same tasks: the extension advertised, a task under a sealed
+// id, tasks/get and tasks/cancel on its POSTs through either instance. A
+// session that did not declare it is refused tasks/* with -32021 and
+// gets synchronous results.
+func TestTasks_SessionThatDeclaredTheExtension(t *testing.T) {
+	testsupport.SkipShort(t)
+	tc := newTasksCluster(t)
+	a, b := tc.gws[0], tc.gws[1]
+	carol := tc.client("carol")
+	init := carol.Post(a, map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{
+		"protocolVersion": testsupport.ClientProtocolVersion, "capabilities": json.RawMessage(tasksCaps),
+		"clientInfo": map[string]any{"name": "t", "version": "1"}}})
+	caps, _ := init.Result()["capabilities"].(map[string]any)
+	if ext, _ := caps["extensions"].(map[string]any); ext["io.modelcontextprotocol/tasks"] == nil {
+		t.Fatalf("initialize does not advertise the Tasks extension to a client that declared it: %v", caps)
+	}
+	carol.SessionID = init.Header.Get("Mcp-Session-Id")
+	carol.Post(a, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	created := carol.Call(b, "tools/call", map[string]any{"name": "fx-slow_compute", "arguments": map[string]any{"seconds": 60}}).Result()
+	token, _ := created["taskId"].(string)
+	if created["resultType"] != "task" || !strings.HasPrefix(token, "mt1.") || created["ttlMs"] == nil {
+		t.Fatalf("created: %v", created)
+	}
+	if got := carol.Call(a, "tasks/get", map[string]any{"taskId": token}).Result(); got["taskId"] != token || got["status"] != "working" {
+		t.Fatalf("tasks/get: %v", got)
+	}
+	carol.Call(b, "tasks/cancel", map[string]any{"taskId": token})
+	var got map[string]any
+	if !testsupport.Eventually(t, 10*time.Second, func() bool {
+		got = carol.Call(a, "tasks/get", map[string]any{"taskId": token}).Result()
+		return got["status"] == "cancelled"
+	}) {
+		t.Fatalf("the task was never cancelled: %v", got)
+	}
+
+	dave := tc.client("dave")
+	dave.Initialize(a, nil)
+	if e := dave.Request(b, "tasks/get", map[string]any{"taskId": token}).Error(); e == nil || e.Code != -32021 {
+		t.Fatalf("tasks/get from a session without the extension: %+v", e)
+	}
+	if r := dave.Call(b, "tools/call", map[string]any{"name": "fx-slow_compute", "arguments": map[string]any{"seconds": 0}}).Result(); r["taskId"] != nil {
+		t.Fatalf("a session without the extension got a task: %v", r)
 	}
 }
