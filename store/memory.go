@@ -36,6 +36,8 @@ type Memory struct {
 	slotMu sync.Mutex                      // slots only
 	slots  map[string]map[string]time.Time // slot expiries, by set and id
 
+	userTokens memoryUserTokens // user_oauth tokens, once-ids and refresh locks
+
 	instanceID string
 	bus        memBus
 

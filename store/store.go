@@ -16,7 +16,8 @@
 //     instance still runs a streamed call;
 //   - SigningKeys (signing_keys.go): keys every instance shares;
 //   - RateLimits (rate_limits.go): request counters every instance shares;
-//   - Slots (slots.go): what one principal holds at once, fleet-wide.
+//   - Slots (slots.go): what one principal holds at once, fleet-wide;
+//   - UserTokens (user_tokens.go): users' sealed third-party tokens.
 //
 // Store is all of them. Redis (redis.go, redis_<role>.go) and Memory
 // (memory.go, memory_<role>.go) each implement the whole Store, since
@@ -40,6 +41,7 @@ type Store interface {
 	SigningKeys
 	RateLimits
 	Slots
+	UserTokens
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error
