@@ -217,6 +217,7 @@ func (v *validator) userOAuthNeeds(cfg *Config) {
 				continue
 			}
 			path := joinPath(joinPath(joinPath(joinPath(joinPath("virtual_hosts", vh), "backends"), key), "credentials"), "user_oauth")
+			b.Credentials.UserOAuth.VHost, b.Credentials.UserOAuth.Backend = vh, key
 			switch {
 			case cfg.Auth.Mode == ModeNone:
 				v.errf(path, "needs auth.mode jwt: a connect link must be bound to a verified person, and in mode none every caller is anonymous")

@@ -68,7 +68,7 @@ func TestConfig_UserOAuthIsParsed(t *testing.T) {
 	want := &credentials.Settings{
 		Grant: credentials.GrantUserOAuth, ClientID: "mcpgw", ClientSecret: testGHSecret, SecretEnv: "MCPGW_TEST_GH_SECRET",
 		Scopes: []string{"repo"}, Timeout: DefaultTokenTimeout, MaxEntries: DefaultTokenCacheSize,
-		UserOAuth: &credentials.UserOAuth{Issuer: "https://github.example/", TokenEndpointAuth: credentials.AuthClientSecretBasic},
+		UserOAuth: &credentials.UserOAuth{Issuer: "https://github.example/", TokenEndpointAuth: credentials.AuthClientSecretBasic, VHost: "v", Backend: "gh"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("credentials = %+v / %+v\nwant %+v / %+v", got, got.UserOAuth, want, want.UserOAuth)

@@ -25,4 +25,7 @@ type UserOAuth struct {
 	// TokenEndpointAuth is AuthClientSecretBasic (default) or
 	// AuthClientSecretPost.
 	TokenEndpointAuth string
+	// VHost and Backend name the backend the settings belong to: a
+	// user's token is kept per vhost and backend.
+	VHost, Backend string
 }

@@ -32,10 +32,11 @@ import (
 // Version is the Hydra release scripts/hydra.sh builds.
 const Version = "v2.3.0"
 
-// SubjectCookie is the cookie, on the login app's origin, that names the
-// subject a browser signs in as: a scripted browser sets it in its jar
-// (SetSubject), so two browsers are two users.
-const SubjectCookie = "test_subject"
+// SubjectCookie is the prefix of the cookie, on the login app's origin,
+// that names the subject a browser signs in as: a scripted browser sets
+// it in its jar (SetSubject), so two browsers are two users. Cookies do
+// not tell ports apart, so each server's cookie has its own name.
+const SubjectCookie = "test_subject_"
 
 // Options tune one Hydra.
 type Options struct {
@@ -55,9 +56,10 @@ type Server struct {
 	// LoginApp is the login and consent app's base URL.
 	LoginApp string
 
-	cmd *exec.Cmd
-	out *bytes.Buffer
-	mu  sync.Mutex
+	cmd    *exec.Cmd
+	cookie string
+	out    *bytes.Buffer
+	mu     sync.Mutex
 }
 
 // Binary returns the path of the Hydra binary, skipping t under -short
@@ -82,11 +84,11 @@ func Binary(t testing.TB) string {
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
 	bin := Binary(t)
-	app := &loginApp{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	app := &loginApp{cookie: SubjectCookie + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}
 	appSrv := &http.Server{Handler: app, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = appSrv.Serve(ln) }()
 	t.Cleanup(func() { _ = appSrv.Close() })
@@ -100,6 +102,7 @@ func Start(t testing.TB, o Options) *Server {
 		out:      &bytes.Buffer{},
 	}
 	app.admin = s.Admin
+	s.cookie = app.cookie
 	ttl := o.AccessTokenTTL
 	if ttl <= 0 {
 		ttl = time.Hour
@@ -240,7 +243,7 @@ func (s *Server) Introspect(ctx context.Context, token string) (active bool, sub
 // SetSubject makes the browser whose jar this is sign in at s as sub.
 func (s *Server) SetSubject(jar http.CookieJar, sub string) {
 	u, _ := url.Parse(s.LoginApp)
-	jar.SetCookies(u, []*http.Cookie{{Name: SubjectCookie, Value: sub, Path: "/"}})
+	jar.SetCookies(u, []*http.Cookie{{Name: s.cookie, Value: sub, Path: "/"}})
 }
 
 func adminJSON(ctx context.Context, method, u string, body, out any) error {

@@ -9,14 +9,14 @@ import (
 // browser in as the subject its SubjectCookie names (no cookie: 403, so
 // a test never signs someone in by accident) and grants every scope and
 // audience asked for. It answers with redirects only.
-type loginApp struct{ admin string }
+type loginApp struct{ admin, cookie string }
 
 func (a *loginApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/login":
-		c, err := r.Cookie(SubjectCookie)
+		c, err := r.Cookie(a.cookie)
 		if err != nil || c.Value == "" {
-			http.Error(w, "login app: no "+SubjectCookie+" cookie: the test names no subject", http.StatusForbidden)
+			http.Error(w, "login app: no "+a.cookie+" cookie: the test names no subject", http.StatusForbidden)
 			return
 		}
 		ch := r.URL.Query().Get("login_challenge")
