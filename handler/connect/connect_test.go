@@ -52,7 +52,7 @@ func newRig(t *testing.T) *rig {
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, r.log}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r.settings = &credentials.Settings{Grant: credentials.GrantUserOAuth, ClientID: "mcpgw", ClientSecret: thirdSecret,
-		Scopes: []string{"offline_access", "repo"},
+		Scopes:    []string{"offline_access", "repo"},
 		UserOAuth: &credentials.UserOAuth{Issuer: r.third.Issuer, TokenEndpointAuth: credentials.AuthClientSecretBasic, VHost: "v", Backend: "gh"}}
 	var instances [2]http.Handler
 	for i := range 2 {
