@@ -74,6 +74,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		if resp := r.openRequestState(ctx, v, c, t); resp != nil {
 			return resp
 		}
+		if resp := takeSignInAnswer(c, t); resp != nil { // sign_in.go
+			return resp
+		}
 		if method == "tools/call" {
 			ctx = upstream.WithHeaders(ctx, paramHeaders(c.Header))
 		}
@@ -138,6 +141,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		return resp, err
 	})
 	if err != nil {
+		if resp := r.signInAnswer(ctx, v, c, t, err); resp != nil { // sign_in.go
+			return resp
+		}
 		return errorResponse(c.Request.ID, backendError(t.backend, err))
 	}
 	if resp.Error != nil {

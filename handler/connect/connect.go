@@ -62,14 +62,20 @@ type Handler struct {
 
 	mu       sync.Mutex
 	provider *oidc.Provider // the gateway's issuer, discovered on first use
+	mux      *http.ServeMux
 }
+
+// ServeHTTP serves the three endpoints (mount the handler at /oauth/).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 // New returns the pages' handler; mount it at /oauth/.
 func New(o Options) *Handler {
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
-	return &Handler{o: o, secure: strings.HasPrefix(o.Vault.PublicURL, "https://")}
+	h := &Handler{o: o, secure: strings.HasPrefix(o.Vault.PublicURL, "https://"), mux: http.NewServeMux()}
+	h.Register(h.mux)
+	return h
 }
 
 // Register mounts the endpoints on mux.

@@ -1,0 +1,119 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A user_oauth backend reached by a user who has not signed in there
+// (credentials.SignInRequired) answers with a URL-mode elicitation: the
+// user opens the gateway's connect link in a browser, and the call is
+// retried once connected.
+//
+//   - 2026-07-28 with the elicitation.url capability: input_required,
+//     inputRequests {signInInputKey: elicitation/create {mode: url,
+//     message, url}} and the gateway's sealed requestState. The retry
+//     carries the client's answer under that key: accept retries the
+//     call (asking again, with a new link, if the user has not finished),
+//     decline or cancel ends it.
+//   - 2025-11-25 with the capability: -32042 with data.elicitations.
+//   - without it: 2026-07-28 -32021 naming the capability; older
+//     sessions an error whose message carries the link.
+//
+// Lists are not asked for sign-in: such a backend is skipped for an
+// unconnected user like any failing backend, named in the list's _meta.
+
+// signInInputKey is the gateway's key among a retry's inputResponses.
+const signInInputKey = "mcpgw-sign-in"
+
+// codeURLElicitationRequired is 2025-11-25's URLElicitationRequiredError.
+const codeURLElicitationRequired = -32042
+
+// signInAnswer is the answer to a routed request whose backend needs the
+// caller's sign-in, or nil when err is something else.
+func (r *Router) signInAnswer(ctx context.Context, v *vhost, c *Call, t *target, err error) *jsonrpc.Response {
+	var sr *credentials.SignInRequired
+	if !errors.As(err, &sr) {
+		return nil
+	}
+	canURL := urlElicitation(c.Session.ClientCapabilities)
+	switch {
+	case c.modern && canURL && multiRoundTrip(c.Request.Method):
+		params, _ := json.Marshal(map[string]string{"mode": "url", "message": sr.Message(), "url": sr.URL})
+		result, _ := json.Marshal(map[string]any{
+			"resultType": resultInputRequired,
+			"inputRequests": map[string]any{signInInputKey: map[string]any{
+				"method": "elicitation/create", "params": json.RawMessage(params)}},
+		})
+		sealed, _, serr := r.sealRequestState(ctx, v, c, t, result)
+		if serr != nil {
+			if errors.Is(serr, errStoreUnavailable) {
+				return r.storeUnavailable(c.Request.ID, serr)
+			}
+			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cannot seal the request state"))
+		}
+		return resultResponse(c.Request.ID, sealed)
+	case c.modern:
+		e := rpcError(wire.CodeMissingClientCapability, "backend %s needs you to sign in through a URL elicitation, which this client did not declare (capabilities.elicitation.url); open %s in a browser", wire.Quote(t.backend), sr.URL)
+		e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
+		return errorResponse(c.Request.ID, e)
+	case canURL:
+		e := rpcError(codeURLElicitationRequired, "backend %s needs you to sign in: open the link", wire.Quote(t.backend))
+		e.Data, _ = json.Marshal(map[string]any{"elicitations": []map[string]string{{
+			"mode": "url", "elicitationId": sr.ID, "url": sr.URL, "message": sr.Message()}}})
+		return errorResponse(c.Request.ID, e)
+	default:
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "%s", sr.Error()))
+	}
+}
+
+// urlElicitation reports whether capabilities declare elicitation.url.
+func urlElicitation(caps json.RawMessage) bool {
+	var c struct {
+		Elicitation *struct {
+			URL json.RawMessage `json:"url"`
+		} `json:"elicitation"`
+	}
+	return json.Unmarshal(caps, &c) == nil && c.Elicitation != nil && len(c.Elicitation.URL) > 0 && string(c.Elicitation.URL) != "null"
+}
+
+// takeSignInAnswer removes the client's answer to a sign-in elicitation
+// from a modern retry's inputResponses: accept lets the call go on (it
+// asks again if the user has not finished), decline and cancel end it.
+func takeSignInAnswer(c *Call, t *target) *jsonrpc.Response {
+	raw, ok := t.params["inputResponses"]
+	if !ok {
+		return nil
+	}
+	var responses map[string]json.RawMessage
+	if json.Unmarshal(raw, &responses) != nil {
+		return nil
+	}
+	ans, ok := responses[signInInputKey]
+	if !ok {
+		return nil
+	}
+	delete(responses, signInInputKey)
+	if len(responses) == 0 {
+		delete(t.params, "inputResponses")
+	} else {
+		t.params["inputResponses"], _ = json.Marshal(responses)
+	}
+	var a struct {
+		Action string `json:"action"`
+	}
+	_ = json.Unmarshal(ans, &a)
+	switch a.Action {
+	case "accept":
+		return nil
+	case "decline", "cancel":
+		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "sign-in to backend %s was %s: the call needs it", wire.Quote(t.backend), map[string]string{"decline": "declined", "cancel": "cancelled"}[a.Action]))
+	default:
+		return errorResponse(c.Request.ID, invalidParams("inputResponses[%q] must be an elicitation result with an action", signInInputKey))
+	}
+}
