@@ -63,6 +63,9 @@ type Token struct {
 	Refresh string    `json:"r,omitempty"`
 	Type    string    `json:"t,omitempty"`
 	Expiry  time.Time `json:"e,omitzero"`
+	// RefreshAt is when the token is refreshed: shortly before Expiry (a
+	// quarter of its lifetime, at most refreshSkew), set by Put.
+	RefreshAt time.Time `json:"f,omitzero"`
 }
 
 // Name is a token's name in its owner's group: vhost and backend.
@@ -118,6 +121,9 @@ func (v *Vault) OpenLink(sealed string) (Link, error) {
 // Put seals tok and stores it for principal and backend.
 func (v *Vault) Put(ctx context.Context, principal, vhost, backend string, tok Token) error {
 	owner, name := v.Sealer.Owner(principal), Name(vhost, backend)
+	if tok.RefreshAt.IsZero() && !tok.Expiry.IsZero() {
+		tok.RefreshAt = tok.Expiry.Add(-min(refreshSkew, max(0, tok.Expiry.Sub(v.Now()))/4))
+	}
 	b, err := json.Marshal(tok)
 	if err != nil {
 		return err
@@ -189,7 +195,13 @@ func (v *Vault) UserToken(ctx context.Context, principal string, s *credentials.
 }
 
 func (v *Vault) fresh(tok Token) bool {
-	return tok.Expiry.IsZero() || v.Now().Add(refreshSkew).Before(tok.Expiry)
+	switch {
+	case !tok.RefreshAt.IsZero():
+		return v.Now().Before(tok.RefreshAt)
+	case !tok.Expiry.IsZero():
+		return v.Now().Add(refreshSkew).Before(tok.Expiry)
+	}
+	return true
 }
 
 // refresh exchanges the refresh token of an expired token, once across
@@ -291,7 +303,7 @@ func (v *Vault) ForgetUserToken(ctx context.Context, principal string, s *creden
 		_ = v.Delete(ctx, principal, vhost, backend)
 		return
 	}
-	tok.Expiry = time.Unix(1, 0)
+	tok.Expiry, tok.RefreshAt = time.Unix(1, 0), time.Unix(1, 0)
 	_ = v.Put(ctx, principal, vhost, backend, tok)
 }
 

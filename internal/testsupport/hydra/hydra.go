@@ -56,10 +56,12 @@ type Server struct {
 	// LoginApp is the login and consent app's base URL.
 	LoginApp string
 
-	cmd    *exec.Cmd
-	cookie string
-	out    *bytes.Buffer
-	mu     sync.Mutex
+	cmd     *exec.Cmd
+	cookie  string
+	out     *bytes.Buffer
+	mu      sync.Mutex
+	tokens  *tokenIssuer
+	tokenMu sync.Mutex
 }
 
 // Binary returns the path of the Hydra binary, skipping t under -short
