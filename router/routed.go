@@ -81,6 +81,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			ctx = upstream.WithHeaders(ctx, paramHeaders(c.Header))
 		}
 	}
+	if resp := r.signInFirst(ctx, v, c, t); resp != nil { // sign_in.go
+		return resp
+	}
 	params, err := json.Marshal(t.params)
 	if err != nil {
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cannot encode the params for the backend"))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/credentials"
@@ -58,6 +59,8 @@ func (r *Router) signInAnswer(ctx context.Context, v *vhost, c *Call, t *target,
 			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cannot seal the request state"))
 		}
 		return resultResponse(c.Request.ID, sealed)
+	case c.modern && canURL: // completion/complete, subscribe: no input_required there
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "%s", sr.Error()))
 	case c.modern:
 		e := rpcError(wire.CodeMissingClientCapability, "backend %s needs you to sign in through a URL elicitation, which this client did not declare (capabilities.elicitation.url); open %s in a browser", wire.Quote(t.backend), sr.URL)
 		e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
@@ -116,4 +119,25 @@ func takeSignInAnswer(c *Call, t *target) *jsonrpc.Response {
 	default:
 		return errorResponse(c.Request.ID, invalidParams("inputResponses[%q] must be an elicitation result with an action", signInInputKey))
 	}
+}
+
+// signInFirst asks a user_oauth backend's token source before anything
+// else: the backend's discovery (which needs the user's token too) would
+// otherwise fail first and hide the sign-in behind a recorded failure. A
+// user who has signed in since the session recorded such a failure gets
+// the backend probed again at once.
+func (r *Router) signInFirst(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Response {
+	b := v.backends[t.backend]
+	if b == nil || b.Credentials == nil || b.Credentials.Grant != credentials.GrantUserOAuth {
+		return nil
+	}
+	if err := v.clients[t.backend].Authorize(ctx); err != nil {
+		return r.signInAnswer(ctx, v, c, t, err) // nil for other failures: the call reports them
+	}
+	if snap := c.Session.Backends[t.backend]; snap != nil && !snap.OK() {
+		again := *snap
+		again.ProbedAt = time.Time{} // due now (backend_failed.go)
+		c.Session.Backends[t.backend] = &again
+	}
+	return nil
 }
