@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -43,6 +44,9 @@ type pageResult struct {
 	// hidden: the caller's access rules hide everything the backend could
 	// list, so it was not asked; its position in the walk is kept.
 	hidden bool
+	// signIn: a user_oauth backend the caller has not signed in to
+	// (sign_in.go); it counts as failed.
+	signIn *credentials.SignInRequired
 }
 
 // namedItem is a list item as published downstream, with its name and
@@ -144,6 +148,8 @@ func pageHints(results []*pageResult) cacheHints {
 		switch {
 		case res == nil || !res.queried:
 			continue
+		case res.signIn != nil:
+			return cacheHints{private: true} // its _meta holds the caller's link
 		case res.failed || res.result == nil:
 			return cacheHints{}
 		case !seen:
@@ -158,6 +164,10 @@ func pageHints(results []*pageResult) cacheHints {
 // listOne fetches one page from one backend.
 func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor string) *pageResult {
 	res := &pageResult{key: key}
+	if res.signIn = r.signInNeeded(ctx, v, key); res.signIn != nil {
+		res.queried, res.failed = true, true
+		return res
+	}
 	snap := c.Session.Backends[key]
 	if snap.OK() && !has(snap, op.capability) {
 		return res

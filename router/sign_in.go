@@ -141,3 +141,39 @@ func (r *Router) signInFirst(ctx context.Context, v *vhost, c *Call, t *target) 
 	}
 	return nil
 }
+
+// MetaSignInRequired is the list result _meta key naming the user_oauth
+// backends the caller has not signed in to, each with a connect link and
+// a message: the backend's items are missing from the list (it cannot be
+// asked without the user's token) until the user opens the link, so a
+// client can show it and a person can start the sign-in from the list.
+const MetaSignInRequired = "mcpgw/signInRequired"
+
+// signInNeeded reports a user_oauth backend the caller has no usable
+// token for, nil otherwise (another backend, a token, or another failure,
+// which the list reports as it reports any).
+func (r *Router) signInNeeded(ctx context.Context, v *vhost, key string) *credentials.SignInRequired {
+	b := v.backends[key]
+	if b == nil || b.Credentials == nil || b.Credentials.Grant != credentials.GrantUserOAuth {
+		return nil
+	}
+	var sr *credentials.SignInRequired
+	if err := v.clients[key].Authorize(ctx); errors.As(err, &sr) {
+		return sr
+	}
+	return nil
+}
+
+// addSignInMeta adds MetaSignInRequired to a list's _meta for the
+// results that need a sign-in.
+func addSignInMeta(meta map[string]json.RawMessage, results []*pageResult) {
+	var need []map[string]string
+	for _, res := range results {
+		if res != nil && res.signIn != nil {
+			need = append(need, map[string]string{"backend": res.key, "url": res.signIn.URL, "message": res.signIn.Message()})
+		}
+	}
+	if len(need) > 0 {
+		meta[MetaSignInRequired], _ = json.Marshal(need)
+	}
+}

@@ -249,6 +249,18 @@ func TestUserOAuth_SignInThroughURLElicitationOnTwoInstances(t *testing.T) {
 	if link == "" {
 		t.Fatal("alice's first call went through without a sign-in")
 	}
+	// Lists before sign-in: the backend's tools are missing, and the
+	// list's _meta names it with a link, privately.
+	lc := &testsupport.Client{T: t, Token: r.aliceToken}
+	lst := lc.ModernRequest(r.lb, "tools/list", nil, urlCaps).Result()
+	var meta struct {
+		SignIn []struct{ Backend, URL, Message string } `json:"mcpgw/signInRequired"`
+	}
+	mb, _ := json.Marshal(lst["_meta"])
+	_ = json.Unmarshal(mb, &meta)
+	if len(meta.SignIn) != 1 || meta.SignIn[0].Backend != "gh" || !strings.HasPrefix(meta.SignIn[0].URL, string(r.lb)+"/oauth/connect?l=") || lst["cacheScope"] != "private" {
+		t.Fatalf("tools/list before sign-in: %v", lst)
+	}
 	// Retrying with accept before finishing: asked again, not blocked.
 	link2, _, _ := r.modernCall(r.aliceToken, map[string]any{"requestState": state,
 		"inputResponses": map[string]any{"mcpgw-sign-in": map[string]any{"action": "accept"}}})
@@ -296,6 +308,9 @@ func TestUserOAuth_SignInThroughURLElicitationOnTwoInstances(t *testing.T) {
 		if l, _, res := r.modernCall(r.aliceToken, nil); l != "" || !strings.Contains(resultText(res), "third-party user alice-gh") {
 			t.Fatalf("after sign-in: link %q result %v", l, res)
 		}
+	}
+	if names := lc.ModernRequest(r.lb, "tools/list", nil, urlCaps).ToolNames(); len(names) != 1 || names[0] != "whoami" {
+		t.Fatalf("tools/list after sign-in: %v", names)
 	}
 
 	// 2025-11-25: bob's session gets -32042 with the elicitation; after
