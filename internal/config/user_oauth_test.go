@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"encoding/base64"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -132,5 +133,39 @@ func TestConfig_UserOAuthRefusalsNameTheField(t *testing.T) {
 	}
 	if _, err := base64.StdEncoding.DecodeString(testUserTokenKeyB64); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The README's two user_oauth examples are configs the gateway takes.
+func TestConfig_ReadmeUserOAuthExamples(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "### Per-user sign-in to third-party backends")
+	if !ok {
+		t.Fatal("README has no user_oauth section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var blocks []string
+	for rest := section; ; {
+		var b string
+		if _, rest, ok = strings.Cut(rest, "```yaml\n"); !ok {
+			break
+		}
+		b, rest, _ = strings.Cut(rest, "```")
+		blocks = append(blocks, b)
+	}
+	if len(blocks) != 2 {
+		t.Fatalf("want the GitHub-like and the Atlassian-like examples, found %d yaml blocks", len(blocks))
+	}
+	t.Setenv("MCPGW_USER_TOKEN_KEY", testUserTokenKeyB64)
+	t.Setenv("MCPGW_LOGIN_SECRET", testLoginSecret)
+	t.Setenv("GH_CLIENT_SECRET", testGHSecret)
+	t.Setenv("JIRA_CLIENT_SECRET", testGHSecret)
+	cfg := mustParse(t, blocks[0]+blocks[1])
+	gh, jira := cfg.VirtualHosts["dev"].Backends["gh"].Credentials, cfg.VirtualHosts["dev"].Backends["jira"].Credentials
+	if gh == nil || gh.UserOAuth.Issuer == "" || jira == nil || jira.UserOAuth.TokenEndpointAuth != credentials.AuthClientSecretPost {
+		t.Fatalf("README examples: %+v %+v", gh, jira)
 	}
 }
