@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
@@ -135,9 +136,12 @@ func (r *Router) signInFirst(ctx context.Context, v *vhost, c *Call, t *target) 
 		return r.signInAnswer(ctx, v, c, t, err) // nil for other failures: the call reports them
 	}
 	if snap := c.Session.Backends[t.backend]; snap != nil && !snap.OK() {
-		again := *snap
+		// A copy for this call: the session value may be shared.
+		again, sess := *snap, *c.Session
 		again.ProbedAt = time.Time{} // due now (backend_failed.go)
-		c.Session.Backends[t.backend] = &again
+		sess.Backends = maps.Clone(c.Session.Backends)
+		sess.Backends[t.backend] = &again
+		c.Session = &sess
 	}
 	return nil
 }

@@ -262,7 +262,7 @@ func TestUserOAuth_SignInThroughURLElicitationOnTwoInstances(t *testing.T) {
 		t.Fatalf("tools/list before sign-in: %v", lst)
 	}
 	// Retrying with accept before finishing: asked again, not blocked.
-	link2, _, _ := r.modernCall(r.aliceToken, map[string]any{"requestState": state,
+	link2, state2, _ := r.modernCall(r.aliceToken, map[string]any{"requestState": state,
 		"inputResponses": map[string]any{"mcpgw-sign-in": map[string]any{"action": "accept"}}})
 	if link2 == "" || link2 == link {
 		t.Fatalf("an accept before the sign-in: link %q, want a new one", link2)
@@ -301,6 +301,11 @@ func TestUserOAuth_SignInThroughURLElicitationOnTwoInstances(t *testing.T) {
 	}
 	if st, _ := r.open(alice, link2); st != http.StatusGone {
 		t.Fatalf("reused link: %d", st)
+	}
+	// The client's retry with accept now goes through.
+	if l, _, res := r.modernCall(r.aliceToken, map[string]any{"requestState": state2,
+		"inputResponses": map[string]any{"mcpgw-sign-in": map[string]any{"action": "accept"}}}); l != "" || !strings.Contains(resultText(res), "alice-gh") {
+		t.Fatalf("the accept retry after sign-in: link %q result %v", l, res)
 	}
 	// Now the call goes through on both instances, with alice's own
 	// third-party identity.

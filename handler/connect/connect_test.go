@@ -2,6 +2,7 @@ package connect_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -211,6 +212,24 @@ func TestConnect_FlowAcrossInstancesStoresTheUsersOwnToken(t *testing.T) {
 	if active, _, _ := r.third.Introspect(ctx, fresh); !active {
 		t.Fatal("the refreshed token is not active: the refresh token was presented twice")
 	}
+	// A refresh the provider refuses (the grant revoked there) leads
+	// back to asking, and the token is gone.
+	revokeAll(t, r.third, "alice-gh")
+	r.vaults[1].ForgetUserToken(ctx, "alice", r.settings)
+	if _, err := r.vaults[0].UserToken(ctx, "alice", r.settings); !errors.As(err, new(*credentials.SignInRequired)) {
+		t.Fatalf("after a refused refresh: %v, want SignInRequired", err)
+	}
+	if names, _ := r.vaults[0].Names(ctx, "alice"); len(names) != 0 {
+		t.Fatalf("a refused refresh kept %v", names)
+	}
+	_, err = r.vaults[0].UserToken(ctx, "alice", r.settings)
+	if status, body, _ := get(t, alice, err.(*credentials.SignInRequired).URL); status != http.StatusOK {
+		t.Fatalf("connecting again: %d %s", status, body)
+	}
+	if fresh, err = r.vaults[0].UserToken(ctx, "alice", r.settings); err != nil {
+		t.Fatal(err)
+	}
+
 	// The connections page: list, disconnect (revoked at the provider).
 	status, body, _ = get(t, alice, r.public+"/oauth/connections")
 	if status != http.StatusOK || !strings.Contains(body, "v/gh") || !strings.Contains(body, ">connected<") {
@@ -245,4 +264,15 @@ func TestConnect_FlowAcrossInstancesStoresTheUsersOwnToken(t *testing.T) {
 			t.Fatalf("the log holds a secret")
 		}
 	}
+}
+
+// revokeAll revokes every consent, and so every token, sub has at h.
+func revokeAll(t *testing.T, h *hydra.Server, sub string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, h.Admin+"/admin/oauth2/auth/sessions/consent?all=true&subject="+url.QueryEscape(sub), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode/100 != 2 {
+		t.Fatalf("revoke %s: %v %v", sub, resp, err)
+	}
+	resp.Body.Close()
 }
