@@ -23,8 +23,9 @@ run: ## demo gateway: in-memory store, two demo backends, no auth (Ctrl-C stops 
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gateway ./cmd/gateway
 	@if [ -t 0 ]; then set -m; $(BIN)/gateway --demo & fg >/dev/null; else exec $(BIN)/gateway --demo; fi
 
-test: ## all tests, race detector on (first installs the npm MCP software the interop tests run, cached in .cache/interop)
+test: ## all tests, race detector on (first installs the npm MCP software the interop tests run, cached in .cache/interop, and builds Ory Hydra for the user_oauth tests, cached in .cache/hydra)
 	./scripts/npm-fixtures.sh
+	GO=$(GO) ./scripts/hydra.sh
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 20m ./...
 

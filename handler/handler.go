@@ -17,6 +17,7 @@ import (
 	"github.com/mcpgw/gateway/internal/config"
 	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -76,6 +77,11 @@ type Options struct {
 	ResourceMetadata *config.ResourceMetadata
 	// Audit, when set, writes the audit trail (audit_trail.go).
 	Audit *Audit
+	// SignIn, when set, serves the user_oauth sign-in pages under
+	// /oauth/ (handler/connect), and UserTokens gives user_oauth
+	// backends' requests the caller's own token (user_tokens.go).
+	SignIn     http.Handler
+	UserTokens credentials.UserTokenSource
 }
 
 // New returns the gateway's http.Handler: the one handler that runs under
@@ -118,12 +124,17 @@ func New(opts Options) http.Handler {
 		challenge = s.challengeParams
 	}
 
+	if opts.SignIn != nil {
+		mux.Handle("/oauth/", checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins)(opts.SignIn))
+	}
+
 	mcp := chain(http.HandlerFunc(s.serveMCP),
 		opts.Metrics.Middleware(opts.Router.HasVHost), // first: refusals count too
 		checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins),
 		s.requireVHost,
 		auth.Middleware(opts.Auth, "mcpgw", challenge),
 		withBackendCaller,
+		withUserTokens(opts.UserTokens),
 		requireSingleHeaders,
 	)
 	mux.Handle("/servers/{vhost}/mcp", mcp)

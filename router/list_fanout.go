@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpgw/gateway/internal/wire"
@@ -51,6 +52,9 @@ type pageResult struct {
 	// hidden: the caller's access rules hide everything the backend could
 	// list, so it was not asked; its position in the walk is kept.
 	hidden bool
+	// signIn: a user_oauth backend the caller has not signed in to
+	// (sign_in.go); it counts as failed.
+	signIn *credentials.SignInRequired
 }
 
 // namedItem is a list item as published downstream, with its name and
@@ -152,6 +156,8 @@ func pageHints(results []*pageResult) envelope.Hints {
 		switch {
 		case res == nil || !res.queried:
 			continue
+		case res.signIn != nil:
+			return envelope.Hints{Private: true} // its _meta holds the caller's link
 		case res.failed || res.result == nil:
 			return envelope.Hints{}
 		case !seen:
@@ -166,6 +172,10 @@ func pageHints(results []*pageResult) envelope.Hints {
 // listOne fetches one page from one backend.
 func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor string) *pageResult {
 	res := &pageResult{key: key}
+	if res.signIn = r.signInNeeded(ctx, v, key); res.signIn != nil {
+		res.queried, res.failed = true, true
+		return res
+	}
 	snap := c.peer.backends[key]
 	if snap.OK() && !capability.Has(snap, op.capability) {
 		return res

@@ -168,6 +168,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			_ = json.Unmarshal(m, &meta)
 		}
 		meta[MetaSkippedBackends], _ = json.Marshal(skipped)
+		addSignInMeta(meta, results) // sign_in.go
 		out["_meta"], _ = json.Marshal(meta)
 	}
 	if decorate != nil {

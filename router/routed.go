@@ -77,9 +77,15 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		if resp := r.openRequestState(ctx, v, c, t); resp != nil {
 			return resp
 		}
+		if resp := takeSignInAnswer(c, t); resp != nil { // sign_in.go
+			return resp
+		}
 		if method == "tools/call" {
 			ctx = upstream.WithHeaders(ctx, paramHeaders(c.Header))
 		}
+	}
+	if resp := r.signInFirst(ctx, v, c, t); resp != nil { // sign_in.go
+		return resp
 	}
 	params, err := json.Marshal(t.params)
 	if err != nil {
@@ -143,6 +149,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		return resp, err
 	})
 	if err != nil {
+		if resp := r.signInAnswer(ctx, v, c, t, err); resp != nil { // sign_in.go
+			return resp
+		}
 		return errorResponse(c.Request.ID, backendError(t.backend, err))
 	}
 	if resp.Error != nil {

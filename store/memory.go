@@ -39,6 +39,8 @@ type Memory struct {
 	taskMu sync.Mutex                     // tasks only
 	tasks  map[string]map[string]*memTask // gateway-run tasks, by owner and id
 
+	userTokens memoryUserTokens // user_oauth tokens, once-ids and refresh locks
+
 	instanceID string
 	bus        memBus
 

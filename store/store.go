@@ -19,6 +19,7 @@
 //   - Slots (slots.go): what one principal holds at once, fleet-wide;
 //   - Tasks (tasks.go): the tasks the gateway runs itself, their leases,
 //     input rounds and results.
+//   - UserTokens (user_tokens.go): users' sealed third-party tokens.
 //
 // Store is all of them. Redis (redis.go, redis_<role>.go) and Memory
 // (memory.go, memory_<role>.go) each implement the whole Store, since
@@ -43,6 +44,7 @@ type Store interface {
 	RateLimits
 	Slots
 	Tasks
+	UserTokens
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error

@@ -90,6 +90,6 @@ func (m mode) start(h http.Handler, basePath string) {
 	default:
 		// Only for Function URLs with InvokeMode RESPONSE_STREAM: the
 		// response is Lambda's streaming HTTP integration format.
-		lambdaurl.Start(h)
+		lambdaurl.Start(withURLCookies(h)) // url_cookies.go
 	}
 }

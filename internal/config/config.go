@@ -94,6 +94,13 @@ type Config struct {
 	Tracing Tracing
 	// Audit turns on the audit trail (audit.go); off when absent.
 	Audit Audit
+	// PublicURL (public_url) is the gateway's base URL as a browser
+	// reaches it, without a trailing slash; every redirect URI the
+	// gateway uses is {PublicURL}/oauth/callback (user_oauth.go).
+	PublicURL string
+	// UserTokens (user_tokens) seals users' third-party tokens; nil when
+	// absent.
+	UserTokens *UserTokens
 	// VirtualHosts is keyed by vhost name: Backend.Key filled, defaults
 	// applied, header names canonicalised.
 	VirtualHosts map[string]*router.VirtualHost
@@ -199,6 +206,9 @@ type Auth struct {
 	// Protected Resource Metadata (RFC 9728), as the MCP authorization
 	// spec asks, and named in every 401's challenge.
 	ResourceMetadata *ResourceMetadata
+	// Login (auth.login) is the gateway's OIDC client at its own issuer,
+	// for the per-user sign-in pages; nil when absent.
+	Login *Login
 }
 
 // ResourceMetadata tells OAuth clients where to get tokens for the gateway.
@@ -303,6 +313,8 @@ type rawConfig struct {
 	Tracing         *rawTracing          `yaml:"tracing"`
 	Audit           *rawAudit            `yaml:"audit"`
 	Auth            *rawAuth             `yaml:"auth"`
+	PublicURL       string               `yaml:"public_url"`
+	UserTokens      *rawUserTokens       `yaml:"user_tokens"`
 	VirtualHosts    map[string]*rawVHost `yaml:"virtual_hosts"`
 }
 
@@ -338,6 +350,7 @@ type rawAuth struct {
 	JWT              *rawJWT              `yaml:"jwt"`
 	Issuers          []*rawJWT            `yaml:"issuers"`
 	ResourceMetadata *rawResourceMetadata `yaml:"resource_metadata"`
+	Login            *rawLogin            `yaml:"login"`
 }
 
 type rawResourceMetadata struct {
@@ -397,6 +410,7 @@ type rawBackend struct {
 type rawCredentials struct {
 	TokenExchange     *rawTokenGrant `yaml:"token_exchange"`
 	ClientCredentials *rawTokenGrant `yaml:"client_credentials"`
+	UserOAuth         *rawUserOAuth  `yaml:"user_oauth"`
 }
 
 // rawTokenGrant is the token endpoint and client of either grant.

@@ -36,7 +36,7 @@ func (v *validator) backendCredentials(path string, raw *rawBackend, b *router.B
 		}
 	}
 	if b.ListCacheTTL > 0 && (len(b.HeaderTemplates) > 0 || b.Credentials.PerCaller()) {
-		v.errf(joinPath(path, "list_cache"), "cannot be used with per-caller credentials (claim templates in add_headers or token_exchange): cached pages are shared by every caller")
+		v.errf(joinPath(path, "list_cache"), "cannot be used with per-caller credentials (claim templates in add_headers, token_exchange or user_oauth): cached pages are shared by every caller")
 	}
 }
 
@@ -46,6 +46,13 @@ func (v *validator) backendCredentials(path string, raw *rawBackend, b *router.B
 func (v *validator) credentials(path string, raw *rawCredentials) *credentials.Settings {
 	var g *rawTokenGrant
 	s := &credentials.Settings{}
+	if raw.UserOAuth != nil {
+		if raw.TokenExchange != nil || raw.ClientCredentials != nil {
+			v.errf(path, "set one of token_exchange, client_credentials and user_oauth, not several")
+			return nil
+		}
+		return v.userOAuth(joinPath(path, "user_oauth"), raw.UserOAuth)
+	}
 	switch {
 	case raw.TokenExchange != nil && raw.ClientCredentials != nil:
 		v.errf(path, "set one of token_exchange and client_credentials, not both")
@@ -55,7 +62,7 @@ func (v *validator) credentials(path string, raw *rawCredentials) *credentials.S
 	case raw.ClientCredentials != nil:
 		g, s.Grant, path = raw.ClientCredentials, credentials.GrantClientCredentials, joinPath(path, "client_credentials")
 	default:
-		v.errf(path, "set token_exchange or client_credentials")
+		v.errf(path, "set token_exchange, client_credentials or user_oauth")
 		return nil
 	}
 	ok := true
@@ -169,7 +176,7 @@ func (v *validator) callerCredentialsNeedJWT(cfg *Config) {
 			for _, h := range sortedKeys(b.HeaderTemplates) {
 				v.errf(joinPath(joinPath(path, "add_headers"), h), "claim templates need auth.mode jwt: in mode none callers have no claims")
 			}
-			if b.Credentials.PerCaller() {
+			if b.Credentials.PerCaller() && b.Credentials.Grant == credentials.GrantTokenExchange {
 				v.errf(joinPath(joinPath(path, "credentials"), "token_exchange"), "token_exchange needs auth.mode jwt: in mode none callers have no token to exchange")
 			}
 		}

@@ -113,7 +113,7 @@ func TestConfig_CredentialErrorsNameTheField(t *testing.T) {
 			[]string{"token_exchange.token_url: must use https", "(line 14)"}},
 		{"both grants", "credentials:\n  token_exchange: {token_url: https://a/t, client_id: c, client_secret_env: MCPGW_TEST_STS_SECRET}\n  client_credentials: {token_url: https://a/t, client_id: c, client_secret_env: MCPGW_TEST_STS_SECRET}\n",
 			[]string{"one.credentials: set one of token_exchange and client_credentials"}},
-		{"no grant", "credentials: {}\n", []string{"one.credentials: set token_exchange or client_credentials"}},
+		{"no grant", "credentials: {}\n", []string{"one.credentials: set token_exchange, client_credentials or user_oauth"}},
 		{"unknown field", te + "    token_uri: https://a/t\n", []string{"token_exchange.token_uri: unknown field"}},
 		{"subject type on client credentials", "credentials:\n  client_credentials: {token_url: https://a/t, client_id: c, client_secret_env: MCPGW_TEST_STS_SECRET, subject_token_type: jwt}\n",
 			[]string{"client_credentials.subject_token_type: only token_exchange has a subject token"}},

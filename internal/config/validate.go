@@ -90,6 +90,14 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		cfg.CursorSecret = v.secretEnv("cursor_secret_env", raw.CursorSecretEnv)
 	}
 	cfg.Auth = v.auth(raw.Auth, baseDir)
+	cfg.PublicURL = v.publicURL(raw.PublicURL)
+	cfg.UserTokens = v.userTokens(raw.UserTokens)
+	if raw.Auth != nil && cfg.Auth.Mode == ModeJWT {
+		cfg.Auth.Login = v.login(raw.Auth.Login)
+	}
+	if rm := cfg.Auth.ResourceMetadata; rm != nil && rm.PublicURL == "" {
+		rm.PublicURL = cfg.PublicURL
+	}
 	cfg.Audit = v.audit(raw.Audit, cfg)
 	if st := raw.Streams; st != nil {
 		if st.EventLogSize != nil {
@@ -118,6 +126,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 	}
 	cfg.BackendTasks = v.backendTasks(raw.VirtualHosts, cfg.Limits)
 	v.callerCredentialsNeedJWT(cfg)
+	v.userOAuthNeeds(cfg)
 	for _, p := range v.stdioPaths {
 		cfg.lambdaRefusals = append(cfg.lambdaRefusals, &Error{Source: v.source, Path: p, Line: v.line(p), Msg: lambdaStdioMsg})
 	}

@@ -95,7 +95,12 @@ type Settings struct {
 	// MaxEntries bounds the cached tokens (per principal for
 	// token_exchange; default 10000).
 	MaxEntries int
+	// UserOAuth is the user_oauth grant's authorization server
+	// (user_oauth.go); nil for the other grants.
+	UserOAuth *UserOAuth
 }
 
 // PerCaller reports whether the credentials depend on the caller.
-func (s *Settings) PerCaller() bool { return s != nil && s.Grant == GrantTokenExchange }
+func (s *Settings) PerCaller() bool {
+	return s != nil && (s.Grant == GrantTokenExchange || s.Grant == GrantUserOAuth)
+}

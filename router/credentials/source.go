@@ -76,6 +76,9 @@ func (src *Source) Close() { src.hc.CloseIdleConnections() }
 // Token returns the bearer token for a backend request made in ctx (whose
 // caller WithCaller set, for token_exchange).
 func (src *Source) Token(ctx context.Context) (string, error) {
+	if src.s.Grant == GrantUserOAuth {
+		return src.userToken(ctx) // user_token_source.go
+	}
 	if src.s.Grant == GrantClientCredentials {
 		return src.cache.get(ctx, "", src.s.Timeout, src.clientCredentials)
 	}
@@ -100,6 +103,10 @@ func (src *Source) Token(ctx context.Context) (string, error) {
 // before it expired). A token fetched meanwhile may be dropped too; that
 // costs one more token request, nothing else.
 func (src *Source) Forget(ctx context.Context) {
+	if src.s.Grant == GrantUserOAuth {
+		src.forgetUserToken(ctx)
+		return
+	}
 	key := ""
 	if src.s.Grant == GrantTokenExchange {
 		caller, ok := CallerFrom(ctx)

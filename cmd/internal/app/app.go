@@ -181,7 +181,19 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		m.ObserveAuditDropped(aw.Dropped)
 		aud = &handler.Audit{Writer: aw, Arguments: cfg.Audit.Arguments, TrustedProxies: cfg.Audit.TrustedProxies}
 	}
+	signInPages, userTokens, err := signIn(cfg, st, log) // sign_in.go
+	if err != nil {
+		rt.Close()
+		_ = st.Close()
+		_ = tr.Shutdown(context.Background())
+		if aw != nil {
+			aw.Close()
+		}
+		return nil, err
+	}
 	h := handler.New(handler.Options{
+		SignIn:         signInPages,
+		UserTokens:     userTokens,
 		Router:         rt,
 		Sessions:       sessions,
 		Parks:          parks,
