@@ -37,7 +37,7 @@ type backendCall func(conn *upstream.Conn) (*jsonrpc.Response, error)
 // operator cares how long the client waited on the backend, not how many
 // tries it took.
 //
-// The exchange also gets a span under the request's (tracing.go), and its
+// The exchange also gets a span under the request's (observe.go), and its
 // outcome goes to the backend's status (status.go).
 func (r *Router) withBackend(ctx context.Context, v *vhost, key, method string, p *peer, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
 	if err := r.notDue(key, p.backends[key]); err != nil {

@@ -71,7 +71,7 @@ type Options struct {
 	// exchange of a list or routed request (metrics); nil costs nothing.
 	Observer Observer
 	// TracerProvider, when set, traces every request and its backend
-	// exchanges (tracing.go); nil starts no span and costs nothing.
+	// exchanges (observe.go); nil starts no span and costs nothing.
 	TracerProvider trace.TracerProvider
 	// ListensPerPrincipal bounds the subscriptions/listen streams one
 	// principal holds open on this instance (default 8); ListenURIs the
