@@ -42,17 +42,20 @@ func TestProtocolVersions_OfARequest(t *testing.T) {
 }
 
 // The method table agrees with itself: a method that mirrors a name
-// targets one backend, a multi-round-trip or hooked method is routed and
-// served in both generations, and session-only methods are not modern.
+// targets one backend (by that name, or a Tasks method by its sealed task
+// id), a multi-round-trip or hooked method is routed and served in both
+// generations, and session-only methods are not modern.
 func TestMethods_TableIsConsistent(t *testing.T) {
 	for name, m := range methods {
 		switch {
-		case m.NameField != "" && m.Routed == "":
+		case m.NameField != "" && m.Routed == "" && !(m.Task && m.NameField == "taskId"):
 			t.Errorf("%s mirrors %s in Mcp-Name but routes on nothing", name, m.NameField)
 		case (m.MultiRoundTrip || m.Hooked) && (m.Routed == "" || !m.Modern):
 			t.Errorf("%s is multi-round-trip or hooked but not a routed method of both generations", name)
 		case m.Session && m.Modern:
 			t.Errorf("%s is both session-only and modern", name)
+		case m.Task && (m.Routed != "" || !m.Modern || m.Hooked):
+			t.Errorf("%s is a Tasks method but routed by name, hooked or not modern", name)
 		}
 	}
 	if LogLevelRank("debug") != 1 || LogLevelRank("emergency") != 8 || LogLevelRank("loud") != 0 {
