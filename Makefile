@@ -46,10 +46,12 @@ lint: ## gofmt, go vet and staticcheck
 # machine (go.dev/issue/75804, fixed in Go 1.27); a count has no deadline.
 FUZZTIME ?= 20000x
 fuzz: ## each fuzz target for FUZZTIME (default 20000 executions, a few seconds)
-	$(GO) test -run '^$$' -fuzz '^FuzzCursor$$' -fuzztime $(FUZZTIME) ./router/
-	$(GO) test -run '^$$' -fuzz '^FuzzRequestState$$' -fuzztime $(FUZZTIME) ./router/
+	$(GO) test -run '^$$' -fuzz '^FuzzCursor$$' -fuzztime $(FUZZTIME) ./router/sealed/
+	$(GO) test -run '^$$' -fuzz '^FuzzRequestState$$' -fuzztime $(FUZZTIME) ./router/sealed/
 	$(GO) test -run '^$$' -fuzz '^FuzzParamHeaders$$' -fuzztime $(FUZZTIME) ./router/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME) ./internal/wire/
+	$(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $(FUZZTIME) ./internal/wire/
+	$(GO) test -run '^$$' -fuzz '^FuzzTaskID$$' -fuzztime $(FUZZTIME) ./internal/taskid/
 
 # The fast tier: unit tests alone, no process started (no redis-server,
 # gateway binary, Node or stdio backend: their tests skip, see
@@ -87,6 +89,15 @@ conformance-translation: ## conformance suite with the gateway translating: 2026
 	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=stateful ./scripts/conformance.sh || rc=1; \
 	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2025-11-25 BACKEND_MODE=modern-only ./scripts/conformance.sh || rc=1; \
 	exit $$rc
+
+# The Tasks extension (SEP-2663, issue 22): every tasks-* server scenario
+# of the suite, run directly against tests/cmd/tasks-backend, the SEP-2663
+# fixture the gateway's task pass-through is tested with. A baseline: it
+# proves the fixture, so a failure through the gateway is the gateway's.
+.PHONY: conformance-tasks
+conformance-tasks: ## the suite's tasks-* scenarios against the SEP-2663 fixture backend: directly, then through two gateway instances
+	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=tasks DIRECT=1 SCENARIO='tasks-*' ./scripts/conformance.sh
+	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=tasks SCENARIO='tasks-*' ./scripts/conformance.sh
 
 .PHONY: bench
 

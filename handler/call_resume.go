@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpgw/gateway/router/session"
+	"github.com/mcpgw/gateway/handler/session"
 
 	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/internal/wire"

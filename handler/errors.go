@@ -3,8 +3,10 @@ package handler
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // The codes come from the one table in internal/wire/codes.go.
@@ -24,8 +26,13 @@ func writeHTTPError(w http.ResponseWriter, status int, code int64, msg string) {
 // writeHTTPErrorRaw is writeHTTPError for a request whose id is known:
 // rawID, as the client wrote it (nil: null).
 func writeHTTPErrorRaw(w http.ResponseWriter, status int, rawID json.RawMessage, code int64, msg string) {
-	noteOf(w).setError(code)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(wire.ErrorBody(rawID, code, msg))
+	writeRPCError(w, status, rawID, &jsonrpc.Error{Code: code, Message: msg}, 0)
+}
+
+// writeRPCError answers with an HTTP status and a JSON-RPC error (its data
+// included) for the request whose id is rawID, noting the code for the
+// request log and audit trail, with Retry-After when retryAfter > 0.
+func writeRPCError(w http.ResponseWriter, status int, rawID json.RawMessage, e *jsonrpc.Error, retryAfter time.Duration) {
+	noteOf(w).setErrorWithData(e.Code, e.Data)
+	wire.WriteError(w, status, rawID, e, retryAfter)
 }

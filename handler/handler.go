@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpgw/gateway/router/session"
+	"github.com/mcpgw/gateway/handler/session"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/config"

@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"github.com/mcpgw/gateway/internal/audit"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/audit"
+
 	"github.com/mcpgw/gateway/handler"
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/config"
@@ -23,10 +24,11 @@ import (
 	"github.com/mcpgw/gateway/internal/routertest"
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 
-	"github.com/mcpgw/gateway/router/plugins"
+	"github.com/mcpgw/gateway/plugins"
 )
 
 var redisSrv *testsupport.RedisServer
@@ -115,7 +117,7 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 	if o.policy {
 		demo := vhosts["demo"]
 		var err error
-		if demo.Access, err = router.CompileAccess([]router.AccessRule{
+		if demo.Access, err = policy.CompileAccess([]policy.AccessRule{
 			{When: "'admins' in claims.groups", Allow: []string{"*"}},
 			{When: "claims.sub == 'alice'", Allow: []string{"gateway-one-*", "gateway-two-*"}, Deny: []string{"*delete*"}},
 		}); err != nil {
@@ -128,8 +130,8 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 			t.Fatal(err)
 		}
 		if o.rateLimit {
-			if demo.RateLimits, err = router.CompileRateLimits([]router.RateLimit{
-				{Per: router.RatePerPrincipal, Limit: cmp.Or(o.rateLimitN, 1_000_000_000), Window: time.Hour, Batch: o.rateLimitBatch}}); err != nil {
+			if demo.RateLimits, err = policy.CompileRateLimits([]policy.RateLimit{
+				{Per: policy.RatePerPrincipal, Limit: cmp.Or(o.rateLimitN, 1_000_000_000), Window: time.Hour, Batch: o.rateLimitBatch}}); err != nil {
 				t.Fatal(err)
 			}
 		}

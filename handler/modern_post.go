@@ -34,23 +34,24 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	}
 	if herr := checkModern(req, r.Header, meta, metaOK); herr != nil {
 		s.logRefusedVersion(r, req.Method, herr.err)
-		writeRPCError(w, herr.status, rawID, herr.err)
+		writeRPCError(w, herr.status, rawID, herr.err, 0)
 		return
 	}
-	call := &router.ModernCall{VHost: r.PathValue("vhost"), Principal: string(principal), Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header,
-		Request: req, ClientCapabilities: meta.ClientCapabilities, ClientInfo: meta.ClientInfo, Parks: s.opts.Parks}
+	client := &router.ModernClient{ClientCapabilities: meta.ClientCapabilities, ClientInfo: meta.ClientInfo, Parks: s.opts.Parks}
 	if meta.LogLevel != nil {
-		call.LogLevel = *meta.LogLevel
+		client.LogLevel = *meta.LogLevel
 	}
+	call := &router.Call{VHost: r.PathValue("vhost"), Principal: string(principal), Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header,
+		Request: req, Modern: client}
 	listen := req.Method == "subscriptions/listen"
 	if listen && !sseOK {
 		writeRPCError(w, http.StatusNotAcceptable, rawID, &jsonrpc.Error{Code: codeInvalidRequest,
-			Message: "subscriptions/listen answers on an event stream: Accept must include text/event-stream"})
+			Message: "subscriptions/listen answers on an event stream: Accept must include text/event-stream"}, 0)
 		return
 	}
 	// Rate limits are decided before any stream begins (429, not a 200
 	// stream carrying the error).
-	if resp := s.opts.Router.AdmitModern(r.Context(), call); resp != nil {
+	if resp := s.opts.Router.Admit(r.Context(), call); resp != nil {
 		s.writeResponse(w, resp, rawID, jsonOK)
 		return
 	}
@@ -68,7 +69,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		}
 		defer ps.keepAlive(s.opts.KeepAlive)()
 	}
-	resp := s.opts.Router.HandleModern(ctx, call)
+	resp := s.opts.Router.Handle(ctx, call)
 	noteOf(w).setResponse(resp)
 	if ps != nil && ps.streaming() {
 		if data, err := wire.EncodeResponseAs(resp, rawID); err == nil {
@@ -79,21 +80,12 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	if resp.Error != nil {
 		if e, ok := resp.Error.(*jsonrpc.Error); ok {
 			if status := modernErrorStatus(e.Code); status != http.StatusOK {
-				writeRPCError(w, status, rawID, e)
+				writeRPCError(w, status, rawID, e, 0)
 				return
 			}
 		}
 	}
 	s.writeResponse(w, resp, rawID, jsonOK)
-}
-
-// writeRPCError answers with an HTTP status and a JSON-RPC error (its data
-// included) for the request whose id is rawID.
-func writeRPCError(w http.ResponseWriter, status int, rawID json.RawMessage, e *jsonrpc.Error) {
-	noteOf(w).setErrorWithData(e.Code, e.Data)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(wire.ErrorBodyOf(rawID, e))
 }
 
 // logRefusedVersion says why a request was refused before it reached the

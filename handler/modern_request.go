@@ -6,7 +6,6 @@ import (
 	"net/http"
 
 	"github.com/mcpgw/gateway/internal/wire"
-	"github.com/mcpgw/gateway/router"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -132,7 +131,7 @@ func checkModern(req *jsonrpc.Request, h http.Header, meta requestMeta, ok bool)
 		return modernRefusal(http.StatusBadRequest, wire.CodeInvalidParams, "params._meta needs %q, an object", metaClientCapabilities)
 	case len(meta.ClientInfo) > 0 && meta.ClientInfo[0] != '{':
 		return modernRefusal(http.StatusBadRequest, wire.CodeInvalidParams, "params._meta %q must be an object", metaClientInfo)
-	case meta.LogLevel != nil && !router.ValidLogLevel(*meta.LogLevel):
+	case meta.LogLevel != nil && !wire.ValidLogLevel(*meta.LogLevel):
 		return modernRefusal(http.StatusBadRequest, wire.CodeInvalidParams, "params._meta %q: unknown log level %s", metaLogLevel, wire.Quote(*meta.LogLevel))
 	}
 	if got := h.Get(headerMethod); got != req.Method {
@@ -142,10 +141,10 @@ func checkModern(req *jsonrpc.Request, h http.Header, meta requestMeta, ok bool)
 		return modernRefusal(http.StatusBadRequest, wire.CodeHeaderMismatch,
 			"header mismatch: %s header %s does not match the body's method %s", headerMethod, wire.Quote(got), wire.Quote(req.Method))
 	}
-	if !router.ModernMethod(req.Method) {
+	if !wire.MethodOf(req.Method).Modern {
 		return modernRefusal(http.StatusNotFound, wire.CodeMethodNotFound, "method %s is not part of protocol %s", wire.Quote(req.Method), wire.ModernProtocolVersion)
 	}
-	if field := router.NameField(req.Method); field != "" {
+	if field := wire.MethodOf(req.Method).NameField; field != "" {
 		if err := checkNameHeader(req, field, h); err != nil {
 			return err
 		}

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpgw/gateway/handler/session"
 	"github.com/mcpgw/gateway/internal/metrics"
-	"github.com/mcpgw/gateway/router/session"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpgw/gateway/store"
@@ -17,7 +17,7 @@ import (
 
 // A call's answer sent as an event stream: the router sends on it
 // (progress, server-to-client requests), each event is logged first so
-// the client can resume the call elsewhere (router/session/call_log.go),
+// the client can resume the call elsewhere (handler/session/call_log.go),
 // and keep-alives stop proxies from cutting a quiet call.
 //
 // One goroutine, the stream's writer, logs and writes every event in the

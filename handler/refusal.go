@@ -2,9 +2,7 @@ package handler
 
 import (
 	"encoding/json"
-	"math"
 	"net/http"
-	"strconv"
 
 	"github.com/mcpgw/gateway/router"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -25,9 +23,6 @@ func writeRefusal(w http.ResponseWriter, resp *jsonrpc.Response, rawID json.RawM
 	if e == nil {
 		return false
 	}
-	if wait > 0 {
-		w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(wait.Seconds()))), 10))
-	}
-	writeRPCError(w, status, rawID, e)
+	writeRPCError(w, status, rawID, e, wait)
 	return true
 }

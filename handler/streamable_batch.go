@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpgw/gateway/router/session"
+	"github.com/mcpgw/gateway/handler/session"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/metrics"

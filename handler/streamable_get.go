@@ -2,11 +2,12 @@ package handler
 
 import (
 	"errors"
-	"github.com/mcpgw/gateway/internal/wire"
 	"net/http"
 	"time"
 
-	"github.com/mcpgw/gateway/router/session"
+	"github.com/mcpgw/gateway/internal/wire"
+
+	"github.com/mcpgw/gateway/handler/session"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/metrics"

@@ -10,13 +10,12 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/mcpgw/gateway/router/session"
+	"github.com/mcpgw/gateway/handler/session"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -87,7 +86,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			method = req.Method
 		}
 		s.logRefusedVersion(r, method, herr.err)
-		writeRPCError(w, herr.status, rawID, herr.err)
+		writeRPCError(w, herr.status, rawID, herr.err, 0)
 		return
 	}
 	principal, _ := auth.FromContext(r.Context())
@@ -118,7 +117,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	// has been counted, like any other call of that caller).
 	var admitted chan *jsonrpc.Response
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" && s.opts.Router.RateLimits(r.PathValue("vhost")) {
-		call = &router.Call{Session: &store.Session{VHost: r.PathValue("vhost"), Principal: string(principal)},
+		call = &router.Call{VHost: r.PathValue("vhost"), Principal: string(principal),
 			Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req}
 		admitted = make(chan *jsonrpc.Response, 1)
 		go func() { admitted <- s.opts.Router.Admit(r.Context(), call) }()
@@ -162,7 +161,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if call == nil {
-			call = &router.Call{Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: m}
+			call = &router.Call{VHost: sess.VHost, Principal: sess.Principal, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: m}
 		}
 		call.Session, call.Runtime = sess, s.opts.Sessions
 		s.serveCall(w, r, call, rawID, jsonOK, sseOK)

@@ -2,8 +2,9 @@ package handler
 
 import (
 	"errors"
-	"github.com/mcpgw/gateway/internal/wire"
 	"net/http"
+
+	"github.com/mcpgw/gateway/internal/wire"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/store"

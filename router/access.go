@@ -3,322 +3,44 @@ package router
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"reflect"
-	"strconv"
-	"strings"
 
-	"cel.dev/cel-go/cel"
-	"cel.dev/cel-go/ext"
-	"cel.dev/cel-go/interpreter"
 	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/naming"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// Access by identity. A virtual host may carry access rules; once it does,
-// a caller sees only the published names (tools and prompts by name,
-// resources by URI, resource templates by URI template, all as the client
-// sees them: prefixed or aliased) that the rule deciding for it allows.
-//
-// The rule that decides is the first whose `when` (a CEL expression over
-// the caller's token claims and the vhost name) holds; a rule without
-// `when` always holds, and when no rule holds the caller sees nothing. A
-// name is visible when it matches an `allow` pattern and no `deny`
-// pattern (access_glob.go).
-//
-// The decision is taken once per request, when the request first needs
-// it, and kept on the Call: CEL runs once per rule at most, never per item;
-// filtering a list is then only pattern matching. Lists are filtered after
-// the list cache (which holds backend pages shared by every caller) and
-// after the merge, per request; a backend none of whose names the caller
-// could see is not asked at all. A routed request for a hidden name is
-// refused exactly like one for a name no backend owns (unknownIdentifier),
-// before any hook or backend sees it, so the answer says nothing about
-// whether the hidden thing exists.
-//
-// The rules are compiled with the rest of the routing table, which a
-// config reload replaces whole: a request decides on the table it
-// started with, and a policy that does not compile never reaches the
-// router (config validation compiles it first and keeps the running one).
-
-// AccessRule is one rule of a virtual host's access policy, as configured.
-type AccessRule struct {
-	// When is a CEL expression over `claims` (the caller's JWT claims; an
-	// empty map in auth mode none) and `vhost` that must be boolean; empty
-	// always holds. An evaluation error (a claim the token lacks, a claim
-	// of another type) means the rule does not hold.
-	When string
-	// Allow and Deny are name patterns: '*' matches any run of characters.
-	Allow, Deny []string
-}
-
-// AccessPolicy is a virtual host's compiled access rules (CompileAccess).
-// A nil policy lets every caller see every name. It is immutable and safe
-// for concurrent use.
-type AccessPolicy struct {
-	source []AccessRule
-	rules  []accessRule
-	// claims: some rule's `when` reads the claims, so what a caller sees
-	// depends on who it is (2026-07-28 results are then cacheScope private).
-	claims bool
-}
-
-type accessRule struct {
-	when        cel.Program // nil: always holds
-	allow, deny []nameGlob
-}
-
-// AccessRuleError is one problem of one rule. Field is "when",
-// "allow[i]", "deny[i]", or "" for the rule as a whole.
-type AccessRuleError struct {
-	Rule  int
-	Field string
-	Msg   string
-}
-
-func (e *AccessRuleError) Error() string {
-	at := "access[" + strconv.Itoa(e.Rule) + "]"
-	if e.Field != "" {
-		at += "." + e.Field
-	}
-	return at + ": " + e.Msg
-}
-
-// accessCostLimit bounds one evaluation of a `when`. Claims come from
-// tokens the gateway trusts, but an expression that iterates them should
-// still fail (and so not hold) rather than spin on a huge claim.
-const accessCostLimit = 100_000
-
-// CompileAccess compiles a virtual host's rules: every CEL expression,
-// which must be boolean, and every pattern. The error joins one
-// *AccessRuleError per problem.
-func CompileAccess(rules []AccessRule) (*AccessPolicy, error) {
-	env, err := cel.NewEnv(
-		cel.Variable("claims", cel.MapType(cel.StringType, cel.DynType)),
-		cel.Variable("vhost", cel.StringType),
-		// JSON numbers in claims are doubles: let `claims.level >= 2` work.
-		cel.CrossTypeNumericComparisons(true),
-		ext.Strings(),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("access: building the CEL environment: %w", err)
-	}
-	p := &AccessPolicy{source: cloneRules(rules), rules: make([]accessRule, len(rules))}
-	var errs []error
-	fail := func(i int, field, format string, args ...any) {
-		errs = append(errs, &AccessRuleError{Rule: i, Field: field, Msg: fmt.Sprintf(format, args...)})
-	}
-	for i, r := range rules {
-		if strings.TrimSpace(r.When) != "" {
-			prg, claims, msg := compileWhen(env, r.When)
-			if msg != "" {
-				fail(i, "when", "%s", msg)
-			}
-			p.rules[i].when = prg
-			p.claims = p.claims || claims
-		} else if i < len(rules)-1 {
-			fail(i+1, "", "can never apply: rule %d has no `when`, so it decides for every caller", i)
-		}
-		for j, src := range r.Allow {
-			g, err := compileGlob(src)
-			if err != nil {
-				fail(i, "allow["+strconv.Itoa(j)+"]", "%v", err)
-			}
-			p.rules[i].allow = append(p.rules[i].allow, g)
-		}
-		for j, src := range r.Deny {
-			g, err := compileGlob(src)
-			if err != nil {
-				fail(i, "deny["+strconv.Itoa(j)+"]", "%v", err)
-			}
-			p.rules[i].deny = append(p.rules[i].deny, g)
-		}
-		if len(r.Deny) > 0 && len(r.Allow) == 0 {
-			fail(i, "deny", "has no effect without allow: a name must match allow to be visible (add allow: [\"*\"] to show everything else)")
-		}
-	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	return p, nil
-}
-
-// compileWhen compiles one expression. msg says what is wrong ("" when
-// nothing is); claims reports whether the expression reads the claims.
-func compileWhen(env *cel.Env, src string) (prg cel.Program, claims bool, msg string) {
-	ast, iss := env.Compile(src)
-	if iss.Err() != nil {
-		var msgs []string
-		for _, e := range iss.Errors() {
-			m := e.Message
-			if loc := e.Location; loc != nil && loc.Line() > 0 {
-				if loc.Line() > 1 {
-					m += fmt.Sprintf(" (expression line %d, column %d)", loc.Line(), loc.Column()+1)
-				} else {
-					m += fmt.Sprintf(" (column %d)", loc.Column()+1)
-				}
-			}
-			msgs = append(msgs, m)
-		}
-		return nil, false, "invalid CEL expression: " + strings.Join(msgs, "; ")
-	}
-	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) {
-		return nil, false, fmt.Sprintf("must be a boolean CEL expression, not %s (compare a claim explicitly, e.g. claims.admin == true)", t)
-	}
-	for _, ref := range ast.NativeRep().ReferenceMap() {
-		if ref.Name == "claims" {
-			claims = true
-		}
-	}
-	prg, err := env.Program(ast, cel.CostLimit(accessCostLimit), cel.EvalOptions(cel.OptOptimize))
-	if err != nil {
-		return nil, false, "invalid CEL expression: " + err.Error()
-	}
-	return prg, claims, ""
-}
-
-func cloneRules(rules []AccessRule) []AccessRule {
-	out := make([]AccessRule, len(rules))
-	for i, r := range rules {
-		out[i] = AccessRule{When: r.When, Allow: append([]string(nil), r.Allow...), Deny: append([]string(nil), r.Deny...)}
-	}
-	return out
-}
-
-// Rules returns the rules the policy was compiled from.
-func (p *AccessPolicy) Rules() []AccessRule {
-	if p == nil {
-		return nil
-	}
-	return cloneRules(p.source)
-}
-
-// DependsOnClaims reports whether what a caller sees depends on its
-// claims, so a result filtered by the policy must not be shared between
-// callers.
-func (p *AccessPolicy) DependsOnClaims() bool { return p != nil && p.claims }
-
-// equal reports whether two policies have the same rules (for reload:
-// a changed policy changes the vhost's lists).
-func (p *AccessPolicy) equal(o *AccessPolicy) bool {
-	if p == nil || o == nil {
-		return p == o
-	}
-	return reflect.DeepEqual(p.source, o.source)
-}
-
-// accessView is what one request may see: the policy's decision for its
-// caller.
-type accessView struct {
-	policy *AccessPolicy // nil: everything is visible
-	rule   *accessRule   // the rule that decided; nil under a policy: nothing is visible
-}
-
-// decide runs the rules' conditions for one caller, first to last, until
-// one holds.
-func (p *AccessPolicy) decide(vhost string, claims map[string]any) accessView {
-	if p == nil {
-		return accessView{}
-	}
-	if claims == nil {
-		claims = map[string]any{}
-	}
-	var act interpreter.Activation
-	for i := range p.rules {
-		r := &p.rules[i]
-		if r.when == nil {
-			return accessView{policy: p, rule: r}
-		}
-		if act == nil {
-			var err error
-			if act, err = interpreter.NewActivation(map[string]any{"claims": claims, "vhost": vhost}); err != nil {
-				return accessView{policy: p}
-			}
-		}
-		if out, _, err := r.when.Eval(act); err == nil && out.Value() == true {
-			return accessView{policy: p, rule: r}
-		}
-	}
-	return accessView{policy: p}
-}
-
-// all reports whether nothing is hidden from the request.
-func (a accessView) all() bool { return a.policy == nil }
-
-// visible reports whether a published name (or URI, or URI template) is
-// visible to the request.
-func (a accessView) visible(id string) bool {
-	switch {
-	case a.policy == nil:
-		return true
-	case a.rule == nil:
-		return false
-	}
-	return anyMatch(a.rule.allow, id) && !anyMatch(a.rule.deny, id)
-}
+// Access rules (package router/policy) decide what one caller sees; this
+// file applies the decision to what the router handles: backends, routed
+// targets, snapshots, notifications.
 
 // backendVisible reports whether any name backend key publishes could be
 // visible to the request: false only when none can, so a list need not
 // ask the backend (and never names it, not even as skipped). On a
 // multi-backend vhost every published name of the backend starts with
 // "key-", except its tool aliases, which are checked one by one.
-func (a accessView) backendVisible(v *vhost, key string, tools bool) bool {
-	switch {
-	case a.policy == nil:
-		return true
-	case a.rule == nil:
-		return false
-	}
+func (v *vhost) backendVisible(a policy.View, key string, tools bool) bool {
 	p := ""
 	if !v.single() {
 		p = key + "-"
 	}
-	allowed := false
-	for _, g := range a.rule.allow {
-		if g.canPrefix(p) {
-			allowed = true
-			break
-		}
-	}
-	covered := false
-	for _, g := range a.rule.deny {
-		if g.coversPrefix(p) {
-			covered = true
-			break
-		}
-	}
-	if allowed && !covered {
-		return true
-	}
+	var aliases map[string]string
 	if tools {
-		for _, alias := range v.aliases.byTool[key] {
-			if a.visible(alias) {
-				return true
-			}
-		}
+		aliases = v.aliases.Of(key)
 	}
-	return false
-}
-
-func anyMatch(globs []nameGlob, s string) bool {
-	for _, g := range globs {
-		if g.match(s) {
-			return true
-		}
-	}
-	return false
+	return a.PrefixVisible(p, aliases)
 }
 
 // accessFor returns the request's access view, deciding it on first use:
 // once per request, whatever the request then touches.
-func (r *Router) accessFor(v *vhost, c *Call) accessView {
+func (r *Router) accessFor(v *vhost, c *Call) policy.View {
 	if v.access == nil {
-		return accessView{}
+		return policy.View{}
 	}
-	if c.access == nil || c.access.policy != v.access {
-		a := v.access.decide(v.name, c.Claims)
+	if c.access == nil || c.access.Policy() != v.access {
+		a := v.access.Decide(v.name, c.Claims)
 		c.access = &a
 	}
 	return *c.access
@@ -330,27 +52,27 @@ func (r *Router) accessFor(v *vhost, c *Call) accessView {
 // (even when nothing was hidden from this caller, another may see less).
 // Rules that read no claims show every caller the same, so they leave the
 // scope to the backends.
-func (v *vhost) accessHints(method string, h *cacheHints) *cacheHints {
-	if !cacheable(method) || !v.access.DependsOnClaims() {
+func (v *vhost) accessHints(method string, h *envelope.Hints) *envelope.Hints {
+	if !envelope.Cacheable(method) || !v.access.DependsOnClaims() {
 		return h
 	}
 	if h == nil {
-		h = &cacheHints{fromResult: true}
+		h = &envelope.Hints{FromResult: true}
 	}
-	h.private = true
+	h.Private = true
 	return h
 }
 
 // publishedTool is the name under which a backend's tool is listed: the
 // name access rules judge, whichever name (alias or prefixed) a call used.
 func (v *vhost) publishedTool(backend, tool string) string {
-	if a, ok := v.aliases.advertised(backend, tool); ok {
+	if a, ok := v.aliases.Advertised(backend, tool); ok {
 		return a
 	}
 	if v.single() {
 		return tool
 	}
-	return prefix(backend, tool)
+	return naming.Prefix(backend, tool)
 }
 
 // callerAccess is the access decision for the caller a context carries
@@ -360,25 +82,25 @@ func (v *vhost) publishedTool(backend, tool string) string {
 // rebuilds a stream's listeners (session.Runtime.VHostsChanged), so a
 // subscription the new rules hide stops being delivered, although the
 // session still holds it.
-func callerAccess(ctx context.Context, v *vhost) accessView {
+func callerAccess(ctx context.Context, v *vhost) policy.View {
 	if v.access == nil {
-		return accessView{}
+		return policy.View{}
 	}
 	caller, _ := credentials.CallerFrom(ctx)
-	return v.access.decide(v.name, caller.Claims)
+	return v.access.Decide(v.name, caller.Claims)
 }
 
 // visibleSnapshots leaves out the backends the access view hides whole,
 // for what initialize and server/discover merge (capabilities,
 // instructions): a caller learns nothing of a backend none of whose names
 // it may see, not even its instructions.
-func (a accessView) visibleSnapshots(v *vhost, snaps map[string]*store.BackendSnapshot) map[string]*store.BackendSnapshot {
-	if a.all() {
+func (v *vhost) visibleSnapshots(a policy.View, snaps map[string]*store.BackendSnapshot) map[string]*store.BackendSnapshot {
+	if a.All() {
 		return snaps
 	}
 	out := make(map[string]*store.BackendSnapshot, len(snaps))
 	for key, snap := range snaps {
-		if a.backendVisible(v, key, true) || a.backendVisible(v, key, false) {
+		if v.backendVisible(a, key, true) || v.backendVisible(a, key, false) {
 			out[key] = snap
 		}
 	}
@@ -387,25 +109,25 @@ func (a accessView) visibleSnapshots(v *vhost, snaps map[string]*store.BackendSn
 
 // updateVisible reports whether a resources/updated notification, renamed
 // for the client, names a resource the access view shows.
-func (a accessView) updateVisible(n *jsonrpc.Request) bool {
-	if a.all() {
+func updateVisible(a policy.View, n *jsonrpc.Request) bool {
+	if a.All() {
 		return true
 	}
 	var p struct {
 		URI string `json:"uri"`
 	}
-	return json.Unmarshal(orEmpty(n.Params), &p) == nil && p.URI != "" && a.visible(p.URI)
+	return json.Unmarshal(orEmpty(n.Params), &p) == nil && p.URI != "" && a.Visible(p.URI)
 }
 
 // routedVisible reports whether a routed request's target is visible to
 // the request. resources/unsubscribe is never refused: a client must be
 // able to drop a subscription to a resource that has become hidden.
-func (a accessView) routedVisible(v *vhost, method string, t *target) bool {
+func (v *vhost) routedVisible(a policy.View, method string, t *target) bool {
 	switch {
-	case a.all() || method == "resources/unsubscribe":
+	case a.All() || method == "resources/unsubscribe":
 		return true
 	case method == "tools/call":
-		return a.visible(v.publishedTool(t.backend, t.name))
+		return a.Visible(v.publishedTool(t.backend, t.name))
 	}
-	return a.visible(t.public)
+	return a.Visible(t.public)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -19,7 +20,7 @@ import (
 // instructions, so its description does not reach a caller who may not
 // use it. A 2026-07-28 discover that depends on the caller is private.
 func TestAccess_InitializeAndDiscoverShowOnlyVisibleBackends(t *testing.T) {
-	f, _ := twoBackendsWithAccess(t, []router.AccessRule{
+	f, _ := twoBackendsWithAccess(t, []policy.AccessRule{
 		{When: "'admins' in claims.groups", Allow: []string{"*"}},
 		{When: "'dev' in claims.groups", Allow: []string{"gateway-one-*"}},
 	})
@@ -37,8 +38,8 @@ func TestAccess_InitializeAndDiscoverShowOnlyVisibleBackends(t *testing.T) {
 			"io.modelcontextprotocol/protocolVersion":    wire.ModernProtocolVersion,
 			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 		}})
-		return result(t, f.Router.HandleModern(context.Background(), &router.ModernCall{VHost: f.VHost, Principal: "p", Claims: claims,
-			Request: &jsonrpc.Request{ID: mustID(2), Method: "server/discover", Params: raw}, ClientCapabilities: json.RawMessage(`{}`)}))
+		return result(t, f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "p", Claims: claims,
+			Request: &jsonrpc.Request{ID: mustID(2), Method: "server/discover", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}}))
 	}
 	for _, tc := range []struct {
 		name     string

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpgw/gateway/internal/routertest"
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/policy"
 
 	"github.com/mcpgw/gateway/store"
 )
@@ -18,7 +19,7 @@ import (
 // Redis: "admins" see everything, "dev" a part of gateway-one (its
 // increment denied, get_stats by its alias) and gateway-two's template
 // resources only; anyone else nothing.
-var devRules = []router.AccessRule{
+var devRules = []policy.AccessRule{
 	{When: "'admins' in claims.groups", Allow: []string{"*"}},
 	{When: "'dev' in claims.groups",
 		Allow: []string{"gateway-one-*", "Public.Tool", "gateway-two-test://template/*"},
@@ -31,9 +32,9 @@ var (
 	nobody      = map[string]any{"sub": "carol"}
 )
 
-func compileRules(t testing.TB, rules []router.AccessRule) *router.AccessPolicy {
+func compileRules(t testing.TB, rules []policy.AccessRule) *policy.AccessPolicy {
 	t.Helper()
-	p, err := router.CompileAccess(rules)
+	p, err := policy.CompileAccess(rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func compileRules(t testing.TB, rules []router.AccessRule) *router.AccessPolicy 
 
 // accessFixture is a fixture whose vhost has the rules, and a second
 // instance on the same store.
-func accessFixture(t *testing.T, rules []router.AccessRule, specs ...backendSpec) (*fixture, *routertest.Instance) {
+func accessFixture(t *testing.T, rules []policy.AccessRule, specs ...backendSpec) (*fixture, *routertest.Instance) {
 	t.Helper()
 	f := newFixture(t, specs...)
 	f.Config.Access = compileRules(t, rules)
@@ -50,7 +51,7 @@ func accessFixture(t *testing.T, rules []router.AccessRule, specs ...backendSpec
 	return f, f.NewInstance(routertest.Options{})
 }
 
-func twoBackendsWithAccess(t *testing.T, rules []router.AccessRule) (*fixture, *routertest.Instance) {
+func twoBackendsWithAccess(t *testing.T, rules []policy.AccessRule) (*fixture, *routertest.Instance) {
 	return accessFixture(t, rules,
 		backendSpec{Key: "gateway-one", Aliases: map[string]string{"Public.Tool": "get_stats"}},
 		backendSpec{Key: "gateway-two"},
@@ -114,7 +115,7 @@ func TestAccess_ListsDependOnTheCallersClaims(t *testing.T) {
 // A backend none of whose names the caller could see is not asked, and so
 // never named as skipped either.
 func TestAccess_BackendHiddenWholeIsNotAskedNorNamed(t *testing.T) {
-	f, _ := twoBackendsWithAccess(t, []router.AccessRule{
+	f, _ := twoBackendsWithAccess(t, []policy.AccessRule{
 		{When: "'admins' in claims.groups", Allow: []string{"*"}},
 		{When: "'dev' in claims.groups", Allow: []string{"gateway-one-*", "Public.Tool"}},
 	})
@@ -209,7 +210,7 @@ func TestAccess_HiddenNamesAreRefusedLikeUnknownOnes(t *testing.T) {
 }
 
 func TestAccess_DenyingAnAliasHidesItsPrefixedNameToo(t *testing.T) {
-	f, _ := twoBackendsWithAccess(t, []router.AccessRule{{Allow: []string{"*"}, Deny: []string{"Public.Tool"}}})
+	f, _ := twoBackendsWithAccess(t, []policy.AccessRule{{Allow: []string{"*"}, Deny: []string{"Public.Tool"}}})
 	sid, _ := f.InitializeAs("bob", nil)
 	for _, name := range []string{"Public.Tool", "gateway-one-get_stats"} {
 		e := rpcErr(t, f.Instance.CallClaims(t, sid, devClaims, "tools/call", map[string]any{"name": name}))
@@ -226,7 +227,7 @@ func TestAccess_DenyingAnAliasHidesItsPrefixedNameToo(t *testing.T) {
 // come out short or empty, the walk still yields every visible item once,
 // and a cursor neither shows nor serves anything beyond its owner's view.
 func TestAccess_PaginationYieldsExactlyTheVisibleItems(t *testing.T) {
-	rules := []router.AccessRule{
+	rules := []policy.AccessRule{
 		{When: "'admins' in claims.groups", Allow: []string{"*"}},
 		{When: "'dev' in claims.groups", Allow: []string{"a-t02", "a-echo"}},
 	}
@@ -337,7 +338,7 @@ func TestAccess_ReloadChangesVisibility(t *testing.T) {
 		t.Fatalf("a reload with the same rules changed %v", changed)
 	}
 	next := *f.Config
-	next.Access = compileRules(t, []router.AccessRule{{When: "'dev' in claims.groups", Allow: []string{"gateway-two-*"}}})
+	next.Access = compileRules(t, []policy.AccessRule{{When: "'dev' in claims.groups", Allow: []string{"gateway-two-*"}}})
 	if changed := f.Router.Reload(map[string]*router.VirtualHost{f.VHost: &next}); !slices.Equal(changed, []string{f.VHost}) {
 		t.Fatalf("reload changed %v, want [%s]", changed, f.VHost)
 	}
@@ -358,7 +359,7 @@ func TestAccess_ReloadChangesVisibility(t *testing.T) {
 // On a single-backend vhost names are not prefixed; the rules see them as
 // published.
 func TestAccess_SingleBackendVhost(t *testing.T) {
-	f, _ := accessFixture(t, []router.AccessRule{{Allow: []string{"echo", "test://template/*"}}},
+	f, _ := accessFixture(t, []policy.AccessRule{{Allow: []string{"echo", "test://template/*"}}},
 		backendSpec{Key: "only"})
 	sid, _ := f.InitializeAs("bob", nil)
 	if got := names(t, result(t, f.Instance.CallClaims(t, sid, nil, "tools/list", nil)), "tools"); !slices.Equal(got, []string{"echo"}) {

@@ -62,7 +62,7 @@ func TestAliases_AdvertisedForTheirTool(t *testing.T) {
 		{"gateway-two", "echo", "", false}, // aliases belong to one backend's tools
 		{"gateway-one", "increment", "", false},
 	} {
-		alias, ok := v.aliases.advertised(tc.backend, tc.tool)
+		alias, ok := v.aliases.Advertised(tc.backend, tc.tool)
 		if alias != tc.alias || ok != tc.ok {
 			t.Errorf("advertised(%s, %s) = %q, %v; want %q, %v", tc.backend, tc.tool, alias, ok, tc.alias, tc.ok)
 		}

@@ -3,8 +3,8 @@ package router
 import (
 	"context"
 	"errors"
-	"fmt"
 
+	"github.com/mcpgw/gateway/router/hook"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -58,25 +58,11 @@ func noteDenied(ctx context.Context, reason string) {
 	}
 }
 
-// denialReason names what an access view refused a name with: the rule
-// that decided (access[i] of the vhost), or that none held.
-func (a accessView) denialReason(name string) string {
-	if a.rule == nil {
-		return "access: no rule of the virtual host holds for the caller"
-	}
-	for i := range a.policy.rules {
-		if &a.policy.rules[i] == a.rule {
-			return fmt.Sprintf("access: access[%d] does not allow %s", i, name)
-		}
-	}
-	return "access: the deciding rule does not allow " + name
-}
-
 // hookRefusal is hookError, noted for the audit trail when a plugin
 // denied the request.
 func (r *Router) hookRefusal(ctx context.Context, err error) *jsonrpc.Error {
 	e := hookError(err)
-	var d *Denial
+	var d *hook.Denial
 	if errors.As(err, &d) {
 		noteDenied(ctx, d.Message)
 	}

@@ -3,6 +3,8 @@ package router
 import (
 	"time"
 
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -26,7 +28,7 @@ type Backend struct {
 	ToolNameAliases map[string]string
 	Session         SessionMode
 	// ListCacheTTL, when positive, caches this backend's list pages on
-	// each instance for that long (see list_cache.go); 0 turns it off.
+	// each instance for that long (see router/listcache); 0 turns it off.
 	ListCacheTTL time.Duration
 }
 
@@ -36,12 +38,12 @@ type VirtualHost struct {
 	Backends map[string]*Backend
 	// Access, when set, limits what each caller sees (CompileAccess);
 	// nil: every caller sees every name.
-	Access *AccessPolicy
+	Access *policy.AccessPolicy
 	// Hooks run around this vhost's tools/call, prompts/get and
 	// resources/read, after the router-wide Options.Hooks, in order: the
-	// configured plugins (package router/plugins).
-	Hooks []Hook
+	// configured plugins (package plugins).
+	Hooks []hook.Hook
 	// RateLimits, when set, count this vhost's tools/call requests in the
 	// store (CompileRateLimits); nil: no limits.
-	RateLimits *RateLimitPolicy
+	RateLimits *policy.RateLimitPolicy
 }

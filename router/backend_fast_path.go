@@ -39,15 +39,15 @@ type backendCall func(conn *upstream.Conn) (*jsonrpc.Response, error)
 //
 // The exchange also gets a span under the request's (tracing.go), and its
 // outcome goes to the backend's status (status.go).
-func (r *Router) withBackend(ctx context.Context, v *vhost, key, method string, sess *store.Session, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
-	if err := r.notDue(key, sess.Backends[key]); err != nil {
+func (r *Router) withBackend(ctx context.Context, v *vhost, key, method string, p *peer, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
+	if err := r.notDue(key, p.backends[key]); err != nil {
 		// Failed just now: no second wait, and no backend call to observe
 		// (backend_failed.go).
 		return nil, err
 	}
-	ctx, span := r.startBackend(ctx, v, key, method, sess.Backends[key])
+	ctx, span := r.startBackend(ctx, v, key, method, p.backends[key])
 	start := time.Now()
-	resp, err := r.exchange(ctx, v, key, sess, hdr, fn)
+	resp, err := r.exchange(ctx, v, key, p, hdr, fn)
 	oc := outcome(resp, err)
 	if obs := r.opts.Observer; obs != nil {
 		obs.BackendCall(v.name, key, method, time.Since(start), oc)
@@ -70,13 +70,13 @@ func (r *Router) forgetRefusedToken(ctx context.Context, v *vhost, key string, e
 }
 
 // exchange is withBackend without the observation.
-func (r *Router) exchange(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
-	snap := sess.Backends[key]
+func (r *Router) exchange(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
+	snap := p.backends[key]
 	reuse := v.backends[key].Session == SessionReuse
-	if h, ok := r.fastHandshake(v, key, sess, snap, reuse); ok {
+	if h, ok := r.fastHandshake(v, key, p, snap, reuse); ok {
 		conn, err := v.clients[key].Open(ctx, h, hdr) // no round trip: nothing to shake hands about
 		if err == nil {
-			r.applyLogLevel(ctx, conn, sess, key)
+			r.applyLogLevel(ctx, conn, p, key)
 			resp, err := fn(conn)
 			r.release(conn, reuse)
 			if !refusedFastPath(err) {
@@ -86,12 +86,12 @@ func (r *Router) exchange(ctx context.Context, v *vhost, key string, sess *store
 		}
 	}
 
-	conn, err := v.clients[key].Open(ctx, r.handshake(sess, snap), hdr)
+	conn, err := v.clients[key].Open(ctx, r.handshake(p, snap), hdr)
 	if err != nil && refusedHandshake(err) {
 		// A backend that refuses initialize may speak only 2026-07-28 (now).
 		if next, _ := r.discoverModern(ctx, v, key, hdr); next != nil {
-			r.persistSnapshots(ctx, sess, []*store.BackendSnapshot{next})
-			h, _ := r.fastHandshake(v, key, sess, next, false)
+			r.persistSnapshots(ctx, p, []*store.BackendSnapshot{next})
+			h, _ := r.fastHandshake(v, key, p, next, false)
 			if conn, err = v.clients[key].Open(ctx, h, hdr); err == nil {
 				resp, err := fn(conn)
 				r.release(conn, false)
@@ -102,7 +102,7 @@ func (r *Router) exchange(ctx context.Context, v *vhost, key string, sess *store
 	if err != nil {
 		// A caller's credentials failing says nothing of the backend.
 		if !snap.OK() && !errors.Is(err, upstream.ErrCredentials) {
-			r.persistSnapshots(ctx, sess, []*store.BackendSnapshot{failedSnapshot(key, err)})
+			r.persistSnapshots(ctx, p, []*store.BackendSnapshot{failedSnapshot(key, err)})
 		}
 		return nil, err
 	}
@@ -112,10 +112,10 @@ func (r *Router) exchange(ctx context.Context, v *vhost, key string, sess *store
 			next.SessionID = store.BackendSessionID(conn.SessionID())
 		}
 		if snapshotChanged(snap, next) {
-			r.persistSnapshots(ctx, sess, []*store.BackendSnapshot{next})
+			r.persistSnapshots(ctx, p, []*store.BackendSnapshot{next})
 		}
 	}
-	r.applyLogLevel(ctx, conn, sess, key)
+	r.applyLogLevel(ctx, conn, p, key)
 	resp, err := fn(conn)
 	r.release(conn, reuse && conn.SessionID() != "")
 	return resp, err
@@ -135,11 +135,11 @@ func (r *Router) release(conn *upstream.Conn, keep bool) {
 
 // fastHandshake returns the handshake that skips initialize, if the
 // snapshot allows one.
-func (r *Router) fastHandshake(v *vhost, key string, sess *store.Session, snap *store.BackendSnapshot, reuse bool) (upstream.Handshake, bool) {
+func (r *Router) fastHandshake(v *vhost, key string, p *peer, snap *store.BackendSnapshot, reuse bool) (upstream.Handshake, bool) {
 	if !snap.OK() || v.backends[key].Transport == upstream.TransportSSE {
 		return upstream.Handshake{}, false // legacy SSE: the stream is the session
 	}
-	h := r.handshake(sess, snap)
+	h := r.handshake(p, snap)
 	switch {
 	case modernSnapshot(snap):
 		// A 2026-07-28 backend: one exchange per request, never a session
@@ -176,15 +176,16 @@ func snapshotChanged(old, next *store.BackendSnapshot) bool {
 // EndBackendSessions ends the backend sessions a gateway session kept
 // (`session: reuse`), best effort, when the client deletes its session.
 func (r *Router) EndBackendSessions(ctx context.Context, sess *store.Session) {
-	v, ok := r.table.Load().vhosts[sess.VHost]
+	p := sessionPeer(sess)
+	v, ok := r.table.Load().vhosts[p.vhost]
 	if !ok {
 		return
 	}
-	for key, snap := range sess.Backends {
+	for key, snap := range p.backends {
 		if !snap.OK() || snap.SessionID == "" || v.clients[key] == nil {
 			continue
 		}
-		h := r.handshake(sess, snap)
+		h := r.handshake(p, snap)
 		h.SessionID = string(snap.SessionID)
 		if conn, err := v.clients[key].Open(ctx, h, nil); err == nil {
 			_ = conn.Close(false) // sends DELETE

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -16,7 +19,7 @@ import (
 // connection replays (the session's log level and subscriptions) and how
 // what arrives is renamed for the client are federation rules, kept here;
 // keeping the connections running is the session runtime's job
-// (router/session).
+// (handler/session).
 
 // ErrNoStream is returned by ListenBackend for a backend that offers no
 // stream to listen on: there is nothing to reconnect to.
@@ -35,7 +38,8 @@ type ListenTarget struct {
 // send it something unsolicited; ok is false when the virtual host is no
 // longer configured.
 func (r *Router) ListenTargets(sess *store.Session) (targets []ListenTarget, ok bool) {
-	v, ok := r.table.Load().vhosts[sess.VHost]
+	p := sessionPeer(sess)
+	v, ok := r.table.Load().vhosts[p.vhost]
 	if !ok {
 		return nil, false
 	}
@@ -44,7 +48,7 @@ func (r *Router) ListenTargets(sess *store.Session) (targets []ListenTarget, ok 
 			continue // a shared process speaks for no session (upstream/stdio.go)
 		}
 		subs := subscriptionsOf(v, key, sess.Subscriptions)
-		if capabilitiesOf(sess.Backends[key]).sendsUnsolicited(len(subs) > 0, sess.LogLevel != "") {
+		if capability.Of(p.backends[key]).SendsUnsolicited(len(subs) > 0, p.logLevel != "") {
 			targets = append(targets, ListenTarget{Key: key, Subscriptions: subs})
 		}
 	}
@@ -59,15 +63,21 @@ func (r *Router) ListenTargets(sess *store.Session) (targets []ListenTarget, ok 
 // and cancellations belong to calls and are dropped; list changes of a
 // backend with a list cache drop its cached pages on every instance.
 func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr http.Header, t ListenTarget, emit func(*jsonrpc.Request), up func()) error {
-	v, ok := r.table.Load().vhosts[sess.VHost]
+	return r.listenBackend(ctx, sessionPeer(sess), hdr, t, emit, up)
+}
+
+// listenBackend is ListenBackend for any peer: a 2025 session's GET
+// stream, or a 2026-07-28 listen's part on a 2025-era backend.
+func (r *Router) listenBackend(ctx context.Context, p *peer, hdr http.Header, t ListenTarget, emit func(*jsonrpc.Request), up func()) error {
+	v, ok := r.table.Load().vhosts[p.vhost]
 	if !ok || v.backends[t.Key] == nil {
 		return ErrNoStream // reloaded away: the runtime rebuilds its listeners
 	}
 	key := t.Key
 	access := callerAccess(ctx, v)
 	t.Subscriptions = visibleSubscriptions(v, key, access, t.Subscriptions)
-	if snap := sess.Backends[key]; modernSnapshot(snap) {
-		return r.listenModern(ctx, v, sess, hdr, t, access, emit, up)
+	if snap := p.backends[key]; modernSnapshot(snap) {
+		return r.listenModern(ctx, v, p, hdr, t, access, emit, up)
 	}
 	notice := r.unsolicited(ctx, v, key, emit)
 	if v.backends[key].Session == SessionReuse {
@@ -76,7 +86,7 @@ func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr htt
 		// log messages, list changes) arrives on that session's stream, so
 		// the listener attaches there rather than opening a session of its
 		// own. A session the backend forgot falls back to one of its own.
-		if h, ok := r.fastHandshake(v, key, sess, sess.Backends[key], true); ok && h.SessionID != "" {
+		if h, ok := r.fastHandshake(v, key, p, p.backends[key], true); ok && h.SessionID != "" {
 			conn, err := v.clients[key].Open(ctx, h, hdr)
 			if err == nil {
 				defer conn.Close(true) // the session is the client's: kept
@@ -88,12 +98,12 @@ func (r *Router) ListenBackend(ctx context.Context, sess *store.Session, hdr htt
 			}
 		}
 	}
-	conn, _, err := r.open(ctx, v, key, sess, hdr)
+	conn, _, err := r.open(ctx, v, key, p, hdr)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(false)
-	r.applyLogLevel(ctx, conn, sess, key)
+	r.applyLogLevel(ctx, conn, p, key)
 	for _, uri := range t.Subscriptions {
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		if _, err := conn.Call(ctx, "resources/subscribe", params, nil); err != nil {
@@ -126,13 +136,13 @@ func (r *Router) unsolicited(ctx context.Context, v *vhost, key string, emit fun
 // visibleSubscriptions keeps the backend-side subscription URIs whose
 // published URI the access view shows: a subscription made before a reload
 // hid its resource is not replayed to the backend.
-func visibleSubscriptions(v *vhost, key string, access accessView, uris []string) []string {
-	if access.all() {
+func visibleSubscriptions(v *vhost, key string, access policy.View, uris []string) []string {
+	if access.All() {
 		return uris
 	}
 	var out []string
 	for _, uri := range uris {
-		if access.visible(v.publishedURI(key, uri)) {
+		if access.Visible(v.publishedURI(key, uri)) {
 			out = append(out, uri)
 		}
 	}
@@ -156,16 +166,16 @@ func subscriptionsOf(v *vhost, key string, subs []string) []string {
 // interests become one subscriptions/listen (its acknowledgement is the
 // moment the listener is up), and what it sends is renamed and untagged
 // for the session's GET stream.
-func (r *Router) listenModern(ctx context.Context, v *vhost, sess *store.Session, hdr http.Header, t ListenTarget, access accessView, emit func(*jsonrpc.Request), up func()) error {
+func (r *Router) listenModern(ctx context.Context, v *vhost, p *peer, hdr http.Header, t ListenTarget, access policy.View, emit func(*jsonrpc.Request), up func()) error {
 	key := t.Key
-	caps := capabilitiesOf(sess.Backends[key])
+	caps := capability.Of(p.backends[key])
 	filter := listenFilter{
 		ToolsListChanged:      caps.Tools != nil && caps.Tools.ListChanged,
 		PromptsListChanged:    caps.Prompts != nil && caps.Prompts.ListChanged,
 		ResourcesListChanged:  caps.Resources != nil && caps.Resources.ListChanged,
 		ResourceSubscriptions: t.Subscriptions,
 	}
-	h, ok := r.fastHandshake(v, key, sess, sess.Backends[key], false)
+	h, ok := r.fastHandshake(v, key, p, p.backends[key], false)
 	if !ok {
 		return ErrNoStream
 	}
@@ -215,9 +225,9 @@ func untagSubscription(n *jsonrpc.Request) *jsonrpc.Request {
 	if len(meta) == 0 {
 		delete(p, "_meta")
 	} else {
-		p["_meta"] = rawObject(meta)
+		p["_meta"] = wire.RawObject(meta)
 	}
-	return &jsonrpc.Request{Method: n.Method, Params: rawObject(p)}
+	return &jsonrpc.Request{Method: n.Method, Params: wire.RawObject(p)}
 }
 
 // updateVisibleNow judges a resource update by the access rules in force
@@ -230,5 +240,5 @@ func (r *Router) updateVisibleNow(ctx context.Context, v *vhost, n *jsonrpc.Requ
 	if !ok {
 		return false
 	}
-	return callerAccess(ctx, cur).updateVisible(n)
+	return updateVisible(callerAccess(ctx, cur), n)
 }

@@ -3,10 +3,14 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 )
@@ -16,10 +20,56 @@ import (
 // backend connection another request may need). What it knows about a
 // backend between requests is the snapshot in the store.
 
+// peer is the client side of a backend exchange, whatever the request's
+// generation: what the client said of itself (capabilities, log level),
+// the snapshots of the vhost's backends as it sees them, and where what
+// a backend exchange learns is recorded. A 2025-era request's peer is its
+// session (sessionPeer: snapshots from the store, written back there); a
+// 2026-07-28 request's is built from its _meta and the discovery cache
+// (modernPeer) and has no session id: what it learns goes to the
+// instance's discovery cache, never to the store. No session is made up
+// for a sessionless request.
+type peer struct {
+	sessionID    store.SessionID // "": a 2026-07-28 request
+	vhost        string
+	capabilities json.RawMessage
+	logLevel     string
+	backends     map[string]*store.BackendSnapshot
+}
+
+// sessionPeer is a 2025-era session's peer. It shares the session's
+// snapshot map: nothing writes it during a request.
+func sessionPeer(s *store.Session) *peer {
+	return &peer{sessionID: s.ID, vhost: s.VHost, capabilities: s.ClientCapabilities, logLevel: s.LogLevel, backends: s.Backends}
+}
+
+// withSnapshot is p with backend key's snapshot replaced: a copy, since a
+// peer is shared by the concurrent parts of a request (a listen's
+// backends).
+func (p *peer) withSnapshot(key string, snap *store.BackendSnapshot) *peer {
+	cp := *p
+	cp.backends = make(map[string]*store.BackendSnapshot, len(p.backends))
+	for k, s := range p.backends {
+		cp.backends[k] = s
+	}
+	cp.backends[key] = snap
+	return &cp
+}
+
+// extensions are the extensions the gateway routes between p and the
+// backend of snap: Tasks too when the client declared it (a 2026-07-28
+// request in its _meta, a 2025 session in its initialize).
+func (p *peer) extensions(*store.BackendSnapshot) map[string]bool {
+	if declaresExtension(p.capabilities, wire.ExtensionTasks) {
+		return capability.ModernExtensions
+	}
+	return capability.SessionExtensions
+}
+
 // handshake builds the upstream handshake for a session's backend: the
 // snapshot's version, or the newest session version for a backend known
 // by none (or a modern one being asked to shake hands after all).
-func (r *Router) handshake(sess *store.Session, snap *store.BackendSnapshot) upstream.Handshake {
+func (r *Router) handshake(p *peer, snap *store.BackendSnapshot) upstream.Handshake {
 	pv := wire.LatestProtocolVersion
 	if snap.OK() && snap.ProtocolVersion != "" && !modernSnapshot(snap) {
 		pv = snap.ProtocolVersion
@@ -27,8 +77,8 @@ func (r *Router) handshake(sess *store.Session, snap *store.BackendSnapshot) ups
 	return upstream.Handshake{
 		ProtocolVersion:    pv,
 		ClientInfo:         r.clientInfo(),
-		ClientCapabilities: forwardedClientCapabilities(sess.ClientCapabilities),
-		LogLevel:           sess.LogLevel,
+		ClientCapabilities: capability.ForwardedClient(p.capabilities, p.extensions(snap)),
+		LogLevel:           p.logLevel,
 	}
 }
 
@@ -43,9 +93,9 @@ func (r *Router) clientInfo() json.RawMessage {
 // snapshot of that backend records a failure (or is missing because the
 // backend was added to config later), the handshake doubles as the re-probe:
 // the returned snapshot is non-nil and should be persisted.
-func (r *Router) open(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header) (*upstream.Conn, *store.BackendSnapshot, error) {
-	snap := sess.Backends[key]
-	conn, err := v.clients[key].Open(ctx, r.handshake(sess, snap), hdr)
+func (r *Router) open(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header) (*upstream.Conn, *store.BackendSnapshot, error) {
+	snap := p.backends[key]
+	conn, err := v.clients[key].Open(ctx, r.handshake(p, snap), hdr)
 	if err != nil {
 		if snap.OK() {
 			return nil, nil, err // a healthy snapshot is not demoted by one failed request
@@ -58,6 +108,40 @@ func (r *Router) open(ctx context.Context, v *vhost, key string, sess *store.Ses
 		}
 	}
 	return conn, nil, nil
+}
+
+// A backend whose snapshot records a failed handshake is tried again at
+// most once per Options.ReprobeInterval (reprobeDue), for every method:
+// until then a request that needs it gets the recorded failure at once.
+// Without this, a backend that hangs at initialize cost one request its
+// timeout twice (a 2026-07-28 call waited for its discovery's initialize,
+// then for the call's own), and a 2025 session's first call waited again
+// right after its initialize had failed. Lists skipped such a backend
+// already; routed methods and listens now do the same.
+
+// recentFailure is the recorded failure of a backend not yet due for
+// another attempt.
+type recentFailure struct {
+	key string
+	msg string // the snapshot's Error
+	age time.Duration
+}
+
+func (e *recentFailure) Error() string {
+	msg := e.msg
+	if !strings.HasPrefix(msg, "backend "+strconv.Quote(e.key)) {
+		msg = fmt.Sprintf("backend %q: %s", e.key, msg)
+	}
+	return fmt.Sprintf("%s (last attempt %.1fs ago)", msg, e.age.Seconds())
+}
+
+// notDue returns the failure recorded in snap when the backend may not be
+// tried again yet, nil when it may (or snap records no failure).
+func (r *Router) notDue(key string, snap *store.BackendSnapshot) error {
+	if snap.OK() || r.reprobeDue(snap) {
+		return nil
+	}
+	return &recentFailure{key: key, msg: snap.Error, age: time.Since(snap.ProbedAt)}
 }
 
 // reprobeDue reports whether a failed backend may be tried again now.
@@ -81,7 +165,7 @@ func (r *Router) reprobeDue(snap *store.BackendSnapshot) bool {
 //
 // In `session: reuse` mode the backend session opened by the probe is kept
 // and its id stored, so later requests, on any instance, send on it.
-func (r *Router) probe(ctx context.Context, v *vhost, key string, sess *store.Session, hdr http.Header) *store.BackendSnapshot {
+func (r *Router) probe(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header) *store.BackendSnapshot {
 	reuse := v.backends[key].Session == SessionReuse
 	legacyKnown := false
 	if !reuse {
@@ -96,7 +180,7 @@ func (r *Router) probe(ctx context.Context, v *vhost, key string, sess *store.Se
 			}
 		}
 	}
-	conn, err := v.clients[key].Open(ctx, r.handshake(sess, nil), hdr)
+	conn, err := v.clients[key].Open(ctx, r.handshake(p, nil), hdr)
 	if err != nil {
 		if refusedHandshake(err) && legacyKnown {
 			// A backend that turned modern-only since it was last seen.
@@ -155,19 +239,19 @@ func snapshotFrom(key string, init *upstream.InitResult) *store.BackendSnapshot 
 
 // persistSnapshots writes changed snapshots back to the session, so the
 // next request, on any instance, sees the backend's new state.
-func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snaps []*store.BackendSnapshot) {
+func (r *Router) persistSnapshots(ctx context.Context, p *peer, snaps []*store.BackendSnapshot) {
 	if len(snaps) == 0 {
 		return
 	}
 	// sess itself is not updated: list fan-out calls this concurrently, and
 	// the rest of the request does not need the new snapshot.
-	v, ok := r.table.Load().vhosts[sess.VHost]
+	v, ok := r.table.Load().vhosts[p.vhost]
 	if ok {
 		for _, snap := range snaps {
 			r.noteSnapshot(v, snap, "")
 		}
 	}
-	if sess.ID == "" {
+	if p.sessionID == "" {
 		// A 2026-07-28 request's view: what it learned goes to the
 		// instance's discovery cache, never to the store.
 		if ok {
@@ -177,7 +261,7 @@ func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snap
 		}
 		return
 	}
-	if err := r.opts.Store.PutBackends(ctx, sess.ID, snaps, r.opts.SessionTTL); err != nil {
+	if err := r.opts.Store.PutBackends(ctx, p.sessionID, snaps, r.opts.SessionTTL); err != nil {
 		r.log.Warn("storing backend snapshots failed", "session_backends", len(snaps), "error", err)
 	}
 }
@@ -185,11 +269,11 @@ func (r *Router) persistSnapshots(ctx context.Context, sess *store.Session, snap
 // applyLogLevel replays the session's logging/setLevel on a fresh backend
 // connection, so log messages the backend sends during the call respect
 // the level the client chose (on whichever instance it chose it).
-func (r *Router) applyLogLevel(ctx context.Context, conn *upstream.Conn, sess *store.Session, key string) {
-	if sess.LogLevel == "" || conn.Modern() || !has(sess.Backends[key], "logging") {
+func (r *Router) applyLogLevel(ctx context.Context, conn *upstream.Conn, p *peer, key string) {
+	if p.logLevel == "" || conn.Modern() || !capability.Has(p.backends[key], "logging") {
 		return // a 2026-07-28 backend gets the level in each request's _meta
 	}
-	params, _ := json.Marshal(map[string]string{"level": sess.LogLevel})
+	params, _ := json.Marshal(map[string]string{"level": p.logLevel})
 	if _, err := conn.Call(ctx, "logging/setLevel", params, nil); err != nil {
 		r.log.Debug("backend logging/setLevel failed", "backend", key, "error", err)
 	}

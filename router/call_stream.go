@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/naming"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -23,11 +26,11 @@ type callStream struct {
 	ctx  context.Context
 	conn *upstream.Conn
 	key  string // backend key
-	hook *HookCall
+	hook *hook.Call
 	// access is the call's access decision: a resource update the
 	// backend sends during the call reaches the client only for a
 	// resource it may see.
-	access accessView
+	access policy.View
 
 	// The backend sees upstreamToken; the client gets its own token back.
 	upstreamToken   string
@@ -80,7 +83,7 @@ func (cs *callStream) onMessage(msg jsonrpc.Message) {
 		cs.progress(req)
 		return
 	case "notifications/message":
-		if cs.c.modern && cs.c.Session.LogLevel == "" {
+		if cs.c.modern && cs.c.peer.logLevel == "" {
 			return // a 2026-07-28 request that names no log level gets no log messages
 		}
 		cs.send(req)
@@ -95,7 +98,7 @@ func (cs *callStream) onMessage(msg jsonrpc.Message) {
 	switch req.Method {
 	case "notifications/resources/updated":
 		// Only about a resource the caller may see.
-		if n := reprefixNotification(cs.v, cs.key, req); n != nil && cs.access.updateVisible(n) {
+		if n := reprefixNotification(cs.v, cs.key, req); n != nil && updateVisible(cs.access, n) {
 			cs.send(n)
 		}
 	default: // list_changed, ...
@@ -127,9 +130,9 @@ func (cs *callStream) progress(req *jsonrpc.Request) {
 		return
 	}
 	if cs.hook != nil {
-		for _, hooks := range [2][]Hook{cs.r.opts.Hooks, cs.v.hooks} {
+		for _, hooks := range [2][]hook.Hook{cs.r.opts.Hooks, cs.v.hooks} {
 			for _, h := range hooks {
-				ph, ok := h.(ProgressHook)
+				ph, ok := h.(hook.ProgressHook)
 				if !ok {
 					continue
 				}
@@ -165,7 +168,7 @@ func (cs *callStream) serverRequest(req *jsonrpc.Request) {
 	case !known:
 		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "method %q is not forwarded to clients", req.Method)})
 		return
-	case !hasClientCapability(cs.c.Session.ClientCapabilities, capName):
+	case !hasClientCapability(cs.c.peer.capabilities, capName):
 		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "the client did not advertise the %q capability", capName)})
 		return
 	case cs.c.Stream == nil && !cs.c.parked:
@@ -213,7 +216,7 @@ func reprefixNotification(v *vhost, key string, req *jsonrpc.Request) *jsonrpc.R
 	if json.Unmarshal(p["uri"], &uri) != nil || uri == "" {
 		return nil
 	}
-	p["uri"], _ = json.Marshal(publishURI(key, uri))
+	p["uri"], _ = json.Marshal(naming.PublishURI(key, uri))
 	params, err := json.Marshal(p)
 	if err != nil {
 		return nil

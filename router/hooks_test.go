@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 )
 
 // recordingHook rewrites or denies according to its fields and records
@@ -20,10 +21,10 @@ type recordingHook struct {
 	denyPost   bool
 }
 
-func (h *recordingHook) Pre(ctx context.Context, c *router.HookCall) error {
+func (h *recordingHook) Pre(ctx context.Context, c *hook.Call) error {
 	*h.log = append(*h.log, h.name+":pre:"+c.Method+":"+c.Backend+":"+c.Name)
 	if h.denyPre {
-		return &router.Denial{Code: -32050, Message: "denied by " + h.name}
+		return &hook.Denial{Code: -32050, Message: "denied by " + h.name}
 	}
 	if h.rewriteArg != "" {
 		var p map[string]any
@@ -34,10 +35,10 @@ func (h *recordingHook) Pre(ctx context.Context, c *router.HookCall) error {
 	return nil
 }
 
-func (h *recordingHook) Post(ctx context.Context, c *router.HookCall, result json.RawMessage) (json.RawMessage, error) {
+func (h *recordingHook) Post(ctx context.Context, c *hook.Call, result json.RawMessage) (json.RawMessage, error) {
 	*h.log = append(*h.log, h.name+":post")
 	if h.denyPost {
-		return nil, &router.Denial{Code: -32051, Message: "result withheld by " + h.name}
+		return nil, &hook.Denial{Code: -32051, Message: "result withheld by " + h.name}
 	}
 	if h.rewriteOut != "" {
 		return json.RawMessage(h.rewriteOut), nil
@@ -47,7 +48,7 @@ func (h *recordingHook) Post(ctx context.Context, c *router.HookCall, result jso
 
 func TestHooks_PreRewritesArgumentsAndRunInOrder(t *testing.T) {
 	var log []string
-	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{
+	f := newFixtureOpts(t, router.Options{Hooks: []hook.Hook{
 		&recordingHook{name: "first", log: &log, rewriteArg: "rewritten"},
 		&recordingHook{name: "second", log: &log},
 	}}, backendSpec{Key: "a"}, backendSpec{Key: "b"})
@@ -64,7 +65,7 @@ func TestHooks_PreRewritesArgumentsAndRunInOrder(t *testing.T) {
 
 func TestHooks_PreDenyMakesNoBackendCall(t *testing.T) {
 	var log []string
-	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{&recordingHook{name: "guard", log: &log, denyPre: true}}},
+	f := newFixtureOpts(t, router.Options{Hooks: []hook.Hook{&recordingHook{name: "guard", log: &log, denyPre: true}}},
 		backendSpec{Key: "a"}, backendSpec{Key: "b"})
 	sid, _ := f.Initialize(nil)
 	for _, tc := range []struct {
@@ -87,7 +88,7 @@ func TestHooks_PreDenyMakesNoBackendCall(t *testing.T) {
 
 func TestHooks_PostRewritesAndDenies(t *testing.T) {
 	var log []string
-	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{
+	f := newFixtureOpts(t, router.Options{Hooks: []hook.Hook{
 		&recordingHook{name: "rw", log: &log, rewriteOut: `{"content":[{"type":"text","text":"redacted"}]}`},
 	}}, backendSpec{Key: "a"}, backendSpec{Key: "b"})
 	sid, _ := f.Initialize(nil)
@@ -96,7 +97,7 @@ func TestHooks_PostRewritesAndDenies(t *testing.T) {
 		t.Fatalf("post hook rewrite lost: %v", res)
 	}
 
-	g := newFixtureOpts(t, router.Options{Hooks: []router.Hook{&recordingHook{name: "deny", log: &log, denyPost: true}}},
+	g := newFixtureOpts(t, router.Options{Hooks: []hook.Hook{&recordingHook{name: "deny", log: &log, denyPost: true}}},
 		backendSpec{Key: "a"}, backendSpec{Key: "b"})
 	sid, _ = g.Initialize(nil)
 	e := rpcErr(t, g.Call(sid, "prompts/get", map[string]any{"name": "a-greeting", "arguments": map[string]any{"name": "x"}}))
@@ -112,7 +113,7 @@ func TestHooks_PostRewritesAndDenies(t *testing.T) {
 // something that is not JSON gets an internal error, not a broken answer.
 func TestHooks_PostResultThatIsNotJSONIsRefused(t *testing.T) {
 	var log []string
-	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{&recordingHook{name: "h", log: &log, rewriteOut: `{"content":[`}}},
+	f := newFixtureOpts(t, router.Options{Hooks: []hook.Hook{&recordingHook{name: "h", log: &log, rewriteOut: `{"content":[`}}},
 		backendSpec{Key: "a"}, backendSpec{Key: "b"})
 	sid, _ := f.Initialize(nil)
 	e := rpcErr(t, f.Call(sid, "tools/call", map[string]any{"name": "a-echo", "arguments": map[string]any{"text": "x"}}))

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/naming"
+	"github.com/mcpgw/gateway/router/policy"
+	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 )
@@ -17,10 +21,10 @@ func BenchmarkSplitter_Split(b *testing.B) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("backend-%02d", i)
 	}
-	s := newSplitter(keys)
+	s := naming.NewSplitter(keys)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, _, ok := s.split("backend-15-some_tool_name"); !ok {
+		if _, _, ok := s.Split("backend-15-some_tool_name"); !ok {
 			b.Fatal("no split")
 		}
 	}
@@ -28,17 +32,17 @@ func BenchmarkSplitter_Split(b *testing.B) {
 
 func BenchmarkCursor_EncodeDecode(b *testing.B) {
 	key := []byte("0123456789abcdef0123456789abcdef")
-	st := &cursorState{Op: "tools/list", VHost: "demo", Backends: map[string]backendCursor{}}
+	st := &sealed.Cursor{Op: "tools/list", VHost: "demo", Backends: map[string]sealed.BackendCursor{}}
 	for i := range 8 {
-		st.Backends[fmt.Sprintf("backend-%d", i)] = backendCursor{Cursor: "eyJwYWdlIjozfQ"}
+		st.Backends[fmt.Sprintf("backend-%d", i)] = sealed.BackendCursor{Cursor: "eyJwYWdlIjozfQ"}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		tok, err := encodeCursor(key, st)
+		tok, err := sealed.SealCursor(key, st)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := decodeCursor(key, tok); err != nil {
+		if _, err := sealed.OpenCursor(key, tok); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -51,7 +55,7 @@ func BenchmarkCapabilityMerge(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		_ = mergedCapabilities(snaps)
+		_ = capability.Merged(snaps, capability.SessionExtensions)
 	}
 }
 
@@ -73,7 +77,7 @@ func BenchmarkResolve_ToolsCall(b *testing.B) {
 // BenchmarkAccess_Decide is the CEL part of a request under access rules:
 // the caller falls through two rules to the third.
 func BenchmarkAccess_Decide(b *testing.B) {
-	p, err := CompileAccess([]AccessRule{
+	p, err := policy.CompileAccess([]policy.AccessRule{
 		{When: "'admins' in claims.groups", Allow: []string{"*"}},
 		{When: "claims.email.endsWith('@ops.example.com')", Allow: []string{"ops-*"}},
 		{When: "'dev' in claims.groups && claims.level >= 2", Allow: []string{"echo", "get_*"}, Deny: []string{"*delete*"}},
@@ -84,7 +88,7 @@ func BenchmarkAccess_Decide(b *testing.B) {
 	claims := map[string]any{"sub": "bob", "email": "bob@example.com", "groups": []any{"dev", "staff"}, "level": 3.0}
 	b.ReportAllocs()
 	for b.Loop() {
-		if !p.decide("demo", claims).visible("get_stats") {
+		if !p.Decide("demo", claims).Visible("get_stats") {
 			b.Fatal("not visible")
 		}
 	}
@@ -93,8 +97,8 @@ func BenchmarkAccess_Decide(b *testing.B) {
 // BenchmarkAccess_FilterNames is the per-item part: one visibility check
 // per name of a 100-item list.
 func BenchmarkAccess_FilterNames(b *testing.B) {
-	p, _ := CompileAccess([]AccessRule{{Allow: []string{"gateway-one-*", "Public.Tool", "gateway-two-test://*"}, Deny: []string{"gateway-one-delete_*"}}})
-	a := p.decide("demo", nil)
+	p, _ := policy.CompileAccess([]policy.AccessRule{{Allow: []string{"gateway-one-*", "Public.Tool", "gateway-two-test://*"}, Deny: []string{"gateway-one-delete_*"}}})
+	a := p.Decide("demo", nil)
 	names := make([]string, 100)
 	for i := range names {
 		names[i] = fmt.Sprintf("gateway-%d-tool_%03d", i%3, i)
@@ -102,7 +106,7 @@ func BenchmarkAccess_FilterNames(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, n := range names {
-			a.visible(n)
+			a.Visible(n)
 		}
 	}
 }

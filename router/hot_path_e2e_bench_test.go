@@ -8,8 +8,10 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/testsupport"
+	"github.com/mcpgw/gateway/plugins"
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/router/plugins"
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/policy"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
@@ -82,7 +84,7 @@ func BenchmarkHandle_ToolsCall(b *testing.B) {
 // benchRules and benchClaims: a caller decided by the third rule, as a
 // realistic policy makes most callers fall through a rule or two.
 var (
-	benchRules = []router.AccessRule{
+	benchRules = []policy.AccessRule{
 		{When: "'admins' in claims.groups", Allow: []string{"*"}},
 		{When: "claims.email.endsWith('@ops.example.com')", Allow: []string{"ops-*"}},
 		{When: "'dev' in claims.groups && claims.level >= 2", Allow: []string{"echo", "get_*"}, Deny: []string{"*delete*"}},
@@ -92,7 +94,7 @@ var (
 )
 
 // benchPolicy is two plugins and a rate limit the benchmark never reaches.
-func benchPolicy(b *testing.B) ([]router.Hook, *router.RateLimitPolicy) {
+func benchPolicy(b *testing.B) ([]hook.Hook, *policy.RateLimitPolicy) {
 	hooks, err := plugins.Compile([]plugins.Spec{
 		{Type: plugins.TypeDenyPattern, In: plugins.InArguments, Patterns: []string{`(?i)drop\s+table`}},
 		{Type: plugins.TypeRedact, Builtin: []string{"secrets", "email"}},
@@ -100,7 +102,7 @@ func benchPolicy(b *testing.B) ([]router.Hook, *router.RateLimitPolicy) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	limits, err := router.CompileRateLimits([]router.RateLimit{{Per: router.RatePerPrincipal, Limit: 1_000_000_000, Window: time.Hour}})
+	limits, err := policy.CompileRateLimits([]policy.RateLimit{{Per: policy.RatePerPrincipal, Limit: 1_000_000_000, Window: time.Hour}})
 	if err != nil {
 		b.Fatal(err)
 	}

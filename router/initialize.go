@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/trace"
@@ -68,7 +69,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	for _, key := range v.keys {
 		wg.Go(func() {
 			pctx, pspan := r.startBackend(ctx, v, key, "initialize", nil)
-			snap := r.probe(pctx, v, key, sess, hdr)
+			snap := r.probe(pctx, v, key, sessionPeer(sess), hdr)
 			endProbe(pspan, snap)
 			mu.Lock()
 			sess.Backends[key] = snap
@@ -83,13 +84,13 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 
 	// The session keeps every snapshot (each later request is judged by
 	// its own token); the answer shows only what this caller may see.
-	shown := callerAccess(ctx, v).visibleSnapshots(v, sess.Backends)
+	shown := v.visibleSnapshots(callerAccess(ctx, v), sess.Backends)
 	result := map[string]any{
 		"protocolVersion": version,
-		"capabilities":    mergedCapabilities(shown),
+		"capabilities":    capability.Merged(shown, sessionPeer(sess).extensions(nil)),
 		"serverInfo":      r.opts.Info,
 	}
-	if ins := joinedInstructions(v.keys, shown); ins != "" {
+	if ins := capability.JoinedInstructions(v.keys, shown); ins != "" {
 		result["instructions"] = ins
 	}
 	raw, _ := json.Marshal(result)

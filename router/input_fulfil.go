@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -57,7 +58,7 @@ func (r *Router) callFulfilling(ctx context.Context, conn *upstream.Conn, cs *ca
 		var head struct {
 			ResultType string `json:"resultType"`
 		}
-		if json.Unmarshal(resp.Result, &head) != nil || head.ResultType != resultInputRequired {
+		if json.Unmarshal(resp.Result, &head) != nil || head.ResultType != envelope.ResultInputRequired {
 			return resp, nil
 		}
 		if round+1 >= maxInputRounds {
@@ -106,7 +107,7 @@ func (r *Router) askAll(ctx context.Context, cs *callStream, in inputRound) (map
 		switch {
 		case !known:
 			return nil, fmt.Errorf("backend %s asked for %s, which the gateway does not forward to clients", wire.Quote(cs.key), wire.Quote(ir.Method))
-		case !hasClientCapability(c.Session.ClientCapabilities, capName):
+		case !hasClientCapability(c.peer.capabilities, capName):
 			return nil, fmt.Errorf("backend %s asked for %s, but the client did not declare the %q capability", wire.Quote(cs.key), ir.Method, capName)
 		case c.Stream == nil || c.Runtime == nil:
 			return nil, fmt.Errorf("backend %s asked the client for %s, but the client accepts no event stream on this call", wire.Quote(cs.key), ir.Method)
@@ -147,10 +148,10 @@ func retryParams(params json.RawMessage, answers map[string]json.RawMessage, sta
 			return nil, err
 		}
 	}
-	p["inputResponses"] = rawObject(answers)
+	p["inputResponses"] = wire.RawObject(answers)
 	delete(p, "requestState")
 	if state != nil && *state != "" {
 		p["requestState"], _ = json.Marshal(*state)
 	}
-	return rawObject(p), nil
+	return wire.RawObject(p), nil
 }

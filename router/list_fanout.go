@@ -5,10 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/mcpgw/gateway/router/credentials"
-	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/listcache"
+	"github.com/mcpgw/gateway/router/sealed"
+	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/store"
 )
 
 // listOp describes one of the four list methods.
@@ -70,14 +78,14 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 
 	// positions: where each backend of the walk stands. A missing key
 	// means "first page".
-	positions := map[string]backendCursor{}
+	positions := map[string]sealed.BackendCursor{}
 	walkPrivate := false // an earlier page of the walk was private
 	if p.Cursor != nil {
 		st, err := r.openCursor(ctx, *p.Cursor)
 		if errors.Is(err, errStoreUnavailable) {
 			return r.storeUnavailable(c.Request.ID, err)
 		}
-		if err != nil || !st.accepts(op.method, v.name, c.Session.Principal) {
+		if err != nil || !st.Accepts(op.method, v.name, c.Principal) {
 			return errorResponse(c.Request.ID, invalidParams("invalid cursor for %s on this virtual host", op.method))
 		}
 		walkPrivate = st.Private
@@ -99,7 +107,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 			results[i] = &pageResult{key: key}
 			continue
 		}
-		if !access.backendVisible(v, key, op.field == "tools") {
+		if !v.backendVisible(access, key, op.field == "tools") {
 			results[i] = &pageResult{key: key, hidden: true}
 			continue
 		}
@@ -119,12 +127,12 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	private := walkPrivate
 	if c.modern {
 		h := pageHints(results)
-		h.private = h.private || walkPrivate
+		h.Private = h.Private || walkPrivate
 		hints := v.accessHints(op.method, &h)
-		private = hints.private
-		decorate = func(m map[string]json.RawMessage) { r.decorateFields(m, hints) }
+		private = hints.Private
+		decorate = func(m map[string]json.RawMessage) { envelope.DecorateFields(m, hints, r.clientInfo()) }
 	}
-	raw, err := r.mergePages(ctx, v, op, c.Session.Principal, access, positions, results, private, decorate)
+	raw, err := r.mergePages(ctx, v, op, c.Principal, access, positions, results, private, decorate)
 	var stranded *strandedPagesError
 	switch {
 	case errors.Is(err, errStoreUnavailable):
@@ -142,20 +150,20 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 // pageHints are the caching hints of a merged page: the shortest lifetime
 // of the pages it was made of, private if any was (a failed backend's
 // absence is not cached for long either: its ttlMs counts as 0).
-func pageHints(results []*pageResult) cacheHints {
-	h, seen := cacheHints{}, false
+func pageHints(results []*pageResult) envelope.Hints {
+	h, seen := envelope.Hints{}, false
 	for _, res := range results {
 		switch {
 		case res == nil || !res.queried:
 			continue
 		case res.signIn != nil:
-			return cacheHints{private: true} // its _meta holds the caller's link
+			return envelope.Hints{Private: true} // its _meta holds the caller's link
 		case res.failed || res.result == nil:
-			return cacheHints{}
+			return envelope.Hints{}
 		case !seen:
-			h, seen = hintsOf(res.result), true
+			h, seen = envelope.HintsOf(res.result), true
 		default:
-			h = h.merge(hintsOf(res.result))
+			h = h.Merge(envelope.HintsOf(res.result))
 		}
 	}
 	return h
@@ -168,8 +176,8 @@ func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key,
 		res.queried, res.failed = true, true
 		return res
 	}
-	snap := c.Session.Backends[key]
-	if snap.OK() && !has(snap, op.capability) {
+	snap := c.peer.backends[key]
+	if snap.OK() && !capability.Has(snap, op.capability) {
 		return res
 	}
 	if !snap.OK() && !r.reprobeDue(snap) {
@@ -182,8 +190,8 @@ func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key,
 		params, _ = json.Marshal(map[string]string{"cursor": cursor})
 	}
 	var lacks bool
-	resp, err := r.withBackend(ctx, v, key, op.method, c.Session, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
-		if init := conn.Init(); init != nil && !snap.OK() && !has(snapshotFrom(key, init), op.capability) {
+	resp, err := r.withBackend(ctx, v, key, op.method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+		if init := conn.Init(); init != nil && !snap.OK() && !capability.Has(snapshotFrom(key, init), op.capability) {
 			lacks = true // re-probed just now: it does not have this list
 			return &jsonrpc.Response{}, nil
 		}
@@ -201,11 +209,102 @@ func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key,
 		res.failed = true
 		return res
 	}
-	if err := json.Unmarshal(resp.Result, &res.result); err != nil {
+	if !res.decode(resp.Result, op) {
 		res.failed = true
-		return res
 	}
-	_ = json.Unmarshal(res.result[op.field], &res.items)
-	_ = json.Unmarshal(res.result["nextCursor"], &res.next)
 	return res
+}
+
+// decode reads a backend's list result into res: its members, its items
+// and its next cursor, in one pass over bytes the upstream decoder has
+// checked (wire.Members). An item array or cursor of another type reads
+// as none, as encoding/json's would; a result that is not an object
+// fails.
+func (res *pageResult) decode(result json.RawMessage, op listOp) bool {
+	res.result = map[string]json.RawMessage{}
+	return wire.Members(result, func(k string, v []byte) bool {
+		res.result[k] = v
+		switch k {
+		case op.field:
+			res.items = res.items[:0]
+			if !wire.Elements(v, func(item []byte) bool { res.items = append(res.items, item); return true }) {
+				res.items = nil
+			}
+		case "nextCursor":
+			res.next, _ = wire.String(v)
+		}
+		return true
+	})
+}
+
+// List pages of a backend with list_cache (package router/listcache says
+// what is shared and when it is dropped): looked up before the fan-out,
+// fetched once for concurrent misses, dropped on every instance when the
+// backend announces a list change.
+
+// A backend may opt in to a short per-instance cache of its list pages
+// (list_cache in the config; package router/listcache says what is
+// shared and when it is dropped). These are the router's uses of it.
+
+// cachedPage looks the backend's page up in its list cache: a hit costs
+// no goroutine. ck is the page's cache key, "" when the backend's pages
+// are not cached; listCached takes it on a miss.
+func (r *Router) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) (p *pageResult, ck string) {
+	b := v.backends[key]
+	if b.ListCacheTTL <= 0 || !c.peer.backends[key].OK() {
+		return nil, ""
+	}
+	ck = listcache.Key(b.Key, op.method, cursor, b.PassthroughHeaders, c.Header)
+	p, _ = v.lists.Lookup(ck)
+	if h := v.health[key]; p != nil {
+		h.cacheHits.Add(1)
+	} else {
+		h.cacheMisses.Add(1)
+	}
+	if o, ok := r.opts.Observer.(ListCacheObserver); ok {
+		o.ListCacheLookup(v.name, key, p != nil)
+	}
+	return p, ck
+}
+
+// listCached is listOne through the backend's list cache under key ck
+// (from cachedPage; "" for a backend without one).
+func (r *Router) listCached(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor, ck string) *pageResult {
+	if ck == "" {
+		return r.listOne(ctx, v, c, op, key, cursor)
+	}
+	return v.lists.Page(ck, key, v.backends[key].ListCacheTTL, func() (*pageResult, bool) {
+		// Shared by every caller waiting on this key: not cancelled by
+		// the first one leaving (the backend timeout still bounds it).
+		p := r.listOne(context.WithoutCancel(ctx), v, c, op, key, cursor)
+		if p.queried && !p.failed {
+			// Rename once for every request the entry serves; a page
+			// that cannot be renamed is left to fail in the merge.
+			p.named, _ = r.renameAll(v, op, key, p.items)
+		}
+		return p, p.queried && !p.failed
+	})
+}
+
+// listChanged drops a backend's cached pages on every instance: a
+// listener of this instance saw it announce a list change.
+func (r *Router) listChanged(ctx context.Context, vhostName, key string) {
+	r.dropListCache(vhostName, key)
+	if err := r.opts.Store.Publish(ctx, storeListChanged(vhostName, key)); err != nil {
+		r.log.Warn("publishing a list change failed", "error", err)
+	}
+}
+
+func storeListChanged(vhostName, key string) store.BusMessage {
+	return store.BusMessage{Kind: store.BusListChanged, ID: vhostName + "/" + key}
+}
+
+func (r *Router) dropListCache(vhostName, key string) {
+	if v, ok := r.table.Load().vhosts[vhostName]; ok {
+		v.lists.Invalidate(key)
+		if h := v.health[key]; h != nil {
+			h.cacheDropped.Store(time.Now().UnixNano())
+		}
+		v.schemas.invalidate(key)
+	}
 }

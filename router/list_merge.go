@@ -3,10 +3,16 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/naming"
+	"github.com/mcpgw/gateway/router/policy"
+	"github.com/mcpgw/gateway/router/sealed"
 )
 
 // mergePages builds the downstream list result from one page of every
@@ -23,7 +29,7 @@ import (
 // A single-backend vhost passes names through unchanged and keeps the
 // backend's own order and result fields; only nextCursor is replaced by a
 // gateway cursor, so that cursors are uniform across vhosts.
-func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access accessView, positions map[string]backendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage)) (json.RawMessage, error) {
+func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access policy.View, positions map[string]sealed.BackendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage)) (json.RawMessage, error) {
 	type entry struct {
 		name, key string
 		item      json.RawMessage
@@ -31,7 +37,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	}
 	var entries []entry
 	var skipped, stranded []string
-	next := &cursorState{Op: op.method, VHost: v.name, Principal: principalTag(principal), Backends: map[string]backendCursor{}, Private: private}
+	next := &sealed.Cursor{Op: op.method, VHost: v.name, Principal: sealed.PrincipalTag(principal), Backends: map[string]sealed.BackendCursor{}, Private: private}
 	more := false
 	pageNext := map[string]string{} // each listed backend's own next cursor
 	left := map[string]int{}        // each listed backend's items on this page, past its offset
@@ -45,7 +51,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			}
 			continue
 		case !res.queried:
-			next.Backends[res.key] = backendCursor{Done: true}
+			next.Backends[res.key] = sealed.BackendCursor{Done: true}
 			continue
 		case res.failed:
 			skipped = append(skipped, res.key)
@@ -65,7 +71,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		}
 		own := make([]entry, len(named))
 		for i, n := range named {
-			own[i] = entry{name: n.name, key: res.key, item: n.item, visible: access.visible(n.id)}
+			own[i] = entry{name: n.name, key: res.key, item: n.item, visible: access.Visible(n.id)}
 		}
 		if !v.single() {
 			// In the merged order, so that what one page takes of this
@@ -106,11 +112,11 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	for key, n := range left {
 		pos := positions[key]
 		if taken[key] < n {
-			next.Backends[key] = backendCursor{Cursor: pos.Cursor, Offset: pos.Offset + taken[key]}
+			next.Backends[key] = sealed.BackendCursor{Cursor: pos.Cursor, Offset: pos.Offset + taken[key]}
 			more = true
 			continue
 		}
-		next.Backends[key] = backendCursor{Cursor: pageNext[key], Done: pageNext[key] == ""}
+		next.Backends[key] = sealed.BackendCursor{Cursor: pageNext[key], Done: pageNext[key] == ""}
 		if pageNext[key] != "" {
 			more = true
 		}
@@ -132,7 +138,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			items = append(items, e.item)
 		}
 	}
-	out[op.field] = rawArray(items)
+	out[op.field] = wire.RawArray(items)
 	delete(out, "nextCursor")
 	// More pages exist when a backend said so. When none does but a backend
 	// that failed is mid-walk, its remaining pages exist too and only it
@@ -149,7 +155,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		if err != nil {
 			return nil, err
 		}
-		tok, err := encodeCursor(key, next)
+		tok, err := sealed.SealCursor(key, next)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +174,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	if decorate != nil {
 		decorate(out)
 	}
-	return rawObject(out), nil
+	return wire.RawObject(out), nil
 }
 
 // strandedPagesError: the only backends with pages left failed.
@@ -203,110 +209,87 @@ func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMess
 	return named, nil
 }
 
-// rawArray and rawObject assemble JSON from values that are valid JSON
-// already (backend bytes the upstream decoder checked, or our own
-// encoding): encoding/json would check and compact every byte again.
-func rawArray(items []json.RawMessage) json.RawMessage {
-	n := 2
-	for _, it := range items {
-		n += len(it) + 1
-	}
-	b := make([]byte, 0, n)
-	b = append(b, '[')
-	for i, it := range items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendRaw(b, it)
-	}
-	return append(b, ']')
-}
-
-func rawObject(m map[string]json.RawMessage) json.RawMessage {
-	keys := make([]string, 0, len(m))
-	n := 2
-	for k, v := range m {
-		keys = append(keys, k)
-		n += len(k) + len(v) + 4
-	}
-	sort.Strings(keys)
-	b := make([]byte, 0, n)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		kb, _ := json.Marshal(k)
-		b = append(b, kb...)
-		b = append(b, ':')
-		b = appendRaw(b, m[k])
-	}
-	return append(b, '}')
-}
-
-func appendRaw(b []byte, v json.RawMessage) []byte {
-	if len(v) == 0 {
-		return append(b, "null"...)
-	}
-	return append(b, v...)
-}
-
 // renameItem applies the publishing rule to one list item and returns it
 // with its downstream name and the identifier access rules judge (the
 // name; for resources and templates the published URI or URI template).
 // Items whose name does not change pass through byte-for-byte.
 func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, string, error) {
-	var head struct {
-		Name        string `json:"name"`
-		URI         string `json:"uri"`
-		URITemplate string `json:"uriTemplate"`
+	// One pass over the item's top level: its bytes were checked when the
+	// backend's answer was decoded, and all but two members pass as they
+	// are (wire.Members, wire.Splice).
+	var name, uri string
+	var meta []byte
+	hasName, bad := false, false
+	if !wire.MembersBytes(item, func(k, val []byte) bool {
+		switch {
+		case string(k) == "_meta":
+			meta = val
+		case string(k) == "name":
+			name, bad = stringMember(val)
+			hasName = true
+		case op.uriField != "" && string(k) == op.uriField:
+			uri, bad = stringMember(val)
+		}
+		return !bad
+	}) || bad {
+		return nil, "", "", errMalformedItem
 	}
-	if err := json.Unmarshal(item, &head); err != nil {
-		return nil, "", "", err
-	}
-	name := head.Name
 	alias, aliased := "", false
 	if op.field == "tools" {
-		alias, aliased = v.aliases.advertised(key, head.Name)
+		alias, aliased = v.aliases.Advertised(key, name)
 	}
-	id := func(name string) string {
-		var uri string
-		switch op.uriField {
-		case "":
-			return name
-		case "uri":
-			uri = head.URI
-		default:
-			uri = head.URITemplate
-		}
+	id := name
+	if op.uriField != "" {
+		id = uri
 		if !v.single() && uri != "" {
-			uri = publishURI(key, uri)
+			id = naming.PublishURI(key, uri)
 		}
-		return uri
 	}
 	if v.single() && !aliased {
-		return item, name, id(name), nil
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(item, &fields); err != nil {
-		return nil, "", "", err
+		return item, name, id, nil
 	}
 	switch {
 	case aliased:
 		name = alias
 	default:
-		name = prefix(key, head.Name)
+		name = naming.Prefix(key, name)
 	}
-	fields["name"], _ = json.Marshal(name)
-	if op.uriField != "" && !v.single() {
-		var uri string
-		if err := json.Unmarshal(fields[op.uriField], &uri); err == nil && uri != "" {
-			fields[op.uriField], _ = json.Marshal(publishURI(key, uri))
+	if op.uriField == "" {
+		id = name
+	}
+	quotedName := wire.Quoted(name)
+	var out []byte
+	if op.uriField != "" && !v.single() && uri != "" {
+		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName}, wire.Member{Key: op.uriField, Value: wire.Quoted(id)})
+	} else {
+		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName})
+	}
+	if !hasName || op.field == "tools" && !v.single() && meta != nil && naming.MayNameURIs(meta) {
+		// Rare: a nameless item gets one; an MCP Apps tool's UI resource
+		// in _meta is renamed too. Both need the members decoded.
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(out, &fields); err != nil {
+			return nil, "", "", err
 		}
+		fields["name"] = quotedName
+		if op.field == "tools" && !v.single() {
+			naming.PublishUIMeta(key, fields)
+		}
+		out = wire.RawObject(fields)
 	}
-	if op.field == "tools" && !v.single() && mayNameURIs(item) {
-		publishUIMeta(key, fields) // an MCP Apps tool's UI resource
+	return out, name, id, nil
+}
+
+// errMalformedItem: a backend's list item is not an object, or its name or
+// URI is not a string.
+var errMalformedItem = errors.New("a list item is not an object with string name and uri")
+
+// stringMember decodes a member that must be a string (null: empty); bad
+// is true for any other value.
+func stringMember(val []byte) (s string, bad bool) {
+	if string(val) == "null" {
+		return "", false
 	}
-	out, err := json.Marshal(fields)
-	return out, name, id(name), err
+	s, ok := wire.String(val)
+	return s, !ok
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"maps"
 	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/naming"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -45,7 +48,7 @@ func (r *Router) EndListens() { r.endListens() }
 
 // listen serves one subscriptions/listen; it returns when the client has
 // gone (ctx) or the gateway shuts down.
-func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.Response {
+func (r *Router) listen(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	var p struct {
 		Notifications *listenFilter `json:"notifications"`
 	}
@@ -68,26 +71,26 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.R
 		b.Begin()
 	}
 	subID, _ := json.Marshal(c.Request.ID.Raw())
-	sess := r.modernView(ctx, v, c)
+	pr := r.modernPeer(ctx, v, c)
 	ls := &listenSession{r: r, v: v, c: c, subID: subID}
 
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
-	access := v.access.decide(v.name, c.Claims)
+	access := v.access.Decide(v.name, c.Claims)
 	var wg sync.WaitGroup
 	for _, key := range v.keys {
-		if !sess.Backends[key].OK() {
+		if !pr.backends[key].OK() {
 			// Unreachable now: its part joins when it is back, without
 			// holding up the acknowledgement.
-			wg.Go(func() { ls.rejoin(lctx, sess, key, access, p.Notifications) })
+			wg.Go(func() { ls.rejoin(lctx, pr, key, access, p.Notifications) })
 			continue
 		}
-		want := backendFilter(v, key, access, p.Notifications, sess.Backends[key])
+		want := backendFilter(v, key, access, p.Notifications, pr.backends[key])
 		if want == nil {
 			continue
 		}
 		ls.pending.Add(1)
-		wg.Go(func() { ls.keep(lctx, sess, key, want, ls.pending.Done) })
+		wg.Go(func() { ls.keep(lctx, pr, key, want, ls.pending.Done) })
 	}
 	ls.pending.Wait() // every backend acknowledged, or failed
 	ls.acknowledge()
@@ -108,11 +111,11 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *ModernCall) *jsonrpc.R
 // by its snapshot's capabilities, in its own URIs; nil when none is. A URI
 // the caller's access rules hide is left out like one no backend owns:
 // never subscribed, never acknowledged.
-func backendFilter(v *vhost, key string, access accessView, f *listenFilter, snap *store.BackendSnapshot) *listenFilter {
+func backendFilter(v *vhost, key string, access policy.View, f *listenFilter, snap *store.BackendSnapshot) *listenFilter {
 	if !snap.OK() {
 		return nil
 	}
-	caps := capabilitiesOf(snap)
+	caps := capability.Of(snap)
 	out := &listenFilter{
 		ToolsListChanged:     f.ToolsListChanged && caps.Tools != nil && caps.Tools.ListChanged,
 		PromptsListChanged:   f.PromptsListChanged && caps.Prompts != nil && caps.Prompts.ListChanged,
@@ -120,7 +123,7 @@ func backendFilter(v *vhost, key string, access accessView, f *listenFilter, sna
 	}
 	if caps.Resources != nil && caps.Resources.Subscribe {
 		for _, uri := range f.ResourceSubscriptions {
-			if b, name, err := v.route("resource", uri); err == nil && b == key && access.visible(uri) {
+			if b, name, err := v.route("resource", uri); err == nil && b == key && access.Visible(uri) {
 				out.ResourceSubscriptions = append(out.ResourceSubscriptions, name)
 			}
 		}
@@ -135,7 +138,7 @@ func backendFilter(v *vhost, key string, access accessView, f *listenFilter, sna
 type listenSession struct {
 	r     *Router
 	v     *vhost
-	c     *ModernCall
+	c     *Call
 	subID json.RawMessage
 
 	pending sync.WaitGroup // backends not yet acknowledged (or failed)
@@ -155,16 +158,16 @@ type listenSession struct {
 // reconnecting with backoff. It calls acked once its part is acknowledged,
 // or its first try failed, so the client's acknowledgement never waits on
 // a dead backend.
-func (ls *listenSession) keep(ctx context.Context, sess *store.Session, key string, want *listenFilter, acked func()) {
+func (ls *listenSession) keep(ctx context.Context, p *peer, key string, want *listenFilter, acked func()) {
 	ackOnce := sync.OnceFunc(acked)
 	defer ackOnce()
 	backoff := 500 * time.Millisecond
 	for ctx.Err() == nil {
 		var err error
-		if modernSnapshot(sess.Backends[key]) {
-			err = ls.run(ctx, sess, key, want, ackOnce)
+		if modernSnapshot(p.backends[key]) {
+			err = ls.run(ctx, p, key, want, ackOnce)
 		} else {
-			err = ls.runLegacy(ctx, sess, key, want, ackOnce)
+			err = ls.runLegacy(ctx, p, key, want, ackOnce)
 		}
 		ackOnce() // a first try that failed acknowledges nothing of this backend
 		if errors.Is(err, ErrNoStream) || ctx.Err() != nil {
@@ -186,7 +189,7 @@ func (ls *listenSession) keep(ctx context.Context, sess *store.Session, key stri
 // began (its discovery failed), rediscovering it with backoff, then keeps
 // its part like the others'. The client's acknowledgement has gone out
 // without it; its notifications follow as they come.
-func (ls *listenSession) rejoin(ctx context.Context, sess *store.Session, key string, access accessView, f *listenFilter) {
+func (ls *listenSession) rejoin(ctx context.Context, p *peer, key string, access policy.View, f *listenFilter) {
 	backoff := 500 * time.Millisecond
 	for {
 		t := time.NewTimer(backoff)
@@ -201,10 +204,8 @@ func (ls *listenSession) rejoin(ctx context.Context, sess *store.Session, key st
 			if want == nil {
 				return // back, but it can honour none of the filter
 			}
-			view := *sess // sess is shared by every backend's part: a copy with this one's snapshot
-			view.Backends = maps.Clone(sess.Backends)
-			view.Backends[key] = d.snap
-			ls.keep(ctx, &view, key, want, func() {})
+			// p is shared by every backend's part: a copy with this one's snapshot
+			ls.keep(ctx, p.withSnapshot(key, d.snap), key, want, func() {})
 			return
 		}
 		backoff = min(backoff*2, 30*time.Second)
@@ -213,9 +214,9 @@ func (ls *listenSession) rejoin(ctx context.Context, sess *store.Session, key st
 
 // run holds one 2026-07-28 backend's listen: its acknowledgement is this
 // backend's part of the client's.
-func (ls *listenSession) run(ctx context.Context, sess *store.Session, key string, want *listenFilter, acked func()) error {
+func (ls *listenSession) run(ctx context.Context, p *peer, key string, want *listenFilter, acked func()) error {
 	params, _ := json.Marshal(map[string]any{"notifications": want})
-	_, err := ls.r.withBackend(ctx, ls.v, key, "subscriptions/listen", sess, ls.c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+	_, err := ls.r.withBackend(ctx, ls.v, key, "subscriptions/listen", p, ls.c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		return conn.Call(ctx, "subscriptions/listen", params, func(msg jsonrpc.Message) {
 			n, ok := msg.(*jsonrpc.Request)
 			if !ok || n.IsCall() {
@@ -241,9 +242,9 @@ func (ls *listenSession) run(ctx context.Context, sess *store.Session, key strin
 // stream (router.ListenBackend), filtered to what the client asked for.
 // Its part is acknowledged once the stream is up, as much of the filter as
 // its capabilities can honour.
-func (ls *listenSession) runLegacy(ctx context.Context, sess *store.Session, key string, want *listenFilter, acked func()) error {
-	quiet := *sess
-	quiet.LogLevel = "" // log messages belong to requests, never to a listen
+func (ls *listenSession) runLegacy(ctx context.Context, p *peer, key string, want *listenFilter, acked func()) error {
+	quiet := *p
+	quiet.logLevel = "" // log messages belong to requests, never to a listen
 	subs := map[string]bool{}
 	for _, uri := range want.ResourceSubscriptions {
 		subs[uri] = true
@@ -252,7 +253,7 @@ func (ls *listenSession) runLegacy(ctx context.Context, sess *store.Session, key
 		ls.acknowledged(key, *want)
 		acked()
 	})
-	return ls.r.ListenBackend(ctx, &quiet, ls.c.Header, ListenTarget{Key: key, Subscriptions: want.ResourceSubscriptions}, func(n *jsonrpc.Request) {
+	return ls.r.listenBackend(ctx, &quiet, ls.c.Header, ListenTarget{Key: key, Subscriptions: want.ResourceSubscriptions}, func(n *jsonrpc.Request) {
 		switch n.Method {
 		case "notifications/tools/list_changed":
 			if !want.ToolsListChanged {
@@ -305,7 +306,7 @@ func (ls *listenSession) acknowledged(key string, f listenFilter) {
 	for _, uri := range f.ResourceSubscriptions {
 		ls.steps++
 		if !ls.v.single() {
-			uri = publishURI(key, uri)
+			uri = naming.PublishURI(key, uri)
 		}
 		if _, dup := ls.agreedURIs[uri]; !dup {
 			ls.agreedURIs[uri] = struct{}{}
@@ -373,6 +374,6 @@ func tagSubscription(n *jsonrpc.Request, subID json.RawMessage) *jsonrpc.Request
 		meta = map[string]json.RawMessage{}
 	}
 	meta[metaSubscriptionID] = subID
-	p["_meta"] = rawObject(meta)
-	return &jsonrpc.Request{Method: n.Method, Params: rawObject(p)}
+	p["_meta"] = wire.RawObject(meta)
+	return &jsonrpc.Request{Method: n.Method, Params: wire.RawObject(p)}
 }

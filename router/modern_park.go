@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/policy"
+	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -26,7 +29,7 @@ import (
 // and gets the call's next round, or its result.
 //
 // The router decides when a call may park and what the client sees; the
-// session runtime (router/session) holds the call and carries the rounds
+// session runtime (handler/session) holds the call and carries the rounds
 // across instances. Without a ParkRuntime (on Lambda, where an invocation
 // cannot outlive its answer), the backend's request gets -32601.
 
@@ -78,21 +81,21 @@ type ParkOutcome struct {
 // parkable routes a modern MRTR-capable call that may have to park: a
 // retry of a parked call, or a call whose backend speaks the session
 // protocol. It returns nil when the call takes the ordinary path.
-func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall, access *accessView) *jsonrpc.Response {
-	if c.Parks == nil || !multiRoundTrip(c.Request.Method) {
+func (r *Router) parkable(ctx context.Context, v *vhost, c *Call, access *policy.View) *jsonrpc.Response {
+	if c.Modern.Parks == nil || !multiRoundTrip(c.Request.Method) {
 		return nil
 	}
-	t, rerr := r.resolve(v, c.Request.Method, c.Request.Params)
-	if rerr != nil || access != nil && !access.routedVisible(v, c.Request.Method, t) {
+	t, rerr := r.targetOf(v, c)
+	if rerr != nil || access != nil && !v.routedVisible(*access, c.Request.Method, t) {
 		return nil // the ordinary path answers it (a hidden name: as unknown)
 	}
-	pc := ParkedCall{Principal: c.Principal, VHost: v.name, ClientCapabilities: c.ClientCapabilities}
+	pc := ParkedCall{Principal: c.Principal, VHost: v.name, ClientCapabilities: c.Modern.ClientCapabilities}
 	if raw, ok := t.params["requestState"]; ok && string(raw) != "null" {
 		var token string
 		if json.Unmarshal(raw, &token) != nil {
 			return nil
 		}
-		env, err := r.openEnvelope(ctx, v.name, c.Principal, c.Request.Method, t.public, token)
+		env, err := r.openState(ctx, sealed.Binding{VHost: v.name, Principal: c.Principal, Method: c.Request.Method, Target: t.public}, token)
 		switch {
 		case errors.Is(err, errStoreUnavailable):
 			return r.storeUnavailable(c.Request.ID, err)
@@ -103,21 +106,22 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *ModernCall, access *
 		}
 		var answers map[string]json.RawMessage
 		_ = json.Unmarshal(t.params["inputResponses"], &answers)
-		return r.parkAnswer(ctx, v, c, t, c.Parks.Resume(ctx, pc, env.Park, env.Round, answers))
+		return r.parkAnswer(ctx, v, c, t, c.Modern.Parks.Resume(ctx, pc, env.Park, env.Round, answers))
 	}
 	if d := r.backendDiscovery(ctx, v, t.backend, c.Header); !d.snap.OK() || modernSnapshot(d.snap) {
 		return nil // a 2026-07-28 backend asks with input_required itself
 	}
-	return r.parkAnswer(ctx, v, c, t, c.Parks.Run(ctx, pc, func(ctx context.Context, asker SessionRuntime) *jsonrpc.Response {
-		call := &Call{Session: r.modernView(ctx, v, c), Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
-			modern: true, parked: true, Runtime: asker, access: access, admitted: true}
-		return r.Handle(ctx, call)
+	return r.parkAnswer(ctx, v, c, t, c.Modern.Parks.Run(ctx, pc, func(ctx context.Context, asker SessionRuntime) *jsonrpc.Response {
+		call := &Call{VHost: c.VHost, Principal: c.Principal, Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
+			peer: r.modernPeer(ctx, v, c), modern: true, parked: true, Runtime: asker, access: access, admitted: true,
+			resolution: c.resolution}
+		return r.serve(ctx, v, call)
 	}))
 }
 
 // parkAnswer turns a parked call's outcome into the client's answer: the
 // result, or input_required with the round's requests and a sealed state.
-func (r *Router) parkAnswer(ctx context.Context, v *vhost, c *ModernCall, t *target, o ParkOutcome) *jsonrpc.Response {
+func (r *Router) parkAnswer(ctx context.Context, v *vhost, c *Call, t *target, o ParkOutcome) *jsonrpc.Response {
 	method := c.Request.Method
 	switch {
 	case o.Err != nil && o.RetryAfter > 0:
@@ -129,8 +133,8 @@ func (r *Router) parkAnswer(ctx context.Context, v *vhost, c *ModernCall, t *tar
 		resp.ID = c.Request.ID
 		return r.finishModern(ctx, &resp, method, v.accessHints(method, nil))
 	}
-	token, err := r.sealEnvelope(ctx, v.name, c.Principal, method, t.public,
-		requestStateEnvelope{Backend: t.backend, Park: o.Park, Round: o.Round})
+	token, err := r.sealState(ctx, sealed.Binding{VHost: v.name, Principal: c.Principal, Method: method, Target: t.public},
+		sealed.RequestState{Backend: t.backend, Park: o.Park, Round: o.Round})
 	if err != nil {
 		return r.storeUnavailable(c.Request.ID, err)
 	}
@@ -138,10 +142,10 @@ func (r *Router) parkAnswer(ctx context.Context, v *vhost, c *ModernCall, t *tar
 	for k, in := range o.Input {
 		inputs[k], _ = json.Marshal(in)
 	}
-	result := map[string]json.RawMessage{"inputRequests": rawObject(inputs)}
-	result["resultType"], _ = json.Marshal(resultInputRequired)
+	result := map[string]json.RawMessage{"inputRequests": wire.RawObject(inputs)}
+	result["resultType"], _ = json.Marshal(envelope.ResultInputRequired)
 	result["requestState"], _ = json.Marshal(token)
-	return r.finishModern(ctx, resultResponse(c.Request.ID, rawObject(result)), method, nil)
+	return r.finishModern(ctx, resultResponse(c.Request.ID, wire.RawObject(result)), method, nil)
 }
 
 // ParkedSession is the record a parked call keeps in the store: a session

@@ -2,9 +2,11 @@ package router
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
+	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 )
@@ -36,7 +38,7 @@ func TestNaming_RoundTripForEveryKind(t *testing.T) {
 		if c.kind == "resource" {
 			published = v.publishedURI(c.key, c.id)
 		} else {
-			published = prefix(c.key, c.id)
+			published = naming.Prefix(c.key, c.id)
 		}
 		if published != c.published {
 			t.Errorf("%s %q of %s published %q, want %q", c.kind, c.id, c.key, published, c.published)
@@ -60,68 +62,29 @@ func TestNaming_RoundTripForEveryKind(t *testing.T) {
 	}
 }
 
-func TestNaming_ResultURIsArePublished(t *testing.T) {
-	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
-		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
-		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
-	}}})
-	t.Cleanup(table.close)
-	v := table.vhosts["v"]
-	for _, c := range []struct {
-		name, method, in, want string
-	}{
-		{"resource link", "tools/call",
-			`{"content":[{"type":"text","text":"see"},{"type":"resource_link","uri":"test://a","name":"a"}]}`,
-			`{"content":[{"text":"see","type":"text"},{"name":"a","type":"resource_link","uri":"one-test://a"}]}`},
-		{"embedded resource", "tools/call",
-			`{"content":[{"type":"resource","resource":{"uri":"file:///x","text":"hi"}}],"isError":false}`,
-			`{"content":[{"resource":{"text":"hi","uri":"one-file:///x"},"type":"resource"}],"isError":false}`},
-		{"an app tool's result", "tools/call",
-			`{"content":[],"_meta":{"ui":{"resourceUri":"ui://clock/app.html"},"ui/resourceUri":"ui://clock/app.html","openai/outputTemplate":"ui://widget/w.html"}}`,
-			`{"_meta":{"openai/outputTemplate":"ui://one/widget/w.html","ui":{"resourceUri":"ui://one/clock/app.html"},"ui/resourceUri":"ui://one/clock/app.html"},"content":[]}`},
-		{"prompt messages", "prompts/get",
-			`{"messages":[{"role":"user","content":{"type":"resource","resource":{"uri":"test://p","text":"t"}}},{"role":"user","content":{"type":"text","text":"uri"}}]}`,
-			`{"messages":[{"content":{"resource":{"text":"t","uri":"one-test://p"},"type":"resource"},"role":"user"},{"content":{"type":"text","text":"uri"},"role":"user"}]}`},
-		{"read contents", "resources/read",
-			`{"contents":[{"uri":"ui://clock/app.html","mimeType":"text/html;profile=mcp-app","text":"<html>"}]}`,
-			`{"contents":[{"mimeType":"text/html;profile=mcp-app","text":"\u003chtml\u003e","uri":"ui://one/clock/app.html"}]}`},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got := publishResultURIs(v, "one", c.method, json.RawMessage(c.in))
-			if string(got) != c.want {
-				t.Fatalf("published\n%s\nwant\n%s", got, c.want)
-			}
-		})
-	}
-	// Nothing to publish: the same bytes, not re-encoded.
-	plain := json.RawMessage(`{"content":[{"type":"text","text":"no links here"}],  "isError":false}`)
-	if got := publishResultURIs(v, "one", "tools/call", plain); string(got) != string(plain) {
-		t.Fatalf("a result with no URI was rewritten: %s", got)
-	}
-	withURIWord := json.RawMessage(`{"content":[{"type":"text","text":"x","uri":"not a block's"}]}`)
-	if got := publishResultURIs(v, "one", "tools/call", withURIWord); string(got) != string(withURIWord) {
-		t.Fatalf("a text block's stray uri was rewritten: %s", got)
-	}
-}
-
 // capabilities.extensions: Apps, which the gateway routes, is merged from
-// the backends (the first backend's settings by key); Tasks, which it
-// does not route yet, and unknown extensions are dropped, and a client's
-// are dropped the same way before a backend hears them.
+// the backends (the first backend's settings by key); Tasks only for
+// 2026-07-28 (a 2025 session is not told of it yet); unknown extensions
+// are dropped, and a client's are dropped the same way before a backend
+// hears them.
 func TestExtensions_MergedOnlyWhenRouted(t *testing.T) {
 	snap := func(key, caps string) *store.BackendSnapshot {
 		return &store.BackendSnapshot{Key: key, Capabilities: json.RawMessage(caps)}
 	}
-	caps := mergedCapabilities(map[string]*store.BackendSnapshot{
+	snaps := map[string]*store.BackendSnapshot{
 		"b": snap("b", `{"tools":{},"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["b"]},"io.modelcontextprotocol/tasks":{}}}`),
 		"a": snap("a", `{"extensions":{"io.modelcontextprotocol/ui":{"mimeTypes":["a"]},"com.example/x":{}}}`),
 		"c": snap("c", `{"tools":{}}`),
-	})
-	got, _ := json.Marshal(caps["extensions"])
+	}
+	got, _ := json.Marshal(capability.Merged(snaps, capability.SessionExtensions)["extensions"])
 	if string(got) != `{"io.modelcontextprotocol/ui":{"mimeTypes":["a"]}}` {
 		t.Fatalf("merged extensions %s, want Apps alone, with backend a's settings", got)
 	}
-	if _, ok := mergedCapabilities(map[string]*store.BackendSnapshot{"c": snap("c", `{"tools":{}}`)})["extensions"]; ok {
+	got, _ = json.Marshal(capability.Merged(snaps, capability.ModernExtensions)["extensions"])
+	if string(got) != `{"io.modelcontextprotocol/tasks":{},"io.modelcontextprotocol/ui":{"mimeTypes":["a"]}}` {
+		t.Fatalf("2026-07-28 merged extensions %s, want Apps and Tasks", got)
+	}
+	if _, ok := capability.Merged(map[string]*store.BackendSnapshot{"c": snap("c", `{"tools":{}}`)}, capability.SessionExtensions)["extensions"]; ok {
 		t.Fatal("extensions advertised with no backend offering one")
 	}
 	for in, want := range map[string]string{
@@ -129,23 +92,27 @@ func TestExtensions_MergedOnlyWhenRouted(t *testing.T) {
 		`{"extensions":{"io.modelcontextprotocol/tasks":{}}}`: `{}`,
 		`{"roots":{}}`: `{"roots":{}}`,
 	} {
-		if got := forwardedClientCapabilities(json.RawMessage(in)); string(got) != want {
+		if got := capability.ForwardedClient(json.RawMessage(in), capability.SessionExtensions); string(got) != want {
 			t.Errorf("client capabilities %s forwarded as %s, want %s", in, got, want)
 		}
 	}
 }
 
-func TestExtensions_TaskAugmentedCallRefused(t *testing.T) {
+// A 2025-11-25 task augmentation (params.task) is ignored, as SEP-2663
+// says, and never reaches the backend.
+func TestExtensions_LegacyTaskParamIgnored(t *testing.T) {
 	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
 		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}}}}})
 	t.Cleanup(table.close)
 	r := New(nil, Options{})
-	_, err := r.resolve(table.vhosts["v"], "tools/call", json.RawMessage(`{"name":"slow","task":{"ttl":60000}}`))
-	if err == nil || err.Code != CodeInvalidParams || !strings.Contains(err.Message, "params.task") {
-		t.Fatalf("a task-augmented call resolved with %+v, want -32602 naming params.task", err)
-	}
-	if _, err := r.resolve(table.vhosts["v"], "tools/call", json.RawMessage(`{"name":"slow","task":null}`)); err != nil {
-		t.Fatalf("task: null refused: %+v", err)
+	for _, params := range []string{`{"name":"slow","task":{"ttl":60000}}`, `{"name":"slow","task":null}`} {
+		tg, err := r.resolve(table.vhosts["v"], "tools/call", json.RawMessage(params))
+		if err != nil {
+			t.Fatalf("%s refused: %+v", params, err)
+		}
+		if _, ok := tg.params["task"]; ok {
+			t.Fatalf("%s: params.task reaches the backend", params)
+		}
 	}
 }
 
@@ -155,7 +122,7 @@ func TestEra_LegacyResultsLoseTheModernEnvelope(t *testing.T) {
 		`{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"b"},"trace":1}}`:                                                      `{"_meta":{"trace":1},"content":[]}`,
 		`{"content":[{"type":"text","text":"no envelope"}]}`:                                                                                        `{"content":[{"type":"text","text":"no envelope"}]}`,
 	} {
-		if got := legacyResult(json.RawMessage(in)); string(got) != want {
+		if got := envelope.Strip(json.RawMessage(in)); string(got) != want {
 			t.Errorf("%s for a 2025 session: %s, want %s", in, got, want)
 		}
 	}

@@ -19,7 +19,7 @@ type Observer interface {
 
 // ListCacheObserver is an optional extension of Observer: an Observer
 // that also implements it learns whether each page of a backend with a
-// list cache came from the cache (see list_cache.go).
+// list cache came from the cache (see router/listcache).
 type ListCacheObserver interface {
 	ListCacheLookup(vhost, backend string, hit bool)
 }

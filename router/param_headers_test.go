@@ -9,6 +9,7 @@ import (
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,8 +32,8 @@ func TestParamHeaders_TranslatedCallCheckedAgainstTheAnnotations(t *testing.T) {
 		for k, v := range hdr {
 			h.Set(k, v)
 		}
-		return f.Router.HandleModern(context.Background(), &router.ModernCall{VHost: f.VHost, Principal: "alice", Header: h,
-			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, ClientCapabilities: json.RawMessage(`{}`)})
+		return f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "alice", Header: h,
+			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
 	}
 	both := map[string]any{"region": "eu-west", "opts": map[string]any{"limit": 7}, "note": "x"}
 	for _, tc := range []struct {
@@ -110,7 +111,7 @@ func addRegional(srv *mcp.Server) {
 // rewriteRegion is a pre-hook that changes the region argument.
 type rewriteRegion struct{}
 
-func (rewriteRegion) Pre(_ context.Context, c *router.HookCall) error {
+func (rewriteRegion) Pre(_ context.Context, c *hook.Call) error {
 	var p map[string]any
 	_ = json.Unmarshal(c.Params, &p)
 	p["arguments"].(map[string]any)["region"] = "rewritten"
@@ -118,7 +119,7 @@ func (rewriteRegion) Pre(_ context.Context, c *router.HookCall) error {
 	return nil
 }
 
-func (rewriteRegion) Post(_ context.Context, _ *router.HookCall, result json.RawMessage) (json.RawMessage, error) {
+func (rewriteRegion) Post(_ context.Context, _ *hook.Call, result json.RawMessage) (json.RawMessage, error) {
 	return result, nil
 }
 
@@ -126,7 +127,7 @@ func (rewriteRegion) Post(_ context.Context, _ *router.HookCall, result json.Raw
 // that rewrites an argument mirrored in a header gets the header made
 // anew, so the backend does not refuse the call as a mismatch.
 func TestParamHeaders_RemadeWhenAHookRewritesTheArguments(t *testing.T) {
-	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{rewriteRegion{}}},
+	f := newFixtureOpts(t, router.Options{Hooks: []hook.Hook{rewriteRegion{}}},
 		backendSpec{Key: "mod", Opts: testsupport.BackendOptions{Stateless: true}})
 	addRegional(f.Backends["mod"].Server)
 	raw, _ := json.Marshal(map[string]any{"name": "regional", "arguments": map[string]any{"region": "eu-west"}, "_meta": map[string]any{
@@ -134,8 +135,8 @@ func TestParamHeaders_RemadeWhenAHookRewritesTheArguments(t *testing.T) {
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 	}})
 	h := http.Header{"Mcp-Param-Region": {"eu-west"}}
-	resp := f.Router.HandleModern(context.Background(), &router.ModernCall{VHost: f.VHost, Principal: "alice", Header: h,
-		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, ClientCapabilities: json.RawMessage(`{}`)})
+	resp := f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "alice", Header: h,
+		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
 	if res := result(t, resp); res["isError"] == true {
 		t.Fatalf("result %v", res)
 	}

@@ -8,17 +8,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgw/gateway/plugins"
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/router/plugins"
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpgw/gateway/internal/routertest"
 )
 
-func limitsOf(t testing.TB, limits ...router.RateLimit) *router.RateLimitPolicy {
+func limitsOf(t testing.TB, limits ...policy.RateLimit) *policy.RateLimitPolicy {
 	t.Helper()
-	p, err := router.CompileRateLimits(limits)
+	p, err := policy.CompileRateLimits(limits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func toolsCall(t *testing.T, f *fixture, sid store.SessionID, name string) *rout
 
 func TestRateLimits_AdmitThenHandleCountsACallOnce(t *testing.T) {
 	f := newFixture(t, backendSpec{Key: "a"}, backendSpec{Key: "b"})
-	f.Config.RateLimits = limitsOf(t, router.RateLimit{Per: router.RatePerPrincipal, Tools: []string{"a-*"}, Limit: 2, Window: time.Hour})
+	f.Config.RateLimits = limitsOf(t, policy.RateLimit{Per: policy.RatePerPrincipal, Tools: []string{"a-*"}, Limit: 2, Window: time.Hour})
 	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
 	sid, _ := f.Initialize(nil)
 	ctx := context.Background()
@@ -78,7 +80,7 @@ func TestRateLimits_AdmitThenHandleCountsACallOnce(t *testing.T) {
 // Names no backend owns are not counted: they cannot use up a limit.
 func TestRateLimits_UnknownNamesAreNotCounted(t *testing.T) {
 	f := newFixture(t, backendSpec{Key: "a"}, backendSpec{Key: "b"})
-	f.Config.RateLimits = limitsOf(t, router.RateLimit{Per: router.RatePerVHost, Limit: 1, Window: time.Hour})
+	f.Config.RateLimits = limitsOf(t, policy.RateLimit{Per: policy.RatePerVHost, Limit: 1, Window: time.Hour})
 	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
 	sid, _ := f.Initialize(nil)
 	for range 5 {
@@ -94,8 +96,8 @@ func TestRateLimits_UnknownNamesAreNotCounted(t *testing.T) {
 
 func TestHooks_VHostPluginsRunAfterRouterWideHooks(t *testing.T) {
 	var log []string
-	f := newFixtureOpts(t, router.Options{Hooks: []router.Hook{&recordingHook{name: "global", log: &log}}}, backendSpec{Key: "a"})
-	f.Config.Hooks = []router.Hook{&recordingHook{name: "vhost", log: &log}}
+	f := newFixtureOpts(t, router.Options{Hooks: []hook.Hook{&recordingHook{name: "global", log: &log}}}, backendSpec{Key: "a"})
+	f.Config.Hooks = []hook.Hook{&recordingHook{name: "vhost", log: &log}}
 	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
 	sid, _ := f.Initialize(nil)
 	result(t, f.Call(sid, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "x"}}))
@@ -172,7 +174,7 @@ func TestValidateArguments_AFailingToolListRefusesTheCall(t *testing.T) {
 // longer fits falls back to single requests.
 func TestRateLimits_BatchedLimitCountsLocallyNeverPastTheLimit(t *testing.T) {
 	f := newFixture(t, backendSpec{Key: "a"})
-	f.Config.RateLimits = limitsOf(t, router.RateLimit{Per: router.RatePerPrincipal, Limit: 10, Window: time.Hour, Batch: 4})
+	f.Config.RateLimits = limitsOf(t, policy.RateLimit{Per: policy.RatePerPrincipal, Limit: 10, Window: time.Hour, Batch: 4})
 	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
 	b := f.NewInstance(routertest.Options{})
 	b.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})

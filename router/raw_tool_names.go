@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/capability"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -34,14 +35,14 @@ func (r *Router) resolveRawTool(ctx context.Context, v *vhost, c *Call, name str
 	access := r.accessFor(v, c)
 	var candidates []string
 	for _, key := range v.keys {
-		if !capabilitiesOf(c.Session.Backends[key]).has("tools") {
+		if !capability.Of(c.peer.backends[key]).Has("tools") {
 			continue
 		}
 		if _, err := r.toolInputSchema(ctx, v, c, key, name); err != nil {
 			continue // not listed, or the backend's list failed
 		}
 		published := v.publishedTool(key, name)
-		if access.routedVisible(v, "tools/call", &target{backend: key, name: name, public: published, kind: "tool"}) {
+		if v.routedVisible(access, "tools/call", &target{backend: key, name: name, public: published, kind: "tool"}) {
 			candidates = append(candidates, published)
 		}
 	}

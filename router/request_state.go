@@ -2,158 +2,52 @@ package router
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
-	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/sealed"
 )
 
 // A multi-round-trip request (protocol 2026-07-28) answers input_required
-// with an opaque requestState that the client echoes on its retry, which
-// may reach any instance. The gateway never hands a client a backend's
-// state as is: it wraps it in an envelope of its own, signed with a key
-// every instance shares (sharedKey), that binds it to
-//
-//   - the backend that issued it, so the retry reaches that backend with
-//     its own state, whatever routing would say;
-//   - the caller (a digest of the principal), so another caller cannot
-//     replay it;
-//   - a lifetime, so an old state cannot be replayed forever;
-//   - the request: a digest of the virtual host, the method and the
-//     published name or URI, so a state cannot be moved to another call.
-//
-// A tampered, expired, foreign or misplaced envelope is refused (-32602)
-// before any backend sees it.
-//
-// Wire form: base64url(JSON envelope) "." base64url(HMAC-SHA256(key, ...)).
-
-// stateVersion is mixed into the MAC so that other signed tokens (cursors)
-// can never be taken for a request state, nor the reverse.
-const stateVersion = "mcpgw-request-state-v1"
+// with an opaque requestState the client echoes on its retry. The gateway
+// hands the client its own envelope around the backend's state, bound to
+// the backend, the caller, the request and a lifetime (router/sealed);
+// this file puts it on results and takes it off retries.
 
 // stateKeyName names the request-state key in the store.
 const stateKeyName = "request-state"
 
-// requestStateEnvelope is what a gateway request state carries.
-type requestStateEnvelope struct {
-	Backend   string `json:"b"`
-	Principal string `json:"p"` // principalTag
-	Expires   int64  `json:"e"` // Unix milliseconds
-	Request   string `json:"r"` // requestDigest
-	State     string `json:"s,omitempty"`
-	// Park and Round name a call the gateway holds open on a 2025-era
-	// backend that asked the client something (modern_park.go); State is
-	// then empty: the backend has none.
-	Park  store.SessionID `json:"k,omitempty"`
-	Round int             `json:"n,omitempty"`
+// binding is what a request state of c for t is bound to.
+func binding(v *vhost, c *Call, t *target) sealed.Binding {
+	return sealed.Binding{VHost: v.name, Principal: c.Principal, Method: c.Request.Method, Target: t.public}
 }
 
-var errBadRequestState = errors.New("invalid requestState")
-
-// requestDigest binds a state to one request: its vhost, method and target.
-func requestDigest(vhost, method, target string) string {
-	sum := sha256.Sum256([]byte(vhost + "\x00" + method + "\x00" + target))
-	return base64.RawURLEncoding.EncodeToString(sum[:16])
+// sealState seals st for b; an error wraps errStoreUnavailable when the key
+// could not be read.
+func (r *Router) sealState(ctx context.Context, b sealed.Binding, st sealed.RequestState) (string, error) {
+	tok, err := r.states.Seal(ctx, b, st)
+	if errors.Is(err, sealed.ErrKeyUnavailable) {
+		return "", fmt.Errorf("%w: %w", errStoreUnavailable, err)
+	}
+	return tok, err
 }
 
-// wrapRequestState returns the envelope the client is given for a
-// backend's state (possibly "": the backend kept none).
-func (r *Router) wrapRequestState(ctx context.Context, vhost, principal, method, target, backend, state string) (string, error) {
-	return r.sealEnvelope(ctx, vhost, principal, method, target, requestStateEnvelope{Backend: backend, State: state})
-}
-
-// sealEnvelope signs env, bound to the caller, the request and a lifetime.
-func (r *Router) sealEnvelope(ctx context.Context, vhost, principal, method, target string, env requestStateEnvelope) (string, error) {
-	key, err := r.stateKeys.signingKey(ctx)
-	if err != nil {
-		return "", fmt.Errorf("%w: request-state key: %w", errStoreUnavailable, err)
+// openState opens a client's request state for b: sealed.ErrBadRequestState
+// for anything that does not check out, an error wrapping
+// errStoreUnavailable when the key could not be read.
+func (r *Router) openState(ctx context.Context, b sealed.Binding, token string) (*sealed.RequestState, error) {
+	st, err := r.states.Open(ctx, b, token)
+	if errors.Is(err, sealed.ErrKeyUnavailable) {
+		return nil, fmt.Errorf("%w: %w", errStoreUnavailable, err)
 	}
-	env.Principal = principalTag(principal)
-	env.Expires = time.Now().Add(r.opts.RequestStateTTL).UnixMilli()
-	env.Request = requestDigest(vhost, method, target)
-	payload, err := json.Marshal(env)
-	if err != nil {
-		return "", err
-	}
-	p := base64.RawURLEncoding.EncodeToString(payload)
-	return p + "." + base64.RawURLEncoding.EncodeToString(stateMAC(key, p)), nil
-}
-
-// unwrapRequestState checks a client's envelope and returns the backend it
-// belongs to and that backend's own state. errBadRequestState for anything
-// that does not check out; an error wrapping errStoreUnavailable when the
-// key could not be read.
-func (r *Router) unwrapRequestState(ctx context.Context, vhost, principal, method, target, token string) (backend, state string, err error) {
-	env, err := r.openEnvelope(ctx, vhost, principal, method, target, token)
-	if err != nil {
-		return "", "", err
-	}
-	if env.Park != "" {
-		return "", "", errBadRequestState // a parked call's state is handled before routing
-	}
-	return env.Backend, env.State, nil
-}
-
-// openEnvelope verifies a client's envelope and its bindings.
-func (r *Router) openEnvelope(ctx context.Context, vhost, principal, method, target, token string) (*requestStateEnvelope, error) {
-	p, sig, ok := strings.Cut(token, ".")
-	if !ok || p == "" || sig == "" {
-		return nil, errBadRequestState
-	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil {
-		return nil, errBadRequestState
-	}
-	valid, err := r.stateKeys.verify(ctx, func(key []byte) bool { return hmac.Equal(got, stateMAC(key, p)) })
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%w: request-state key: %w", errStoreUnavailable, err)
-	case !valid:
-		return nil, errBadRequestState
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(p)
-	if err != nil {
-		return nil, errBadRequestState
-	}
-	var env requestStateEnvelope
-	if json.Unmarshal(payload, &env) != nil || env.Backend == "" {
-		return nil, errBadRequestState
-	}
-	switch {
-	case env.Principal != principalTag(principal),
-		env.Request != requestDigest(vhost, method, target),
-		time.Now().UnixMilli() > env.Expires:
-		return nil, errBadRequestState
-	}
-	return &env, nil
-}
-
-func stateMAC(key []byte, payload string) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(stateVersion))
-	m.Write([]byte{0})
-	m.Write([]byte(payload))
-	return m.Sum(nil)
-}
-
-// derivedSecret derives the secret of one kind of token from a configured
-// one, so one configured secret signs cursors and request states without
-// either being usable as the other.
-func derivedSecret(secret []byte, name string) []byte {
-	if len(secret) == 0 {
-		return nil
-	}
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte("mcpgw-derived-key\x00" + name))
-	return m.Sum(nil)
+	return st, err
 }
 
 // openRequestState replaces the envelope in a modern retry's params with
@@ -169,17 +63,18 @@ func (r *Router) openRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 	if json.Unmarshal(raw, &token) != nil {
 		return errorResponse(c.Request.ID, invalidParams("requestState must be a string"))
 	}
-	backend, state, err := r.unwrapRequestState(ctx, v.name, c.Session.Principal, c.Request.Method, t.public, token)
+	st, err := r.openState(ctx, binding(v, c, t), token)
 	switch {
 	case errors.Is(err, errStoreUnavailable):
 		return r.storeUnavailable(c.Request.ID, err)
-	case err != nil, backend != t.backend:
+	case err != nil, st.Park != "", st.Backend != t.backend:
+		// (a parked call's state is handled before routing: modern_park.go)
 		return errorResponse(c.Request.ID, invalidParams("invalid requestState: it was not issued by this gateway for this request and caller, or it has expired"))
 	}
-	if state == "" {
+	if st.State == "" {
 		delete(t.params, "requestState")
 	} else {
-		t.params["requestState"], _ = json.Marshal(state)
+		t.params["requestState"], _ = json.Marshal(st.State)
 	}
 	return nil
 }
@@ -202,7 +97,7 @@ func (r *Router) sealRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 	// re-invoked handler asks again): inputRequests alone says
 	// input_required.
 	inBand := head.ResultType == "" && len(head.InputRequests) > 0 && head.InputRequests[0] == '{'
-	if head.ResultType != resultInputRequired && !inBand {
+	if head.ResultType != envelope.ResultInputRequired && !inBand {
 		return result, false, nil
 	}
 	var m map[string]json.RawMessage
@@ -210,7 +105,7 @@ func (r *Router) sealRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 		return nil, true, err
 	}
 	if inBand {
-		m["resultType"], _ = json.Marshal(resultInputRequired)
+		m["resultType"], _ = json.Marshal(envelope.ResultInputRequired)
 	}
 	var state string
 	if len(head.RequestState) > 0 && string(head.RequestState) != "null" {
@@ -218,12 +113,12 @@ func (r *Router) sealRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 			return nil, true, err
 		}
 	}
-	token, err := r.wrapRequestState(ctx, v.name, c.Session.Principal, c.Request.Method, t.public, t.backend, state)
+	token, err := r.sealState(ctx, binding(v, c, t), sealed.RequestState{Backend: t.backend, State: state})
 	if err != nil {
 		return nil, true, err
 	}
 	m["requestState"], _ = json.Marshal(token)
-	return rawObject(m), true, nil
+	return wire.RawObject(m), true, nil
 }
 
 // paramHeaders are the client's Mcp-Param-* headers: a tools/call's

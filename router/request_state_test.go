@@ -1,73 +1,70 @@
 package router
 
 import (
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
+
+	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// The request-state envelope's tamper cases as unit tests: only the
-// envelope the gateway sealed, for this caller and this request, within
-// its lifetime, opens; anything else is errBadRequestState, never another
-// envelope's contents.
-func TestRequestState_OnlyTheSealedEnvelopeOpens(t *testing.T) {
+// The router's side of request states: an input_required result leaves
+// with the gateway's envelope in place of the backend's state (in-band
+// answers get their resultType), and the retry reaches the backend with
+// the backend's own state, only for the backend, caller and request it
+// was issued for.
+func TestRequestState_SealedOnTheWayOutOpenedOnTheWayIn(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
+		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
+	}}})
+	t.Cleanup(table.close)
+	v := table.vhosts["v"]
 	r := New(nil, Options{CursorSecret: []byte("0123456789abcdef0123456789abcdef")})
-	other := New(nil, Options{CursorSecret: []byte("fedcba9876543210fedcba9876543210")})
-	ctx := t.Context()
-	seal := func(r *Router, principal, method, target string) string {
-		tok, err := r.sealEnvelope(ctx, "demo", principal, method, target, requestStateEnvelope{Backend: "one", State: "s1"})
+	call := func(principal, name string, params map[string]any) (*Call, *target) {
+		params["name"] = name
+		raw, _ := json.Marshal(params)
+		c := &Call{VHost: "v", Principal: principal, Session: &store.Session{VHost: "v", Principal: principal}, Request: &jsonrpc.Request{Method: "tools/call", Params: raw}}
+		tg, err := r.resolve(v, "tools/call", raw)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatal(err.Message)
 		}
-		return tok
+		return c, tg
 	}
-	good := seal(r, "alice", "tools/call", "one-greet")
-	if env, err := r.openEnvelope(ctx, "demo", "alice", "tools/call", "one-greet", good); err != nil || env.Backend != "one" || env.State != "s1" {
-		t.Fatalf("the sealed envelope: %+v, %v", env, err)
-	}
-	payload, sig, _ := strings.Cut(good, ".")
-	raw, _ := base64.RawURLEncoding.DecodeString(payload)
-	var env map[string]any
-	_ = json.Unmarshal(raw, &env)
-	env["b"] = "two" // re-encoded with another backend, the old signature kept
-	forged, _ := json.Marshal(env)
-	expired := func() string {
-		e := requestStateEnvelope{Backend: "one", State: "s1", Principal: principalTag("alice"), Expires: 1,
-			Request: requestDigest("demo", "tools/call", "one-greet")}
-		p, _ := json.Marshal(e)
-		key, _ := r.stateKeys.signingKey(ctx)
-		enc := base64.RawURLEncoding.EncodeToString(p)
-		return enc + "." + base64.RawURLEncoding.EncodeToString(stateMAC(key, enc))
-	}()
-	for name, c := range map[string]struct {
-		principal, method, target, token string
-	}{
-		"signature altered":     {"alice", "tools/call", "one-greet", payload + "." + sig[:len(sig)-2] + "AA"},
-		"payload altered":       {"alice", "tools/call", "one-greet", base64.RawURLEncoding.EncodeToString(forged) + "." + sig},
-		"no signature":          {"alice", "tools/call", "one-greet", payload + "."},
-		"no dot":                {"alice", "tools/call", "one-greet", payload + sig},
-		"another caller":        {"bob", "tools/call", "one-greet", good},
-		"another tool":          {"alice", "tools/call", "one-other", good},
-		"another method":        {"alice", "prompts/get", "one-greet", good},
-		"another gateway's key": {"alice", "tools/call", "one-greet", seal(other, "alice", "tools/call", "one-greet")},
-		"expired":               {"alice", "tools/call", "one-greet", expired},
-		"a cursor is no state":  {"alice", "tools/call", "one-greet", mustCursor(t)},
-		"empty":                 {"alice", "tools/call", "one-greet", ""},
+	c, tg := call("alice", "one-ask", map[string]any{})
+	for _, result := range []string{
+		`{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create"}},"requestState":"backend-s1"}`,
+		`{"inputRequests":{"q":{"method":"elicitation/create"}},"requestState":"backend-s1"}`, // in band
 	} {
-		t.Run(name, func(t *testing.T) {
-			if env, err := r.openEnvelope(ctx, "demo", c.principal, c.method, c.target, c.token); !errors.Is(err, errBadRequestState) {
-				t.Fatalf("opened %+v, %v; want errBadRequestState", env, err)
+		out, asks, err := r.sealRequestState(t.Context(), v, c, tg, json.RawMessage(result))
+		if err != nil || !asks {
+			t.Fatalf("sealed: %v %v", asks, err)
+		}
+		var m struct {
+			ResultType, RequestState string
+		}
+		_ = json.Unmarshal(out, &m)
+		if m.ResultType != "input_required" || m.RequestState == "" || strings.Contains(string(out), "backend-s1") {
+			t.Fatalf("the client sees %s", out)
+		}
+		retry := func(principal, name string) (*target, *jsonrpc.Response) {
+			c, tg := call(principal, name, map[string]any{"requestState": m.RequestState})
+			return tg, r.openRequestState(t.Context(), v, c, tg)
+		}
+		tg2, refused := retry("alice", "one-ask")
+		if refused != nil || string(tg2.params["requestState"]) != `"backend-s1"` {
+			t.Fatalf("the retry: %+v, params %s", refused, tg2.params["requestState"])
+		}
+		for who, name := range map[string]string{"bob": "one-ask", "alice": "two-ask"} {
+			if _, refused := retry(who, name); refused == nil || refused.Error.(*jsonrpc.Error).Code != CodeInvalidParams {
+				t.Fatalf("%s calling %s with alice's state for one-ask: %+v", who, name, refused)
 			}
-		})
+		}
 	}
-}
-
-func mustCursor(t *testing.T) string {
-	tok, err := encodeCursor([]byte("0123456789abcdef0123456789abcdef"), &cursorState{Op: "tools/list", VHost: "demo"})
-	if err != nil {
-		t.Fatal(err)
+	complete := json.RawMessage(`{"content":[]}`)
+	if out, asks, err := r.sealRequestState(t.Context(), v, c, tg, complete); asks || err != nil || string(out) != string(complete) {
+		t.Fatalf("a complete result: %s %v %v", out, asks, err)
 	}
-	return tok
 }

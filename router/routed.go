@@ -7,6 +7,9 @@ import (
 	"errors"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -24,7 +27,7 @@ type target struct {
 // identifier. The identifier is stripped before the backend sees it.
 func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	method := c.Request.Method
-	t, rerr := r.resolve(v, method, c.Request.Params)
+	t, rerr := r.targetOf(v, c)
 	if rerr != nil && method == "tools/call" && t == nil {
 		// Only a name no backend owns (not a malformed call): the very
 		// error unknownIdentifier makes for it.
@@ -45,15 +48,15 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			}
 		}
 	}
-	if rerr == nil && !r.accessFor(v, c).routedVisible(v, method, t) {
+	if rerr == nil && !v.routedVisible(r.accessFor(v, c), method, t) {
 		// Hidden: refused as if no backend owned it, before any hook,
 		// bound or backend could answer differently.
 		rerr = unknownIdentifier(t.kind, t.public)
-		noteDenied(ctx, r.accessFor(v, c).denialReason(t.public))
+		noteDenied(ctx, r.accessFor(v, c).DenialReason(t.public))
 	} else if rerr == nil {
 		noteRouted(ctx, t)
 	}
-	if rerr == nil && method == "resources/subscribe" {
+	if rerr == nil && method == "resources/subscribe" && c.Session != nil { // (a 2026-07-28 request has no session to hold it)
 		rerr = subscribeRefusal(c.Session, t.public)
 	}
 	if rerr != nil {
@@ -63,7 +66,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if resp := r.admitTarget(ctx, v, c, t); resp != nil {
 		return resp // over a rate limit: no hook, no backend
 	}
-	if c.modern && method == "tools/call" && !modernSnapshot(c.Session.Backends[t.backend]) {
+	if c.modern && method == "tools/call" && !modernSnapshot(c.peer.backends[t.backend]) {
 		// Translated to a 2025-era backend, which never reads them.
 		if e := r.checkParamHeaders(ctx, v, c, t); e != nil {
 			return errorResponse(c.Request.ID, e)
@@ -90,17 +93,19 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	}
 
 	sent := params // what the client sent, for the Mcp-Param-* headers below
-	var hc *HookCall
+	var hc *hook.Call
 	if hooked(method) && len(r.opts.Hooks)+len(v.hooks) > 0 {
-		hc = &HookCall{Method: method, VHost: v.name, Backend: t.backend, Name: t.name,
-			Principal: c.Session.Principal, SessionID: c.Session.ID, Params: params}
-		hc.observer, _ = r.opts.Observer.(PluginObserver)
+		hc = &hook.Call{Method: method, VHost: v.name, Backend: t.backend, Name: t.name,
+			Principal: c.Principal, SessionID: c.peer.sessionID, Params: params}
+		var schema func(ctx context.Context) (json.RawMessage, error)
 		if method == "tools/call" {
-			hc.schema = func(ctx context.Context) (json.RawMessage, error) {
+			schema = func(ctx context.Context) (json.RawMessage, error) {
 				return r.toolInputSchema(ctx, v, c, t.backend, t.name)
 			}
 		}
-		for _, hooks := range [2][]Hook{r.opts.Hooks, v.hooks} {
+		observer, _ := r.opts.Observer.(PluginObserver)
+		hc.Bind(schema, observer)
+		for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
 			for _, h := range hooks {
 				if err := h.Pre(ctx, hc); err != nil {
 					return errorResponse(c.Request.ID, r.hookRefusal(ctx, err))
@@ -110,13 +115,13 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		params = hc.Params
 	}
 
-	if method == "tools/call" && modernSnapshot(c.Session.Backends[t.backend]) && (!c.modern || !bytes.Equal(params, sent)) {
+	if method == "tools/call" && modernSnapshot(c.peer.backends[t.backend]) && (!c.modern || !bytes.Equal(params, sent)) {
 		// A call to a 2026-07-28 backend whose Mcp-Param-* headers the
 		// client did not make for these arguments: a session's client
 		// sends none, and a hook may have rewritten the arguments.
 		ctx = r.withParamHeaders(ctx, v, c, t, params)
 	}
-	resp, err := r.withBackend(ctx, v, t.backend, method, c.Session, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+	resp, err := r.withBackend(ctx, v, t.backend, method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		callCtx, endCall := context.WithCancel(ctx)
 		defer endCall()
 		cs := &callStream{r: r, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc, access: r.accessFor(v, c)}
@@ -166,12 +171,23 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			return resultResponse(c.Request.ID, result) // an interim result: no post-hooks, no renaming
 		}
 	}
-	result = publishResultURIs(v, t.backend, method, result)
-	if !c.modern && modernSnapshot(c.Session.Backends[t.backend]) {
-		result = legacyResult(result) // only a 2026-07-28 backend writes the envelope
+	isTask := false
+	if method == "tools/call" {
+		if result, isTask, err = r.sealTaskResult(ctx, v, c, t, result); err != nil {
+			if errors.Is(err, errStoreUnavailable) {
+				return r.storeUnavailable(c.Request.ID, err)
+			}
+			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "backend %s answered a malformed task: %v", wire.Quote(t.backend), err))
+		}
+	}
+	if !v.single() {
+		result = naming.PublishResultURIs(t.backend, method, result)
+	}
+	if !c.modern && modernSnapshot(c.peer.backends[t.backend]) && !isTask { // a task keeps its fields
+		result = envelope.Strip(result) // only a 2026-07-28 backend writes the envelope
 	}
 	if hc != nil {
-		for _, hooks := range [2][]Hook{r.opts.Hooks, v.hooks} {
+		for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
 			for _, h := range hooks {
 				if result, err = h.Post(ctx, hc, result); err != nil {
 					return errorResponse(c.Request.ID, r.hookRefusal(ctx, err))
@@ -195,9 +211,9 @@ func (r *Router) recordSubscription(ctx context.Context, c *Call, t *target, res
 	var err error
 	switch c.Request.Method {
 	case "resources/subscribe":
-		err = r.opts.Store.AddSubscription(ctx, c.Session.ID, t.public, r.opts.SessionTTL)
+		err = r.opts.Store.AddSubscription(ctx, c.peer.sessionID, t.public, r.opts.SessionTTL)
 	case "resources/unsubscribe":
-		err = r.opts.Store.RemoveSubscription(ctx, c.Session.ID, t.public, r.opts.SessionTTL)
+		err = r.opts.Store.RemoveSubscription(ctx, c.peer.sessionID, t.public, r.opts.SessionTTL)
 	default:
 		return resultResponse(c.Request.ID, result)
 	}
@@ -205,9 +221,22 @@ func (r *Router) recordSubscription(ctx context.Context, c *Call, t *target, res
 		return r.subscriptionStoreError(c.Request.ID, t.public, err)
 	}
 	if c.Runtime != nil {
-		c.Runtime.ListenersChanged(ctx, c.Session.ID)
+		c.Runtime.ListenersChanged(ctx, c.peer.sessionID)
 	}
 	return resultResponse(c.Request.ID, result)
+}
+
+// targetOf resolves c's routed request once: admission, parking and
+// routing ask in turn and get the same answer (the params are decoded
+// once). A reload between the asks (another routing table) resolves
+// afresh. Routing is the last to ask, and may rewrite the target's params.
+func (r *Router) targetOf(v *vhost, c *Call) (*target, *jsonrpc.Error) {
+	if res := c.resolution; res != nil && res.v == v {
+		return res.t, res.err
+	}
+	t, err := r.resolve(v, c.Request.Method, c.Request.Params)
+	c.resolution = &resolution{v: v, t: t, err: err}
+	return t, err
 }
 
 // resolve finds the backend and the backend-side identifier of a routed
@@ -224,14 +253,14 @@ func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target,
 		if err != nil {
 			return nil, err
 		}
-		if task, ok := params["task"]; ok && string(task) != "null" {
-			// A task-augmented call (2025-11-25 tasks): the gateway does not
-			// route tasks/*, so a backend's task could never be followed.
-			return nil, invalidParams("tools/call: task-augmented calls (params.task) are not supported by this gateway; call the tool without params.task")
-		}
+		// A 2025-11-25 task augmentation (params.task) is ignored, as
+		// SEP-2663 says: the gateway declares no capabilities.tasks, and a
+		// backend that creates tasks does so under the Tasks extension
+		// (router/tasks.go). The backend never sees it.
+		delete(params, "task")
 		t := &target{public: name, kind: kind, params: params}
-		if a, ok := v.aliases.resolve(name); ok {
-			t.backend, t.name = a.backend, a.tool
+		if a, ok := v.aliases.Resolve(name); ok {
+			t.backend, t.name = a.Backend, a.Tool
 		} else if t.backend, t.name, err = v.route(kind, name); err != nil {
 			return nil, err
 		}
@@ -285,15 +314,39 @@ func routeField(v *vhost, obj map[string]json.RawMessage, field, kind, method st
 	return t, nil
 }
 
+// RouteOf names the backend that a routed request (tools/call,
+// resources/read, prompts/get, …) for the published identifier id goes to
+// on vhost: aliases first for tools/call, then the prefix rule. It is ""
+// when the method is not routed, the identifier unknown or the vhost not
+// configured. It reads only the routing table, for the request log: no
+// access rule is evaluated and no backend is contacted.
+func (r *Router) RouteOf(vhost, method, id string) string {
+	v := r.table.Load().vhosts[vhost]
+	kind, routed := routedKind(method)
+	if v == nil || !routed || id == "" {
+		return ""
+	}
+	if method == "tools/call" {
+		if a, ok := v.aliases.Resolve(id); ok {
+			return a.Backend
+		}
+	}
+	backend, _, err := v.route(kind, id)
+	if err != nil {
+		return ""
+	}
+	return backend
+}
+
 // route applies the prefix rule: single-backend vhosts pass identifiers
 // through, multi-backend ones split on the longest matching key.
 func (v *vhost) route(kind, id string) (backend, name string, err *jsonrpc.Error) {
 	if v.single() {
 		return v.keys[0], id, nil
 	}
-	split := v.split.split
+	split := v.split.Split
 	if kind == "resource" {
-		split = v.split.splitURI
+		split = v.split.SplitURI
 	}
 	if k, rest, ok := split(id); ok {
 		return k, rest, nil
@@ -318,7 +371,7 @@ func stringField(obj map[string]json.RawMessage, field, method string) (string, 
 
 // hookError turns a hook's error into the JSON-RPC error the client sees.
 func hookError(err error) *jsonrpc.Error {
-	var d *Denial
+	var d *hook.Denial
 	if errors.As(err, &d) {
 		return &jsonrpc.Error{Code: d.Code, Message: d.Message, Data: d.Data}
 	}

@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/policy"
+	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -31,14 +34,24 @@ type Implementation struct {
 	Version string `json:"version"`
 }
 
+// Store is what the router uses of the shared store: session records and
+// backend snapshots, the bus (list changes between instances), request
+// counters (rate limits) and the keys its tokens are signed with.
+type Store interface {
+	store.Sessions
+	store.Bus
+	store.RateLimits
+	store.SigningKeys
+}
+
 // Options configure a Router.
 type Options struct {
-	Store      store.Store
+	Store      Store
 	SessionTTL time.Duration
 	// CursorSecret signs pagination cursors. When nil, a key is generated
 	// once and kept in the store, shared by every instance.
 	CursorSecret []byte
-	Hooks        []Hook
+	Hooks        []hook.Hook
 	Logger       *slog.Logger
 	Info         Implementation
 	// ReprobeInterval is the least time between two initialize attempts on
@@ -89,8 +102,9 @@ type Router struct {
 	stopBus func() // set by Start
 	closed  bool
 
-	cursorKeys *sharedKey
-	stateKeys  *sharedKey
+	cursorKeys *sealed.Key
+	states     *sealed.States
+	taskKeys   *sealed.Key // seals task ids (tasks.go)
 
 	listensDone chan struct{} // closed by EndListens
 	listens     listenSlots   // open listens per principal
@@ -133,8 +147,10 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 		opts.MaxPageItems = DefaultMaxPageItems
 	}
 	r := &Router{listens: listenSlots{limit: opts.ListensPerPrincipal}, opts: opts, log: opts.Logger,
-		cursorKeys:  newSharedKey(opts.Store, cursorKeyName, opts.CursorSecret),
-		stateKeys:   newSharedKey(opts.Store, stateKeyName, derivedSecret(opts.CursorSecret, stateKeyName)),
+		cursorKeys: sealed.NewKey(opts.Store, cursorKeyName, opts.CursorSecret),
+		states: sealed.NewStates(sealed.NewKey(opts.Store, stateKeyName, sealed.DerivedSecret(opts.CursorSecret, stateKeyName)),
+			opts.RequestStateTTL),
+		taskKeys:    sealed.NewKey(opts.Store, taskKeyName, sealed.DerivedSecret(opts.CursorSecret, taskKeyName)),
 		listensDone: make(chan struct{})}
 	r.endListens = sync.OnceFunc(func() { close(r.listensDone) })
 	if opts.TracerProvider != nil {
@@ -151,7 +167,7 @@ func (r *Router) clientOptions() []upstream.Option {
 }
 
 // Start subscribes to the store's bus, on which instances tell each other
-// that a backend's lists changed (list_cache.go). Until then the router
+// that a backend's lists changed (list_fanout.go: dropListCache). Until then the router
 // serves requests, but its list caches only learn of their own instance's
 // changes. An error (the store did not confirm within ctx) leaves the
 // subscription coming up in the background.
@@ -201,9 +217,15 @@ func (r *Router) HasVHost(name string) bool {
 // SessionTTL is the sliding lifetime of a session in the store.
 func (r *Router) SessionTTL() time.Duration { return r.opts.SessionTTL }
 
-// Call is one downstream JSON-RPC request on an established session.
+// Call is one downstream JSON-RPC request, of either protocol generation.
+// The generation is a property of the request (Modern), not of its type:
+// the transport builds one Call and every request enters through Handle
+// (after Admit, when its answer may begin as a stream).
 type Call struct {
-	Session *store.Session
+	// VHost and Principal are whom the request is for and from. Handle
+	// takes them from Session when they are empty.
+	VHost     string
+	Principal string
 	// Claims are the claims of the token the request came with (nil:
 	// none, as in auth mode none), for the vhost's access rules. They are
 	// the request's own, never stored with the session: a 2025 session's
@@ -214,32 +236,67 @@ type Call struct {
 	Request *jsonrpc.Request
 	// Stream carries messages to the client while the call runs (the
 	// POST's SSE stream): progress, log messages, server-to-client
-	// requests. nil when the client accepts no event stream.
+	// requests, a listen's notifications. nil when the client accepts no
+	// event stream.
 	Stream Stream
-	// modern marks a 2026-07-28 request (HandleModern): results are
-	// decorated, request states wrapped, nothing is stored; decorated: its
-	// result was decorated where it was built (a list page), so
-	// HandleModern need not parse it again.
+
+	// Modern is a 2026-07-28 request's client (its _meta); nil for a
+	// request of a 2025-era session, which has Session instead.
+	Modern *ModernClient
+	// Session is a 2025-era request's session record.
+	Session *store.Session
+	// Runtime is the session runtime of a 2025-era session (package
+	// handler/session): it carries a backend's server-to-client requests
+	// to the client and back across instances, and hears of changes to
+	// the session's subscriptions. nil: the backend's requests are
+	// refused.
+	Runtime SessionRuntime
+
+	// peer is the request's client as the backend link sees it
+	// (backend_session.go): its session's, or for a 2026-07-28 request the one
+	// handleModern builds from its _meta and the discovery cache.
+	peer *peer
+	// modern marks the core's view of a 2026-07-28 request (handleModern
+	// builds it): results are decorated, request states wrapped, nothing
+	// is stored; decorated: its result was decorated where it was built
+	// (a list page), so handleModern need not parse it again.
 	modern    bool
 	decorated bool
 	// access is the request's access decision, taken on first use
-	// (accessFor).
-	access *accessView
+	// (accessFor, modernAccess).
+	access *policy.View
 	// admitted: the request has been counted against the vhost's rate
 	// limits (Admit), so routing it does not count it again.
 	admitted bool
 	// parked marks a modern call a ParkRuntime holds: its Runtime asks the
 	// client with input_required rounds, whatever stream it has.
 	parked bool
-	// Runtime is the session runtime of a 2025-era session (package
-	// router/session): it carries a backend's server-to-client requests to
-	// the client and back across instances, and hears of changes to the
-	// session's subscriptions. nil: the backend's requests are refused.
-	Runtime SessionRuntime
+	// resolution is where a routed request goes, decided once (targetOf)
+	// for admission, parking and routing alike.
+	resolution *resolution
+}
+
+// resolution is resolve's answer for a request on one routing table.
+type resolution struct {
+	v   *vhost
+	t   *target
+	err *jsonrpc.Error
+}
+
+// normalize fills VHost and Principal from a 2025-era request's session.
+func (c *Call) normalize() {
+	if c.Session != nil {
+		if c.VHost == "" {
+			c.VHost = c.Session.VHost
+		}
+		if c.Principal == "" {
+			c.Principal = c.Session.Principal
+		}
+	}
 }
 
 // SessionRuntime is what a call of a 2025-era session needs beyond the
-// federation core. router/session implements it.
+// federation core. handler/session implements it.
 type SessionRuntime interface {
 	// AskClient sends a backend's request (sampling, elicitation, roots)
 	// to the client on the call's stream and returns the client's answer,
@@ -267,17 +324,35 @@ type Stream interface {
 	Send(msg jsonrpc.Message) error
 }
 
-// Handle answers one request of an initialized session. It never returns
-// nil for a call; for a notification it returns nil.
+// Handle answers one request, of either generation. It never returns nil
+// for a call; for a notification it returns nil.
 func (r *Router) Handle(ctx context.Context, c *Call) (resp *jsonrpc.Response) {
-	if r.tracer != nil && !c.modern && c.Request.IsCall() { // a modern request's span is HandleModern's
+	c.normalize()
+	if r.tracer != nil && c.Request.IsCall() {
+		version := wire.ModernProtocolVersion
+		if c.Modern == nil {
+			version = c.Session.ProtocolVersion
+		}
 		var span trace.Span
-		ctx, span = r.startRequest(ctx, c.Session.VHost, c.Session.ProtocolVersion, c.Header, c.Request)
+		ctx, span = r.startRequest(ctx, c.VHost, version, c.Header, c.Request)
 		defer func() { endRequest(span, resp) }()
 	}
-	v, ok := r.table.Load().vhosts[c.Session.VHost]
+	v, ok := r.table.Load().vhosts[c.VHost]
 	if !ok {
-		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %q is no longer configured", c.Session.VHost))
+		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))
+	}
+	if c.Modern != nil {
+		return r.handleModern(ctx, v, c)
+	}
+	return r.serve(ctx, v, c)
+}
+
+// serve is the core both generations share: methods the gateway answers
+// itself, list fan-out, routed methods. A 2026-07-28 request reaches it
+// through handleModern.
+func (r *Router) serve(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Response) {
+	if c.peer == nil {
+		c.peer = sessionPeer(c.Session)
 	}
 	if !c.Request.IsCall() {
 		return nil // notifications/initialized and friends need no answer
@@ -290,6 +365,9 @@ func (r *Router) Handle(ctx context.Context, c *Call) (resp *jsonrpc.Response) {
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "session is already initialized"))
 	case "logging/setLevel":
 		return r.setLevel(ctx, c)
+	}
+	if wire.MethodOf(method).Task {
+		return r.routeTask(ctx, v, c) // a 2025 session that declared Tasks in its initialize
 	}
 	op, isList := listOps[method]
 	_, isRouted := routedKind(method)
@@ -317,17 +395,17 @@ func (r *Router) setLevel(ctx context.Context, c *Call) *jsonrpc.Response {
 	if err := json.Unmarshal(orEmpty(c.Request.Params), &p); err != nil || p.Level == "" {
 		return errorResponse(c.Request.ID, invalidParams("logging/setLevel needs params.level"))
 	}
-	if !ValidLogLevel(p.Level) {
+	if !wire.ValidLogLevel(p.Level) {
 		return errorResponse(c.Request.ID, invalidParams("unknown log level %s", wire.Quote(p.Level)))
 	}
-	switch err := r.opts.Store.SetLogLevel(ctx, c.Session.ID, p.Level, r.opts.SessionTTL); {
+	switch err := r.opts.Store.SetLogLevel(ctx, c.peer.sessionID, p.Level, r.opts.SessionTTL); {
 	case errors.Is(err, store.ErrNotFound):
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "the session has ended"))
 	case err != nil:
 		return r.storeUnavailable(c.Request.ID, err)
 	}
 	if c.Runtime != nil {
-		c.Runtime.ListenersChanged(ctx, c.Session.ID)
+		c.Runtime.ListenersChanged(ctx, c.peer.sessionID)
 	}
 	return resultResponse(c.Request.ID, json.RawMessage(`{}`))
 }

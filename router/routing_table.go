@@ -1,10 +1,16 @@
 package router
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/listcache"
+	"github.com/mcpgw/gateway/router/naming"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -14,18 +20,18 @@ type vhost struct {
 	name     string
 	backends map[string]*Backend
 	keys     []string // sorted lexically: fan-out and merge order
-	split    *splitter
-	aliases  *aliasTable
+	split    *naming.Splitter
+	aliases  *naming.Aliases
 	clients  map[string]*upstream.Client
-	lists    *listCache // pages of backends with ListCacheTTL; dies with the table
+	lists    *listcache.Cache[*pageResult] // pages of backends with ListCacheTTL; dies with the table
 	// discovered caches what each backend speaks, for 2026-07-28 requests
 	// (discovery.go); it dies with the table.
 	discovered *discoveryCache
-	access     *AccessPolicy    // nil: no access rules
-	hooks      []Hook           // the vhost's plugins, after Options.Hooks
-	limits     *RateLimitPolicy // nil: no rate limits
+	access     *policy.AccessPolicy    // nil: no access rules
+	hooks      []hook.Hook             // the vhost's plugins, after Options.Hooks
+	limits     *policy.RateLimitPolicy // nil: no rate limits
 	// allowance holds requests of batched limits taken ahead (rate_allowance.go).
-	allowance *rateAllowance
+	allowance *policy.Allowance
 	// schemas caches the backends' tool input schemas for plugins that
 	// validate arguments (tool_schemas.go); it dies with the table.
 	schemas *toolSchemas
@@ -57,15 +63,15 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 			name:     name,
 			backends: vh.Backends,
 			clients:  map[string]*upstream.Client{},
-			aliases:  newAliasTable(vh.Backends),
-			lists:    newListCache(vh.Backends),
+			aliases:  naming.NewAliases(toolAliases(vh.Backends)),
+			lists:    listcache.New[*pageResult](slices.Collect(maps.Keys(vh.Backends))),
 			health:   map[string]*backendHealth{},
 
 			discovered: newDiscoveryCache(),
 			access:     vh.Access,
 			hooks:      vh.Hooks,
 			limits:     vh.RateLimits,
-			allowance:  newRateAllowanceFor(vh.RateLimits),
+			allowance:  policy.NewAllowance(vh.RateLimits),
 			schemas:    newToolSchemas(),
 		}
 		for key, b := range vh.Backends {
@@ -85,7 +91,7 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 			v.clients[key] = upstream.New(cfg, opts...)
 		}
 		sort.Strings(v.keys)
-		v.split = newSplitter(v.keys)
+		v.split = naming.NewSplitter(v.keys)
 		t.vhosts[name] = v
 	}
 	return t
@@ -127,4 +133,55 @@ func (t *routingTable) closeExcept(next *routingTable) {
 		}
 	}
 	wg.Wait()
+}
+
+// toolAliases is each backend's tool_name_aliases, by backend key.
+func toolAliases(backends map[string]*Backend) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(backends))
+	for key, b := range backends {
+		out[key] = b.ToolNameAliases
+	}
+	return out
+}
+
+// publishedURI is the URI under which a backend's resource is listed and
+// subscribed to on v: the name access rules judge.
+func (v *vhost) publishedURI(backend, uri string) string {
+	if v.single() {
+		return uri
+	}
+	return naming.PublishURI(backend, uri)
+}
+
+// Reload swaps in a new set of virtual hosts. Requests already running
+// finish on the old table; new ones use the new. It returns the names of
+// the vhosts whose backends or access rules changed, for the session
+// runtime to tell their GET streams (session.Runtime.VHostsChanged: tools,
+// resources and prompts list_changed, since the gateway's lists may have
+// changed even if no backend's did, and rebuilt listeners).
+//
+// Each instance reloads its own config, so each notifies the streams it
+// holds; no cross-instance traffic is needed.
+func (r *Router) Reload(vhosts map[string]*VirtualHost) []string {
+	prev := r.table.Load()
+	next := buildRoutingTable(vhosts, prev, r.clientOptions()...)
+	prev = r.table.Swap(next)
+	changed := map[string]bool{}
+	var names []string
+	for name, v := range next.vhosts {
+		if old, ok := prev.vhosts[name]; !ok || !reflect.DeepEqual(old.backends, v.backends) || !old.access.Equal(v.access) {
+			changed[name] = true
+			names = append(names, name)
+		}
+	}
+	for name := range prev.vhosts {
+		if _, ok := next.vhosts[name]; !ok {
+			changed[name] = true
+			names = append(names, name)
+		}
+	}
+	// In the background: a stdio backend's pool waits for the requests
+	// still using its processes (Router.Close waits for it).
+	r.cleanup.Go(func() { prev.closeExcept(next) })
+	return names
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -43,12 +44,12 @@ func (r *Router) signInAnswer(ctx context.Context, v *vhost, c *Call, t *target,
 	if !errors.As(err, &sr) {
 		return nil
 	}
-	canURL := urlElicitation(c.Session.ClientCapabilities)
+	canURL := urlElicitation(c.peer.capabilities)
 	switch {
 	case c.modern && canURL && multiRoundTrip(c.Request.Method):
 		params, _ := json.Marshal(map[string]string{"mode": "url", "message": sr.Message(), "url": sr.URL})
 		result, _ := json.Marshal(map[string]any{
-			"resultType": resultInputRequired,
+			"resultType": envelope.ResultInputRequired,
 			"inputRequests": map[string]any{signInInputKey: map[string]any{
 				"method": "elicitation/create", "params": json.RawMessage(params)}},
 		})
@@ -135,13 +136,13 @@ func (r *Router) signInFirst(ctx context.Context, v *vhost, c *Call, t *target) 
 	if err := v.clients[t.backend].Authorize(ctx); err != nil {
 		return r.signInAnswer(ctx, v, c, t, err) // nil for other failures: the call reports them
 	}
-	if snap := c.Session.Backends[t.backend]; snap != nil && !snap.OK() {
-		// A copy for this call: the session value may be shared.
-		again, sess := *snap, *c.Session
+	if snap := c.peer.backends[t.backend]; snap != nil && !snap.OK() {
+		// A copy for this call: the peer shares the session's snapshots.
+		again, p := *snap, *c.peer
 		again.ProbedAt = time.Time{} // due now (backend_failed.go)
-		sess.Backends = maps.Clone(c.Session.Backends)
-		sess.Backends[t.backend] = &again
-		c.Session = &sess
+		p.backends = maps.Clone(c.peer.backends)
+		p.backends[t.backend] = &again
+		c.peer = &p
 	}
 	return nil
 }

@@ -201,7 +201,7 @@ func (v *vhost) backendStatus(key string) BackendStatus {
 		bs.LastAnswer = time.Unix(0, n)
 	}
 	if b.ListCacheTTL > 0 {
-		lc := &ListCacheStatus{TTL: b.ListCacheTTL, Pages: v.lists.held(key), Hits: h.cacheHits.Load(), Misses: h.cacheMisses.Load()}
+		lc := &ListCacheStatus{TTL: b.ListCacheTTL, Pages: v.lists.Held(key), Hits: h.cacheHits.Load(), Misses: h.cacheMisses.Load()}
 		if n := h.cacheDropped.Load(); n != 0 {
 			lc.LastDropped = time.Unix(0, n)
 		}

@@ -42,7 +42,7 @@ func TestStdio_InitializeThatNeverAnswersIsTriedOncePerRequest(t *testing.T) {
 	call := &jsonrpc.Request{ID: id, Method: "tools/call", Params: json.RawMessage(`{"name":"echo","arguments":{}}`)}
 
 	began := time.Now()
-	resp := r.HandleModern(t.Context(), &router.ModernCall{VHost: "demo", Principal: "alice", Request: call, ClientCapabilities: json.RawMessage(`{}`)})
+	resp := r.Handle(t.Context(), &router.Call{VHost: "demo", Principal: "alice", Request: call, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
 	e := rpcErr(t, resp)
 	t.Logf("2026-07-28 call: %v after %v", e.Message, time.Since(began))
 	if e.Code != -32603 || !strings.Contains(e.Message, `backend "mute"`) || !strings.Contains(e.Message, "timed out after "+timeout.String()) {

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/listcache"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -14,14 +16,11 @@ import (
 // inputSchema (validate_arguments) need the schema the backend lists. It
 // comes from the backend's own tools/list, walked whole, and is kept per
 // instance like the list cache: keyed by backend and the passthrough
-// headers it is sent (listCacheKey), and by caller when the backend's
+// headers it is sent (listcache.Key), and by caller when the backend's
 // requests carry per-caller credentials, for the backend's list_cache TTL or
 // toolSchemaTTL, dropped on the backend's list_changed and with the
 // routing table on reload. Concurrent misses share one walk. It is a
 // cache, never session state: losing it costs one walk.
-
-// ErrNoToolSchema: the backend lists no tool of that name.
-var ErrNoToolSchema = errors.New("the backend lists no such tool")
 
 // toolSchemaTTL is how long a backend's schemas are trusted when the
 // backend has no list_cache of its own.
@@ -33,7 +32,7 @@ const toolSchemaMaxPages = 100
 type toolSchemas struct {
 	mu      sync.Mutex
 	entries map[string]toolSchemaEntry
-	gen     map[string]uint64 // invalidations per backend, as in listCache
+	gen     map[string]uint64 // invalidations per backend, as in listcache.Cache
 	flight  singleflight.Group
 }
 
@@ -62,11 +61,11 @@ func (s *toolSchemas) invalidate(backend string) {
 // backend, as the backend lists it to this call.
 func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend, tool string) (json.RawMessage, error) {
 	b := v.backends[backend]
-	key := listCacheKey(b, "tools/list#schemas", "", c.Header)
+	key := listcache.Key(b.Key, "tools/list#schemas", "", b.PassthroughHeaders, c.Header)
 	if v.clients[backend].PerCaller() {
 		// Claim templates or token exchange: the backend may list other
 		// tools, or other schemas, to each caller.
-		key += "\x00" + c.Session.Principal
+		key += "\x00" + c.Principal
 	}
 	s := v.schemas
 	s.mu.Lock()
@@ -90,7 +89,7 @@ func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend
 			e := toolSchemaEntry{backend: backend, schemas: schemas, expires: time.Now().Add(ttl)}
 			s.mu.Lock()
 			if s.gen[backend] == gen {
-				if len(s.entries) >= listCacheMax {
+				if len(s.entries) >= listcache.Max {
 					clear(s.entries)
 				}
 				s.entries[key] = e
@@ -105,7 +104,7 @@ func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend
 	}
 	schema, ok := e.schemas[tool]
 	if !ok {
-		return nil, ErrNoToolSchema
+		return nil, hook.ErrNoToolSchema
 	}
 	return schema, nil
 }

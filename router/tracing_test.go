@@ -159,8 +159,8 @@ func TestTracing_ModernRequestTakesTraceContextFromMeta(t *testing.T) {
 	}}
 	raw, _ := json.Marshal(params)
 	hdr := http.Header{"Traceparent": {"00-11111111111111111111111111111111-2222222222222222-01"}}
-	resp := f.Router.HandleModern(context.Background(), &router.ModernCall{VHost: f.VHost, Principal: "alice", Header: hdr,
-		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, ClientCapabilities: json.RawMessage(`{}`)})
+	resp := f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "alice", Header: hdr,
+		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
 	result(t, resp)
 
 	req := one(t, rec, "mcp tools/call")

@@ -26,8 +26,12 @@
 #                        modern-only: tests/cmd/modern-everything, the same fixture
 #                        over 2026-07-28 alone (refuses initialize and GET; asks with
 #                        input_required), so a 2025-11-25 run needs the gateway to
-#                        translate
-#   SCENARIO             run only this scenario (default: the whole requirement set)
+#                        translate; or tasks: tests/cmd/tasks-backend, a 2026-07-28
+#                        server implementing the Tasks extension (SEP-2663) with
+#                        every fixture tool of the suite's tasks-* scenarios
+#   SCENARIO             run only these scenarios, space-separated; a glob such as
+#                        'tasks-*' names every server scenario of the suite it
+#                        matches (default: the whole requirement set)
 #   GATEWAY_BIN          use this gateway binary instead of building ./cmd/gateway
 #   BACKEND_BIN          use this backend binary instead of building it (the
 #                        everything-server, or modern-everything for modern-only)
@@ -62,9 +66,10 @@ case $BACKEND_MODE in
   stateful) BACKEND_NAME=everything-server BACKEND_ARGS=(-stateless=false) ;;
   stateless) BACKEND_NAME=everything-server BACKEND_ARGS=(-stateless=true) ;;
   modern-only) BACKEND_NAME=modern-everything BACKEND_ARGS=() ;;
-  *) echo "BACKEND_MODE must be stateful, stateless or modern-only, not $BACKEND_MODE" >&2; exit 2 ;;
+  tasks) BACKEND_NAME=tasks-backend BACKEND_ARGS=() ;;
+  *) echo "BACKEND_MODE must be stateful, stateless, modern-only or tasks, not $BACKEND_MODE" >&2; exit 2 ;;
 esac
-if [ "${DIRECT:-}" = 1 ] && [ "$BACKEND_MODE" = modern-only ] && [ "$REQUIREMENTS" != 2026-07-28 ]; then
+if [ "${DIRECT:-}" = 1 ] && { [ "$BACKEND_MODE" = modern-only ] || [ "$BACKEND_MODE" = tasks ]; } && [ "$REQUIREMENTS" != 2026-07-28 ]; then
   echo "DIRECT=1 with BACKEND_MODE=modern-only needs REQUIREMENTS=2026-07-28: a $REQUIREMENTS client cannot talk to a modern-only server (that is what the gateway is for)" >&2
   exit 2
 fi
@@ -151,6 +156,7 @@ if [ -z "${BACKEND_BIN:-}" ]; then
   case $BACKEND_NAME in
     everything-server) build "$BACKEND_BIN" "$GO_SDK/conformance/everything-server" ;;
     modern-everything) build "$BACKEND_BIN" ./tests/cmd/modern-everything ;;
+    tasks-backend) build "$BACKEND_BIN" ./tests/cmd/tasks-backend ;;
   esac
 fi
 if [ -z "${RRPROXY_BIN:-}" ]; then RRPROXY_BIN=$BIN_DIR/rrproxy; build "$RRPROXY_BIN" ./localdev/cmd/rrproxy; fi
@@ -229,13 +235,39 @@ log "started in $((SECONDS - T0))s; logs in $RUN"
 #    <results>/server-<scenario>-<time>/checks.json, and exits 1 on a failure.
 # ---------------------------------------------------------------------------
 args=(server --url "$URL" --output-dir "$RUN/results")
-if [ -n "$SCENARIO" ]; then args+=(--scenario "$SCENARIO"); else args+=(--requirements "$REQUIREMENTS"); fi
-log "running: conformance ${args[*]}"
 T1=$SECONDS
-set +e
-timeout --foreground "$SUITE_TIMEOUT" conformance "${args[@]}" 2>&1 | tee "$RUN/suite.log"
-suite_rc=${PIPESTATUS[0]}
-set -e
+suite_rc=0
+if [ -n "$SCENARIO" ]; then
+  # Each named scenario, one suite run each; a glob expands against the
+  # suite's own list of server scenarios.
+  scenarios=()
+  read -ra words <<<"$SCENARIO" # no pathname expansion of a glob
+  for s in "${words[@]}"; do
+    if [[ $s == *[*?]* ]]; then
+      mapfile -t -O "${#scenarios[@]}" scenarios < <(conformance list --server | sed -n 's/^ *- \([^ ]*\).*/\1/p' | while read -r n; do [[ $n == $s ]] && echo "$n"; done)
+    else
+      scenarios+=("$s")
+    fi
+  done
+  [ "${#scenarios[@]}" -gt 0 ] || die "SCENARIO='$SCENARIO' names no scenario of the suite"
+  : >"$RUN/suite.log"
+  for s in "${scenarios[@]}"; do
+    log "running: conformance ${args[*]} --scenario $s"
+    echo "=== Running scenario: $s ===" >>"$RUN/suite.log"
+    set +e
+    timeout --foreground "$SUITE_TIMEOUT" conformance "${args[@]}" --scenario "$s" 2>&1 | tee -a "$RUN/suite.log"
+    rc=${PIPESTATUS[0]}
+    set -e
+    [ "$rc" = 0 ] || suite_rc=$rc
+  done
+else
+  args+=(--requirements "$REQUIREMENTS")
+  log "running: conformance ${args[*]}"
+  set +e
+  timeout --foreground "$SUITE_TIMEOUT" conformance "${args[@]}" 2>&1 | tee "$RUN/suite.log"
+  suite_rc=${PIPESTATUS[0]}
+  set -e
+fi
 SUITE_SECS=$((SECONDS - T1))
 [ "$suite_rc" = 124 ] && log "the suite timed out after ${SUITE_TIMEOUT}s"
 

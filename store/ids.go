@@ -31,7 +31,7 @@ type ServerRequestID string
 
 // EventID is an SSE event id: an entry of the session's event log
 // ("<ms>-<seq>", event_log.go), or a call stream's event
-// ("<stream>_<entry>", built by router/session). Clients send it back in
+// ("<stream>_<entry>", built by handler/session). Clients send it back in
 // Last-Event-ID.
 type EventID string
 

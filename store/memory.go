@@ -36,6 +36,9 @@ type Memory struct {
 	slotMu sync.Mutex                      // slots only
 	slots  map[string]map[string]time.Time // slot expiries, by set and id
 
+	taskMu sync.Mutex                     // tasks only
+	tasks  map[string]map[string]*memTask // gateway-run tasks, by owner and id
+
 	userTokens memoryUserTokens // user_oauth tokens, once-ids and refresh locks
 
 	instanceID string
@@ -91,6 +94,7 @@ func (m *Memory) purge(now time.Time) {
 	m.purgeLeases(now)
 	m.purgeRates(now)
 	m.purgeSlots(now)
+	m.purgeTasks(now)
 }
 
 // Ping reports whether the store is still open.

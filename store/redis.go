@@ -10,8 +10,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpgw/gateway/store/redisconn"
 	"github.com/redis/go-redis/v9"
 )
+
+// DefaultTimeout bounds each Redis operation when RedisOptions.Timeout is
+// zero (config: store.timeout; why: redisconn/timeout.go).
+const DefaultTimeout = 2 * time.Second
 
 // RedisOptions tunes a Redis store.
 type RedisOptions struct {
@@ -49,7 +54,7 @@ type Redis struct {
 var _ Store = (*Redis)(nil)
 
 // NewRedis returns a Redis store for rawURL, one of (details, options and
-// defaults at ParseRedisURL):
+// defaults at redisconn.ParseURL):
 //
 //	redis://[user:pass@]host:port[/db][?options]                   single node
 //	rediss://...                                                    single node over TLS
@@ -75,13 +80,13 @@ func NewRedis(rawURL string, opts RedisOptions) (*Redis, error) {
 	if timeout < 0 {
 		return nil, fmt.Errorf("store: timeout %v must not be negative", timeout)
 	}
-	cfg, err := ParseRedisURL(rawURL)
+	cfg, err := redisconn.ParseURL(rawURL)
 	if err != nil {
 		return nil, err
 	}
-	cfg.boundByContext()
+	cfg.BoundByContext()
 	client := cfg.NewClient()
-	client.AddHook(timeoutHook{timeout})
+	client.AddHook(redisconn.NewTimeoutHook(timeout))
 	return &Redis{client: client, prefix: prefix, instanceID: newInstanceID(),
 		plaintext: strings.HasPrefix(rawURL, "redis://") || strings.HasPrefix(rawURL, "redis+")}, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/redisconn"
 )
 
 // A store URL that can never work is told apart from a Redis that is only
@@ -60,12 +61,21 @@ func TestUnusable_TellsPermanentFromPassingFailures(t *testing.T) {
 			if perr == nil {
 				t.Fatal("ping succeeded")
 			}
-			if got := store.Unusable(perr); got != tc.unusable {
+			if got := redisconn.Unusable(perr); got != tc.unusable {
 				t.Fatalf("Unusable(%v) = %v, want %v", perr, got, tc.unusable)
 			}
 			if strings.Contains(perr.Error(), password) || strings.Contains(perr.Error(), "wrong") {
 				t.Fatalf("the error shows a password: %v", perr)
 			}
 		})
+	}
+}
+
+// A URL redisconn refuses is refused by NewRedis, before any connection.
+func TestNewRedis_RefusesABadURL(t *testing.T) {
+	for _, raw := range []string{"redis://:hunter2@h:notaport", "redis+cluster://:hunter2@h/3", "http://h:1"} {
+		if _, err := store.NewRedis(raw, store.RedisOptions{}); err == nil {
+			t.Errorf("NewRedis(%q) succeeded, want an error", raw)
+		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 // Slots bound what one principal holds at once across every instance: a
 // named set of slots (the caller names it, e.g. by a digest of the
 // principal), at most a limit of them live. Calls parked for a client's
-// input take one each (router/session/parked_calls.go): a parked call
+// input take one each (handler/session/parked_calls.go): a parked call
 // costs goroutines, descriptors and keys on whichever instance holds it,
 // and its owner cannot be held to a count kept in one process.
 //

@@ -17,6 +17,8 @@
 //   - SigningKeys (signing_keys.go): keys every instance shares;
 //   - RateLimits (rate_limits.go): request counters every instance shares;
 //   - Slots (slots.go): what one principal holds at once, fleet-wide;
+//   - Tasks (tasks.go): the tasks the gateway runs itself, their leases,
+//     input rounds and results;
 //   - UserTokens (user_tokens.go): users' sealed third-party tokens.
 //
 // Store is all of them. Redis (redis.go, redis_<role>.go) and Memory
@@ -41,6 +43,7 @@ type Store interface {
 	SigningKeys
 	RateLimits
 	Slots
+	Tasks
 	UserTokens
 
 	// Ping checks the store is reachable.

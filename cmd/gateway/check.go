@@ -10,7 +10,7 @@ import (
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/config"
-	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/redisconn"
 )
 
 // runCheck is `gateway check --config FILE [--redis-url URL] [--lambda]`:
@@ -73,7 +73,7 @@ func validate(path, redisURL string) (*config.Config, error) {
 		return nil, fmt.Errorf("%s: auth: %w", cfg.Source, err)
 	}
 	if u := strings.TrimSpace(redisURL); u != "" {
-		if _, err := store.ParseRedisURL(u); err != nil {
+		if _, err := redisconn.ParseURL(u); err != nil {
 			return nil, fmt.Errorf("--redis-url: %w", err)
 		}
 	}

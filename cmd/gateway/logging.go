@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -40,7 +40,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 // once, at start-up, before any Redis client exists; redis.SetLogger swaps
 // it atomically, which keeps it safe even if a client already logged.
 func routeRedisLogs(log *slog.Logger, redisURL string) {
-	redis.SetLogger(store.NewRedisLogger(log, redisURL, store.DefaultRedisLogEvery))
+	redis.SetLogger(redisconn.NewLogger(log, redisURL, redisconn.DefaultLogEvery))
 }
 
 // isJSON reports whether --log-format asks for JSON lines.

@@ -30,7 +30,7 @@ import (
 	"github.com/mcpgw/gateway/cmd/internal/app"
 	"github.com/mcpgw/gateway/internal/buildinfo"
 	"github.com/mcpgw/gateway/internal/config"
-	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/redisconn"
 )
 
 // version and commit are stamped at link time and never written after:
@@ -105,7 +105,7 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 	startCtx, cancelStart := context.WithTimeout(ctx, 3*time.Second)
 	if err := a.Store.Ping(startCtx); err != nil {
 		cancelStart()
-		if store.Unusable(err) {
+		if redisconn.Unusable(err) {
 			return fmt.Errorf("the session store cannot work with this URL (fix --redis-url or MCPGW_REDIS_URL): %w", err)
 		}
 		log.Warn("session store not reachable yet; /readyz answers 503 until it is", "error", err)

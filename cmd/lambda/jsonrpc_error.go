@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // JSON-RPC error codes used by this package's own answers, from the table
@@ -25,7 +26,5 @@ func writeJSONRPCError(w http.ResponseWriter, status int, code int64, msg string
 // writeJSONRPCErrorFor is writeJSONRPCError for the request whose id is
 // rawID (JSON; nil: null).
 func writeJSONRPCErrorFor(w http.ResponseWriter, rawID json.RawMessage, status int, code int64, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(wire.ErrorBody(rawID, code, msg))
+	wire.WriteError(w, status, rawID, &jsonrpc.Error{Code: code, Message: msg}, 0)
 }

@@ -54,7 +54,7 @@ import (
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/buildinfo"
 	"github.com/mcpgw/gateway/internal/config"
-	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -74,7 +74,7 @@ func main() {
 	}
 	// go-redis's own lines go through the same JSON logger. Its logger is
 	// process-wide, so it is set once, here, before any client exists.
-	redis.SetLogger(store.NewRedisLogger(log, os.Getenv(envRedisURL), store.DefaultRedisLogEvery))
+	redis.SetLogger(redisconn.NewLogger(log, os.Getenv(envRedisURL), redisconn.DefaultLogEvery))
 	bi := buildinfo.Read(version, commit)
 	fn, err := setup(os.Getenv, log, app.WithBuildInfo(bi))
 	if err != nil {
@@ -125,7 +125,7 @@ func setup(getenv func(string) string, log *slog.Logger, options ...app.Option) 
 	redisURL := strings.TrimSpace(getenv(envRedisURL))
 	storeKind := "memory"
 	if redisURL != "" {
-		if _, err := store.ParseRedisURL(redisURL); err != nil {
+		if _, err := redisconn.ParseURL(redisURL); err != nil {
 			return nil, fmt.Errorf("%s: %w", envRedisURL, err)
 		}
 		storeKind = "redis"
@@ -154,7 +154,7 @@ func setup(getenv func(string) string, log *slog.Logger, options ...app.Option) 
 		// such, as the server's start-up does: every request gets 503
 		// naming it until the store or its secret is fixed. One that does
 		// not answer yet may be starting: the request goes on.
-		if err := a.Store.Ping(ctx); store.Unusable(err) {
+		if err := a.Store.Ping(ctx); redisconn.Unusable(err) {
 			_ = a.Close()
 			return nil, fmt.Errorf("the session store cannot work with this URL (fix %s or the secret it names): %w", envRedisURL, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpgw/gateway/internal/wire"
 )
@@ -79,10 +80,8 @@ func unauthorized(w http.ResponseWriter, challenge string, err error) {
 	}
 	h := w.Header()
 	h.Set("WWW-Authenticate", challenge)
-	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusUnauthorized)
-	_, _ = w.Write(wire.ErrorBody(nil, CodeUnauthorized, msg))
+	wire.WriteError(w, http.StatusUnauthorized, nil, &jsonrpc.Error{Code: CodeUnauthorized, Message: msg}, 0)
 }
 
 // ChallengeParam formats one auth-param of a challenge: name="value",

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/policy"
 )
 
 // rawAccessRule is one rule of a virtual host's `access` list.
@@ -19,20 +19,20 @@ type rawAccessRule struct {
 // e.g. virtual_hosts.demo.access[1].when, with its line. nil rules (the
 // field absent or null) mean no access control; an empty list hides
 // everything, as a list whose rules no caller meets would.
-func (v *validator) access(vhostPath string, raw []*rawAccessRule) *router.AccessPolicy {
+func (v *validator) access(vhostPath string, raw []*rawAccessRule) *policy.AccessPolicy {
 	if raw == nil {
 		return nil
 	}
 	path := joinPath(vhostPath, "access")
-	rules := make([]router.AccessRule, len(raw))
+	rules := make([]policy.AccessRule, len(raw))
 	for i, r := range raw {
 		if r == nil {
 			v.errf(indexPath(path, i), "empty rule: give allow (and when, deny)")
 			return nil
 		}
-		rules[i] = router.AccessRule{When: r.When, Allow: r.Allow, Deny: r.Deny}
+		rules[i] = policy.AccessRule{When: r.When, Allow: r.Allow, Deny: r.Deny}
 	}
-	p, err := router.CompileAccess(rules)
+	p, err := policy.CompileAccess(rules)
 	if err == nil {
 		return p
 	}
@@ -42,7 +42,7 @@ func (v *validator) access(vhostPath string, raw []*rawAccessRule) *router.Acces
 		errs = multi.Unwrap()
 	}
 	for _, e := range errs {
-		var re *router.AccessRuleError
+		var re *policy.AccessRuleError
 		if !errors.As(e, &re) {
 			v.errf(path, "%s", errMsg(e))
 			continue

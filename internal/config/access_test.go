@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/policy"
 )
 
 // withAccess builds a config whose vhost "demo" has the given access block
@@ -24,7 +24,7 @@ func TestConfig_AccessRulesAreCompiled(t *testing.T) {
   deny: ["gateway-one-delete_*"]
 `))
 	p := cfg.VirtualHosts["demo"].Access
-	want := []router.AccessRule{
+	want := []policy.AccessRule{
 		{When: "'admins' in claims.groups", Allow: []string{"*"}},
 		{Allow: []string{"gateway-one-*", "Public.Tool", "gateway-two-test://*"}, Deny: []string{"gateway-one-delete_*"}},
 	}

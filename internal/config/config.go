@@ -82,6 +82,10 @@ type Config struct {
 	MaxBatch int
 	// Limits bound what clients can make one instance hold.
 	Limits Limits
+	// BackendTasks are the backends' `tasks:` blocks (tasks.go), by vhost
+	// and backend key; a backend without one is absent. (Kept here, not on
+	// router.Backend, until the router's task support lands.)
+	BackendTasks map[string]map[string]*BackendTasks
 	// MaxPageItems (max_page_items) bounds the items of one gateway list
 	// page, whatever the number of backends. Default 1000; 1 to 100000.
 	MaxPageItems int
@@ -174,6 +178,13 @@ type Limits struct {
 	// the calls of one principal parked for client input at once, across
 	// every instance (counted in the store). Default 8.
 	ParkedCallsPerPrincipal int
+	// TasksPerPrincipal (limits.tasks_per_principal) bounds the
+	// gateway-run tasks one principal has running at once, across every
+	// instance (counted in the store). Default 16.
+	TasksPerPrincipal int
+	// TaskTTLMax (limits.task_ttl_max) caps a backend's tasks.ttl.
+	// Default 24h.
+	TaskTTLMax time.Duration
 }
 
 // Auth is the downstream authentication setting.
@@ -330,6 +341,8 @@ type rawLimits struct {
 	ListensPerPrincipal     *int64  `yaml:"listens_per_principal"`
 	ListenURIs              *int64  `yaml:"listen_uris"`
 	ParkedCallsPerPrincipal *int64  `yaml:"parked_calls_per_principal"`
+	TasksPerPrincipal       *int64  `yaml:"tasks_per_principal"`
+	TaskTTLMax              *string `yaml:"task_ttl_max"`
 }
 
 type rawAuth struct {
@@ -384,6 +397,7 @@ type rawBackend struct {
 	Session            string            `yaml:"session"`
 	ListCache          *string           `yaml:"list_cache"`
 	Credentials        *rawCredentials   `yaml:"credentials"`
+	Tasks              *rawTasks         `yaml:"tasks"` // tasks.go
 	// transport stdio (stdio.go)
 	Command string            `yaml:"command"`
 	Args    []string          `yaml:"args"`

@@ -1,8 +1,11 @@
 package config
 
+import "time"
+
 // The limits section bounds what one client can make the gateway hold:
-// answers in flight, open listens, calls parked for client input. Each
-// bound has a default, so an absent section is a bounded gateway.
+// answers in flight, open listens, calls parked for client input, tasks
+// running and how long a finished one is kept. Each bound has a default,
+// so an absent section is a bounded gateway.
 
 func (v *validator) limits(raw *rawLimits) Limits {
 	if raw == nil {
@@ -13,6 +16,8 @@ func (v *validator) limits(raw *rawLimits) Limits {
 		ListensPerPrincipal:     v.countLimit("limits.listens_per_principal", raw.ListensPerPrincipal, DefaultListensPerPrincipal, 1000),
 		ListenURIs:              v.countLimit("limits.listen_uris", raw.ListenURIs, DefaultListenURIs, 10000),
 		ParkedCallsPerPrincipal: v.countLimit("limits.parked_calls_per_principal", raw.ParkedCallsPerPrincipal, DefaultParkedCallsPerPrincipal, 1000),
+		TasksPerPrincipal:       v.countLimit("limits.tasks_per_principal", raw.TasksPerPrincipal, DefaultTasksPerPrincipal, 10000),
+		TaskTTLMax:              v.duration("limits.task_ttl_max", raw.TaskTTLMax, DefaultTaskTTLMax, time.Second),
 	}
 }
 

@@ -64,7 +64,7 @@ func TestConfig_LimitsSection(t *testing.T) {
 		"not a size":  {"limits:\n  inflight_response_bytes: lots\n", `limits.inflight_response_bytes: "lots" is not a size`},
 		"bad unit":    {"limits:\n  inflight_response_bytes: 5TiB\n", "is not a size"},
 		"overflow":    {"limits:\n  inflight_response_bytes: 9999999999GiB\n", "is too large"},
-		"unknown":     {"limits:\n  max_streams: 5\n", "limits.max_streams: unknown field (valid fields: inflight_response_bytes, listens_per_principal, listen_uris, parked_calls_per_principal)"},
+		"unknown":     {"limits:\n  max_streams: 5\n", "limits.max_streams: unknown field (valid fields: inflight_response_bytes, listens_per_principal, listen_uris, parked_calls_per_principal, tasks_per_principal, task_ttl_max)"},
 		"not mapping": {"limits: 5\n", "limits: must be a mapping"},
 		"negative":    {"limits:\n  inflight_response_bytes: -5MiB\n", "must be at least"},
 	} {

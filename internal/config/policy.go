@@ -4,8 +4,9 @@ import (
 	"errors"
 	"strings"
 
-	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/router/plugins"
+	"github.com/mcpgw/gateway/plugins"
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/policy"
 )
 
 // rawPlugin is one entry of a virtual host's `plugins` list. Which fields
@@ -31,7 +32,7 @@ type rawRateLimit struct {
 // regular expression, every field against the plugin's type) and reports
 // each problem at its field, e.g. virtual_hosts.demo.plugins[0].patterns[1],
 // with its line.
-func (v *validator) plugins(vhostPath string, raw []*rawPlugin) []router.Hook {
+func (v *validator) plugins(vhostPath string, raw []*rawPlugin) []hook.Hook {
 	if len(raw) == 0 {
 		return nil
 	}
@@ -71,12 +72,12 @@ func (v *validator) plugins(vhostPath string, raw []*rawPlugin) []router.Hook {
 
 // rateLimits checks a virtual host's rate limits (router.CompileRateLimits)
 // and reports each problem at its field with its line.
-func (v *validator) rateLimits(vhostPath string, raw []*rawRateLimit) *router.RateLimitPolicy {
+func (v *validator) rateLimits(vhostPath string, raw []*rawRateLimit) *policy.RateLimitPolicy {
 	if len(raw) == 0 {
 		return nil
 	}
 	path := joinPath(vhostPath, "rate_limits")
-	limits := make([]router.RateLimit, len(raw))
+	limits := make([]policy.RateLimit, len(raw))
 	ok := true
 	reported := map[int]bool{} // limits whose limit or window is already reported
 	for i, r := range raw {
@@ -85,7 +86,7 @@ func (v *validator) rateLimits(vhostPath string, raw []*rawRateLimit) *router.Ra
 			v.errf(at, "empty rate limit: give per, limit and window")
 			return nil
 		}
-		limits[i] = router.RateLimit{Per: r.Per, Tools: r.Tools}
+		limits[i] = policy.RateLimit{Per: r.Per, Tools: r.Tools}
 		if r.Batch != nil {
 			limits[i].Batch = *r.Batch
 			if *r.Batch < 1 {
@@ -107,7 +108,7 @@ func (v *validator) rateLimits(vhostPath string, raw []*rawRateLimit) *router.Ra
 			ok, reported[i] = false, true
 		}
 	}
-	p, err := router.CompileRateLimits(limits)
+	p, err := policy.CompileRateLimits(limits)
 	if err == nil {
 		if !ok {
 			return nil
@@ -115,7 +116,7 @@ func (v *validator) rateLimits(vhostPath string, raw []*rawRateLimit) *router.Ra
 		return p
 	}
 	for _, e := range unjoin(err) {
-		var re *router.RateLimitError
+		var re *policy.RateLimitError
 		if !errors.As(e, &re) {
 			v.errf(path, "%s", errMsg(e))
 			continue

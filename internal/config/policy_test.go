@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/policy"
 )
 
 // withPolicy builds a config whose vhost "demo" has the given block (at
@@ -42,10 +44,10 @@ rate_limits:
 	if len(vh.Hooks) != 4 {
 		t.Fatalf("%d hooks, want 4", len(vh.Hooks))
 	}
-	if _, ok := vh.Hooks[1].(router.ProgressHook); !ok {
+	if _, ok := vh.Hooks[1].(hook.ProgressHook); !ok {
 		t.Fatal("redact does not see progress")
 	}
-	want := []router.RateLimit{
+	want := []policy.RateLimit{
 		{Per: "principal", Tools: []string{"gateway-one-*"}, Limit: 60, Window: time.Minute},
 		{Per: "vhost", Limit: 1000, Window: time.Second},
 	}

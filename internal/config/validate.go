@@ -124,6 +124,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 			cfg.VirtualHosts[name] = vh
 		}
 	}
+	cfg.BackendTasks = v.backendTasks(raw.VirtualHosts, cfg.Limits)
 	v.callerCredentialsNeedJWT(cfg)
 	v.userOAuthNeeds(cfg)
 	for _, p := range v.stdioPaths {

@@ -1,7 +1,7 @@
 // Package routertest builds gateway instances for tests: a router and its
 // session runtime over one store, on real go-sdk backends and a real
 // redis-server, composed the way the handler composes them. The tests of
-// router and router/session share it.
+// router and handler/session share it.
 package routertest
 
 import (
@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgw/gateway/handler/session"
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/router/session"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -82,7 +82,8 @@ func New(t testing.TB, redisURL string, opts Options, specs ...Spec) *Fixture {
 		vh.Backends[s.Key] = cfg
 	}
 	f.Config = vh
-	f.Instance = f.NewInstanceOn(opts.Router.Store, opts)
+	st, _ := opts.Router.Store.(store.Store) // a test's own store, whole; nil: a new one
+	f.Instance = f.NewInstanceOn(st, opts)
 	return f
 }
 

@@ -412,6 +412,8 @@ func ModernHeaders(method string, params map[string]any) map[string]string {
 		field = "name"
 	case "resources/read":
 		field = "uri"
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		field = "taskId"
 	}
 	if name, ok := params[field].(string); ok && field != "" {
 		h["Mcp-Name"] = name

@@ -2,7 +2,10 @@ package wire
 
 import (
 	"encoding/json"
+	"math"
+	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -90,4 +93,18 @@ func ErrorBodyOf(rawID json.RawMessage, e *jsonrpc.Error) []byte {
 		body = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":` + strconv.FormatInt(CodeInternalError, 10) + `,"message":"internal error"}}`)
 	}
 	return append(body, '\n')
+}
+
+// WriteError answers an HTTP request with status and the JSON-RPC error e
+// for the request whose id is rawID (empty: null), with Retry-After in
+// whole seconds (rounded up, at least 1) when retryAfter is positive. It
+// is the one writer of error answers: the handler's, handler/auth's and
+// cmd/lambda's all end here.
+func WriteError(w http.ResponseWriter, status int, rawID json.RawMessage, e *jsonrpc.Error, retryAfter time.Duration) {
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(max(1, int64(math.Ceil(retryAfter.Seconds()))), 10))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(ErrorBodyOf(rawID, e))
 }

@@ -2,8 +2,11 @@ package wire_test
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -103,5 +106,29 @@ func TestErrorBody_OneShapeForEveryTransportError(t *testing.T) {
 				t.Fatalf("not JSON: %v", err)
 			}
 		})
+	}
+}
+
+// WriteError is the one writer of error answers: status, JSON body with
+// the request's own id and the error's data, Retry-After rounded up to
+// whole seconds and never 0.
+func TestWriteError_StatusBodyAndRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		wait time.Duration
+		want string
+	}{{0, ""}, {time.Millisecond, "1"}, {1500 * time.Millisecond, "2"}, {5 * time.Second, "5"}} {
+		rec := httptest.NewRecorder()
+		wire.WriteError(rec, http.StatusTooManyRequests, json.RawMessage(`"r-1"`),
+			&jsonrpc.Error{Code: wire.CodeRateLimited, Message: "slow down", Data: json.RawMessage(`{"limit":"x"}`)}, tc.wait)
+		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Content-Type") != "application/json" {
+			t.Fatalf("status %d, content type %q", rec.Code, rec.Header().Get("Content-Type"))
+		}
+		if got := rec.Header().Get("Retry-After"); got != tc.want {
+			t.Errorf("wait %v: Retry-After %q, want %q", tc.wait, got, tc.want)
+		}
+		want := `{"jsonrpc":"2.0","id":"r-1","error":{"code":-32029,"message":"slow down","data":{"limit":"x"}}}` + "\n"
+		if rec.Body.String() != want {
+			t.Errorf("body %s, want %s", rec.Body, want)
+		}
 	}
 }

@@ -27,6 +27,9 @@ type Method struct {
 	Cacheable bool
 	// Session: served only to a 2025-era session.
 	Session bool
+	// Task: a method of the Tasks extension (SEP-2663), routed by the
+	// sealed task id in params.taskId, which Mcp-Name mirrors.
+	Task bool
 }
 
 var methods = map[string]Method{
@@ -45,7 +48,13 @@ var methods = map[string]Method{
 	"resources/subscribe":      {Routed: "resource", Session: true},
 	"resources/unsubscribe":    {Routed: "resource", Session: true},
 	"completion/complete":      {Routed: "reference", Modern: true},
+	"tasks/get":                {NameField: "taskId", Modern: true, Task: true},
+	"tasks/update":             {NameField: "taskId", Modern: true, Task: true},
+	"tasks/cancel":             {NameField: "taskId", Modern: true, Task: true},
 }
+
+// ExtensionTasks is the Tasks extension's id (SEP-2663).
+const ExtensionTasks = "io.modelcontextprotocol/tasks"
 
 // LookupMethod is method's row; ok is false for a method the gateway does
 // not serve (notifications are not in the table).
@@ -71,3 +80,6 @@ func LogLevelRank(level string) int {
 	}
 	return 0
 }
+
+// ValidLogLevel reports whether level is an MCP log level.
+func ValidLogLevel(level string) bool { return LogLevelRank(level) > 0 }

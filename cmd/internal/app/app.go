@@ -15,7 +15,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/mcpgw/gateway/router/session"
+	"github.com/mcpgw/gateway/handler/session"
 
 	"github.com/mcpgw/gateway/handler"
 	"github.com/mcpgw/gateway/handler/auth"

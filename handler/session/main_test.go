@@ -1,0 +1,103 @@
+package session_test
+
+import (
+	"os"
+	"testing"
+
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/mcpgw/gateway/handler/session"
+	"github.com/mcpgw/gateway/internal/routertest"
+	"github.com/mcpgw/gateway/internal/testsupport"
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var redisSrv *testsupport.RedisServer
+
+func TestMain(m *testing.M) {
+	redisSrv = testsupport.MustStartRedis()
+	code := m.Run()
+	redisSrv.Stop()
+	os.Exit(code)
+}
+
+type (
+	fixture  = routertest.Fixture
+	instance = routertest.Instance
+	options  = routertest.Options
+)
+
+const waitFor = 10 * time.Second
+
+// streamingFixture is a virtual host over two backends with the streaming
+// tools (progress, sampling, elicitation, roots, block), and an instance.
+func streamingFixture(t *testing.T, opts options) *fixture {
+	t.Helper()
+	return routertest.New(t, redisSrv.URL(), opts,
+		routertest.Spec{Key: "gateway-one", Opts: testsupport.BackendOptions{StreamingTools: true}},
+		routertest.Spec{Key: "gateway-two", Opts: testsupport.BackendOptions{StreamingTools: true}})
+}
+
+// handle runs one call with a stream on instance in.
+func handle(t *testing.T, in *instance, sid store.SessionID, id jsonrpc.ID, method string, params any, s interface {
+	Send(jsonrpc.Message) error
+}) *jsonrpc.Response {
+	t.Helper()
+	return in.Call(t, sid, id, nil, method, params, s)
+}
+
+// openStream attaches a GET stream of session sid on instance in.
+func openStream(t *testing.T, in *instance, sid store.SessionID, lastEventID store.EventID) *session.SessionEvents {
+	t.Helper()
+	ev, err := in.Sessions.OpenStream(context.Background(), in.Load(t, sid), http.Header{}, lastEventID)
+	if err != nil {
+		t.Fatalf("open stream: %v", err)
+	}
+	return ev
+}
+
+// nextEvent waits for the next live event and decodes its notification.
+func nextEvent(t *testing.T, ev *session.SessionEvents) (store.Event, *jsonrpc.Request) {
+	t.Helper()
+	select {
+	case e, ok := <-ev.Live:
+		if !ok {
+			t.Fatal("live channel closed")
+		}
+		msg, err := jsonrpc.DecodeMessage(e.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, msg.(*jsonrpc.Request)
+	case <-time.After(waitFor):
+		t.Fatal("no event arrived")
+	}
+	return store.Event{}, nil
+}
+
+// addTool makes a go-sdk backend send notifications/tools/list_changed.
+func addTool(f *fixture, backend, name string) {
+	f.Backends[backend].Server.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+}
+
+func result(t testing.TB, resp *jsonrpc.Response) map[string]any {
+	t.Helper()
+	return routertest.Result(t, resp)
+}
+func rpcErr(t testing.TB, resp *jsonrpc.Response) *jsonrpc.Error {
+	t.Helper()
+	return routertest.RPCErr(t, resp)
+}
+func names(t testing.TB, res map[string]any, field string) []string {
+	t.Helper()
+	return routertest.Names(t, res, field)
+}
+func text(t testing.TB, res map[string]any) string { t.Helper(); return routertest.Text(t, res) }
+func mustID(n int) jsonrpc.ID                      { return routertest.MustID(n) }

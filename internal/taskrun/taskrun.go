@@ -1,0 +1,539 @@
+// Package taskrun runs the tasks the gateway runs itself (SEP-2663
+// gateway-run tasks, for backends without the extension) on the store's
+// Tasks role, independently of how the backend is called: the router hands
+// it a Step that drives one backend call, and any instance answers
+// tasks/get, tasks/update and tasks/cancel for a task another one runs.
+//
+// A task's life, with the store's guarantees (store/tasks.go):
+//
+//   - Start creates the task (within the owner's fleet-wide bound) with
+//     this instance's lease, and only then returns, so a tasks/get on any
+//     instance resolves; the run goes on detached from the request.
+//   - The run calls Step; an Outcome asking for input opens a round (keys
+//     prefixed by the round, unique over the task's life) and waits for
+//     the answers, which any instance posts (Update: held in the store,
+//     partial rounds too, with a bus message); once the round is complete,
+//     Step is called again with them, under the backend's own keys.
+//   - The run renews its lease every third of it and watches for a cancel
+//     (the bus, and the record at each renewal, so a lost message costs a
+//     delay only); Cancel from any instance cancels Step's context and the
+//     task settles cancelled.
+//   - Every write is compare-and-set: a run whose task was settled by
+//     someone else (its lease lapsed: Get settles it failed) stops without
+//     writing.
+//
+// Step errors: a *RPCError is the protocol error the task fails with;
+// another error fails it with -32603 naming it.
+package taskrun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/mcpgw/gateway/store"
+)
+
+// Outcome is what one Step of the backend call ended with: a Result (the
+// CallToolResult; a tool error is a result too) or InputRequests, keyed by
+// the backend's own keys.
+type Outcome struct {
+	Result        json.RawMessage
+	InputRequests map[string]json.RawMessage
+}
+
+// Step drives the backend call: answers is nil the first time and, after
+// an Outcome with InputRequests, the client's answers to them, under the
+// same keys. Its context ends when the task is cancelled, or when this
+// instance loses the task.
+type Step func(ctx context.Context, answers map[string]json.RawMessage) (Outcome, error)
+
+// RPCError is a JSON-RPC error a task fails with.
+type RPCError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Message) }
+
+// Spec is the task to start.
+type Spec struct {
+	Owner   string // taskid.PrincipalDigest of the principal
+	VHost   string
+	Backend string
+	Tool    string
+	// TTL is how long the task is kept once finished (default DefaultTTL).
+	TTL time.Duration
+}
+
+// Store is what a Runner uses of the shared store: task records, and the
+// bus that tells other instances of a task's changes.
+type Store interface {
+	store.Tasks
+	store.Bus
+}
+
+// Options configure a Runner.
+type Options struct {
+	Store Store
+	// Lease is how long a run's lease lasts without renewal; a run renews
+	// it every third (default DefaultLease).
+	Lease time.Duration
+	// PerPrincipal bounds an owner's running tasks, fleet-wide (default
+	// DefaultPerPrincipal).
+	PerPrincipal int
+	// PollInterval is the tasks' pollIntervalMs (default
+	// DefaultPollInterval).
+	PollInterval time.Duration
+	// MaxRun bounds a run; past it the task fails (default DefaultMaxRun).
+	MaxRun time.Duration
+	Logger *slog.Logger
+}
+
+// Defaults of Options and Spec.
+const (
+	DefaultLease        = 10 * time.Second
+	DefaultPerPrincipal = 16
+	DefaultPollInterval = time.Second
+	DefaultMaxRun       = time.Hour
+	DefaultTTL          = time.Hour
+)
+
+// Errors of Runner's methods.
+var (
+	// ErrLimit: the owner runs as many tasks as it may.
+	ErrLimit = errors.New("taskrun: too many running tasks")
+	// ErrUnknown: no such task (never created, expired, another owner's).
+	ErrUnknown = errors.New("taskrun: unknown task")
+	// ErrClosed: the runner is shutting down and starts no task.
+	ErrClosed = errors.New("taskrun: runner closed")
+)
+
+// Why a run's context ended.
+var (
+	errCancelled = errors.New("the client cancelled the task")
+	errLost      = errors.New("this instance no longer holds the task")
+	errMaxRun    = errors.New("the task ran longer than its limit")
+	errShutdown  = errors.New("the gateway instance running the task shut down")
+)
+
+// LapsedMessage is the statusMessage of a task settled failed because the
+// instance running it stopped renewing its lease.
+const LapsedMessage = "the gateway instance running the task stopped (its lease lapsed)"
+
+// Runner starts and serves tasks on one instance.
+type Runner struct {
+	opts    Options
+	logger  *slog.Logger
+	stopSub func()
+
+	mu      sync.Mutex
+	running map[string]*run // by owner "\x00" id
+	closed  bool
+	wg      sync.WaitGroup
+}
+
+type run struct {
+	cancel context.CancelCauseFunc
+	wake   chan struct{} // answers may have arrived
+}
+
+// New returns a runner listening on the store's bus for the answers and
+// cancels of the tasks it runs. Close it to stop.
+func New(ctx context.Context, opts Options) (*Runner, error) {
+	if opts.Store == nil {
+		return nil, errors.New("taskrun: no store")
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = DefaultLease
+	}
+	if opts.PerPrincipal <= 0 {
+		opts.PerPrincipal = DefaultPerPrincipal
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.MaxRun <= 0 {
+		opts.MaxRun = DefaultMaxRun
+	}
+	r := &Runner{opts: opts, logger: opts.Logger, running: map[string]*run{}}
+	if r.logger == nil {
+		r.logger = slog.New(slog.DiscardHandler)
+	}
+	stop, err := opts.Store.Subscribe(ctx, r.onBus)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	r.stopSub = stop
+	return r, nil
+}
+
+// Close ends every run of this instance: each settles failed, naming the
+// shutdown, and Close waits for them.
+func (r *Runner) Close() {
+	r.mu.Lock()
+	r.closed = true
+	for _, rn := range r.running {
+		rn.cancel(errShutdown)
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+	r.stopSub()
+}
+
+func runKey(owner, id string) string { return owner + "\x00" + id }
+
+// onBus wakes the local run a message is for. It must not block.
+func (r *Runner) onBus(m store.BusMessage) {
+	if m.Kind != store.BusTaskAnswer && m.Kind != store.BusTaskCancel {
+		return
+	}
+	var owner string
+	if json.Unmarshal(m.Data, &owner) != nil {
+		return
+	}
+	r.mu.Lock()
+	rn := r.running[runKey(owner, m.ID)]
+	r.mu.Unlock()
+	if rn == nil {
+		return
+	}
+	if m.Kind == store.BusTaskCancel {
+		rn.cancel(errCancelled)
+	}
+	select {
+	case rn.wake <- struct{}{}:
+	default:
+	}
+}
+
+func busMessage(kind, owner, id string) store.BusMessage {
+	data, _ := json.Marshal(owner)
+	return store.BusMessage{Kind: kind, ID: id, Data: data}
+}
+
+// Start creates a task for spec and runs step for it on this instance. It
+// returns once the task is in the store. ErrLimit past the owner's bound.
+func (r *Runner) Start(ctx context.Context, spec Spec, step Step) (*store.Task, error) {
+	if spec.TTL <= 0 {
+		spec.TTL = DefaultTTL
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	t := &store.Task{ID: hex.EncodeToString(b[:]), Owner: spec.Owner, VHost: spec.VHost, Backend: spec.Backend,
+		Tool: spec.Tool, Status: store.TaskWorking, CreatedAt: now, UpdatedAt: now, TTL: spec.TTL,
+		PollInterval: r.opts.PollInterval, Runner: r.opts.Store.InstanceID()}
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	err := r.opts.Store.CreateTask(ctx, t, r.opts.PerPrincipal, r.opts.Lease, r.opts.MaxRun+spec.TTL+r.opts.Lease)
+	if errors.Is(err, store.ErrTaskLimit) {
+		return nil, ErrLimit
+	}
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancelCause(context.Background())
+	rn := &run{cancel: cancel, wake: make(chan struct{}, 1)}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		cancel(errShutdown)
+	} else {
+		r.running[runKey(t.Owner, t.ID)] = rn
+		r.mu.Unlock()
+	}
+	created := *t
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() {
+			r.mu.Lock()
+			delete(r.running, runKey(t.Owner, t.ID))
+			r.mu.Unlock()
+			cancel(nil)
+		}()
+		r.drive(runCtx, rn, t, step)
+	}()
+	return &created, nil
+}
+
+// drive runs the task to its end. t is this run's copy of the record,
+// whose Version follows its own writes.
+func (r *Runner) drive(ctx context.Context, rn *run, t *store.Task, step Step) {
+	cancel := rn.cancel
+	maxRun := time.AfterFunc(r.opts.MaxRun, func() { cancel(errMaxRun) })
+	defer maxRun.Stop()
+	var keep sync.WaitGroup
+	keepCtx, stopKeep := context.WithCancel(ctx)
+	keep.Go(func() { r.keepLease(keepCtx, t.Owner, t.ID, cancel) })
+	defer func() { stopKeep(); keep.Wait() }()
+
+	var answers map[string]json.RawMessage
+	for {
+		out, err := step(ctx, answers)
+		if ctx.Err() != nil {
+			r.ended(t, context.Cause(ctx))
+			return
+		}
+		switch {
+		case err != nil:
+			var rpc *RPCError
+			if !errors.As(err, &rpc) {
+				rpc = &RPCError{Code: -32603, Message: err.Error()}
+			}
+			r.settle(t, store.TaskFailed, "the tool failed: "+rpc.Message, nil, rpc)
+			return
+		case len(out.InputRequests) == 0:
+			r.settle(t, store.TaskCompleted, "", out.Result, nil)
+			return
+		case len(out.InputRequests) > store.MaxTaskInputs:
+			msg := fmt.Sprintf("the backend asked for %d inputs at once, more than %d", len(out.InputRequests), store.MaxTaskInputs)
+			r.settle(t, store.TaskFailed, msg, nil, &RPCError{Code: -32603, Message: msg})
+			return
+		}
+		answers = r.round(ctx, rn, t, out.InputRequests)
+		if answers == nil {
+			r.ended(t, context.Cause(ctx))
+			return
+		}
+	}
+}
+
+// keepLease renews the run's lease every third of it, and checks the
+// record for a cancel (in case its bus message was lost), until ctx ends.
+func (r *Runner) keepLease(ctx context.Context, owner, id string, cancel context.CancelCauseFunc) {
+	tick := time.NewTicker(r.opts.Lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		ok, err := r.opts.Store.RenewTaskLease(ctx, owner, id, r.opts.Store.InstanceID(), r.opts.Lease)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil || !ok {
+			r.logger.Warn("task lease lost", "task", id, "err", err)
+			cancel(errLost)
+			return
+		}
+		if t, err := r.opts.Store.LoadTask(ctx, owner, id); err == nil && t.CancelRequested {
+			cancel(errCancelled)
+			return
+		}
+	}
+}
+
+// round opens an input round for the backend's requests and waits until
+// every one is answered; it returns the answers under the backend's keys,
+// or nil when the run ended meanwhile.
+func (r *Runner) round(ctx context.Context, rn *run, t *store.Task, requests map[string]json.RawMessage) map[string]json.RawMessage {
+	round := t.Round + 1
+	issued := map[string]string{} // issued key → the backend's key
+	t.InputRequests = map[string]json.RawMessage{}
+	for k, req := range requests {
+		key := fmt.Sprintf("r%d-%s", round, k)
+		issued[key] = k
+		t.InputRequests[key] = req
+	}
+	t.Round, t.Status, t.StatusMessage = round, store.TaskInputRequired, "waiting for the client's input"
+	if !r.write(t) {
+		return nil
+	}
+	poll := time.NewTicker(r.opts.Lease / 3)
+	defer poll.Stop()
+	for {
+		cur, err := r.opts.Store.LoadTask(ctx, t.Owner, t.ID)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			r.logger.Warn("task: reading its answers", "task", t.ID, "err", err)
+		case err == nil && cur.CancelRequested:
+			rn.cancel(errCancelled)
+		case err == nil && cur.Round == round && len(cur.Answers) > 0 && len(cur.Outstanding()) == 0:
+			answers := map[string]json.RawMessage{}
+			for key, a := range cur.Answers {
+				answers[issued[key]] = a
+			}
+			t.Status, t.StatusMessage, t.InputRequests = store.TaskWorking, "", nil
+			if !r.write(t) {
+				return nil
+			}
+			return answers
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-rn.wake:
+		case <-poll.C:
+		}
+	}
+}
+
+// ended settles a run whose context ended, by why.
+func (r *Runner) ended(t *store.Task, cause error) {
+	switch {
+	case errors.Is(cause, errCancelled):
+		r.settle(t, store.TaskCancelled, "cancelled at the client's request", nil, nil)
+	case errors.Is(cause, errLost):
+		// Someone else settles it (a lapsed lease), or has.
+	default:
+		msg := "task run stopped"
+		if cause != nil {
+			msg = cause.Error()
+		}
+		r.settle(t, store.TaskFailed, msg, nil, &RPCError{Code: -32603, Message: msg})
+	}
+}
+
+// settle writes the terminal status, unless someone else changed the task
+// first.
+func (r *Runner) settle(t *store.Task, status, message string, result json.RawMessage, rpc *RPCError) {
+	t.Status, t.StatusMessage, t.Result, t.InputRequests = status, message, result, nil
+	if rpc != nil {
+		t.Error, _ = json.Marshal(rpc)
+	}
+	r.write(t)
+	r.logger.Info("task settled", "task", t.ID, "status", status)
+}
+
+// write stores t (compare-and-set) and reports whether it did; a lost race
+// means another instance settled the task.
+func (r *Runner) write(t *store.Task) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	t.UpdatedAt = time.Now().UTC()
+	ok, err := r.opts.Store.UpdateTask(ctx, t)
+	if err != nil || !ok {
+		r.logger.Warn("task update not written", "task", t.ID, "status", t.Status, "err", err)
+		return false
+	}
+	r.announce(ctx, t)
+	return true
+}
+
+// announce tells every instance that t's status changed, for the
+// notifications/tasks of the listen streams they hold. Best effort: a
+// listener that misses it still has tasks/get.
+func (r *Runner) announce(ctx context.Context, t *store.Task) {
+	if err := r.opts.Store.Publish(ctx, busMessage(store.BusTaskStatus, t.Owner, t.ID)); err != nil {
+		r.logger.Warn("task status not announced", "task", t.ID, "err", err)
+	}
+}
+
+// StatusChanged decodes a bus message announcing that a task changed
+// status (store.BusTaskStatus): a listen stream of owner that asked for
+// id loads it (Get) and sends it as notifications/tasks.
+func StatusChanged(m store.BusMessage) (owner, id string, ok bool) {
+	if m.Kind != store.BusTaskStatus || json.Unmarshal(m.Data, &owner) != nil || owner == "" || m.ID == "" {
+		return "", "", false
+	}
+	return owner, m.ID, true
+}
+
+// Get returns owner's task id, settling it failed first when its run's
+// lease has lapsed (exactly one instance does). ErrUnknown when absent.
+func (r *Runner) Get(ctx context.Context, owner, id string) (*store.Task, error) {
+	for range 3 {
+		t, err := r.opts.Store.LoadTask(ctx, owner, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, ErrUnknown
+		}
+		if err != nil || store.TaskTerminal(t.Status) || !t.LeaseLapsed {
+			return t, err
+		}
+		t.Status, t.StatusMessage, t.InputRequests = store.TaskFailed, LapsedMessage, nil
+		t.Error, _ = json.Marshal(&RPCError{Code: -32603, Message: LapsedMessage})
+		t.UpdatedAt = time.Now().UTC()
+		ok, err := r.opts.Store.UpdateTask(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			r.announce(ctx, t)
+			return t, nil
+		}
+	}
+	return nil, errors.New("taskrun: the task kept changing")
+}
+
+// Update posts the client's answers (keys not outstanding are ignored).
+func (r *Runner) Update(ctx context.Context, owner, id string, responses map[string]json.RawMessage) error {
+	_, _, err := r.opts.Store.PostTaskAnswers(ctx, owner, id, responses, busMessage(store.BusTaskAnswer, owner, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrUnknown
+	}
+	return err
+}
+
+// Cancel asks the task's run, wherever it is, to stop; a finished task is
+// left as it is.
+func (r *Runner) Cancel(ctx context.Context, owner, id string) error {
+	t, err := r.Get(ctx, owner, id)
+	if err != nil || store.TaskTerminal(t.Status) {
+		return err
+	}
+	err = r.opts.Store.RequestTaskCancel(ctx, owner, id, busMessage(store.BusTaskCancel, owner, id))
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrUnknown
+	}
+	return err
+}
+
+// Detailed is t's DetailedTask as tasks/get answers it (and
+// notifications/tasks carries it), under the client's taskID: ttlMs counts
+// from creation, so it is the time the task has run (until it ended) plus
+// its TTL.
+func Detailed(t *store.Task, taskID string, now time.Time) map[string]any {
+	end := now
+	if store.TaskTerminal(t.Status) {
+		end = t.UpdatedAt
+	}
+	d := map[string]any{
+		"taskId":         taskID,
+		"status":         t.Status,
+		"createdAt":      t.CreatedAt.UTC().Format(time.RFC3339Nano),
+		"lastUpdatedAt":  t.UpdatedAt.UTC().Format(time.RFC3339Nano),
+		"ttlMs":          (end.Sub(t.CreatedAt) + t.TTL).Milliseconds(),
+		"pollIntervalMs": t.PollInterval.Milliseconds(),
+	}
+	if t.StatusMessage != "" {
+		d["statusMessage"] = t.StatusMessage
+	}
+	switch t.Status {
+	case store.TaskInputRequired:
+		d["inputRequests"] = t.Outstanding()
+	case store.TaskCompleted:
+		d["result"] = t.Result
+	case store.TaskFailed:
+		d["error"] = t.Error
+	}
+	return d
+}
+
+// Created is the CreateTaskResult for a task Start returned (without the
+// result envelope's _meta, which the router adds).
+func Created(t *store.Task, taskID string, now time.Time) map[string]any {
+	d := Detailed(t, taskID, now)
+	for _, k := range []string{"inputRequests", "result", "error"} {
+		delete(d, k)
+	}
+	d["resultType"] = "task"
+	return d
+}

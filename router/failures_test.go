@@ -1,0 +1,62 @@
+package router
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A decode failure says which member is wrong in JSON terms, never Go's.
+func TestParamsError_SpeaksJSON(t *testing.T) {
+	var p struct {
+		Cursor string `json:"cursor"`
+		Limit  int    `json:"limit"`
+	}
+	for src, want := range map[string]string{
+		`{"cursor":3}`:    "tools/list: params.cursor must be a string",
+		`{"limit":"x"}`:   "tools/list: params.limit must be an integer",
+		`{"limit":1.5}`:   "tools/list: params.limit must be an integer",
+		`[1]`:             "tools/list: params must be an object",
+		`{"cursor":null}`: "",
+	} {
+		err := json.Unmarshal([]byte(src), &p)
+		if want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", src, err)
+			}
+			continue
+		}
+		if e := paramsError("tools/list", err); e.Code != CodeInvalidParams || e.Message != want {
+			t.Errorf("%s: %d %q, want %q", src, e.Code, e.Message, want)
+		}
+	}
+}
+
+// The status mark: a refusal carries its status and Retry-After to the
+// transport; an ordinary answer carries none; a store failure is 503.
+func TestRefusal_MarksStatus(t *testing.T) {
+	id, _ := jsonrpc.MakeID(float64(1))
+	resp := refuse(id, http.StatusTooManyRequests, 1500*time.Millisecond, rpcError(CodeRateLimited, "slow down"))
+	if st, wait, ok := Refusal(resp); !ok || st != http.StatusTooManyRequests || wait != 1500*time.Millisecond {
+		t.Fatalf("refusal: %d %v %v", st, wait, ok)
+	}
+	if wait, ok := RateLimited(resp); !ok || wait != 1500*time.Millisecond {
+		t.Fatalf("RateLimited: %v %v", wait, ok)
+	}
+	if _, _, ok := Refusal(resultResponse(id, json.RawMessage(`{}`))); ok {
+		t.Fatal("an ordinary answer carries a refusal")
+	}
+	r := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
+	su := r.storeUnavailable(id, errors.New("boom"))
+	if !StoreUnavailable(su) || su.Error.(*jsonrpc.Error).Message != msgStoreUnavailable {
+		t.Fatalf("store unavailable: %+v", su)
+	}
+	if e := backendError("b", errors.New("dial tcp: refused")); e.Code != CodeInternalError || e.Message != `backend "b": dial tcp: refused` {
+		t.Fatalf("backendError: %+v", e)
+	}
+}

@@ -1,0 +1,59 @@
+package router
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/mcpgw/gateway/router/upstream"
+)
+
+// renameItem rewrites a list item's name (and URI) in place and nothing
+// else: the same members, in the same order, the rest byte for byte; an
+// MCP Apps tool's UI resource is renamed; a malformed item is an error.
+func TestRenameItem(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}, ToolNameAliases: map[string]string{"Nice": "raw"}},
+		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
+	}}})
+	t.Cleanup(table.close)
+	v := table.vhosts["v"]
+	r := &Router{}
+	for _, c := range []struct {
+		name, op, in, want, published, id string
+	}{
+		{"a tool", "tools/list", `{"name":"echo", "description":"a <b>", "inputSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`,
+			`{"name":"one-echo", "description":"a <b>", "inputSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`, "one-echo", "one-echo"},
+		{"an aliased tool", "tools/list", `{"name":"raw","title":"R"}`, `{"name":"Nice","title":"R"}`, "Nice", "Nice"},
+		{"a resource", "resources/list", `{"uri":"file:///a","name":"a"}`, `{"uri":"one-file:///a","name":"one-a"}`, "one-a", "one-file:///a"},
+		{"a UI resource template", "resources/templates/list", `{"name":"t","uriTemplate":"ui://w/{id}"}`, `{"name":"one-t","uriTemplate":"ui://one/w/{id}"}`, "one-t", "ui://one/w/{id}"},
+		{"an escaped name", "prompts/list", `{"name":"caf\u00e9"}`, `{"name":"one-café"}`, "one-café", "one-café"},
+		{"an app tool", "tools/list", `{"name":"clock","_meta":{"ui":{"resourceUri":"ui://clock/app.html"}}}`,
+			`{"_meta":{"ui":{"resourceUri":"ui://one/clock/app.html"}},"name":"one-clock"}`, "one-clock", "one-clock"},
+		{"no name", "prompts/list", `{"description":"x"}`, `{"description":"x","name":"one-"}`, "one-", "one-"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, published, id, err := r.renameItem(v, listOps[c.op], "one", json.RawMessage(c.in))
+			if err != nil || published != c.published || id != c.id {
+				t.Fatalf("renamed %q / %q (%v), want %q / %q", published, id, err, c.published, c.id)
+			}
+			if !json.Valid(out) {
+				t.Fatalf("not JSON: %s", out)
+			}
+			var got, want any
+			_ = json.Unmarshal(out, &got)
+			_ = json.Unmarshal([]byte(c.want), &want)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("renamed to %s, want %s", out, c.want)
+			}
+			if c.name == "a tool" && string(out) != c.want {
+				t.Fatalf("the rest of the item changed: %s", out)
+			}
+		})
+	}
+	for _, bad := range []string{`"a string"`, `{"name":3}`, `{"name":"x"`, `[]`} {
+		if _, _, _, err := r.renameItem(v, listOps["tools/list"], "one", json.RawMessage(bad)); err == nil {
+			t.Errorf("%s renamed, want an error", bad)
+		}
+	}
+}
