@@ -18,7 +18,7 @@
 //   - RateLimits (rate_limits.go): request counters every instance shares;
 //   - Slots (slots.go): what one principal holds at once, fleet-wide;
 //   - Tasks (tasks.go): the tasks the gateway runs itself, their leases,
-//     input rounds and results.
+//     input rounds and results;
 //   - UserTokens (user_tokens.go): users' sealed third-party tokens.
 //
 // Store is all of them. Redis (redis.go, redis_<role>.go) and Memory
