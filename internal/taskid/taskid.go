@@ -11,10 +11,10 @@
 //   - the task id itself (the backend's, or the gateway's own);
 //   - an expiry (the task's TTL and then some), so an old token is dead.
 //
-// Wire form: "mt1." base64url(nonce || AES-256-GCM(JSON claims)), the AES
-// key derived from the given key (HMAC-SHA256 with a label of its own, so
-// a key shared with other tokens never seals these), the version as
-// additional data. Sealing also hides the claims: a backend key or a
+// Wire form: "mt1." base64url(nonce || AES-256-GCM(JSON claims)) by
+// internal/seal, the key derived from the given key with a label of its
+// own (so a key shared with other tokens never seals these), the version
+// as additional data. Sealing also hides the claims: a backend key or a
 // vhost name the caller's access rules hide never shows. The token is
 // visible ASCII, fit for an Mcp-Name header.
 //
@@ -23,10 +23,7 @@
 package taskid
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -34,6 +31,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mcpgw/gateway/internal/seal"
 )
 
 // Kind says who holds the task.
@@ -97,17 +96,11 @@ func PrincipalDigest(principal string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
-func aead(key []byte) (cipher.AEAD, error) {
+func box(key []byte) (*seal.Box, error) {
 	if len(key) < MinKeyLen {
 		return nil, fmt.Errorf("taskid: key of %d bytes, want at least %d", len(key), MinKeyLen)
 	}
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(version))
-	block, err := aes.NewCipher(m.Sum(nil))
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
+	return seal.New(key, version)
 }
 
 // Seal returns the token for c under key.
@@ -122,7 +115,7 @@ func Seal(key []byte, c Claims) (string, error) {
 	case c.Expires.IsZero():
 		return "", errors.New("taskid: no expiry")
 	}
-	g, err := aead(key)
+	b, err := box(key)
 	if err != nil {
 		return "", err
 	}
@@ -131,11 +124,7 @@ func Seal(key []byte, c Claims) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	nonce := make([]byte, g.NonceSize(), g.NonceSize()+len(plain)+g.Overhead())
-	if _, err := rand.Read(nonce); err != nil {
-		return "", err
-	}
-	return prefix + base64.RawURLEncoding.EncodeToString(g.Seal(nonce, nonce, plain, []byte(version))), nil
+	return prefix + b.SealString(plain, []byte(version)), nil
 }
 
 // Open checks token under key and returns its claims when it is genuine,
@@ -143,7 +132,7 @@ func Seal(key []byte, c Claims) (string, error) {
 // at now. ErrInvalid, ErrForeign or ErrExpired otherwise; any other error
 // is a bad key.
 func Open(key []byte, token, vhost, principal string, now time.Time) (Claims, error) {
-	g, err := aead(key)
+	b, err := box(key)
 	if err != nil {
 		return Claims{}, err
 	}
@@ -151,12 +140,8 @@ func Open(key []byte, token, vhost, principal string, now time.Time) (Claims, er
 	if !ok || len(token) > MaxLen {
 		return Claims{}, ErrInvalid
 	}
-	sealed, err := base64.RawURLEncoding.DecodeString(body)
-	if err != nil || len(sealed) < g.NonceSize()+g.Overhead() {
-		return Claims{}, ErrInvalid
-	}
-	plain, err := g.Open(nil, sealed[:g.NonceSize()], sealed[g.NonceSize():], []byte(version))
-	if err != nil {
+	plain, ok := b.OpenString(body, []byte(version))
+	if !ok {
 		return Claims{}, ErrInvalid
 	}
 	var c Claims

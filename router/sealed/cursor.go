@@ -1,14 +1,12 @@
 package sealed
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+
+	"github.com/mcpgw/gateway/internal/seal"
 )
 
 // A federated cursor wraps every backend's own cursor in one opaque token.
@@ -25,7 +23,8 @@ import (
 // that may be a name the caller's rules hide.
 
 // cursorVersion is mixed into the key derivation and sealed as additional
-// data, so a future format cannot be confused with this one.
+// data, so a future format cannot be confused with this one (the AEAD:
+// internal/seal).
 const cursorVersion = "mcpgw-cursor-v2"
 
 // Cursor is what a gateway cursor carries.
@@ -66,31 +65,22 @@ func SealCursor(key []byte, st *Cursor) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	aead, err := cursorAEAD(key)
+	box, err := seal.New(key, cursorVersion)
 	if err != nil {
 		return "", err
 	}
-	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(payload)+aead.Overhead())
-	if _, err := rand.Read(nonce); err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, payload, []byte(cursorVersion))), nil
+	return box.SealString(payload, []byte(cursorVersion)), nil
 }
 
 // OpenCursor verifies and decodes a token. Every failure is the same
 // ErrBadCursor: the client learns nothing about why a forged token failed.
 func OpenCursor(key []byte, token string) (*Cursor, error) {
-	sealed, err := base64.RawURLEncoding.DecodeString(token)
+	box, err := seal.New(key, cursorVersion)
 	if err != nil {
 		return nil, ErrBadCursor
 	}
-	aead, err := cursorAEAD(key)
-	if err != nil || len(sealed) < aead.NonceSize()+aead.Overhead() {
-		return nil, ErrBadCursor
-	}
-	n := aead.NonceSize()
-	payload, err := aead.Open(nil, sealed[:n], sealed[n:], []byte(cursorVersion))
-	if err != nil {
+	payload, ok := box.OpenString(token, []byte(cursorVersion))
+	if !ok {
 		return nil, ErrBadCursor
 	}
 	var st Cursor
@@ -98,18 +88,6 @@ func OpenCursor(key []byte, token string) (*Cursor, error) {
 		return nil, ErrBadCursor
 	}
 	return &st, nil
-}
-
-// cursorAEAD is AES-256-GCM under a key derived from the cursor key (of
-// any length: a configured secret, or the store's).
-func cursorAEAD(key []byte) (cipher.AEAD, error) {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(cursorVersion))
-	block, err := aes.NewCipher(m.Sum(nil))
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
 }
 
 // PrincipalTag is the digest of a principal a cursor carries: short, and

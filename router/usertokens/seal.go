@@ -8,8 +8,6 @@
 package usertokens
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -17,6 +15,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+
+	"github.com/mcpgw/gateway/internal/seal"
 )
 
 // Sealer seals and opens blobs with AES-256-GCM. Every blob's additional
@@ -25,7 +25,7 @@ import (
 // can be opened only as what, and where, it was sealed: a token copied
 // under another user's key, or a flow state presented as a link, fails.
 type Sealer struct {
-	aead  cipher.AEAD
+	box   *seal.Box
 	keyID string
 	mac   []byte // derives owner digests, never the sealing key itself
 }
@@ -35,22 +35,22 @@ func NewSealer(key []byte) (*Sealer, error) {
 	if len(key) != 32 {
 		return nil, fmt.Errorf("usertokens: the key must be 32 bytes, not %d", len(key))
 	}
-	block, err := aes.NewCipher(derive(key, "seal"))
+	box, err := seal.New(key, derivePrefix+"seal")
 	if err != nil {
 		return nil, err
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return &Sealer{aead: aead, keyID: hex.EncodeToString(derive(key, "key-id")[:8]), mac: derive(key, "owner")}, nil
+	return &Sealer{box: box, keyID: hex.EncodeToString(derive(key, "key-id")[:8]), mac: derive(key, "owner")}, nil
 }
 
-// derive is HMAC-SHA256(key, "mcpgw user_tokens "+label): one key per
-// use, none of them the configured key.
+// derivePrefix labels every key derived from the user_tokens key.
+const derivePrefix = "mcpgw user_tokens "
+
+// derive is HMAC-SHA256(key, derivePrefix+label): one key per use, none
+// of them the configured key (the sealing key is internal/seal's, the
+// same derivation).
 func derive(key []byte, label string) []byte {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte("mcpgw user_tokens " + label))
+	m.Write([]byte(derivePrefix + label))
 	return m.Sum(nil)
 }
 
@@ -63,9 +63,7 @@ func (s *Sealer) ad(purpose, binding string) []byte {
 
 // Seal returns nonce||ciphertext of plain.
 func (s *Sealer) Seal(purpose, binding string, plain []byte) []byte {
-	nonce := make([]byte, s.aead.NonceSize())
-	_, _ = rand.Read(nonce)
-	return s.aead.Seal(nonce, nonce, plain, s.ad(purpose, binding))
+	return s.box.Seal(plain, s.ad(purpose, binding))
 }
 
 // errSealed is every failure to open: tampered, another purpose or
@@ -74,12 +72,8 @@ var errSealed = errors.New("usertokens: sealed value refused")
 
 // Open opens what Seal sealed with the same purpose and binding.
 func (s *Sealer) Open(purpose, binding string, blob []byte) ([]byte, error) {
-	n := s.aead.NonceSize()
-	if len(blob) < n+s.aead.Overhead() {
-		return nil, errSealed
-	}
-	plain, err := s.aead.Open(nil, blob[:n], blob[n:], s.ad(purpose, binding))
-	if err != nil {
+	plain, ok := s.box.Open(blob, s.ad(purpose, binding))
+	if !ok {
 		return nil, errSealed
 	}
 	return plain, nil
