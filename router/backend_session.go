@@ -35,12 +35,20 @@ type peer struct {
 	capabilities json.RawMessage
 	logLevel     string
 	backends     map[string]*store.BackendSnapshot
+	tasks        bool // the client declared the Tasks extension
 }
 
 // sessionPeer is a 2025-era session's peer. It shares the session's
 // snapshot map: nothing writes it during a request.
 func sessionPeer(s *store.Session) *peer {
-	return &peer{sessionID: s.ID, vhost: s.VHost, capabilities: s.ClientCapabilities, logLevel: s.LogLevel, backends: s.Backends}
+	return newPeer(s.ID, s.VHost, s.ClientCapabilities, s.LogLevel, s.Backends)
+}
+
+// newPeer is a peer; whether the client declared Tasks is read once here,
+// not on each backend exchange.
+func newPeer(id store.SessionID, vhost string, caps json.RawMessage, logLevel string, backends map[string]*store.BackendSnapshot) *peer {
+	return &peer{sessionID: id, vhost: vhost, capabilities: caps, logLevel: logLevel, backends: backends,
+		tasks: declaresExtension(caps, wire.ExtensionTasks)}
 }
 
 // withSnapshot is p with backend key's snapshot replaced: a copy, since a
@@ -60,7 +68,7 @@ func (p *peer) withSnapshot(key string, snap *store.BackendSnapshot) *peer {
 // backend of snap: Tasks too when the client declared it (a 2026-07-28
 // request in its _meta, a 2025 session in its initialize).
 func (p *peer) extensions(*store.BackendSnapshot) map[string]bool {
-	if declaresExtension(p.capabilities, wire.ExtensionTasks) {
+	if p.tasks {
 		return capability.ModernExtensions
 	}
 	return capability.SessionExtensions

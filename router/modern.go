@@ -96,8 +96,7 @@ func (r *Router) finishModern(ctx context.Context, resp *jsonrpc.Response, metho
 // modernPeer is a 2026-07-28 request's peer: its own _meta, and the
 // discovery cache's snapshots of the vhost's backends; no session.
 func (r *Router) modernPeer(ctx context.Context, v *vhost, c *Call) *peer {
-	p := &peer{vhost: v.name, capabilities: c.Modern.ClientCapabilities, logLevel: c.Modern.LogLevel,
-		backends: make(map[string]*store.BackendSnapshot, len(v.keys))}
+	p := newPeer("", v.name, c.Modern.ClientCapabilities, c.Modern.LogLevel, make(map[string]*store.BackendSnapshot, len(v.keys)))
 	for key, d := range r.allDiscoveries(ctx, v, c.Header) {
 		p.backends[key] = d.snap
 	}

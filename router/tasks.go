@@ -96,9 +96,9 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 	// cache, or a 2025 session's (its initialize, its snapshots).
 	p := c.peer
 	if c.Modern != nil {
-		p = &peer{vhost: v.name, capabilities: c.Modern.ClientCapabilities, logLevel: c.Modern.LogLevel}
+		p = newPeer("", v.name, c.Modern.ClientCapabilities, c.Modern.LogLevel, nil)
 	}
-	if !declaresExtension(p.capabilities, wire.ExtensionTasks) {
+	if !p.tasks {
 		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{
 			"extensions": map[string]any{wire.ExtensionTasks: map[string]any{}}}})
 		return errorResponse(id, &jsonrpc.Error{Code: wire.CodeMissingClientCapability,
@@ -161,6 +161,9 @@ func (r *Router) taskVisible(v *vhost, c *Call, tool string) bool {
 // declaresExtension reports whether client capabilities declare
 // extension id (capabilities.extensions[id], any value but null).
 func declaresExtension(caps json.RawMessage, id string) bool {
+	if !bytes.Contains(caps, []byte(id)) {
+		return false // most clients: no decode
+	}
 	var c struct {
 		Extensions map[string]json.RawMessage `json:"extensions"`
 	}
