@@ -95,9 +95,11 @@ conformance-translation: ## conformance suite with the gateway translating: 2026
 # fixture the gateway's task pass-through is tested with. A baseline: it
 # proves the fixture, so a failure through the gateway is the gateway's.
 .PHONY: conformance-tasks
-conformance-tasks: ## the suite's tasks-* scenarios against the SEP-2663 fixture backend: directly, then through two gateway instances
+conformance-tasks: ## the suite's tasks-* scenarios: the SEP-2663 fixture directly and through two gateway instances, then gateway-run tasks on go-sdk backends (stateless, stateful)
 	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=tasks DIRECT=1 SCENARIO='tasks-*' ./scripts/conformance.sh
 	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=tasks SCENARIO='tasks-*' ./scripts/conformance.sh
+	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=tasks-tools SCENARIO='tasks-*' ./scripts/conformance.sh
+	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=tasks-tools-stateful SCENARIO='tasks-*' ./scripts/conformance.sh
 
 .PHONY: bench
 

@@ -30,6 +30,35 @@ type Backend struct {
 	// ListCacheTTL, when positive, caches this backend's list pages on
 	// each instance for that long (see router/listcache); 0 turns it off.
 	ListCacheTTL time.Duration
+	// Tasks, when set, names the tools the gateway runs as tasks for this
+	// backend, which does not implement the Tasks extension itself (its
+	// tasks: block; tasks_run.go). nil: none.
+	Tasks TaskPolicy
+}
+
+// TaskMode is how the gateway runs one tool of a backend with a tasks:
+// block.
+type TaskMode string
+
+const (
+	// TaskNever: a plain call.
+	TaskNever TaskMode = ""
+	// TaskOptional: a task when the request declares the extension, a
+	// plain call otherwise.
+	TaskOptional TaskMode = "optional"
+	// TaskRequired: only as a task; -32021 without the extension.
+	TaskRequired TaskMode = "required"
+)
+
+// TaskPolicy is a backend's tasks: block, compiled (internal/config).
+// Tool names are the backend's own.
+type TaskPolicy interface {
+	Mode(tool string) TaskMode
+	// InputFirst: the tool's first question is answered before its task
+	// is created (input_before_task).
+	InputFirst(tool string) bool
+	// ResultTTL is how long a finished task is kept.
+	ResultTTL() time.Duration
 }
 
 // VirtualHost is one /servers/{name}/mcp endpoint and its backends.

@@ -87,7 +87,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	shown := v.visibleSnapshots(callerAccess(ctx, v), sess.Backends)
 	result := map[string]any{
 		"protocolVersion": version,
-		"capabilities":    capability.Merged(shown, sessionPeer(sess).extensions(nil)),
+		"capabilities":    r.advertiseTasks(v, capability.Merged(shown, sessionPeer(sess).extensions(nil)), sessionPeer(sess).extensions(nil)),
 		"serverInfo":      r.opts.Info,
 	}
 	if ins := capability.JoinedInstructions(v.keys, shown); ins != "" {

@@ -199,7 +199,11 @@ func quoteAll(keys []string) []string {
 // renameAll applies the publishing rule to a page's items.
 func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMessage) ([]namedItem, error) {
 	named := make([]namedItem, len(items))
+	tasks := r.taskPolicy(v, op, key)
 	for i, item := range items {
+		if tasks != nil {
+			item = withTaskSupport(tasks, item) // tasks_run.go
+		}
 		renamed, name, id, err := r.renameItem(v, op, key, item)
 		if err != nil {
 			return nil, err

@@ -121,7 +121,7 @@ func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *Call) *jsonrpc
 	}
 	result := map[string]any{
 		"supportedVersions": wire.AllProtocolVersions(),
-		"capabilities":      capability.Merged(shown, capability.ModernExtensions),
+		"capabilities":      r.advertiseTasks(v, capability.Merged(shown, capability.ModernExtensions), capability.ModernExtensions),
 	}
 	if ins := capability.JoinedInstructions(v.keys, shown); ins != "" {
 		result["instructions"] = ins

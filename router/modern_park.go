@@ -89,6 +89,9 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *Call, access *policy
 	if rerr != nil || access != nil && !v.routedVisible(*access, c.Request.Method, t) {
 		return nil // the ordinary path answers it (a hidden name: as unknown)
 	}
+	if r.gatewayTaskTool(v, c.Request.Method, t, declaresExtension(c.Modern.ClientCapabilities, wire.ExtensionTasks)) {
+		return nil // run as a task, or refused, by the ordinary path (tasks_run.go)
+	}
 	pc := ParkedCall{Principal: c.Principal, VHost: v.name, ClientCapabilities: c.Modern.ClientCapabilities}
 	if raw, ok := t.params["requestState"]; ok && string(raw) != "null" {
 		var token string

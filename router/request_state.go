@@ -53,7 +53,8 @@ func (r *Router) openState(ctx context.Context, b sealed.Binding, token string) 
 // openRequestState replaces the envelope in a modern retry's params with
 // the backend's own state, after checking the envelope belongs to this
 // caller, this request and the backend routing chose. It returns the
-// refusal to answer with, or nil.
+// answer to give instead (a refusal; or the task whose first question the
+// retry answers), or nil.
 func (r *Router) openRequestState(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Response {
 	raw, ok := t.params["requestState"]
 	if !ok || string(raw) == "null" {
@@ -67,6 +68,8 @@ func (r *Router) openRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 	switch {
 	case errors.Is(err, errStoreUnavailable):
 		return r.storeUnavailable(c.Request.ID, err)
+	case err == nil && st.Task != "" && st.Backend == t.backend:
+		return r.answerTaskInput(ctx, v, c, t, st) // tasks_run.go: input_before_task
 	case err != nil, st.Park != "", st.Backend != t.backend:
 		// (a parked call's state is handled before routing: modern_park.go)
 		return errorResponse(c.Request.ID, invalidParams("invalid requestState: it was not issued by this gateway for this request and caller, or it has expired"))

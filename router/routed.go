@@ -115,6 +115,23 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		params = hc.Params
 	}
 
+	if runs, refusal := r.runsAsTask(v, c, t); refusal != nil {
+		return errorResponse(c.Request.ID, refusal)
+	} else if runs {
+		return r.startTask(ctx, v, c, t, params, sent, hc) // tasks_run.go
+	}
+	return r.relay(ctx, v, c, t, params, sent, hc)
+}
+
+// relay sends a routed request, decided and hooked, to its backend and
+// gives back the backend's answer as the client sees it: request state
+// sealed, task ids sealed, URIs published, envelope stripped for a
+// 2025-era client, post-hooks run. sent is the params as the client sent
+// them, params as the pre-hooks left them. A task the gateway runs
+// relays its call here too, detached from the client's request.
+func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
+	method := c.Request.Method
+	mrtr := c.modern && multiRoundTrip(method)
 	if method == "tools/call" && modernSnapshot(c.peer.backends[t.backend]) && (!c.modern || !bytes.Equal(params, sent)) {
 		// A call to a 2026-07-28 backend whose Mcp-Param-* headers the
 		// client did not make for these arguments: a session's client

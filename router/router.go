@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/policy"
@@ -81,6 +82,9 @@ type Options struct {
 	// MaxPageItems bounds the items of one gateway list page, whatever
 	// the number of backends (default 1000; list_merge.go).
 	MaxPageItems int
+	// Tasks runs the tasks the gateway runs for backends with a tasks:
+	// block (tasks_run.go); nil: those tools are plain calls.
+	Tasks *taskrun.Runner
 }
 
 // DefaultMaxPageItems is Options.MaxPageItems's default (config

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/mcpgw/gateway/internal/wire"
+
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/listcache"
 	"github.com/mcpgw/gateway/router/naming"
@@ -35,6 +37,8 @@ type vhost struct {
 	// schemas caches the backends' tool input schemas for plugins that
 	// validate arguments (tool_schemas.go); it dies with the table.
 	schemas *toolSchemas
+	// runsTasks: a backend has a tasks: block (tasks_run.go).
+	runsTasks bool
 	// health is what the instance learned of each backend (status.go);
 	// the map is fixed at construction, so reading it needs no lock.
 	health map[string]*backendHealth
@@ -77,6 +81,7 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 		for key, b := range vh.Backends {
 			v.keys = append(v.keys, key)
 			v.health[key] = &backendHealth{}
+			v.runsTasks = v.runsTasks || b.Tasks != nil
 			if c := prev.sameStdioClient(name, key, b); c != nil {
 				v.clients[key] = c
 				continue
@@ -185,3 +190,21 @@ func (r *Router) Reload(vhosts map[string]*VirtualHost) []string {
 	r.cleanup.Go(func() { prev.closeExcept(next) })
 	return names
 }
+
+// The facts of each MCP method are one table, internal/wire/methods.go;
+// these read it where the router asks one question of a method.
+
+// routedKind names what a routed method routes on ("tool", ...); ok is
+// false for a method that does not target one backend.
+func routedKind(method string) (kind string, ok bool) {
+	k := wire.MethodOf(method).Routed
+	return k, k != ""
+}
+
+// multiRoundTrip reports whether a method may answer input_required
+// (protocol 2026-07-28's multi-round-trip requests).
+func multiRoundTrip(method string) bool { return wire.MethodOf(method).MultiRoundTrip }
+
+// hooked reports whether a method runs hooks (package router/hook):
+// routed.go runs them, call_stream.go shows them progress.
+func hooked(method string) bool { return wire.MethodOf(method).Hooked }

@@ -39,9 +39,10 @@ import (
 // it), every request of the session treated as declaring it, tasks/* on
 // its POSTs, task results with their fields (resultType, ttlMs) kept.
 //
-// Not yet: tasks the gateway runs for backends without the extension
-// (the tasks: config; internal/taskrun), and notifications/tasks on a
-// listen or a session's GET stream.
+// Tasks the gateway runs itself for backends without the extension (a
+// backend's tasks: block) have ids of Kind Gateway: tasks_run.go.
+//
+// Not yet: notifications/tasks on a listen or a session's GET stream.
 
 // taskKeyName names the task-id key in the store.
 const taskKeyName = "task-id"
@@ -70,11 +71,7 @@ func (r *Router) sealTaskResult(ctx context.Context, v *vhost, c *Call, t *targe
 	if head.TTLMs != nil && *head.TTLMs > 0 {
 		life = time.Duration(*head.TTLMs)*time.Millisecond + time.Minute
 	}
-	key, err := r.taskKeys.Sign(ctx)
-	if err != nil {
-		return nil, true, fmt.Errorf("%w: task-id key: %w", errStoreUnavailable, err)
-	}
-	token, err := taskid.Seal(key, taskid.Claims{Kind: taskid.Backend, VHost: v.name, Backend: t.backend,
+	token, err := r.sealTaskID(ctx, taskid.Claims{Kind: taskid.Backend, VHost: v.name, Backend: t.backend,
 		Principal: taskid.PrincipalDigest(c.Principal), TaskID: head.TaskID, Tool: v.publishedTool(t.backend, t.name),
 		Expires: time.Now().Add(life)})
 	if err != nil {
@@ -85,6 +82,22 @@ func (r *Router) sealTaskResult(ctx context.Context, v *vhost, c *Call, t *targe
 		return nil, true, errors.New("a task result is not a JSON object")
 	}
 	return out, true, nil
+}
+
+// sealTaskID seals the client's task id; an error wraps
+// errStoreUnavailable when the key could not be read.
+func (r *Router) sealTaskID(ctx context.Context, claims taskid.Claims) (string, error) {
+	key, err := r.taskKeys.Sign(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%w: task-id key: %w", errStoreUnavailable, err)
+	}
+	return taskid.Seal(key, claims)
+}
+
+// unknownTask is the one answer for a task id that is not the caller's
+// to use, whatever the reason.
+func unknownTask(token string) *jsonrpc.Error {
+	return invalidParams("unknown task %s: it was not created for this caller on this virtual host, or it has expired", wire.Quote(token))
 }
 
 // routeTask answers tasks/get, tasks/update and tasks/cancel: the sealed
@@ -99,10 +112,7 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 		p = newPeer("", v.name, c.Modern.ClientCapabilities, c.Modern.LogLevel, nil)
 	}
 	if !p.tasks {
-		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{
-			"extensions": map[string]any{wire.ExtensionTasks: map[string]any{}}}})
-		return errorResponse(id, &jsonrpc.Error{Code: wire.CodeMissingClientCapability,
-			Message: method + " needs the " + wire.ExtensionTasks + " extension in this request's client capabilities", Data: data})
+		return errorResponse(id, needsTasksExtension(method))
 	}
 	var params map[string]json.RawMessage
 	if err := json.Unmarshal(orEmpty(c.Request.Params), &params); err != nil {
@@ -121,10 +131,18 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 	if serr != nil {
 		return r.storeUnavailable(id, serr)
 	}
-	if !opened || v.backends[claims.Backend] == nil || claims.Kind != taskid.Backend || !r.taskVisible(v, c, claims.Tool) {
-		return errorResponse(id, invalidParams("unknown task %s: it was not created for this caller on this virtual host, or it has expired", wire.Quote(token)))
+	if !opened || v.backends[claims.Backend] == nil || !r.taskVisible(v, c, claims.Tool) ||
+		claims.Kind == taskid.Gateway && r.opts.Tasks == nil {
+		return errorResponse(id, unknownTask(token))
 	}
 	noteRouted(ctx, &target{backend: claims.Backend, public: claims.Tool, kind: "tool"})
+	if claims.Kind == taskid.Gateway {
+		resp := r.gatewayTaskMethod(ctx, c, params, token, claims) // tasks_run.go
+		if c.Modern == nil || resp.Error != nil {
+			return resp
+		}
+		return r.finishModern(ctx, resp, method, nil)
+	}
 	params["taskId"] = wire.Quoted(claims.TaskID)
 	sent := wire.RawObject(params)
 	if c.Modern != nil {

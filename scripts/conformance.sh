@@ -67,8 +67,14 @@ case $BACKEND_MODE in
   stateless) BACKEND_NAME=everything-server BACKEND_ARGS=(-stateless=true) ;;
   modern-only) BACKEND_NAME=modern-everything BACKEND_ARGS=() ;;
   tasks) BACKEND_NAME=tasks-backend BACKEND_ARGS=() ;;
-  *) echo "BACKEND_MODE must be stateful, stateless, modern-only or tasks, not $BACKEND_MODE" >&2; exit 2 ;;
+  tasks-tools) BACKEND_NAME=tasks-tools-backend BACKEND_ARGS=(-stateless=true) ;;
+  tasks-tools-stateful) BACKEND_NAME=tasks-tools-backend BACKEND_ARGS=(-stateless=false) ;;
+  *) echo "BACKEND_MODE must be stateful, stateless, modern-only, tasks, tasks-tools or tasks-tools-stateful, not $BACKEND_MODE" >&2; exit 2 ;;
 esac
+if [ "${DIRECT:-}" = 1 ] && [[ $BACKEND_MODE == tasks-tools* ]]; then
+  echo "DIRECT=1 with BACKEND_MODE=$BACKEND_MODE makes no sense: the backend has no tasks of its own; the gateway runs them" >&2
+  exit 2
+fi
 if [ "${DIRECT:-}" = 1 ] && { [ "$BACKEND_MODE" = modern-only ] || [ "$BACKEND_MODE" = tasks ]; } && [ "$REQUIREMENTS" != 2026-07-28 ]; then
   echo "DIRECT=1 with BACKEND_MODE=modern-only needs REQUIREMENTS=2026-07-28: a $REQUIREMENTS client cannot talk to a modern-only server (that is what the gateway is for)" >&2
   exit 2
@@ -157,6 +163,7 @@ if [ -z "${BACKEND_BIN:-}" ]; then
     everything-server) build "$BACKEND_BIN" "$GO_SDK/conformance/everything-server" ;;
     modern-everything) build "$BACKEND_BIN" ./tests/cmd/modern-everything ;;
     tasks-backend) build "$BACKEND_BIN" ./tests/cmd/tasks-backend ;;
+    tasks-tools-backend) build "$BACKEND_BIN" ./tests/cmd/tasks-tools-backend ;;
   esac
 fi
 if [ -z "${RRPROXY_BIN:-}" ]; then RRPROXY_BIN=$BIN_DIR/rrproxy; build "$RRPROXY_BIN" ./localdev/cmd/rrproxy; fi
@@ -204,6 +211,10 @@ virtual_hosts:
         url: http://127.0.0.1:$BACKEND_PORT/mcp
         session: $BACKEND_SESSION
 EOF
+if [[ $BACKEND_MODE == tasks-tools* ]]; then
+  # The gateway runs the tools' tasks: the backend's tasks: block.
+  "$BACKEND_BIN" -print-config | sed 's/^/        /' >>"$RUN/gateway.yaml"
+fi
 
 if [ "${DIRECT:-}" = 1 ]; then
   # Baseline: no gateways, no proxy; the backend serves every path.

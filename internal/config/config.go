@@ -83,8 +83,8 @@ type Config struct {
 	// Limits bound what clients can make one instance hold.
 	Limits Limits
 	// BackendTasks are the backends' `tasks:` blocks (tasks.go), by vhost
-	// and backend key; a backend without one is absent. (Kept here, not on
-	// router.Backend, until the router's task support lands.)
+	// and backend key; a backend without one is absent. Each is also its
+	// router.Backend's Tasks.
 	BackendTasks map[string]map[string]*BackendTasks
 	// MaxPageItems (max_page_items) bounds the items of one gateway list
 	// page, whatever the number of backends. Default 1000; 1 to 100000.

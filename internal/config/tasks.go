@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpgw/gateway/router"
 )
 
 // A backend's `tasks:` block makes the gateway run some of its tools as
@@ -29,16 +31,17 @@ const (
 	DefaultTasksPerPrincipal = 16
 )
 
-// TaskMode is how the gateway runs one tool of a backend.
-type TaskMode string
+// TaskMode is how the gateway runs one tool of a backend (the router's
+// type: a backend's BackendTasks is its router.TaskPolicy).
+type TaskMode = router.TaskMode
 
 const (
 	// TaskNever: a plain call (the tool is named in no list).
-	TaskNever TaskMode = ""
+	TaskNever = router.TaskNever
 	// TaskOptional: a task when the client declared the extension.
-	TaskOptional TaskMode = "optional"
+	TaskOptional = router.TaskOptional
 	// TaskRequired: only as a task.
-	TaskRequired TaskMode = "required"
+	TaskRequired = router.TaskRequired
 )
 
 // BackendTasks is a backend's validated `tasks:` block.
@@ -65,6 +68,9 @@ func (b *BackendTasks) Mode(tool string) TaskMode {
 	}
 	return TaskNever
 }
+
+// ResultTTL is tasks.ttl (router.TaskPolicy).
+func (b *BackendTasks) ResultTTL() time.Duration { return b.TTL }
 
 // InputFirst reports whether tool's first input_required round is
 // answered before its task is created.

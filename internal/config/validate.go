@@ -125,6 +125,13 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		}
 	}
 	cfg.BackendTasks = v.backendTasks(raw.VirtualHosts, cfg.Limits)
+	for vh, backends := range cfg.BackendTasks {
+		for key, t := range backends {
+			if v := cfg.VirtualHosts[vh]; v != nil && v.Backends[key] != nil {
+				v.Backends[key].Tasks = t
+			}
+		}
+	}
 	v.callerCredentialsNeedJWT(cfg)
 	v.userOAuthNeeds(cfg)
 	for _, p := range v.stdioPaths {

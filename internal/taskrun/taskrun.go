@@ -71,6 +71,11 @@ type Spec struct {
 	Tool    string
 	// TTL is how long the task is kept once finished (default DefaultTTL).
 	TTL time.Duration
+	// Changed, when set, is called with the task after each status the
+	// run writes (a round opened, working again, settled), on the run's
+	// goroutine: it must not block. The router waits on it for a tool's
+	// first question (input_before_task).
+	Changed func(t store.Task)
 }
 
 // Store is what a Runner uses of the shared store: task records, and the
@@ -141,12 +146,14 @@ type Runner struct {
 }
 
 type run struct {
-	cancel context.CancelCauseFunc
-	wake   chan struct{} // answers may have arrived
+	cancel  context.CancelCauseFunc
+	wake    chan struct{}    // answers may have arrived
+	changed func(store.Task) // Spec.Changed
 }
 
 // New returns a runner listening on the store's bus for the answers and
-// cancels of the tasks it runs. Close it to stop.
+// cancels of the tasks it runs. Close it to stop. It fails only without a
+// store.
 func New(ctx context.Context, opts Options) (*Runner, error) {
 	if opts.Store == nil {
 		return nil, errors.New("taskrun: no store")
@@ -167,10 +174,12 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if r.logger == nil {
 		r.logger = slog.New(slog.DiscardHandler)
 	}
+	// A subscription the store has not confirmed within ctx keeps coming
+	// up in the background; meanwhile runs find answers and cancels by
+	// polling the record, at a third of the lease.
 	stop, err := opts.Store.Subscribe(ctx, r.onBus)
 	if err != nil {
-		stop()
-		return nil, err
+		r.logger.Warn("taskrun: the bus subscription is not confirmed yet; task answers and cancels are polled meanwhile", "error", err)
 	}
 	r.stopSub = stop
 	return r, nil
@@ -248,7 +257,7 @@ func (r *Runner) Start(ctx context.Context, spec Spec, step Step) (*store.Task, 
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancelCause(context.Background())
-	rn := &run{cancel: cancel, wake: make(chan struct{}, 1)}
+	rn := &run{cancel: cancel, wake: make(chan struct{}, 1), changed: spec.Changed}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -287,7 +296,7 @@ func (r *Runner) drive(ctx context.Context, rn *run, t *store.Task, step Step) {
 	for {
 		out, err := step(ctx, answers)
 		if ctx.Err() != nil {
-			r.ended(t, context.Cause(ctx))
+			r.ended(rn, t, context.Cause(ctx))
 			return
 		}
 		switch {
@@ -296,19 +305,19 @@ func (r *Runner) drive(ctx context.Context, rn *run, t *store.Task, step Step) {
 			if !errors.As(err, &rpc) {
 				rpc = &RPCError{Code: -32603, Message: err.Error()}
 			}
-			r.settle(t, store.TaskFailed, "the tool failed: "+rpc.Message, nil, rpc)
+			r.settle(rn, t, store.TaskFailed, "the tool failed: "+rpc.Message, nil, rpc)
 			return
 		case len(out.InputRequests) == 0:
-			r.settle(t, store.TaskCompleted, "", out.Result, nil)
+			r.settle(rn, t, store.TaskCompleted, "", out.Result, nil)
 			return
 		case len(out.InputRequests) > store.MaxTaskInputs:
 			msg := fmt.Sprintf("the backend asked for %d inputs at once, more than %d", len(out.InputRequests), store.MaxTaskInputs)
-			r.settle(t, store.TaskFailed, msg, nil, &RPCError{Code: -32603, Message: msg})
+			r.settle(rn, t, store.TaskFailed, msg, nil, &RPCError{Code: -32603, Message: msg})
 			return
 		}
 		answers = r.round(ctx, rn, t, out.InputRequests)
 		if answers == nil {
-			r.ended(t, context.Cause(ctx))
+			r.ended(rn, t, context.Cause(ctx))
 			return
 		}
 	}
@@ -354,7 +363,7 @@ func (r *Runner) round(ctx context.Context, rn *run, t *store.Task, requests map
 		t.InputRequests[key] = req
 	}
 	t.Round, t.Status, t.StatusMessage = round, store.TaskInputRequired, "waiting for the client's input"
-	if !r.write(t) {
+	if !r.write(rn, t) {
 		return nil
 	}
 	poll := time.NewTicker(r.opts.Lease / 3)
@@ -372,7 +381,7 @@ func (r *Runner) round(ctx context.Context, rn *run, t *store.Task, requests map
 				answers[issued[key]] = a
 			}
 			t.Status, t.StatusMessage, t.InputRequests = store.TaskWorking, "", nil
-			if !r.write(t) {
+			if !r.write(rn, t) {
 				return nil
 			}
 			return answers
@@ -387,10 +396,10 @@ func (r *Runner) round(ctx context.Context, rn *run, t *store.Task, requests map
 }
 
 // ended settles a run whose context ended, by why.
-func (r *Runner) ended(t *store.Task, cause error) {
+func (r *Runner) ended(rn *run, t *store.Task, cause error) {
 	switch {
 	case errors.Is(cause, errCancelled):
-		r.settle(t, store.TaskCancelled, "cancelled at the client's request", nil, nil)
+		r.settle(rn, t, store.TaskCancelled, "cancelled at the client's request", nil, nil)
 	case errors.Is(cause, errLost):
 		// Someone else settles it (a lapsed lease), or has.
 	default:
@@ -398,24 +407,24 @@ func (r *Runner) ended(t *store.Task, cause error) {
 		if cause != nil {
 			msg = cause.Error()
 		}
-		r.settle(t, store.TaskFailed, msg, nil, &RPCError{Code: -32603, Message: msg})
+		r.settle(rn, t, store.TaskFailed, msg, nil, &RPCError{Code: -32603, Message: msg})
 	}
 }
 
 // settle writes the terminal status, unless someone else changed the task
 // first.
-func (r *Runner) settle(t *store.Task, status, message string, result json.RawMessage, rpc *RPCError) {
+func (r *Runner) settle(rn *run, t *store.Task, status, message string, result json.RawMessage, rpc *RPCError) {
 	t.Status, t.StatusMessage, t.Result, t.InputRequests = status, message, result, nil
 	if rpc != nil {
 		t.Error, _ = json.Marshal(rpc)
 	}
-	r.write(t)
+	r.write(rn, t)
 	r.logger.Info("task settled", "task", t.ID, "status", status)
 }
 
 // write stores t (compare-and-set) and reports whether it did; a lost race
 // means another instance settled the task.
-func (r *Runner) write(t *store.Task) bool {
+func (r *Runner) write(rn *run, t *store.Task) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	t.UpdatedAt = time.Now().UTC()
@@ -425,6 +434,9 @@ func (r *Runner) write(t *store.Task) bool {
 		return false
 	}
 	r.announce(ctx, t)
+	if rn.changed != nil {
+		rn.changed(*t)
+	}
 	return true
 }
 

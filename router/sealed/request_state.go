@@ -49,6 +49,10 @@ type RequestState struct {
 	// State is then empty: the backend has none.
 	Park  store.SessionID `json:"k,omitempty"`
 	Round int             `json:"n,omitempty"`
+	// Task names a task the gateway runs whose tool asked its first
+	// question before the task was handed out (input_before_task; router
+	// tasks_run.go): the retry answers it and gets the task.
+	Task string `json:"t,omitempty"`
 }
 
 // Binding is what a request state is bound to besides its backend: the

@@ -23,6 +23,7 @@ import (
 	"github.com/mcpgw/gateway/internal/buildinfo"
 	"github.com/mcpgw/gateway/internal/config"
 	"github.com/mcpgw/gateway/internal/metrics"
+	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/tracing"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/upstream"
@@ -44,6 +45,9 @@ type App struct {
 	tracing *tracing.Provider
 	// auth is the caller verifier, whose key fetchers Close stops.
 	auth auth.Verifier
+	// tasks runs the tasks the gateway runs for backends (nil with
+	// WithoutParking: nothing outlives its request).
+	tasks *taskrun.Runner
 }
 
 // Option adjusts what Build assembles.
@@ -135,7 +139,25 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		m.SetBuildInfo(bo.build.Version, bo.build.Commit, bo.build.GoVersion)
 		observer = m
 	}
+	// Tasks the gateway runs outlive the request that made them: not on
+	// Lambda (WithoutParking), where an invocation cannot.
+	var tasks *taskrun.Runner
+	if !bo.noParking {
+		subCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		tasks, err = taskrun.New(subCtx, taskrun.Options{Store: st, Lease: cfg.Streams.CallLease,
+			PerPrincipal: cfg.Limits.TasksPerPrincipal, Logger: log})
+		cancel()
+		if err != nil {
+			_ = st.Close()
+			_ = tr.Shutdown(context.Background())
+			if aw != nil {
+				aw.Close()
+			}
+			return nil, fmt.Errorf("tasks: %w", err)
+		}
+	}
 	rt := router.New(cfg.VirtualHosts, router.Options{
+		Tasks:        tasks,
 		Store:        st,
 		SessionTTL:   cfg.SessionTTL,
 		CursorSecret: cfg.CursorSecret,
@@ -155,6 +177,9 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	// on; nothing here waits for a provider.
 	verifier, err := auth.New(cfg.Auth, auth.WithLogger(log))
 	if err != nil {
+		if tasks != nil {
+			tasks.Close()
+		}
 		rt.Close()
 		_ = st.Close()
 		_ = tr.Shutdown(context.Background())
@@ -183,6 +208,9 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	}
 	signInPages, userTokens, err := signIn(cfg, st, log) // sign_in.go
 	if err != nil {
+		if tasks != nil {
+			tasks.Close()
+		}
 		rt.Close()
 		_ = st.Close()
 		_ = tr.Shutdown(context.Background())
@@ -213,7 +241,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		ResourceMetadata: cfg.Auth.ResourceMetadata,
 		Audit:            aud,
 	})
-	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st, Audit: aw, tracing: tr, auth: verifier}, nil
+	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st, Audit: aw, tracing: tr, auth: verifier, tasks: tasks}, nil
 }
 
 // FlushTraces exports the spans ended so far, within ctx. On Lambda it
@@ -236,6 +264,9 @@ func (a *App) Start(ctx context.Context) error {
 // and last exports the spans that are left (within traceShutdownTimeout).
 func (a *App) Close() error {
 	a.Sessions.Close()
+	if a.tasks != nil {
+		a.tasks.Close() // its runs use the router's backend clients
+	}
 	a.Router.Close()
 	auth.Close(a.auth)
 	if a.Audit != nil {

@@ -1,0 +1,413 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcpgw/gateway/internal/taskid"
+	"github.com/mcpgw/gateway/internal/taskrun"
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/sealed"
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Tasks the gateway runs itself (SEP-2663), for a backend that does not
+// implement the extension: its tasks: block (Backend.Tasks) names the
+// tools that run as tasks, optionally (when the request declares the
+// extension) or only so (required: -32021 without it).
+//
+// Such a call is decided, admitted and pre-hooked like any other
+// (routed.go); then, instead of relaying it, the gateway creates the task
+// in the store (internal/taskrun: within the principal's fleet-wide
+// bound, with this instance's lease) and answers a CreateTaskResult at
+// once, under a sealed id (internal/taskid, Kind Gateway). The call itself
+// is relayed from a goroutine detached from the request, by the same
+// relay a synchronous call takes (post-hooks, URIs published, envelope
+// stripped), with a session runtime of its own (taskAsker): every
+// question the backend asks (a 2025-era backend's elicitation, sampling or
+// roots request; a 2026-07-28 backend's input_required, fulfilled as for a
+// 2025 client, input_fulfil.go) becomes an input round of the task,
+// answered by tasks/update on any instance. tasks/get, tasks/update and
+// tasks/cancel of a gateway task are answered from the store by any
+// instance (gatewayTaskMethod).
+//
+// input_before_task: the tool's first question is asked before the task
+// is handed out. The task is created all the same, but the client waits
+// (up to firstQuestionWait) for the first question: a 2026-07-28 client
+// gets it as an ordinary input_required round whose requestState names the
+// task, and its retry delivers the answers and gets the task; a 2025
+// session is asked on its stream as for a synchronous call. A tool that
+// answers at once answers the call synchronously.
+//
+// Without a runner (Options.Tasks nil) no task runs: tasks: blocks are
+// plain calls and the extension is not advertised for them.
+
+// firstQuestionWait bounds how long an input_before_task call waits for
+// its tool's first question before it hands out the task.
+const firstQuestionWait = 10 * time.Second
+
+// runsAsTask decides whether the gateway runs c's call to t as a task:
+// refusal is -32021 for a required tool called without the extension.
+func (r *Router) runsAsTask(v *vhost, c *Call, t *target) (runs bool, refusal *jsonrpc.Error) {
+	if c.Request.Method != "tools/call" || r.opts.Tasks == nil {
+		return false, nil
+	}
+	b := v.backends[t.backend]
+	if b == nil || b.Tasks == nil {
+		return false, nil
+	}
+	switch b.Tasks.Mode(t.name) {
+	case TaskOptional:
+		return c.peer.tasks, nil
+	case TaskRequired:
+		if !c.peer.tasks {
+			return false, needsTasksExtension("tool " + wire.Quote(t.public) + " runs only as a task: it")
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// gatewayTaskTool reports whether a tools/call to t runs as a task the
+// gateway runs, or is refused for want of the extension, for a request
+// that declares it or not (parkable: such a call is never parked).
+func (r *Router) gatewayTaskTool(v *vhost, method string, t *target, declared bool) bool {
+	if r.opts.Tasks == nil || method != "tools/call" {
+		return false
+	}
+	b := v.backends[t.backend]
+	if b == nil || b.Tasks == nil {
+		return false
+	}
+	mode := b.Tasks.Mode(t.name)
+	return mode == TaskRequired || mode == TaskOptional && declared
+}
+
+// advertiseTasks adds the Tasks extension to merged capabilities when the
+// gateway runs tasks for a backend of v and routes the extension to this
+// client (routed: capability.Session- or ModernExtensions).
+func (r *Router) advertiseTasks(v *vhost, caps map[string]any, routed map[string]bool) map[string]any {
+	if r.opts.Tasks == nil || !v.runsTasks || !routed[wire.ExtensionTasks] {
+		return caps
+	}
+	ext, _ := caps["extensions"].(map[string]json.RawMessage)
+	if ext == nil {
+		ext = map[string]json.RawMessage{}
+		caps["extensions"] = ext
+	}
+	if _, ok := ext[wire.ExtensionTasks]; !ok {
+		ext[wire.ExtensionTasks] = json.RawMessage(`{}`)
+	}
+	return caps
+}
+
+// taskPolicy is the tasks: block of backend key, when the gateway runs
+// tasks for it and op lists tools; nil otherwise.
+func (r *Router) taskPolicy(v *vhost, op listOp, key string) TaskPolicy {
+	if r.opts.Tasks == nil || op.field != "tools" || v.backends[key] == nil {
+		return nil
+	}
+	return v.backends[key].Tasks
+}
+
+// withTaskSupport marks a listed tool the gateway runs as a task with
+// execution.taskSupport (optional or required), which tells a client,
+// 2025-era ones too, what to expect; other tools pass as they are.
+func withTaskSupport(p TaskPolicy, item json.RawMessage) json.RawMessage {
+	var name string
+	hasExecution, members := false, 0
+	if !wire.MembersBytes(item, func(k, val []byte) bool {
+		members++
+		switch string(k) {
+		case "name":
+			name, _ = stringMember(val)
+		case "execution":
+			hasExecution = true
+		}
+		return true
+	}) {
+		return item // renameItem refuses it
+	}
+	mode := p.Mode(name)
+	if mode == TaskNever {
+		return item
+	}
+	execution := json.RawMessage(`{"taskSupport":"` + string(mode) + `"}`)
+	if hasExecution {
+		out, _ := wire.Splice(item, wire.Member{Key: "execution", Value: execution})
+		return out
+	}
+	end := bytes.LastIndexByte(item, '}')
+	out := make([]byte, 0, len(item)+len(execution)+14)
+	out = append(out, item[:end]...)
+	if members > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"execution":`...)
+	out = append(out, execution...)
+	return append(out, item[end:]...)
+}
+
+// needsTasksExtension is -32021 for what needs the extension.
+func needsTasksExtension(what string) *jsonrpc.Error {
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{
+		"extensions": map[string]any{wire.ExtensionTasks: map[string]any{}}}})
+	return &jsonrpc.Error{Code: wire.CodeMissingClientCapability,
+		Message: what + " needs the " + wire.ExtensionTasks + " extension in this request's client capabilities", Data: data}
+}
+
+// startTask creates the task for c's call to t and starts relaying the
+// call for it; params and sent are relay's, hc the call's hooks.
+func (r *Router) startTask(ctx context.Context, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
+	policy := v.backends[t.backend].Tasks
+	owner := taskid.PrincipalDigest(c.Principal)
+	spec := taskrun.Spec{Owner: owner, VHost: v.name, Backend: t.backend, Tool: t.public, TTL: policy.ResultTTL()}
+
+	// The run's own view of the call: no stream (it outlives the request),
+	// its questions asked through the task, a 2025-era client's view of a
+	// 2026-07-28 backend (its input_required rounds fulfilled, its result
+	// envelope stripped: the result is stored and inlined in tasks/get).
+	run := *c
+	run.Stream, run.parked, run.modern, run.decorated = nil, true, false, false
+	run.peer = taskPeer(c.peer)
+	conv := taskrun.Converse(WithAuditNote(ctx, nil), func(ctx context.Context, ask taskrun.Ask) (json.RawMessage, error) {
+		call := run
+		call.Runtime = taskAsker(ask)
+		resp := r.relay(ctx, v, &call, t, params, sent, hc)
+		if resp.Error != nil {
+			var e *jsonrpc.Error
+			if !errors.As(resp.Error, &e) {
+				return nil, &taskrun.RPCError{Code: CodeInternalError, Message: resp.Error.Error()}
+			}
+			return nil, &taskrun.RPCError{Code: int(e.Code), Message: e.Message, Data: e.Data}
+		}
+		return resp.Result, nil
+	})
+	inputFirst := policy.InputFirst(t.name)
+	first := make(chan store.Task, 1)
+	if inputFirst {
+		spec.Changed = func(t store.Task) {
+			select {
+			case first <- t:
+			default:
+			}
+		}
+	}
+	task, err := r.opts.Tasks.Start(ctx, spec, conv.Step)
+	switch {
+	case errors.Is(err, taskrun.ErrLimit):
+		conv.Close()
+		return refuse(c.Request.ID, http.StatusTooManyRequests, time.Second, rpcError(CodeRateLimited,
+			"too many running tasks for this caller (limits.tasks_per_principal): wait for one to finish, or cancel one"))
+	case err != nil:
+		conv.Close()
+		return r.storeUnavailable(c.Request.ID, err)
+	}
+	token, err := r.sealGatewayTask(ctx, v, c, t, task)
+	if err != nil {
+		return r.storeUnavailable(c.Request.ID, err)
+	}
+	if inputFirst {
+		if resp := r.firstQuestion(ctx, v, c, t, task, token, first); resp != nil {
+			return resp
+		}
+	}
+	return r.createdTask(c, task, token)
+}
+
+// firstQuestion waits for an input_before_task tool's first question, and
+// answers the call with it (nil: hand out the task).
+func (r *Router) firstQuestion(ctx context.Context, v *vhost, c *Call, t *target, task *store.Task, token string, first <-chan store.Task) *jsonrpc.Response {
+	wait := time.NewTimer(firstQuestionWait)
+	defer wait.Stop()
+	var now store.Task
+	select {
+	case now = <-first:
+	case <-wait.C:
+		return nil
+	case <-ctx.Done():
+		return nil
+	}
+	switch now.Status {
+	case store.TaskCompleted: // it asked nothing: a synchronous answer
+		return resultResponse(c.Request.ID, now.Result)
+	case store.TaskFailed:
+		var e jsonrpc.Error
+		if json.Unmarshal(now.Error, &e) == nil && e.Code != 0 {
+			return errorResponse(c.Request.ID, &e)
+		}
+		return nil
+	case store.TaskInputRequired:
+	default:
+		return nil
+	}
+	if c.modern {
+		// An ordinary input_required round; its retry answers the task.
+		state, err := r.sealState(ctx, binding(v, c, t), sealed.RequestState{Backend: t.backend, Task: task.ID})
+		if err != nil {
+			return r.storeUnavailable(c.Request.ID, err)
+		}
+		result := map[string]json.RawMessage{"inputRequests": wire.RawObject(now.InputRequests)}
+		result["resultType"], _ = json.Marshal(envelope.ResultInputRequired)
+		result["requestState"], _ = json.Marshal(state)
+		return resultResponse(c.Request.ID, wire.RawObject(result))
+	}
+	if c.Runtime != nil && c.Stream != nil {
+		// A 2025 session: asked on its stream, as a synchronous call would.
+		if answers := askSession(ctx, c, now.InputRequests); answers != nil {
+			if err := r.opts.Tasks.Update(ctx, task.Owner, task.ID, answers); err != nil {
+				r.log.Warn("task: the first answers were not posted", "task", task.ID, "error", err)
+			}
+		}
+	}
+	return nil
+}
+
+// askSession asks a 2025 session's client every request of a round at
+// once; nil when one could not be asked or was refused (the client can
+// still answer with tasks/update).
+func askSession(ctx context.Context, c *Call, requests map[string]json.RawMessage) map[string]json.RawMessage {
+	answers := make(map[string]json.RawMessage, len(requests))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	failed := false
+	for key, raw := range requests {
+		var in InputRequest
+		if json.Unmarshal(raw, &in) != nil {
+			return nil
+		}
+		wg.Go(func() {
+			resp := c.Runtime.AskClient(ctx, c, &jsonrpc.Request{Method: in.Method, Params: in.Params})
+			mu.Lock()
+			defer mu.Unlock()
+			if resp.Error != nil {
+				failed = true
+				return
+			}
+			answers[key] = resp.Result
+		})
+	}
+	wg.Wait()
+	if failed {
+		return nil
+	}
+	return answers
+}
+
+// answerTaskInput answers the retry of an input_before_task round (its
+// requestState names the task): the answers are posted to the task and
+// the retry gets the task.
+func (r *Router) answerTaskInput(ctx context.Context, v *vhost, c *Call, t *target, st *sealed.RequestState) *jsonrpc.Response {
+	var answers map[string]json.RawMessage
+	if raw, ok := t.params["inputResponses"]; !ok || json.Unmarshal(raw, &answers) != nil || answers == nil {
+		return errorResponse(c.Request.ID, invalidParams("inputResponses must be an object answering the input requests"))
+	}
+	owner := taskid.PrincipalDigest(c.Principal)
+	if r.opts.Tasks == nil {
+		return errorResponse(c.Request.ID, invalidParams("invalid requestState: its task is not run here"))
+	}
+	err := r.opts.Tasks.Update(ctx, owner, st.Task, answers)
+	var task *store.Task
+	if err == nil {
+		task, err = r.opts.Tasks.Get(ctx, owner, st.Task)
+	}
+	switch {
+	case errors.Is(err, taskrun.ErrUnknown):
+		return errorResponse(c.Request.ID, invalidParams("invalid requestState: its task has ended and expired"))
+	case err != nil:
+		return r.storeUnavailable(c.Request.ID, err)
+	}
+	token, err := r.sealGatewayTask(ctx, v, c, t, task)
+	if err != nil {
+		return r.storeUnavailable(c.Request.ID, err)
+	}
+	return r.createdTask(c, task, token)
+}
+
+// createdTask is the CreateTaskResult for task.
+func (r *Router) createdTask(c *Call, task *store.Task, token string) *jsonrpc.Response {
+	raw, err := json.Marshal(taskrun.Created(task, token, time.Now()))
+	if err != nil {
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cannot encode the task"))
+	}
+	return resultResponse(c.Request.ID, raw)
+}
+
+// sealGatewayTask is the client's id of a task the gateway runs.
+func (r *Router) sealGatewayTask(ctx context.Context, v *vhost, c *Call, t *target, task *store.Task) (string, error) {
+	return r.sealTaskID(ctx, taskid.Claims{Kind: taskid.Gateway, VHost: v.name, Backend: t.backend,
+		Principal: task.Owner, TaskID: task.ID, Tool: t.public,
+		Expires: time.Now().Add(maxTaskTokenLife + task.TTL)})
+}
+
+// gatewayTaskMethod answers tasks/get, tasks/update and tasks/cancel for
+// a task the gateway runs, from the store, on any instance.
+func (r *Router) gatewayTaskMethod(ctx context.Context, c *Call, params map[string]json.RawMessage, token string, claims taskid.Claims) *jsonrpc.Response {
+	id, tasks := c.Request.ID, r.opts.Tasks
+	var err error
+	ack := json.RawMessage(`{}`)
+	switch c.Request.Method {
+	case "tasks/get":
+		var task *store.Task
+		if task, err = tasks.Get(ctx, claims.Principal, claims.TaskID); err == nil {
+			ack, err = json.Marshal(taskrun.Detailed(task, token, time.Now()))
+		}
+	case "tasks/update":
+		var answers map[string]json.RawMessage
+		if json.Unmarshal(params["inputResponses"], &answers) != nil || answers == nil {
+			return errorResponse(id, invalidParams("tasks/update needs an object inputResponses"))
+		}
+		err = tasks.Update(ctx, claims.Principal, claims.TaskID, answers)
+	case "tasks/cancel":
+		err = tasks.Cancel(ctx, claims.Principal, claims.TaskID)
+	}
+	switch {
+	case errors.Is(err, taskrun.ErrUnknown):
+		return errorResponse(id, unknownTask(token))
+	case err != nil:
+		return r.storeUnavailable(id, err)
+	}
+	return resultResponse(id, ack)
+}
+
+// taskPeer is the client as a task's run presents it to the backend: the
+// caller's own capabilities, with elicitation, which a client of tasks
+// answers through tasks/get and tasks/update whatever it declared.
+func taskPeer(p *peer) *peer {
+	cp := *p
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(orEmpty(p.capabilities), &caps) != nil || caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	if _, ok := caps["elicitation"]; !ok {
+		caps["elicitation"] = json.RawMessage(`{}`)
+	}
+	cp.capabilities = wire.RawObject(caps)
+	return &cp
+}
+
+// taskAsker is the session runtime of a task's run: each question the
+// backend asks becomes part of an input round of the task.
+type taskAsker taskrun.Ask
+
+func (a taskAsker) AskClient(ctx context.Context, _ *Call, req *jsonrpc.Request) *jsonrpc.Response {
+	raw, err := json.Marshal(InputRequest{Method: req.Method, Params: req.Params})
+	if err != nil {
+		return &jsonrpc.Response{Error: rpcError(CodeInternalError, "cannot encode the backend's request")}
+	}
+	answer, err := a(ctx, raw)
+	if err != nil {
+		return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the task ended before the client answered")}
+	}
+	return &jsonrpc.Response{Result: answer}
+}
+
+func (taskAsker) ListenersChanged(context.Context, store.SessionID) {}
