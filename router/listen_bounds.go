@@ -95,6 +95,11 @@ func (r *Router) checkListenFilter(id jsonrpc.ID, f *listenFilter) *jsonrpc.Resp
 		kept = append(kept, uri)
 	}
 	f.ResourceSubscriptions = kept
+	if len(f.TaskIDs) > r.opts.ListenURIs {
+		return refuse(id, http.StatusBadRequest, 0, &jsonrpc.Error{Code: CodeInvalidParams,
+			Message: fmt.Sprintf("subscriptions/listen: more than %d taskIds, the most one listen may have (limits.listen_uris)", r.opts.ListenURIs),
+			Data:    LimitData("limits.listen_uris", r.opts.ListenURIs)})
+	}
 	return nil
 }
 

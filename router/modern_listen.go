@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sort"
 	"sync"
 	"time"
 
@@ -33,6 +34,9 @@ type listenFilter struct {
 	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
 	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+	// TaskIDs are tasks whose status changes the client wants
+	// (notifications/tasks; the Tasks extension, tasks.go).
+	TaskIDs []string `json:"taskIds,omitempty"`
 }
 
 const (
@@ -61,6 +65,13 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if resp := r.checkListenFilter(c.Request.ID, p.Notifications); resp != nil {
 		return resp
 	}
+	if len(p.Notifications.TaskIDs) > 0 && !declaresExtension(c.Modern.ClientCapabilities, wire.ExtensionTasks) {
+		return errorResponse(c.Request.ID, needsTasksExtension("subscriptions/listen with notifications.taskIds"))
+	}
+	tasks, err := r.openListenTasks(ctx, v, c, p.Notifications.TaskIDs)
+	if err != nil {
+		return r.storeUnavailable(c.Request.ID, err)
+	}
 	if !r.listens.take(c.Principal) {
 		return r.tooManyListens(c.Request.ID)
 	}
@@ -72,7 +83,7 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	}
 	subID, _ := json.Marshal(c.Request.ID.Raw())
 	pr := r.modernPeer(ctx, v, c)
-	ls := &listenSession{r: r, v: v, c: c, subID: subID}
+	ls := &listenSession{r: r, v: v, c: c, subID: subID, tasks: tasks}
 
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -85,7 +96,7 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			wg.Go(func() { ls.rejoin(lctx, pr, key, access, p.Notifications) })
 			continue
 		}
-		want := backendFilter(v, key, access, p.Notifications, pr.backends[key])
+		want := ls.filterFor(key, access, p.Notifications, pr.backends[key])
 		if want == nil {
 			continue
 		}
@@ -93,7 +104,9 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		wg.Go(func() { ls.keep(lctx, pr, key, want, ls.pending.Done) })
 	}
 	ls.pending.Wait() // every backend acknowledged, or failed
+	ls.acknowledgedGatewayTasks()
 	ls.acknowledge()
+	wg.Go(func() { r.watchGatewayTasks(lctx, tasks, ls.deliver) })
 
 	if ls.agreedAny() {
 		select {
@@ -134,12 +147,26 @@ func backendFilter(v *vhost, key string, access policy.View, f *listenFilter, sn
 	return out
 }
 
+// filterFor is backend key's part of the listen: backendFilter, and the
+// ids of the backend's own tasks the client asked for.
+func (ls *listenSession) filterFor(key string, access policy.View, f *listenFilter, snap *store.BackendSnapshot) *listenFilter {
+	want := backendFilter(ls.v, key, access, f, snap)
+	if ids := ls.tasks.backendIDs(key); len(ids) > 0 && modernSnapshot(snap) {
+		if want == nil {
+			want = &listenFilter{}
+		}
+		want.TaskIDs = ids
+	}
+	return want
+}
+
 // listenSession is one client listen being served.
 type listenSession struct {
 	r     *Router
 	v     *vhost
 	c     *Call
 	subID json.RawMessage
+	tasks *listenTasks
 
 	pending sync.WaitGroup // backends not yet acknowledged (or failed)
 
@@ -200,7 +227,7 @@ func (ls *listenSession) rejoin(ctx context.Context, p *peer, key string, access
 		case <-t.C:
 		}
 		if d := ls.r.backendDiscovery(ctx, ls.v, key, ls.c.Header); d.snap.OK() {
-			want := backendFilter(ls.v, key, access, f, d.snap)
+			want := ls.filterFor(key, access, f, d.snap)
 			if want == nil {
 				return // back, but it can honour none of the filter
 			}
@@ -313,7 +340,25 @@ func (ls *listenSession) acknowledged(key string, f listenFilter) {
 			a.ResourceSubscriptions = append(a.ResourceSubscriptions, uri)
 		}
 	}
+	for _, id := range f.TaskIDs {
+		if token, ok := ls.tasks.byBackend[key][id]; ok {
+			a.TaskIDs = append(a.TaskIDs, token)
+			ls.any = true
+		}
+	}
 	ls.any = ls.any || f.ToolsListChanged || f.PromptsListChanged || f.ResourcesListChanged || len(f.ResourceSubscriptions) > 0
+}
+
+// acknowledgedGatewayTasks adds the tasks the gateway runs, which it
+// watches itself, to the union.
+func (ls *listenSession) acknowledgedGatewayTasks() {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for token := range ls.tasks.gateway {
+		ls.agreed.TaskIDs = append(ls.agreed.TaskIDs, token)
+		ls.any = true
+	}
+	sort.Strings(ls.agreed.TaskIDs)
 }
 
 // acknowledge sends the client its acknowledgement, then what came early.
@@ -351,7 +396,17 @@ func (ls *listenSession) forward(key string, n *jsonrpc.Request, renamed bool) {
 		if n = reprefixNotification(ls.v, key, n); n == nil {
 			return
 		}
+	case methodTaskStatus:
+		if n = ls.tasks.clientTaskNotification(key, n); n == nil {
+			return
+		}
 	}
+	ls.deliver(n)
+}
+
+// deliver tags a notification with the client's subscription id and
+// sends it, or keeps it until the acknowledgement has gone out.
+func (ls *listenSession) deliver(n *jsonrpc.Request) {
 	n = tagSubscription(n, ls.subID)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()

@@ -109,6 +109,7 @@ type Router struct {
 	cursorKeys *sealed.Key
 	states     *sealed.States
 	taskKeys   *sealed.Key // seals task ids (tasks.go)
+	taskWatch  taskWatchers // listens waiting for gateway tasks' changes (tasks.go)
 
 	listensDone chan struct{} // closed by EndListens
 	listens     listenSlots   // open listens per principal
@@ -202,8 +203,13 @@ func (r *Router) Close() {
 }
 
 // onBus drops the cached list pages of a backend another instance saw
-// announce list_changed. It runs on the store's bus goroutine.
+// announce list_changed, and wakes the listens of a task whose status
+// changed. It runs on the store's bus goroutine.
 func (r *Router) onBus(m store.BusMessage) {
+	if owner, id, ok := taskrun.StatusChanged(m); ok {
+		r.taskWatch.changed(owner, id)
+		return
+	}
 	if m.Kind != store.BusListChanged {
 		return
 	}

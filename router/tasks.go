@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"sync"
 	"time"
 
 	"github.com/mcpgw/gateway/internal/taskid"
+	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -42,7 +45,8 @@ import (
 // Tasks the gateway runs itself for backends without the extension (a
 // backend's tasks: block) have ids of Kind Gateway: tasks_run.go.
 //
-// Not yet: notifications/tasks on a listen or a session's GET stream.
+// notifications/tasks reach a subscriptions/listen that names the task
+// (below). Not yet: on a 2025 session's GET stream.
 
 // taskKeyName names the task-id key in the store.
 const taskKeyName = "task-id"
@@ -190,4 +194,167 @@ func declaresExtension(caps json.RawMessage, id string) bool {
 	}
 	v, ok := c.Extensions[id]
 	return ok && string(v) != "null"
+}
+
+// A subscriptions/listen may name tasks (notifications.taskIds): each
+// status change of one is sent to the client as notifications/tasks, a
+// full DetailedTask under the client's id. A backend's task is listened
+// for at the backend (its own id in that backend's part of the listen,
+// its notifications given back the client's id); a task the gateway runs
+// is watched here: the runner announces every status it writes on the
+// bus (taskrun.StatusChanged), and the instance holding the listen loads
+// the task and sends it. An id that does not open for the caller is
+// left out of the acknowledgement, like a URI no backend owns.
+
+// listenTasks are the tasks one listen asked for, opened.
+type listenTasks struct {
+	// byBackend: a backend's task ids, and the client's id of each.
+	byBackend map[string]map[string]string
+	// gateway: the tasks the gateway runs, by the client's id.
+	gateway map[string]taskid.Claims
+}
+
+// openListenTasks opens a listen's taskIds; the store failing is an error.
+func (r *Router) openListenTasks(ctx context.Context, v *vhost, c *Call, tokens []string) (*listenTasks, error) {
+	lt := &listenTasks{byBackend: map[string]map[string]string{}, gateway: map[string]taskid.Claims{}}
+	owner := taskid.PrincipalDigest(c.Principal)
+	for _, token := range tokens {
+		var claims taskid.Claims
+		opened, err := r.taskKeys.Verify(ctx, func(key []byte) bool {
+			var err error
+			claims, err = taskid.Open(key, token, v.name, owner, time.Now())
+			return err == nil
+		})
+		switch {
+		case err != nil:
+			return nil, err
+		case !opened || v.backends[claims.Backend] == nil || !r.taskVisible(v, c, claims.Tool):
+			continue
+		case claims.Kind == taskid.Gateway:
+			if r.opts.Tasks != nil {
+				lt.gateway[token] = claims
+			}
+		default:
+			if lt.byBackend[claims.Backend] == nil {
+				lt.byBackend[claims.Backend] = map[string]string{}
+			}
+			lt.byBackend[claims.Backend][claims.TaskID] = token
+		}
+	}
+	return lt, nil
+}
+
+// backendIDs are backend key's task ids, for its part of the listen.
+func (lt *listenTasks) backendIDs(key string) []string {
+	ids := make([]string, 0, len(lt.byBackend[key]))
+	for id := range lt.byBackend[key] {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// clientTaskNotification is a backend's notifications/tasks with the
+// client's id for the task; nil for a task this listen did not ask for.
+func (lt *listenTasks) clientTaskNotification(key string, n *jsonrpc.Request) *jsonrpc.Request {
+	var p struct {
+		TaskID string `json:"taskId"`
+	}
+	if json.Unmarshal(n.Params, &p) != nil {
+		return nil
+	}
+	token, ok := lt.byBackend[key][p.TaskID]
+	if !ok {
+		return nil
+	}
+	params, ok := wire.Splice(n.Params, wire.Member{Key: "taskId", Value: wire.Quoted(token)})
+	if !ok {
+		return nil
+	}
+	return &jsonrpc.Request{Method: methodTaskStatus, Params: params}
+}
+
+const methodTaskStatus = "notifications/tasks"
+
+// watchGatewayTasks sends the current status of each task the gateway
+// runs that the listen asked for, then every change, until ctx ends.
+func (r *Router) watchGatewayTasks(ctx context.Context, lt *listenTasks, send func(*jsonrpc.Request)) {
+	if len(lt.gateway) == 0 {
+		return
+	}
+	wake := make(chan string, len(lt.gateway))
+	stop := r.taskWatch.add(lt.gateway, wake)
+	defer stop()
+	last := map[string]string{} // client id -> the status last sent
+	notify := func(token string) {
+		claims := lt.gateway[token]
+		t, err := r.opts.Tasks.Get(ctx, claims.Principal, claims.TaskID)
+		if err != nil || last[token] == t.Status+t.UpdatedAt.String() {
+			return
+		}
+		last[token] = t.Status + t.UpdatedAt.String()
+		params, err := json.Marshal(taskrun.Detailed(t, token, time.Now()))
+		if err == nil {
+			send(&jsonrpc.Request{Method: methodTaskStatus, Params: params})
+		}
+	}
+	for token := range lt.gateway {
+		notify(token)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case token := <-wake:
+			notify(token)
+		}
+	}
+}
+
+// taskWatchers are the listens of this instance waiting for status
+// changes of tasks the gateway runs, by owner and task id.
+type taskWatchers struct {
+	mu sync.Mutex
+	m  map[string]map[chan<- string]string // owner "\x00" id -> listener -> the client's id
+}
+
+// add registers wake for the tasks; stop unregisters it.
+func (w *taskWatchers) add(tasks map[string]taskid.Claims, wake chan<- string) (stop func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]map[chan<- string]string{}
+	}
+	keys := make([]string, 0, len(tasks))
+	for token, c := range tasks {
+		k := c.Principal + "\x00" + c.TaskID
+		if w.m[k] == nil {
+			w.m[k] = map[chan<- string]string{}
+		}
+		w.m[k][wake] = token
+		keys = append(keys, k)
+	}
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, k := range keys {
+			delete(w.m[k], wake)
+			if len(w.m[k]) == 0 {
+				delete(w.m, k)
+			}
+		}
+	}
+}
+
+// changed wakes the listeners of a task; it never blocks (a listener
+// with a wake pending loads the task anyway).
+func (w *taskWatchers) changed(owner, id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for wake, token := range w.m[owner+"\x00"+id] {
+		select {
+		case wake <- token:
+		default:
+		}
+	}
 }

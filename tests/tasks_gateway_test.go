@@ -279,3 +279,65 @@ func waitLabel(t *testing.T, ch <-chan string, want, msg string) {
 		}
 	}
 }
+
+// A subscriptions/listen naming a gateway-run task, held on one instance,
+// hears every status the task takes while it runs on the other
+// (notifications/tasks, full DetailedTasks under the client's id); an id
+// that is not the caller's is left out of the acknowledgement; taskIds
+// without the extension are -32021.
+func TestGatewayTasks_ListenHearsStatusChanges(t *testing.T) {
+	testsupport.SkipShort(t)
+	g := newGatewayTasks(t)
+	a, b := g.gws[0], g.gws[1]
+	erin := g.client("erin")
+	created := erin.ModernRequest(a, "tools/call", map[string]any{"name": "fy-confirm_delete",
+		"arguments": map[string]any{"filename": "y.txt"}}, tasksCaps).Result()
+	token := created["taskId"].(string)
+	foreign := g.client("frank").ModernRequest(a, "tools/call", map[string]any{"name": "fy-slow_compute",
+		"arguments": map[string]any{"seconds": 30}}, tasksCaps).Result()["taskId"].(string)
+
+	if r := erin.ModernRequest(b, "subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{token}}}, nil); r.Error() == nil || r.Error().Code != -32021 {
+		t.Fatalf("taskIds without the extension: %d %s", r.Status, r.Body)
+	}
+	s := erin.ModernStream(b, "watch", "subscriptions/listen", map[string]any{"notifications": map[string]any{
+		"taskIds": []string{token, foreign}}}, tasksCaps)
+	defer s.Close()
+	ack := s.Next()
+	if ack.Method() != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first event %v", ack.Msg)
+	}
+	ids := fmt.Sprint(ack.Msg["params"].(map[string]any)["notifications"].(map[string]any)["taskIds"])
+	if !strings.Contains(ids, token) || strings.Contains(ids, foreign) {
+		t.Fatalf("acknowledged taskIds %s: want erin's task only", ids)
+	}
+	next := func(status string) map[string]any {
+		t.Helper()
+		for {
+			ev, ok := s.NextWithin(15 * time.Second)
+			if !ok {
+				t.Fatalf("no notifications/tasks with status %s", status)
+			}
+			if ev.Method() != "notifications/tasks" {
+				t.Fatalf("unexpected event on the listen: %v", ev.Msg)
+			}
+			p := ev.Msg["params"].(map[string]any)
+			meta, _ := p["_meta"].(map[string]any)
+			if p["taskId"] != token || meta["io.modelcontextprotocol/subscriptionId"] != "watch" {
+				t.Fatalf("notification %v", p)
+			}
+			if p["status"] == status {
+				return p
+			}
+		}
+	}
+	asking := next("input_required")
+	var qkey string
+	for k := range asking["inputRequests"].(map[string]any) {
+		qkey = k
+	}
+	erin.ModernRequest(a, "tasks/update", map[string]any{"taskId": token, "inputResponses": map[string]any{
+		qkey: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}, tasksCaps)
+	if done := next("completed"); !strings.Contains(fmt.Sprint(done["result"]), "Deleted y.txt") {
+		t.Fatalf("completed notification %v", done)
+	}
+}

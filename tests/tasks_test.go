@@ -188,3 +188,47 @@ func TestTasks_SessionThatDeclaredTheExtension(t *testing.T) {
 		t.Fatalf("a session without the extension got a task: %v", r)
 	}
 }
+
+// A listen naming a backend's task is held at that backend under the
+// backend's own id; its notifications/tasks reach the client under the
+// client's id.
+func TestTasks_ListenForABackendsTask(t *testing.T) {
+	testsupport.SkipShort(t)
+	tc := newTasksCluster(t)
+	a, b := tc.gws[0], tc.gws[1]
+	alice := tc.client("alice")
+	created := alice.ModernRequest(a, "tools/call", map[string]any{"name": "fx-confirm_delete", "arguments": map[string]any{"filename": "z.txt"}}, tasksCaps).Result()
+	token, _ := created["taskId"].(string)
+	s := alice.ModernStream(b, "w", "subscriptions/listen", map[string]any{"notifications": map[string]any{"taskIds": []string{token}}}, tasksCaps)
+	defer s.Close()
+	if ack := s.Next(); ack.Method() != "notifications/subscriptions/acknowledged" ||
+		!strings.Contains(fmt.Sprint(ack.Msg["params"]), token) {
+		t.Fatalf("acknowledgement %v", ack.Msg)
+	}
+	var key string
+	if !testsupport.Eventually(t, 10*time.Second, func() bool {
+		got := alice.ModernRequest(a, "tasks/get", map[string]any{"taskId": token}, tasksCaps).Result()
+		reqs, _ := got["inputRequests"].(map[string]any)
+		for k := range reqs {
+			key = k
+		}
+		return got["status"] == "input_required"
+	}) {
+		t.Fatal("the task never asked")
+	}
+	alice.ModernRequest(a, "tasks/update", map[string]any{"taskId": token,
+		"inputResponses": map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}, tasksCaps)
+	for {
+		ev, ok := s.NextWithin(15 * time.Second)
+		if !ok {
+			t.Fatal("no notifications/tasks completed")
+		}
+		p, _ := ev.Msg["params"].(map[string]any)
+		if ev.Method() != "notifications/tasks" || p["taskId"] != token {
+			t.Fatalf("event %v", ev.Msg)
+		}
+		if p["status"] == "completed" {
+			return
+		}
+	}
+}
