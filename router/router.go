@@ -108,7 +108,7 @@ type Router struct {
 
 	cursorKeys *sealed.Key
 	states     *sealed.States
-	taskKeys   *sealed.Key // seals task ids (tasks.go)
+	taskKeys   *sealed.Key  // seals task ids (tasks.go)
 	taskWatch  taskWatchers // listens waiting for gateway tasks' changes (tasks.go)
 
 	listensDone chan struct{} // closed by EndListens
