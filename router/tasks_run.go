@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -49,6 +50,11 @@ import (
 //
 // Without a runner (Options.Tasks nil) no task runs: tasks: blocks are
 // plain calls and the extension is not advertised for them.
+
+// MaxTaskResultBytes bounds the result a task keeps in the store: a
+// larger one fails the task, saying so (what one backend answer may hold
+// in flight is bounded by the response budget before that).
+const MaxTaskResultBytes = 8 << 20
 
 // firstQuestionWait bounds how long an input_before_task call waits for
 // its tool's first question before it hands out the task.
@@ -188,6 +194,10 @@ func (r *Router) startTask(ctx context.Context, v *vhost, c *Call, t *target, pa
 				return nil, &taskrun.RPCError{Code: CodeInternalError, Message: resp.Error.Error()}
 			}
 			return nil, &taskrun.RPCError{Code: int(e.Code), Message: e.Message, Data: e.Data}
+		}
+		if len(resp.Result) > MaxTaskResultBytes {
+			return nil, &taskrun.RPCError{Code: CodeInternalError, Message: fmt.Sprintf(
+				"the tool's result has %d bytes, more than a task keeps (%d)", len(resp.Result), MaxTaskResultBytes)}
 		}
 		return resp.Result, nil
 	})
