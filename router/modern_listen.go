@@ -397,7 +397,7 @@ func (ls *listenSession) forward(key string, n *jsonrpc.Request, renamed bool) {
 			return
 		}
 	case methodTaskStatus:
-		if n = ls.tasks.clientTaskNotification(key, n); n == nil {
+		if n = ls.tasks.clientTaskNotification(ls.v, key, n); n == nil {
 			return
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpgw/gateway/internal/taskid"
 	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -163,14 +164,31 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 	}
 	result := resp.Result
 	if method == "tasks/get" {
-		if out, ok := wire.Splice(result, wire.Member{Key: "taskId", Value: wire.Quoted(token)}); ok {
-			result = out
-		}
+		result = clientTaskResult(v, claims.Backend, token, result)
 	}
 	if c.Modern == nil {
 		return resultResponse(id, result) // a 2025 session: the task's fields as the backend wrote them
 	}
 	return r.finishModern(ctx, resultResponse(id, result), method, nil)
+}
+
+// clientTaskResult is a backend's DetailedTask as the client sees it: its
+// id, and on a multi-backend vhost the URIs of its inlined result
+// published as a synchronous call's are.
+func clientTaskResult(v *vhost, backend, token string, detailed json.RawMessage) json.RawMessage {
+	repl := []wire.Member{{Key: "taskId", Value: wire.Quoted(token)}}
+	if !v.single() && naming.MayNameURIs(detailed) {
+		var d struct {
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(detailed, &d) == nil && len(d.Result) > 0 {
+			repl = append(repl, wire.Member{Key: "result", Value: naming.PublishResultURIs(backend, "tools/call", d.Result)})
+		}
+	}
+	if out, ok := wire.Splice(detailed, repl...); ok {
+		return out
+	}
+	return detailed
 }
 
 // taskVisible reports whether the caller's access rules still show the
@@ -256,7 +274,7 @@ func (lt *listenTasks) backendIDs(key string) []string {
 
 // clientTaskNotification is a backend's notifications/tasks with the
 // client's id for the task; nil for a task this listen did not ask for.
-func (lt *listenTasks) clientTaskNotification(key string, n *jsonrpc.Request) *jsonrpc.Request {
+func (lt *listenTasks) clientTaskNotification(v *vhost, key string, n *jsonrpc.Request) *jsonrpc.Request {
 	var p struct {
 		TaskID string `json:"taskId"`
 	}
@@ -267,11 +285,7 @@ func (lt *listenTasks) clientTaskNotification(key string, n *jsonrpc.Request) *j
 	if !ok {
 		return nil
 	}
-	params, ok := wire.Splice(n.Params, wire.Member{Key: "taskId", Value: wire.Quoted(token)})
-	if !ok {
-		return nil
-	}
-	return &jsonrpc.Request{Method: methodTaskStatus, Params: params}
+	return &jsonrpc.Request{Method: methodTaskStatus, Params: clientTaskResult(v, key, token, n.Params)}
 }
 
 const methodTaskStatus = "notifications/tasks"

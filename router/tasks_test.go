@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/taskid"
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -69,5 +70,25 @@ func TestTasks_SealedIDsAndRefusals(t *testing.T) {
 	}
 	if e := ask("alice", withTasks, ""); e == nil || e.Code != CodeInvalidParams {
 		t.Fatalf("no taskId: %+v", e)
+	}
+}
+
+// A backend's DetailedTask reaches the client under the client's id and,
+// on a multi-backend vhost, with the URIs of its inlined result published
+// as a synchronous call's are; the rest of it byte for byte.
+func TestTasks_ClientTaskResultPublishesURIs(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"fx":  {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
+		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
+	}}, "one": {Name: "one", Backends: map[string]*Backend{"fx": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}}}}})
+	t.Cleanup(table.close)
+	detailed := json.RawMessage(`{"taskId":"b-1","status":"completed","result":{"content":[{"type":"resource_link","uri":"file:///a.txt","name":"a"}]}}`)
+	got := string(clientTaskResult(table.vhosts["v"], "fx", "mt1.x", detailed))
+	want := naming.PublishURI("fx", "file:///a.txt")
+	if !strings.Contains(got, `"taskId":"mt1.x"`) || !strings.Contains(got, want) || strings.Contains(got, `"uri":"file:///a.txt"`) {
+		t.Fatalf("multi-backend: %s (want the URI published as %s)", got, want)
+	}
+	if got := string(clientTaskResult(table.vhosts["one"], "fx", "mt1.x", detailed)); got != strings.Replace(string(detailed), `"b-1"`, `"mt1.x"`, 1) {
+		t.Fatalf("single backend: %s", got)
 	}
 }
