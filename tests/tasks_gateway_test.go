@@ -30,7 +30,11 @@ type gatewayTasks struct {
 	prefix string
 }
 
-func newGatewayTasks(t *testing.T) *gatewayTasks {
+func newGatewayTasks(t *testing.T) *gatewayTasks { return newGatewayTasksWith(t, "") }
+
+// newGatewayTasksWith is newGatewayTasks with a policy block (plugins:,
+// indented for the vhost) on the jobs vhost.
+func newGatewayTasksWith(t *testing.T, block string) *gatewayTasks {
 	t.Helper()
 	g := &gatewayTasks{cluster: newCluster(t), tools: map[string]*taskstools.Tools{}}
 	urls := map[string]string{}
@@ -42,9 +46,10 @@ func newGatewayTasks(t *testing.T) *gatewayTasks {
 		t.Cleanup(stop)
 		urls[key], g.tools[key] = url, tools
 	}
-	block := strings.ReplaceAll(taskstools.GatewayTasksConfig, "\n", "\n        ")
+	policy := block
+	tasksBlock := strings.ReplaceAll(taskstools.GatewayTasksConfig, "\n", "\n        ")
 	g.writeConfig(fmt.Sprintf(`%s  jobs:
-    backends:
+%s    backends:
       fx:
         url: %s
         %s
@@ -55,7 +60,7 @@ limits:
   tasks_per_principal: 2
 streams:
   call_lease: 2s
-`, configHead(), urls["fx"], block, urls["fy"], block))
+`, configHead(), policy, urls["fx"], tasksBlock, urls["fy"], tasksBlock))
 	for range 2 {
 		g.gws = append(g.gws, g.start())
 	}
@@ -339,5 +344,86 @@ func TestGatewayTasks_ListenHearsStatusChanges(t *testing.T) {
 		qkey: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}, tasksCaps)
 	if done := next("completed"); !strings.Contains(fmt.Sprint(done["result"]), "Deleted y.txt") {
 		t.Fatalf("completed notification %v", done)
+	}
+}
+
+// input_before_task for a 2025 session: the tool's first question is
+// asked on the call's own stream, as a synchronous call's would be; the
+// answer may go to the other instance; then the call answers with the
+// task, which completes with what the answer said.
+func TestGatewayTasks_SessionInputBeforeTask(t *testing.T) {
+	testsupport.SkipShort(t)
+	g := newGatewayTasks(t)
+	a, b := g.gws[0], g.gws[1]
+	gil := g.client("gil")
+	init := gil.Post(a, map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{
+		"protocolVersion": testsupport.ClientProtocolVersion,
+		"capabilities":    json.RawMessage(`{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`),
+		"clientInfo":      map[string]any{"name": "t", "version": "1"}}})
+	gil.SessionID = init.Header.Get("Mcp-Session-Id")
+	gil.Post(a, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	for i, key := range []string{"fx", "fy"} {
+		s := gil.CallStreaming(a, int64(10+i), "tools/call", map[string]any{"name": key + "-test_tool_with_task"})
+		req := s.Next()
+		if req.Method() != "elicitation/create" {
+			t.Fatalf("%s: first event %s, want the tool's question", key, req.Data)
+		}
+		answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"result":{"action":"accept","content":{"name":"Gil"}}}`, req.Msg["id"])
+		if r := gil.Post(b, answer); r.Status != http.StatusAccepted {
+			t.Fatalf("%s: the answer POSTed to the other instance: %d", key, r.Status)
+		}
+		final := s.Next()
+		res, _ := final.Msg["result"].(map[string]any)
+		token, _ := res["taskId"].(string)
+		if res["resultType"] != "task" || token == "" {
+			t.Fatalf("%s: the call answered %s, want the task", key, final.Data)
+		}
+		var got map[string]any
+		if !testsupport.Eventually(t, 15*time.Second, func() bool {
+			got = gil.Call(b, "tasks/get", map[string]any{"taskId": token}).Result()
+			return got["status"] == "completed"
+		}) {
+			t.Fatalf("%s: never completed: %v", key, got)
+		}
+		if !strings.Contains(fmt.Sprint(got["result"]), "Hello, Gil!") {
+			t.Fatalf("%s: completed with %v", key, got["result"])
+		}
+	}
+}
+
+// Plugins run on a task's call as on a synchronous one: a pre-hook's
+// refusal is the call's error and no task exists; a post-hook's refusal
+// of the result fails the task with that error.
+func TestGatewayTasks_Plugins(t *testing.T) {
+	testsupport.SkipShort(t)
+	g := newGatewayTasksWith(t, `    plugins:
+      - type: deny_pattern
+        in: arguments
+        patterns: ["forbidden"]
+      - type: deny_pattern
+        in: result
+        patterns: ["Deleted"]
+`)
+	a, b := g.gws[0], g.gws[1]
+	hal := g.client("hal")
+	refused := hal.ModernRequest(a, "tools/call", map[string]any{"name": "fy-slow_compute",
+		"arguments": map[string]any{"seconds": 1, "label": "forbidden"}}, tasksCaps)
+	if refused.Error() == nil || strings.Contains(string(refused.Body), "taskId") {
+		t.Fatalf("a pre-hook refusal: %d %s, want the call's error and no task", refused.Status, refused.Body)
+	}
+	created := hal.ModernRequest(a, "tools/call", map[string]any{"name": "fy-confirm_delete",
+		"arguments": map[string]any{"filename": "q.txt"}}, tasksCaps).Result()
+	token := created["taskId"].(string)
+	asking := awaitTask(t, hal, b, token, hasStatus("input_required"))
+	var qkey string
+	for k := range asking["inputRequests"].(map[string]any) {
+		qkey = k
+	}
+	hal.ModernRequest(b, "tasks/update", map[string]any{"taskId": token, "inputResponses": map[string]any{
+		qkey: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}, tasksCaps)
+	got := awaitTask(t, hal, a, token, hasStatus("failed"))
+	if e, _ := got["error"].(map[string]any); e == nil || got["result"] != nil || strings.Contains(fmt.Sprint(got), "Deleted q.txt") {
+		t.Fatalf("a post-hook refusal of the result: %v", got)
 	}
 }
