@@ -151,10 +151,9 @@ type run struct {
 	changed func(store.Task) // Spec.Changed
 }
 
-// New returns a runner listening on the store's bus for the answers and
-// cancels of the tasks it runs. Close it to stop. It fails only without a
-// store.
-func New(ctx context.Context, opts Options) (*Runner, error) {
+// New returns a runner. Subscribe subscribes it to the store's bus; Close
+// stops it. It fails only without a store.
+func New(opts Options) (*Runner, error) {
 	if opts.Store == nil {
 		return nil, errors.New("taskrun: no store")
 	}
@@ -174,15 +173,24 @@ func New(ctx context.Context, opts Options) (*Runner, error) {
 	if r.logger == nil {
 		r.logger = slog.New(slog.DiscardHandler)
 	}
-	// A subscription the store has not confirmed within ctx keeps coming
-	// up in the background; meanwhile runs find answers and cancels by
-	// polling the record, at a third of the lease.
-	stop, err := opts.Store.Subscribe(ctx, r.onBus)
-	if err != nil {
-		r.logger.Warn("taskrun: the bus subscription is not confirmed yet; task answers and cancels are polled meanwhile", "error", err)
+	return r, nil
+}
+
+// Subscribe subscribes the runner to the store's bus, for the answers and
+// cancels of the tasks it runs, waiting at most until ctx ends. An error
+// (the store did not confirm in time) leaves the subscription coming up in
+// the background; meanwhile runs find answers and cancels by polling the
+// record, at a third of the lease.
+func (r *Runner) Subscribe(ctx context.Context) error {
+	stop, err := r.opts.Store.Subscribe(ctx, r.onBus)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		stop()
+		return nil
 	}
 	r.stopSub = stop
-	return r, nil
+	return err
 }
 
 // Close ends every run of this instance: each settles failed, naming the
@@ -193,9 +201,12 @@ func (r *Runner) Close() {
 	for _, rn := range r.running {
 		rn.cancel(errShutdown)
 	}
+	stop := r.stopSub
 	r.mu.Unlock()
 	r.wg.Wait()
-	r.stopSub()
+	if stop != nil {
+		stop()
+	}
 }
 
 func runKey(owner, id string) string { return owner + "\x00" + id }

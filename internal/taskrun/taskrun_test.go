@@ -37,8 +37,11 @@ func TestMain(m *testing.M) {
 // instance is one gateway instance: its own store handle and runner.
 func instance(t *testing.T, s store.Store, lease time.Duration) *taskrun.Runner {
 	t.Helper()
-	r, err := taskrun.New(t.Context(), taskrun.Options{Store: s, Lease: lease, PerPrincipal: 2, PollInterval: 100 * time.Millisecond})
+	r, err := taskrun.New(taskrun.Options{Store: s, Lease: lease, PerPrincipal: 2, PollInterval: 100 * time.Millisecond})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Subscribe(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
@@ -310,7 +313,7 @@ func TestShutdownAndMaxRunFailTheTask(t *testing.T) {
 		<-ctx.Done()
 		return taskrun.Outcome{}, ctx.Err()
 	}
-	r, err := taskrun.New(t.Context(), taskrun.Options{Store: s, MaxRun: 200 * time.Millisecond})
+	r, err := taskrun.New(taskrun.Options{Store: s, MaxRun: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +324,7 @@ func TestShutdownAndMaxRunFailTheTask(t *testing.T) {
 	if got := await(t, r, long.ID, status(store.TaskFailed)); got.StatusMessage != "the task ran longer than its limit" {
 		t.Fatalf("a task past MaxRun: %q", got.StatusMessage)
 	}
-	r2, err := taskrun.New(t.Context(), taskrun.Options{Store: s})
+	r2, err := taskrun.New(taskrun.Options{Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,10 +143,8 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	// Lambda (WithoutParking), where an invocation cannot.
 	var tasks *taskrun.Runner
 	if !bo.noParking {
-		subCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		tasks, err = taskrun.New(subCtx, taskrun.Options{Store: st, Lease: cfg.Streams.CallLease,
+		tasks, err = taskrun.New(taskrun.Options{Store: st, Lease: cfg.Streams.CallLease,
 			PerPrincipal: cfg.Limits.TasksPerPrincipal, Logger: log})
-		cancel()
 		if err != nil {
 			_ = st.Close()
 			_ = tr.Shutdown(context.Background())
@@ -251,12 +249,17 @@ func (a *App) FlushTraces(ctx context.Context) error {
 	return a.tracing.ForceFlush(ctx)
 }
 
-// Start subscribes the router and the session runtime to the store's bus,
+// Start subscribes the router, the session runtime and the task runner to
+// the store's bus,
 // waiting at most until ctx ends. An error means the store did not confirm
 // in time: the gateway serves anyway (the subscription keeps trying in the
 // background, and /readyz tells the load balancer), so callers log it.
 func (a *App) Start(ctx context.Context) error {
-	return errors.Join(a.Router.Start(ctx), a.Sessions.Start(ctx))
+	var tasks error
+	if a.tasks != nil {
+		tasks = a.tasks.Subscribe(ctx)
+	}
+	return errors.Join(a.Router.Start(ctx), a.Sessions.Start(ctx), tasks)
 }
 
 // Close ends the session runtime's streams, then the router's background
