@@ -2,6 +2,7 @@ package handler
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -78,7 +79,8 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		return
 	}
 	if resp.Error != nil {
-		if e, ok := resp.Error.(*jsonrpc.Error); ok {
+		var e *jsonrpc.Error
+		if errors.As(resp.Error, &e) {
 			if status := modernErrorStatus(e.Code); status != http.StatusOK {
 				writeRPCError(w, status, rawID, e, 0)
 				return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpgw/gateway/handler/session"
 	"github.com/mcpgw/gateway/internal/metrics"
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpgw/gateway/store"
@@ -59,7 +60,7 @@ type outgoing struct {
 }
 
 func (p *postStream) Send(msg jsonrpc.Message) error {
-	data, err := jsonrpc.EncodeMessage(msg)
+	data, err := wire.EncodeMessage(msg)
 	if err != nil {
 		return err
 	}

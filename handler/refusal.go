@@ -2,6 +2,7 @@ package handler
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/mcpgw/gateway/router"
@@ -19,8 +20,8 @@ func writeRefusal(w http.ResponseWriter, resp *jsonrpc.Response, rawID json.RawM
 	if !ok {
 		return false
 	}
-	e, _ := resp.Error.(*jsonrpc.Error)
-	if e == nil {
+	var e *jsonrpc.Error
+	if !errors.As(resp.Error, &e) {
 		return false
 	}
 	writeRPCError(w, status, rawID, e, wait)

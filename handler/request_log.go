@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -152,7 +153,8 @@ func (n *requestNote) setResponse(resp *jsonrpc.Response) {
 		return
 	}
 	code := int64(wire.CodeInternalError)
-	if e, ok := resp.Error.(*jsonrpc.Error); ok {
+	var e *jsonrpc.Error
+	if errors.As(resp.Error, &e) {
 		code = e.Code
 		n.errData = e.Data
 	}

@@ -58,22 +58,38 @@ func backendError(key string, err error) *jsonrpc.Error {
 // status of their own, decided before any answer begins: a client over a
 // rate limit or another bound gets 429 with Retry-After, so well-behaved
 // clients back off; a request too large to serve gets 400; a request the
-// session store failed gets 503 (store_unavailable.go). The router marks
-// such a response in its Extra (which never reaches the wire) and the
-// transport writes the status: one mark, one writer (handler/refusal.go).
+// session store failed gets 503. The router answers those with a typed
+// Failure as the response's error, and the transport writes the status:
+// one type, one writer (wire.WriteError).
 
-// refusal is the mark: the HTTP status, and how long the client should
-// wait before it tries again (0: no Retry-After).
-type refusal struct {
-	status     int
-	retryAfter time.Duration
+// Failure is a refusal with an HTTP status of its own: the JSON-RPC error
+// the client reads, the status the transport answers with (while no
+// stream has begun), and how long the client should wait before it
+// tries again (0: no Retry-After). It is a Response's Error; it encodes
+// as its JSON-RPC error wherever it goes (wire.EncodeResponse), and
+// errors.As finds that error in it.
+type Failure struct {
+	RPC        *jsonrpc.Error
+	Status     int
+	RetryAfter time.Duration
 }
+
+func (f *Failure) Error() string { return f.RPC.Error() }
+
+// Unwrap is the JSON-RPC error.
+func (f *Failure) Unwrap() error { return f.RPC }
+
+// MarshalJSON is the JSON-RPC error's.
+func (f *Failure) MarshalJSON() ([]byte, error) { return json.Marshal(f.RPC) }
 
 // Refusal reports the HTTP status resp must be answered with, and the
 // Retry-After it carries (0: none); ok is false for an ordinary answer.
 func Refusal(resp *jsonrpc.Response) (status int, retryAfter time.Duration, ok bool) {
-	rf, ok := resp.Extra.(refusal)
-	return rf.status, rf.retryAfter, ok
+	var f *Failure
+	if resp == nil || !errors.As(resp.Error, &f) {
+		return 0, 0, false
+	}
+	return f.Status, f.RetryAfter, true
 }
 
 // RateLimited reports whether resp refuses a request over a rate limit or
@@ -86,7 +102,7 @@ func RateLimited(resp *jsonrpc.Response) (retryAfter time.Duration, ok bool) {
 
 // refuse answers request id with e and the HTTP status that goes with it.
 func refuse(id jsonrpc.ID, status int, retryAfter time.Duration, e *jsonrpc.Error) *jsonrpc.Response {
-	return &jsonrpc.Response{ID: id, Extra: refusal{status: status, retryAfter: retryAfter}, Error: e}
+	return &jsonrpc.Response{ID: id, Error: &Failure{RPC: e, Status: status, RetryAfter: retryAfter}}
 }
 
 // A request whose store operation fails (the store is down, or slower than

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -53,10 +54,37 @@ func TestRefusal_MarksStatus(t *testing.T) {
 	}
 	r := New(nil, Options{Logger: slog.New(slog.DiscardHandler)})
 	su := r.storeUnavailable(id, errors.New("boom"))
-	if !StoreUnavailable(su) || su.Error.(*jsonrpc.Error).Message != msgStoreUnavailable {
+	if !StoreUnavailable(su) || rpcErrOf(su).Message != msgStoreUnavailable {
 		t.Fatalf("store unavailable: %+v", su)
+	}
+	// A Failure is the response's error, and encodes as the JSON-RPC
+	// error it wraps, data and all, on every path to the client.
+	limited := refuse(id, http.StatusTooManyRequests, time.Second, &jsonrpc.Error{Code: CodeRateLimited, Message: "slow down", Data: json.RawMessage(`{"limit":"rate_limits[0]"}`)})
+	want := `{"jsonrpc":"2.0","id":1,"error":{"code":-32029,"message":"slow down","data":{"limit":"rate_limits[0]"}}}`
+	for name, enc := range map[string]func() ([]byte, error){
+		"EncodeResponse":   func() ([]byte, error) { return wire.EncodeResponse(limited) },
+		"EncodeMessage":    func() ([]byte, error) { return wire.EncodeMessage(limited) },
+		"EncodeResponseAs": func() ([]byte, error) { return wire.EncodeResponseAs(limited, json.RawMessage("1")) },
+		"json.Marshal": func() ([]byte, error) {
+			e, err := json.Marshal(limited.Error)
+			return []byte(`{"jsonrpc":"2.0","id":1,"error":` + string(e) + `}`), err
+		},
+	} {
+		got, err := enc()
+		if err != nil || string(got) != want {
+			t.Errorf("%s: %s (%v), want %s", name, got, err, want)
+		}
 	}
 	if e := backendError("b", errors.New("dial tcp: refused")); e.Code != CodeInternalError || e.Message != `backend "b": dial tcp: refused` {
 		t.Fatalf("backendError: %+v", e)
 	}
+}
+
+// rpcErrOf is resp's JSON-RPC error (also inside a Failure), or nil.
+func rpcErrOf(resp *jsonrpc.Response) *jsonrpc.Error {
+	var e *jsonrpc.Error
+	if resp == nil || !errors.As(resp.Error, &e) {
+		return nil
+	}
+	return e
 }

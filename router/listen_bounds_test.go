@@ -65,7 +65,7 @@ func TestListen_FilterBounds(t *testing.T) {
 				return
 			}
 			status, _, ok := Refusal(resp)
-			e, _ := resp.Error.(*jsonrpc.Error)
+			e := rpcErrOf(resp)
 			if !ok || status != c.status || e == nil || e.Code != CodeInvalidParams || !strings.Contains(e.Message, c.want) {
 				t.Fatalf("answered %v %+v, want %d -32602 naming %q", status, resp.Error, c.status, c.want)
 			}

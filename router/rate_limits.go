@@ -165,9 +165,9 @@ func (r *Router) admit(ctx context.Context, v *vhost, req *jsonrpc.Request, prin
 	wait := max(verdict.RetryAfter, time.Millisecond)
 	secs := int64(math.Ceil(wait.Seconds()))
 	data, _ := json.Marshal(map[string]any{"limit": fmt.Sprintf("rate_limits[%d]", l.Index()), "retryAfterMs": wait.Milliseconds()})
-	return &jsonrpc.Response{ID: req.ID, Extra: refusal{status: http.StatusTooManyRequests, retryAfter: wait}, Error: &jsonrpc.Error{
+	return refuse(req.ID, http.StatusTooManyRequests, wait, &jsonrpc.Error{
 		Code:    CodeRateLimited,
 		Message: fmt.Sprintf("rate limit exceeded: %s; retry in %ds", l.Name(), secs),
 		Data:    data,
-	}}
+	})
 }

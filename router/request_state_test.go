@@ -58,7 +58,7 @@ func TestRequestState_SealedOnTheWayOutOpenedOnTheWayIn(t *testing.T) {
 			t.Fatalf("the retry: %+v, params %s", refused, tg2.params["requestState"])
 		}
 		for who, name := range map[string]string{"bob": "one-ask", "alice": "two-ask"} {
-			if _, refused := retry(who, name); refused == nil || refused.Error.(*jsonrpc.Error).Code != CodeInvalidParams {
+			if _, refused := retry(who, name); refused == nil || rpcErrOf(refused).Code != CodeInvalidParams {
 				t.Fatalf("%s calling %s with alice's state for one-ask: %+v", who, name, refused)
 			}
 		}

@@ -56,7 +56,7 @@ func TestTasks_SealedIDsAndRefusals(t *testing.T) {
 		params, _ := json.Marshal(map[string]string{"taskId": token})
 		c := &Call{VHost: "v", Principal: principal, Request: &jsonrpc.Request{Method: "tasks/get", Params: params},
 			Modern: &ModernClient{ClientCapabilities: json.RawMessage(caps)}}
-		e, _ := r.routeTask(t.Context(), v, c).Error.(*jsonrpc.Error)
+		e := rpcErrOf(r.routeTask(t.Context(), v, c))
 		return e
 	}
 	const withTasks = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`

@@ -213,7 +213,7 @@ func (pk *parkedCall) coordinate(ctx context.Context, first chan<- router.ParkOu
 			if why := pk.endWhy.Load(); why != nil {
 				final = &jsonrpc.Response{ID: final.ID, Error: &jsonrpc.Error{Code: router.CodeInternalError, Message: "the call has ended: " + *why}}
 			}
-			data, _ := jsonrpc.EncodeMessage(final)
+			data, _ := wire.EncodeMessage(final)
 			out.Response = data
 		} else {
 			if !slot {

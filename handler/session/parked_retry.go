@@ -157,7 +157,7 @@ func endedBecause(resp *jsonrpc.Response) string {
 	if resp == nil {
 		return ""
 	}
-	if e, ok := resp.Error.(*jsonrpc.Error); ok && e.Message != "" {
+	if e := (*jsonrpc.Error)(nil); errors.As(resp.Error, &e) && e.Message != "" {
 		return " (" + strings.TrimPrefix(e.Message, "the call has ended: ") + ")"
 	}
 	return ""

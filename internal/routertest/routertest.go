@@ -7,6 +7,7 @@ package routertest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -278,8 +279,8 @@ func RPCErr(t testing.TB, resp *jsonrpc.Response) *jsonrpc.Error {
 	if resp.Error == nil {
 		t.Fatalf("expected an error, got result %s", resp.Result)
 	}
-	e, ok := resp.Error.(*jsonrpc.Error)
-	if !ok {
+	var e *jsonrpc.Error
+	if !errors.As(resp.Error, &e) {
 		t.Fatalf("error %T is not a *jsonrpc.Error", resp.Error)
 	}
 	return e

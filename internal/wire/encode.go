@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -9,6 +10,30 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
+
+// Plain is resp with its error as the *jsonrpc.Error it wraps (a typed
+// failure, such as the router's Failure, wraps one): the SDK's encoder
+// keeps a wrapped error's code but drops its data. Any other message is
+// returned as it is.
+func Plain[M jsonrpc.Message](msg M) M {
+	resp, ok := any(msg).(*jsonrpc.Response)
+	if !ok || resp == nil || resp.Error == nil {
+		return msg
+	}
+	var e *jsonrpc.Error
+	if _, plain := resp.Error.(*jsonrpc.Error); plain || !errors.As(resp.Error, &e) {
+		return msg
+	}
+	cp := *resp
+	cp.Error = e
+	return any(&cp).(M)
+}
+
+// EncodeMessage is jsonrpc.EncodeMessage of Plain(msg): a response's
+// typed error encodes as the JSON-RPC error it wraps, data and all.
+func EncodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	return jsonrpc.EncodeMessage(Plain(msg))
+}
 
 // EncodeResponse encodes a response like jsonrpc.EncodeMessage, but writes
 // a successful result's bytes as they are instead of re-validating and
@@ -19,7 +44,7 @@ import (
 // without a usable id, go through the SDK's encoder.
 func EncodeResponse(resp *jsonrpc.Response) ([]byte, error) {
 	if resp.Error != nil || len(resp.Result) == 0 {
-		return jsonrpc.EncodeMessage(resp)
+		return jsonrpc.EncodeMessage(Plain(resp))
 	}
 	var id []byte
 	switch v := resp.ID.Raw().(type) {
@@ -31,7 +56,7 @@ func EncodeResponse(resp *jsonrpc.Response) ([]byte, error) {
 			return nil, err
 		}
 	default:
-		return jsonrpc.EncodeMessage(resp)
+		return jsonrpc.EncodeMessage(Plain(resp))
 	}
 	b := make([]byte, 0, len(resp.Result)+len(id)+32)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
