@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -45,6 +46,9 @@ type callStream struct {
 // (another call's, or a backend's invention) matches nothing and is
 // dropped, and concurrent calls cannot see each other's progress.
 func (cs *callStream) mapProgressToken(params json.RawMessage) json.RawMessage {
+	if !bytes.Contains(params, []byte(`"progressToken"`)) {
+		return params // most calls: no decode
+	}
 	var p map[string]json.RawMessage
 	if json.Unmarshal(params, &p) != nil {
 		return params

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -87,6 +88,9 @@ func (r *Router) openRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 // still binds the retry to the backend, the caller and the request). asks
 // is false for a complete result, which is returned as it is.
 func (r *Router) sealRequestState(ctx context.Context, v *vhost, c *Call, t *target, result json.RawMessage) (_ json.RawMessage, asks bool, _ error) {
+	if !bytes.Contains(result, []byte(`"inputRequests"`)) && !bytes.Contains(result, []byte(envelope.ResultInputRequired)) {
+		return result, false, nil // most results: no decode
+	}
 	var head struct {
 		ResultType    string          `json:"resultType"`
 		RequestState  json.RawMessage `json:"requestState"`

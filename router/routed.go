@@ -87,10 +87,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if resp := r.signInFirst(ctx, v, c, t); resp != nil { // sign_in.go
 		return resp
 	}
-	params, err := json.Marshal(t.params)
-	if err != nil {
-		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cannot encode the params for the backend"))
-	}
+	params := []byte(wire.RawObject(t.params)) // its members' bytes as they came: no re-encoding
 
 	sent := params // what the client sent, for the Mcp-Param-* headers below
 	var hc *hook.Call
@@ -259,8 +256,8 @@ func (r *Router) targetOf(v *vhost, c *Call) (*target, *jsonrpc.Error) {
 // resolve finds the backend and the backend-side identifier of a routed
 // request, and returns the params with the identifier rewritten.
 func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target, *jsonrpc.Error) {
-	var params map[string]json.RawMessage
-	if err := json.Unmarshal(orEmpty(raw), &params); err != nil {
+	params, ok := wire.Object(raw) // the transport has checked it is JSON
+	if !ok {
 		return nil, invalidParams("%s params must be an object", method)
 	}
 	kind, _ := routedKind(method)

@@ -39,8 +39,7 @@ func RawObject(m map[string]json.RawMessage) json.RawMessage {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		kb, _ := json.Marshal(k)
-		b = append(b, kb...)
+		b = append(b, Quoted(k)...)
 		b = append(b, ':')
 		b = appendRaw(b, m[k])
 	}

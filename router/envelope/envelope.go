@@ -69,6 +69,11 @@ func (h Hints) Merge(o Hints) Hints {
 // gateway's. Top-level fields are decoded, not their values: a tool's
 // content passes through byte for byte.
 func Decorate(result json.RawMessage, hints *Hints, serverInfo json.RawMessage) (json.RawMessage, error) {
+	if hints == nil {
+		if out, ok := decorateRaw(result, serverInfo); ok {
+			return out, nil
+		}
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(result, &m); err != nil {
 		return nil, err
@@ -78,6 +83,106 @@ func Decorate(result json.RawMessage, hints *Hints, serverInfo json.RawMessage) 
 	}
 	DecorateFields(m, hints, serverInfo)
 	return wire.RawObject(m), nil
+}
+
+// decorateRaw is Decorate without hints, on the result's bytes: one pass
+// to read resultType and _meta, one to write, every other member copied
+// as it is (a routed tools/call's result, the hot path, is never decoded
+// into a map). ok is false for what it leaves to the decoding path: a
+// result that is not a well-formed object, a resultType that is not a
+// string, a _meta that is not an object.
+func decorateRaw(result, serverInfo []byte) (_ json.RawMessage, ok bool) {
+	kind, meta := ResultComplete, []byte(nil)
+	hasKind, good := false, true
+	if !wire.MembersBytes(result, func(k, val []byte) bool {
+		switch string(k) {
+		case "resultType":
+			s, isString := wire.String(val)
+			if !isString {
+				good = false
+			} else if s != "" {
+				kind = s
+			}
+			hasKind = true
+		case "_meta":
+			meta = val
+		}
+		return good
+	}) || !good {
+		return nil, false
+	}
+	if meta != nil {
+		if string(meta) == "null" {
+			meta = nil
+		} else if meta = withMember(meta, MetaServerInfo, serverInfo); meta == nil {
+			return nil, false
+		}
+	}
+	out := make([]byte, 0, len(result)+len(serverInfo)+80)
+	out = append(out, '{')
+	n := 0
+	member := func(key string, val []byte) {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = append(out, wire.Quoted(key)...)
+		out = append(out, ':')
+		out = append(out, val...)
+	}
+	wire.MembersBytes(result, func(k, val []byte) bool {
+		switch string(k) {
+		case "resultType":
+			member("resultType", wire.Quoted(kind))
+		case "_meta":
+			if meta != nil {
+				member("_meta", meta)
+			}
+		case "ttlMs", "cacheScope":
+			// A task's ttlMs is its lifetime; interim results carry no
+			// hints; a complete one without hints keeps the backend's.
+			if kind == ResultComplete || kind == ResultTask && string(k) == "ttlMs" {
+				member(string(k), val)
+			}
+		default:
+			member(string(k), val)
+		}
+		return true
+	})
+	if !hasKind {
+		member("resultType", wire.Quoted(kind))
+	}
+	if meta == nil {
+		member("_meta", []byte(`{"`+MetaServerInfo+`":`+string(serverInfo)+`}`))
+	}
+	return append(out, '}'), true
+}
+
+// withMember is the object obj with member key set to val (replaced, or
+// added last); nil when obj is not a well-formed object.
+func withMember(obj []byte, key string, val []byte) []byte {
+	has, members := false, 0
+	if !wire.MembersBytes(obj, func(k, _ []byte) bool {
+		members++
+		has = has || string(k) == key
+		return true
+	}) {
+		return nil
+	}
+	if has {
+		out, _ := wire.Splice(obj, wire.Member{Key: key, Value: val})
+		return out
+	}
+	end := bytes.LastIndexByte(obj, '}')
+	out := make([]byte, 0, len(obj)+len(key)+len(val)+4)
+	out = append(out, obj[:end]...)
+	if members > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, wire.Quoted(key)...)
+	out = append(out, ':')
+	out = append(out, val...)
+	return append(out, obj[end:]...)
 }
 
 // DecorateFields sets a 2026-07-28 result's own fields in m, its

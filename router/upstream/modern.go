@@ -60,15 +60,15 @@ func modernMeta(h Handshake) map[string]json.RawMessage {
 // gateway's span). Params that are not an object are left alone: the
 // backend answers them.
 func withMeta(params json.RawMessage, base, override map[string]json.RawMessage) json.RawMessage {
-	p := map[string]json.RawMessage{}
-	if len(params) > 0 && string(params) != "null" {
-		if json.Unmarshal(params, &p) != nil {
-			return params
-		}
+	p, ok := wire.Object(params) // params the gateway checked or built: read where they lie
+	if !ok {
+		return params
 	}
 	meta := map[string]json.RawMessage{}
-	if raw, ok := p["_meta"]; ok && json.Unmarshal(raw, &meta) != nil {
-		return params
+	if raw, has := p["_meta"]; has {
+		if meta, ok = wire.Object(raw); !ok {
+			return params
+		}
 	}
 	for k, v := range base {
 		if _, set := meta[k]; !set || k == metaProtocolVersion {
@@ -135,8 +135,7 @@ func objectOf(m map[string]json.RawMessage) json.RawMessage {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		kb, _ := json.Marshal(k)
-		b = append(b, kb...)
+		b = append(b, wire.Quoted(k)...)
 		b = append(b, ':')
 		b = append(b, m[k]...)
 	}
@@ -152,10 +151,10 @@ func setModernHeaders(ctx context.Context, h http.Header, msg jsonrpc.Message) {
 	}
 	h.Set(headerMethod, req.Method)
 	if field := nameField(req.Method); field != "" {
-		var p map[string]json.RawMessage
-		var name string
-		if json.Unmarshal(req.Params, &p) == nil && json.Unmarshal(p[field], &name) == nil {
-			h.Set(headerName, wire.EncodeHeaderValue(name))
+		if raw, ok := wire.MemberValue(req.Params, field); ok {
+			if name, ok := wire.String(raw); ok {
+				h.Set(headerName, wire.EncodeHeaderValue(name))
+			}
 		}
 	}
 	for k, vs := range extraHeaders(ctx) {
