@@ -62,16 +62,20 @@ func paramsMeta(params json.RawMessage) (m requestMeta, ok bool) {
 	if len(params) == 0 || string(params) == "null" {
 		return m, true
 	}
-	var p struct {
-		Meta json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil {
+	// The message was decoded as JSON already: only _meta is read.
+	var meta []byte
+	if !wire.MembersBytes(params, func(k, v []byte) bool {
+		if string(k) == "_meta" {
+			meta = v
+		}
+		return true
+	}) {
 		return m, false
 	}
-	if len(p.Meta) == 0 || string(p.Meta) == "null" {
+	if len(meta) == 0 || string(meta) == "null" {
 		return m, true
 	}
-	if p.Meta[0] != '{' || json.Unmarshal(p.Meta, &m) != nil {
+	if meta[0] != '{' || json.Unmarshal(meta, &m) != nil {
 		return m, false
 	}
 	return m, true
@@ -155,9 +159,9 @@ func checkModern(req *jsonrpc.Request, h http.Header, meta requestMeta, ok bool)
 // checkNameHeader checks Mcp-Name against the body's name or URI, after
 // decoding the header's Base64 sentinel form.
 func checkNameHeader(req *jsonrpc.Request, field string, h http.Header) *modernHTTPError {
-	var p map[string]json.RawMessage
-	var body string
-	if json.Unmarshal(req.Params, &p) != nil || json.Unmarshal(p[field], &body) != nil {
+	value, ok := wire.MemberValue(req.Params, field)
+	body, isString := wire.String(value)
+	if !ok || !isString {
 		return nil // the router answers a missing name with -32602
 	}
 	raw := h.Get(headerName)
