@@ -246,6 +246,9 @@ func Strip(result json.RawMessage) json.RawMessage {
 		!bytes.Contains(result, []byte(`"cacheScope"`)) && !bytes.Contains(result, []byte(MetaServerInfo)) {
 		return result
 	}
+	if out, ok := stripRaw(result); ok {
+		return out
+	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(result, &m) != nil || m == nil {
 		return result
@@ -278,3 +281,64 @@ func Strip(result json.RawMessage) json.RawMessage {
 	}
 	return out
 }
+
+// stripRaw is Strip on the result's bytes: every member but the envelope's
+// copied as it is, _meta losing only serverInfo (and going when nothing
+// else is left in it). ok is false for a result that is not a
+// well-formed object, or whose _meta is neither an object nor null: the
+// decoding path has the last word on those.
+func stripRaw(result []byte) (_ json.RawMessage, ok bool) {
+	out := make([]byte, 0, len(result))
+	out = append(out, '{')
+	n, good := 0, true
+	member := func(key []byte, val []byte) {
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = append(out, quotedKey(key)...)
+		out = append(out, ':')
+		out = append(out, val...)
+	}
+	if !wire.MembersBytes(result, func(k, val []byte) bool {
+		switch string(k) {
+		case "resultType", "ttlMs", "cacheScope":
+		case "_meta":
+			if string(val) == "null" {
+				member(k, val)
+				return true
+			}
+			rest := make([]byte, 0, len(val))
+			rest = append(rest, '{')
+			kept := 0
+			if !wire.MembersBytes(val, func(mk, mv []byte) bool {
+				if string(mk) == MetaServerInfo {
+					return true
+				}
+				if kept > 0 {
+					rest = append(rest, ',')
+				}
+				kept++
+				rest = append(rest, quotedKey(mk)...)
+				rest = append(rest, ':')
+				rest = append(rest, mv...)
+				return true
+			}) {
+				good = false
+				return false
+			}
+			if kept > 0 {
+				member(k, append(rest, '}'))
+			}
+		default:
+			member(k, val)
+		}
+		return true
+	}) || !good {
+		return nil, false
+	}
+	return append(out, '}'), true
+}
+
+// quotedKey is the JSON string token of a member key.
+func quotedKey(key []byte) []byte { return wire.Quoted(string(key)) }

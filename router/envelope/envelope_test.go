@@ -128,3 +128,44 @@ func BenchmarkDecorate(b *testing.B) {
 		})
 	}
 }
+
+// Strip on the bytes (stripRaw) gives what the decoding path gives.
+func TestStripRawMatchesTheDecodingPath(t *testing.T) {
+	for _, in := range []string{
+		`{"content":[],"resultType":"complete","ttlMs":0,"cacheScope":"public","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"b"}}}`,
+		`{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"b"},"trace":"x"}}`,
+		`{"resultType":"task","taskId":"t","_meta":null}`,
+		`{"content":[{"type":"text","text":"ttlMs"}]}`,
+		`{"a":1, "resultType" : "complete" ,"b":{"c":[1,2]}}`,
+	} {
+		fast, ok := stripRaw([]byte(in))
+		if !ok {
+			t.Errorf("%s: left to the decoding path", in)
+			continue
+		}
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal([]byte(in), &m)
+		for _, f := range modernEnvelopeFields {
+			delete(m, f)
+		}
+		var meta map[string]json.RawMessage
+		if json.Unmarshal(m["_meta"], &meta) == nil && meta != nil {
+			delete(meta, MetaServerInfo)
+			if len(meta) == 0 {
+				delete(m, "_meta")
+			} else {
+				m["_meta"], _ = json.Marshal(meta)
+			}
+		}
+		slow, _ := json.Marshal(m)
+		var a, b any
+		if json.Unmarshal(fast, &a) != nil || json.Unmarshal(slow, &b) != nil || !reflect.DeepEqual(a, b) {
+			t.Errorf("%s:\n fast %s\n slow %s", in, fast, slow)
+		}
+	}
+	for _, in := range []string{`[]`, `{"_meta":"x","resultType":"complete"}`, `{"a":`} {
+		if out, ok := stripRaw([]byte(in)); ok {
+			t.Errorf("%s: stripRaw gave %s", in, out)
+		}
+	}
+}
