@@ -26,8 +26,7 @@ import (
 type gatewayTasks struct {
 	*cluster
 	gws    []*testsupport.GatewayProcess
-	tools  map[string]*taskstools.Tools // by backend key
-	prefix string
+	tools map[string]*taskstools.Tools // by backend key
 }
 
 func newGatewayTasks(t *testing.T) *gatewayTasks { return newGatewayTasksWith(t, "") }
