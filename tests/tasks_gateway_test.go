@@ -25,7 +25,7 @@ import (
 
 type gatewayTasks struct {
 	*cluster
-	gws    []*testsupport.GatewayProcess
+	gws   []*testsupport.GatewayProcess
 	tools map[string]*taskstools.Tools // by backend key
 }
 
