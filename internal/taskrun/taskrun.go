@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,6 +77,10 @@ type Spec struct {
 	// goroutine: it must not block. The router waits on it for a tool's
 	// first question (input_before_task).
 	Changed func(t store.Task)
+	// Run, when set, is what another instance needs to run the task,
+	// given the new task's id (Create: kept sealed in the task's record
+	// until the run that takes it over starts).
+	Run func(id string) ([]byte, error)
 }
 
 // Store is what a Runner uses of the shared store: task records, and the
@@ -232,6 +237,24 @@ func busMessage(kind, owner, id string) store.BusMessage {
 // Start creates a task for spec and runs step for it on this instance. It
 // returns once the task is in the store. ErrLimit past the owner's bound.
 func (r *Runner) Start(ctx context.Context, spec Spec, step Step) (*store.Task, error) {
+	t, err := r.create(ctx, spec, r.opts.Store.InstanceID(), r.opts.Lease)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancelCause(context.Background())
+	rn := r.register(t, cancel, spec.Changed)
+	created := *t
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer r.unregister(t, cancel)
+		r.drive(runCtx, rn, t, step)
+	}()
+	return &created, nil
+}
+
+// create stores a new working task for spec, held by runner for lease.
+func (r *Runner) create(ctx context.Context, spec Spec, runner string, lease time.Duration) (*store.Task, error) {
 	if spec.TTL <= 0 {
 		spec.TTL = DefaultTTL
 	}
@@ -242,43 +265,130 @@ func (r *Runner) Start(ctx context.Context, spec Spec, step Step) (*store.Task, 
 	now := time.Now().UTC()
 	t := &store.Task{ID: hex.EncodeToString(b[:]), Owner: spec.Owner, VHost: spec.VHost, Backend: spec.Backend,
 		Tool: spec.Tool, Status: store.TaskWorking, CreatedAt: now, UpdatedAt: now, TTL: spec.TTL,
-		PollInterval: r.opts.PollInterval, Runner: r.opts.Store.InstanceID()}
+		PollInterval: r.opts.PollInterval, Runner: runner}
 	r.mu.Lock()
 	closed := r.closed
 	r.mu.Unlock()
 	if closed {
 		return nil, ErrClosed
 	}
-	err := r.opts.Store.CreateTask(ctx, t, r.opts.PerPrincipal, r.opts.Lease, r.opts.MaxRun+spec.TTL+r.opts.Lease)
+	if spec.Run != nil {
+		run, err := spec.Run(t.ID)
+		if err != nil {
+			return nil, err
+		}
+		t.Run = run
+	}
+	err := r.opts.Store.CreateTask(ctx, t, r.opts.PerPrincipal, lease, r.opts.MaxRun+spec.TTL+r.opts.Lease+lease)
 	if errors.Is(err, store.ErrTaskLimit) {
 		return nil, ErrLimit
 	}
 	if err != nil {
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancelCause(context.Background())
-	rn := &run{cancel: cancel, wake: make(chan struct{}, 1), changed: spec.Changed}
+	return t, nil
+}
+
+// register makes t's run known to the bus handler (answers, cancels).
+func (r *Runner) register(t *store.Task, cancel context.CancelCauseFunc, changed func(store.Task)) *run {
+	rn := &run{cancel: cancel, wake: make(chan struct{}, 1), changed: changed}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.closed {
-		r.mu.Unlock()
 		cancel(errShutdown)
-	} else {
-		r.running[runKey(t.Owner, t.ID)] = rn
-		r.mu.Unlock()
+		return rn
 	}
-	created := *t
+	r.running[runKey(t.Owner, t.ID)] = rn
+	return rn
+}
+
+func (r *Runner) unregister(t *store.Task, cancel context.CancelCauseFunc) {
+	r.mu.Lock()
+	delete(r.running, runKey(t.Owner, t.ID))
+	r.mu.Unlock()
+	cancel(nil)
+}
+
+// placeholderPrefix marks the runner of a task created for another
+// instance to run (Create): its lease may be taken over (Adopt).
+const placeholderPrefix = "launch:"
+
+// Create creates a task for spec without running it: its lease is a
+// placeholder for lease (the time the instance that runs it has to take
+// it over, Adopt), and spec.Run what that instance needs to run it. It
+// returns once the task is in the store. ErrLimit past the owner's bound.
+func (r *Runner) Create(ctx context.Context, spec Spec, lease time.Duration) (*store.Task, error) {
+	if lease <= 0 {
+		lease = DefaultPlaceholderLease
+	}
+	return r.create(ctx, spec, placeholderPrefix+r.opts.Store.InstanceID(), lease)
+}
+
+// DefaultPlaceholderLease is Create's default lease: how long a created
+// task waits for the instance that runs it before a tasks/get settles it
+// failed (NotStartedMessage).
+const DefaultPlaceholderLease = time.Minute
+
+// NotStartedMessage is the statusMessage of a task created for another
+// instance to run (Create) that no instance took over in time.
+const NotStartedMessage = "the task was never started: no gateway instance took it over in time"
+
+// ErrNotAdopted: Adopt left the task alone, because it is settled, runs
+// elsewhere, or was taken over by another instance first.
+var ErrNotAdopted = errors.New("taskrun: the task is settled or run elsewhere")
+
+// ErrTimeLimit is why a run Adopt drives fails when its context ends: the
+// process running it is about to be stopped (a Lambda invocation's time
+// limit).
+var ErrTimeLimit = errors.New("the task outlived the function's time limit")
+
+// Adopt takes over a task Create made (its placeholder lease, lapsed or
+// not) and runs step for it on this instance, until the task ends or ctx
+// does: then the task settles failed with ErrTimeLimit's message. load
+// gets the task as loaded (its Run, to rebuild the call from) before step
+// first runs; an error from it fails the task. Adopt returns when the run
+// has ended and its last status is written. A task that is settled, run
+// by another instance or taken over first is left alone: ErrNotAdopted,
+// so that a run delivered twice runs once. ErrUnknown when absent.
+func (r *Runner) Adopt(ctx context.Context, owner, id string, load func(t *store.Task) (Step, error)) error {
+	t, err := r.opts.Store.LoadTask(ctx, owner, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return ErrUnknown
+	case err != nil:
+		return err
+	case store.TaskTerminal(t.Status) || !strings.HasPrefix(t.Runner, placeholderPrefix):
+		return ErrNotAdopted
+	}
+	me := r.opts.Store.InstanceID()
+	ok, err := r.opts.Store.TakeTaskLease(ctx, owner, id, t.Runner, me, r.opts.Lease)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNotAdopted
+	}
+	// Reload: the version the take-over saw (a tasks/update or cancel may
+	// have come meanwhile; a lapsed-lease settle cannot, the lease is ours).
+	if t, err = r.opts.Store.LoadTask(ctx, owner, id); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(ErrTimeLimit) })
+	defer stop()
+	rn := r.register(t, cancel, nil)
+	defer r.unregister(t, cancel)
+	step, err := load(t)
+	t.Run = nil // the spec has done its work: the next write drops it
+	if err != nil {
+		msg := "the task could not be run: " + err.Error()
+		r.settle(rn, t, store.TaskFailed, msg, nil, &RPCError{Code: -32603, Message: msg})
+		return nil
+	}
 	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer func() {
-			r.mu.Lock()
-			delete(r.running, runKey(t.Owner, t.ID))
-			r.mu.Unlock()
-			cancel(nil)
-		}()
-		r.drive(runCtx, rn, t, step)
-	}()
-	return &created, nil
+	defer r.wg.Done()
+	r.drive(runCtx, rn, t, step)
+	return nil
 }
 
 // drive runs the task to its end. t is this run's copy of the record,
@@ -470,8 +580,12 @@ func (r *Runner) Get(ctx context.Context, owner, id string) (*store.Task, error)
 		if err != nil || store.TaskTerminal(t.Status) || !t.LeaseLapsed {
 			return t, err
 		}
-		t.Status, t.StatusMessage, t.InputRequests = store.TaskFailed, LapsedMessage, nil
-		t.Error, _ = json.Marshal(&RPCError{Code: -32603, Message: LapsedMessage})
+		msg := LapsedMessage
+		if strings.HasPrefix(t.Runner, placeholderPrefix) {
+			msg = NotStartedMessage
+		}
+		t.Status, t.StatusMessage, t.InputRequests, t.Run = store.TaskFailed, msg, nil, nil
+		t.Error, _ = json.Marshal(&RPCError{Code: -32603, Message: msg})
 		t.UpdatedAt = time.Now().UTC()
 		ok, err := r.opts.Store.UpdateTask(ctx, t)
 		if err != nil {
