@@ -89,7 +89,7 @@ func main() {
 		"init_duration_ms", float64(time.Since(start).Microseconds())/1000,
 		"config", fn.cfg.Source,
 		"store", fn.storeKind)
-	fn.mode.start(fn.handler, fn.basePath)
+	fn.mode.start(fn.handler, fn.basePath, fn.lazy)
 }
 
 // function is the gateway as one Lambda function serves it.
@@ -142,8 +142,13 @@ func setup(getenv func(string) string, log *slog.Logger, options ...app.Option) 
 		log.Warn("mcpgw lambda: " + envStripBasePath + " applies to the buffered modes only; ignored in mode url")
 	}
 
+	builtin := []app.Option{app.WithoutMetrics(), app.WithoutParking()}
+	if name := strings.TrimSpace(getenv(envFunctionName)); name != "" {
+		// Tasks run in asynchronous invocations of this function (tasks.go).
+		builtin = append(builtin, app.WithTaskLauncher(&asyncLauncher{function: name, log: log}))
+	}
 	lazy := &lazyApp{log: log, build: func() (*app.App, error) {
-		a, err := app.Build(cfg, redisURL, log, append([]app.Option{app.WithoutMetrics(), app.WithoutParking()}, options...)...)
+		a, err := app.Build(cfg, redisURL, log, append(builtin, options...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -189,6 +194,7 @@ const (
 	envLambdaLevel   = "AWS_LAMBDA_LOG_LEVEL" // set by Lambda's advanced logging controls
 	envStripBasePath = "MCPGW_LAMBDA_STRIP_BASE_PATH"
 	envStreamMax     = "MCPGW_LAMBDA_STREAM_MAX"
+	envFunctionName  = "AWS_LAMBDA_FUNCTION_NAME" // set by Lambda: the function invokes itself to run tasks
 )
 
 // newLogger logs JSON lines to w (stderr: CloudWatch Logs), at the level

@@ -333,6 +333,36 @@ const DefaultPlaceholderLease = time.Minute
 // instance to run (Create) that no instance took over in time.
 const NotStartedMessage = "the task was never started: no gateway instance took it over in time"
 
+// Abandon settles failed, with message, a task Create made that no
+// instance has taken over (its run could not be launched); a task taken
+// over or settled is left alone.
+func (r *Runner) Abandon(ctx context.Context, owner, id, message string) error {
+	for range 3 {
+		t, err := r.opts.Store.LoadTask(ctx, owner, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return ErrUnknown
+		}
+		if err != nil {
+			return err
+		}
+		if store.TaskTerminal(t.Status) || !strings.HasPrefix(t.Runner, placeholderPrefix) {
+			return nil
+		}
+		t.Status, t.StatusMessage, t.InputRequests, t.Run = store.TaskFailed, message, nil, nil
+		t.Error, _ = json.Marshal(&RPCError{Code: -32603, Message: message})
+		t.UpdatedAt = time.Now().UTC()
+		ok, err := r.opts.Store.UpdateTask(ctx, t)
+		if err != nil {
+			return err
+		}
+		if ok {
+			r.announce(ctx, t)
+			return nil
+		}
+	}
+	return errors.New("taskrun: the task kept changing")
+}
+
 // ErrNotAdopted: Adopt left the task alone, because it is settled, runs
 // elsewhere, or was taken over by another instance first.
 var ErrNotAdopted = errors.New("taskrun: the task is settled or run elsewhere")
