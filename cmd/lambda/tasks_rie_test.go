@@ -1,0 +1,173 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpgw/gateway/internal/testsupport"
+	"github.com/mcpgw/gateway/internal/testsupport/taskstools"
+)
+
+// A gateway-run task on Lambda: the invocation that creates it answers
+// the CreateTaskResult and launches the run as an asynchronous invocation
+// of the function itself; that invocation runs the backend call to its
+// end, and a later invocation answers tasks/get with the result.
+//
+// The Runtime Interface Emulator serves one invocation at a time and has
+// no asynchronous invocation (its invoke endpoint runs every event
+// synchronously), so the launch cannot reach it while the creating
+// invocation is running. The function's real launcher (the AWS SDK's
+// Invoke, InvocationType Event) is pointed at a fake Lambda API in the
+// test (AWS_ENDPOINT_URL_LAMBDA), which records the event and answers
+// 202 as Lambda does; the test then delivers that very event to the
+// emulator as the next invocation, as Lambda's event queue would. It
+// delivers it twice more, as Lambda's retries could: the task is run
+// once.
+
+// fakeLambdaAPI is the Lambda Invoke API as far as an asynchronous
+// invoke goes: each request is recorded.
+type fakeLambdaAPI struct {
+	srv    *httptest.Server
+	events chan invokeRecord
+}
+
+type invokeRecord struct {
+	path, invocationType, authorization string
+	payload                             []byte
+}
+
+func startFakeLambdaAPI(t *testing.T) *fakeLambdaAPI {
+	f := &fakeLambdaAPI{events: make(chan invokeRecord, 8)}
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		f.events <- invokeRecord{path: r.URL.Path, invocationType: r.Header.Get("X-Amz-Invocation-Type"),
+			authorization: r.Header.Get("Authorization"), payload: body}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func (f *fakeLambdaAPI) next(t *testing.T) invokeRecord {
+	t.Helper()
+	select {
+	case rec := <-f.events:
+		return rec
+	case <-time.After(10 * time.Second):
+		t.Fatal("the function launched no asynchronous invocation")
+		return invokeRecord{}
+	}
+}
+
+const tasksCaps = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+
+func TestFunctionURL_TaskRunsInAnAsynchronousInvocation(t *testing.T) {
+	t.Parallel()
+	url, tools, stop, err := taskstools.Start(t.Context(), "127.0.0.1:0", false, taskstools.Options{FailDelay: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	api := startFakeLambdaAPI(t)
+	block := strings.ReplaceAll(taskstools.GatewayTasksConfig, "\n", "\n        ")
+	config := fmt.Sprintf(`allowed_hosts: [%s]
+auth:
+  mode: jwt
+  jwt:
+    issuer: %s
+    audience: %s
+    hs_secret_env: %s
+virtual_hosts:
+  jobs:
+    backends:
+      fx:
+        url: %s
+        %s
+`, functionURLDomain, testsupport.JWTIssuer, testsupport.JWTAudience, jwtSecretEnv, url, block)
+	rie := startRIE(t,
+		jwtSecretEnv+"="+string(jwtSecret),
+		envConfigYAML+"="+config,
+		envRedisURL+"="+redisSrv.URL(),
+		"AWS_LAMBDA_FUNCTION_NAME=mcpgw-tasks-test",
+		"AWS_ENDPOINT_URL_LAMBDA="+api.srv.URL,
+		"AWS_REGION=eu-west-1",
+		"AWS_ACCESS_KEY_ID=AKIDTEST",
+		"AWS_SECRET_ACCESS_KEY=test-secret",
+		"AWS_CONFIG_FILE=/nonexistent",
+		"AWS_SHARED_CREDENTIALS_FILE=/nonexistent",
+		"AWS_EC2_METADATA_DISABLED=true",
+	)
+	ep := &functionURL{rie: rie, domain: functionURLDomain}
+	alice := &testsupport.Client{T: t, VHost: "jobs", Token: testsupport.MintJWT(t, jwtSecret, testsupport.StdClaims("alice"))}
+
+	created := alice.ModernRequest(ep, "tools/call", map[string]any{"name": "slow_compute",
+		"arguments": map[string]any{"seconds": 1, "label": "on-lambda"}}, tasksCaps).Result()
+	token, _ := created["taskId"].(string)
+	if created["resultType"] != "task" || token == "" || created["status"] != "working" {
+		t.Fatalf("created: %v", created)
+	}
+	launch := api.next(t)
+	if launch.path != "/2015-03-31/functions/mcpgw-tasks-test/invocations" || launch.invocationType != "Event" ||
+		!strings.Contains(launch.authorization, "AWS4-HMAC-SHA256") {
+		t.Fatalf("the launch: %s, type %q, auth %q", launch.path, launch.invocationType, launch.authorization)
+	}
+	var ev map[string]string
+	if err := json.Unmarshal(launch.payload, &ev); err != nil || ev["mcpgw"] != "run-task" || ev["owner"] == "" || ev["id"] == "" || len(ev) != 3 {
+		t.Fatalf("the launch event: %s (%v)", launch.payload, err)
+	}
+	if strings.Contains(string(launch.payload), "on-lambda") {
+		t.Fatalf("the launch event carries the call's arguments: %s", launch.payload)
+	}
+	// Nothing runs until the event is delivered.
+	if got := alice.ModernRequest(ep, "tasks/get", map[string]any{"taskId": token}, tasksCaps).Result(); got["status"] != "working" {
+		t.Fatalf("before the run: %v", got)
+	}
+	if n := tools.Calls(); n != 0 {
+		t.Fatalf("the backend was called %d times before the run", n)
+	}
+	// The task's record holds its run spec sealed: nothing of the call
+	// in clear.
+	keys, err := redisSrv.Client().Keys(t.Context(), "mcpgw:{tasks:*}:task:"+ev["id"]).Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("the task's key: %v %v", keys, err)
+	}
+	rec, err := redisSrv.Client().HGet(t.Context(), keys[0], "rec").Result()
+	if err != nil || !strings.Contains(rec, `"run":`) || strings.Contains(rec, "on-lambda") || strings.Contains(rec, "alice") {
+		t.Fatalf("the stored record: %s (%v)", rec, err)
+	}
+
+	// The asynchronous invocation: it runs the call to its end.
+	var ran map[string]string
+	unmarshalPayload(t, rie.invoke(launch.payload), &ran)
+	if ran["status"] != "ran" || ran["id"] != ev["id"] {
+		t.Fatalf("the run-task invocation answered %v", ran)
+	}
+	done := alice.ModernRequest(ep, "tasks/get", map[string]any{"taskId": token}, tasksCaps).Result()
+	if done["status"] != "completed" || !strings.Contains(fmt.Sprint(done["result"]), `slow_compute "on-lambda" done after 1s`) {
+		t.Fatalf("after the run: %v", done)
+	}
+	if rec, _ := redisSrv.Client().HGet(t.Context(), keys[0], "rec").Result(); strings.Contains(rec, `"run":`) {
+		t.Fatalf("the run spec outlived the run: %s", rec)
+	}
+
+	// Lambda's retries, or a duplicate delivery: left alone.
+	for range 2 {
+		var again map[string]string
+		unmarshalPayload(t, rie.invoke(launch.payload), &again)
+		if again["status"] != "skipped" {
+			t.Fatalf("a second delivery answered %v", again)
+		}
+	}
+	if n := tools.Calls(); n != 1 {
+		t.Fatalf("the backend was called %d times, want once", n)
+	}
+	if !strings.Contains(rie.Output(), "left alone") {
+		t.Errorf("no log line for the skipped deliveries:\n%s", rie.Output())
+	}
+}
