@@ -27,6 +27,11 @@
 //	                    subscriptions/listen stays open in one invocation
 //	                    (Go duration; default: until shortly before the
 //	                    function's time limit)
+//	MCPGW_LAMBDA_TASK_FUNCTION  the function (name or ARN) whose
+//	                    asynchronous invocations run the tasks the gateway
+//	                    runs for backends (default: this function,
+//	                    AWS_LAMBDA_FUNCTION_NAME); it needs
+//	                    lambda:InvokeFunction on it
 //	OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables, or the
 //	                    config's tracing section: OpenTelemetry tracing,
 //	                    its spans flushed before each invocation ends
@@ -41,6 +46,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -143,7 +149,7 @@ func setup(getenv func(string) string, log *slog.Logger, options ...app.Option) 
 	}
 
 	builtin := []app.Option{app.WithoutMetrics(), app.WithoutParking()}
-	if name := strings.TrimSpace(getenv(envFunctionName)); name != "" {
+	if name := cmp.Or(strings.TrimSpace(getenv(envTaskFunction)), strings.TrimSpace(getenv(envFunctionName))); name != "" {
 		// Tasks run in asynchronous invocations of this function (tasks.go).
 		builtin = append(builtin, app.WithTaskLauncher(&asyncLauncher{function: name, log: log}))
 	}
@@ -195,6 +201,7 @@ const (
 	envStripBasePath = "MCPGW_LAMBDA_STRIP_BASE_PATH"
 	envStreamMax     = "MCPGW_LAMBDA_STREAM_MAX"
 	envFunctionName  = "AWS_LAMBDA_FUNCTION_NAME" // set by Lambda: the function invokes itself to run tasks
+	envTaskFunction  = "MCPGW_LAMBDA_TASK_FUNCTION"
 )
 
 // newLogger logs JSON lines to w (stderr: CloudWatch Logs), at the level
