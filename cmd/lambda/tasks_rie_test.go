@@ -67,8 +67,17 @@ func (f *fakeLambdaAPI) next(t *testing.T) invokeRecord {
 
 const tasksCaps = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
 
-func TestFunctionURL_TaskRunsInAnAsynchronousInvocation(t *testing.T) {
-	t.Parallel()
+// tasksFunction is a gateway of one vhost, jobs, whose one backend fx
+// (taskstools, a stateful go-sdk server) runs tasks, and the environment
+// of its function, whose launches go to api.
+type tasksFunction struct {
+	tools *taskstools.Tools
+	api   *fakeLambdaAPI
+	env   []string
+}
+
+func newTasksFunction(t *testing.T) *tasksFunction {
+	t.Helper()
 	url, tools, stop, err := taskstools.Start(t.Context(), "127.0.0.1:0", false, taskstools.Options{FailDelay: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -90,19 +99,50 @@ virtual_hosts:
         url: %s
         %s
 `, functionURLDomain, testsupport.JWTIssuer, testsupport.JWTAudience, jwtSecretEnv, url, block)
-	rie := startRIE(t,
-		jwtSecretEnv+"="+string(jwtSecret),
-		envConfigYAML+"="+config,
-		envRedisURL+"="+redisSrv.URL(),
+	return &tasksFunction{tools: tools, api: api, env: []string{
+		jwtSecretEnv + "=" + string(jwtSecret),
+		envConfigYAML + "=" + config,
+		envRedisURL + "=" + redisSrv.URL(),
 		"AWS_LAMBDA_FUNCTION_NAME=mcpgw-tasks-test",
-		"AWS_ENDPOINT_URL_LAMBDA="+api.srv.URL,
+		"AWS_ENDPOINT_URL_LAMBDA=" + api.srv.URL,
 		"AWS_REGION=eu-west-1",
 		"AWS_ACCESS_KEY_ID=AKIDTEST",
 		"AWS_SECRET_ACCESS_KEY=test-secret",
 		"AWS_CONFIG_FILE=/nonexistent",
 		"AWS_SHARED_CREDENTIALS_FILE=/nonexistent",
 		"AWS_EC2_METADATA_DISABLED=true",
-	)
+	}}
+}
+
+// create calls tool as a task through ep and returns the task's id and
+// the run-task event its creation launched.
+func (f *tasksFunction) create(t *testing.T, c *testsupport.Client, ep testsupport.Endpoint, tool string, args map[string]any) (token string, event []byte) {
+	t.Helper()
+	created := c.ModernRequest(ep, "tools/call", map[string]any{"name": tool, "arguments": args}, tasksCaps).Result()
+	token, _ = created["taskId"].(string)
+	if created["resultType"] != "task" || token == "" || created["status"] != "working" {
+		t.Fatalf("created: %v", created)
+	}
+	return token, f.api.next(t).payload
+}
+
+func awaitLambdaTask(t *testing.T, c *testsupport.Client, ep testsupport.Endpoint, token, status string) map[string]any {
+	t.Helper()
+	var got map[string]any
+	if !testsupport.Eventually(t, 15*time.Second, func() bool {
+		got = c.ModernRequest(ep, "tasks/get", map[string]any{"taskId": token}, tasksCaps).Result()
+		return got["status"] == status
+	}) {
+		t.Fatalf("task %s never %s; last %v", token, status, got)
+	}
+	return got
+}
+
+func TestFunctionURL_TaskRunsInAnAsynchronousInvocation(t *testing.T) {
+	t.Parallel()
+	f := newTasksFunction(t)
+	tools, api := f.tools, f.api
+	rie := startRIE(t, f.env...)
 	ep := &functionURL{rie: rie, domain: functionURLDomain}
 	alice := &testsupport.Client{T: t, VHost: "jobs", Token: testsupport.MintJWT(t, jwtSecret, testsupport.StdClaims("alice"))}
 
@@ -169,5 +209,90 @@ virtual_hosts:
 	}
 	if !strings.Contains(rie.Output(), "left alone") {
 		t.Errorf("no log line for the skipped deliveries:\n%s", rie.Output())
+	}
+}
+
+// Two execution environments, as Lambda runs them at once: A serves the
+// client, B runs the task. The backend's question becomes an input round
+// of the task, seen and answered through A while B's run waits for it;
+// then a task that runs past B's time limit fails, saying so, before
+// Lambda would stop the invocation.
+func TestFunctionURL_TaskAnsweredAcrossEnvironmentsAndItsTimeLimit(t *testing.T) {
+	t.Parallel()
+	f := newTasksFunction(t)
+	a := &functionURL{rie: startRIE(t, f.env...), domain: functionURLDomain}
+	const limit = 10 * time.Second // B's: the run gets 8 s of it
+	b := startRIE(t, append(f.env, fmt.Sprintf("AWS_LAMBDA_FUNCTION_TIMEOUT=%d", int(limit.Seconds())))...)
+	alice := &testsupport.Client{T: t, VHost: "jobs", Token: testsupport.MintJWT(t, jwtSecret, testsupport.StdClaims("alice"))}
+
+	runOnB := func(event []byte) <-chan map[string]string {
+		out := make(chan map[string]string, 1)
+		go func() {
+			var res map[string]string
+			payload, err := b.tryInvoke(event)
+			if err == nil {
+				err = json.Unmarshal(payload, &res)
+			}
+			if err != nil {
+				t.Errorf("the run-task invocation: %v (%s)", err, payload)
+			}
+			out <- res
+		}()
+		return out
+	}
+
+	token, event := f.create(t, alice, a, "confirm_delete", map[string]any{"filename": "x.txt"})
+	ran := runOnB(event)
+	asking := awaitLambdaTask(t, alice, a, token, "input_required")
+	reqs, _ := asking["inputRequests"].(map[string]any)
+	if len(reqs) != 1 {
+		t.Fatalf("input requests: %v", asking)
+	}
+	var key string
+	for k, req := range reqs {
+		key = k
+		if m, _ := req.(map[string]any); m["method"] != "elicitation/create" {
+			t.Fatalf("input request %v", req)
+		}
+	}
+	alice.ModernRequest(a, "tasks/update", map[string]any{"taskId": token, "inputResponses": map[string]any{
+		key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}, tasksCaps)
+	if res := <-ran; res["status"] != "ran" {
+		t.Fatalf("the run-task invocation answered %v", res)
+	}
+	done := awaitLambdaTask(t, alice, a, token, "completed")
+	if !strings.Contains(fmt.Sprint(done["result"]), "Deleted x.txt") {
+		t.Fatalf("completed with %v", done["result"])
+	}
+
+	token, event = f.create(t, alice, a, "slow_compute", map[string]any{"seconds": 60, "label": "too-long"})
+	start := time.Now()
+	ran = runOnB(event)
+	waitStarted(t, f.tools.Started, "too-long")
+	if res := <-ran; res["status"] != "ran" {
+		t.Fatalf("the run-task invocation answered %v", res)
+	}
+	if took := time.Since(start); took >= limit {
+		t.Fatalf("the run took %v: it reached the function's time limit of %v", took, limit)
+	}
+	failed := awaitLambdaTask(t, alice, a, token, "failed")
+	if failed["statusMessage"] != "the task outlived the function's time limit" {
+		t.Fatalf("failed with %v", failed)
+	}
+	waitStarted(t, f.tools.Cancelled, "too-long") // the backend call was stopped
+}
+
+func waitStarted(t *testing.T, ch <-chan string, label string) {
+	t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		select {
+		case got := <-ch:
+			if got == label {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("the backend never reported %q", label)
+		}
 	}
 }
