@@ -210,7 +210,9 @@ func (r *Router) startTask(ctx context.Context, v *vhost, c *Call, t *target, pa
 	if inputFirst {
 		if r.opts.TaskLauncher != nil {
 			// The run is elsewhere: its first question is read from the store.
-			go r.watchFirstQuestion(ctx, task, first)
+			watch, stop := context.WithCancel(ctx)
+			defer stop()
+			go r.watchFirstQuestion(watch, task, first)
 		}
 		if resp := r.firstQuestion(ctx, v, c, t, task, token, first); resp != nil {
 			return resp
@@ -503,10 +505,9 @@ func withoutCredentials(h http.Header) http.Header {
 }
 
 // watchFirstQuestion feeds first with the launched task's first status
-// other than working, read from the store, for firstQuestion.
+// other than working, read from the store, for firstQuestion, until ctx
+// ends.
 func (r *Router) watchFirstQuestion(ctx context.Context, task *store.Task, first chan<- store.Task) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), firstQuestionWait)
-	defer cancel()
 	tick := time.NewTicker(firstQuestionPoll)
 	defer tick.Stop()
 	for {

@@ -160,3 +160,24 @@ func TestACreatedTaskNeverTakenOverFails(t *testing.T) {
 		t.Fatalf("Adopt of a task settled for want of a runner: %v", err)
 	}
 }
+
+// A task cancelled before its run took it over is settled cancelled by
+// the run, which never calls the backend.
+func TestAdoptSettlesATaskCancelledBeforeItsRun(t *testing.T) {
+	rs := instances(t, 2, time.Second)
+	task, err := rs[0].Create(t.Context(), spec, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs[0].Cancel(t.Context(), spec.Owner, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	err = rs[1].Adopt(t.Context(), spec.Owner, task.ID, func(*store.Task) (taskrun.Step, error) {
+		t.Error("the run of a cancelled task was built")
+		return nil, errors.New("unreachable")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	await(t, rs[0], task.ID, status(store.TaskCancelled))
+}

@@ -408,6 +408,11 @@ func (r *Runner) Adopt(ctx context.Context, owner, id string, load func(t *store
 	defer stop()
 	rn := r.register(t, cancel, nil)
 	defer r.unregister(t, cancel)
+	if t.CancelRequested { // cancelled before its run began
+		t.Run = nil
+		r.settle(rn, t, store.TaskCancelled, "cancelled at the client's request", nil, nil)
+		return nil
+	}
 	step, err := load(t)
 	t.Run = nil // the spec has done its work: the next write drops it
 	if err != nil {
