@@ -50,6 +50,13 @@ import (
 // session is asked on its stream as for a synchronous call. A tool that
 // answers at once answers the call synchronously.
 //
+// With a launcher (Options.TaskLauncher: Lambda, where an invocation
+// cannot outlive its response) the task is created under a placeholder
+// lease with what its run needs sealed in its record (sealed.TaskRun), and
+// the launcher has another process call RunTask, which takes the task
+// over once and relays the call from there as above (launchTask,
+// RunTask; docs/tasks.md, "On AWS Lambda").
+//
 // Without a runner (Options.Tasks nil) no task runs: tasks: blocks are
 // plain calls and the extension is not advertised for them.
 

@@ -21,6 +21,12 @@
 //   - Every write is compare-and-set: a run whose task was settled by
 //     someone else (its lease lapsed: Get settles it failed) stops without
 //     writing.
+//   - Where the creating process cannot run the task (a Lambda invocation
+//     ends with its response), Create stores it under a placeholder
+//     runner with what its run needs (Spec.Run, opaque here), and another
+//     process Adopts it: takes the placeholder's lease (exactly one taker
+//     wins, so a run delivered twice runs once) and drives it there until
+//     it ends or the caller's context does (ErrTimeLimit).
 //
 // Step errors: a *RPCError is the protocol error the task fails with;
 // another error fails it with -32603 naming it.

@@ -47,7 +47,7 @@ type App struct {
 	// auth is the caller verifier, whose key fetchers Close stops.
 	auth auth.Verifier
 	// tasks runs the tasks the gateway runs for backends (nil with
-	// WithoutParking: nothing outlives its request).
+	// WithoutParking, unless WithTaskLauncher runs them elsewhere).
 	tasks *taskrun.Runner
 	// userTokens gives user_oauth backends the caller's token (RunTask).
 	userTokens credentials.UserTokenSource
