@@ -54,14 +54,17 @@ func TestAdoptRunsACreatedTaskOnce(t *testing.T) {
 	results := make([]error, 0, 4)
 	for _, r := range []*taskrun.Runner{rs[1], rs[2], rs[1], rs[2]} {
 		wg.Go(func() {
-			err := r.Adopt(t.Context(), spec.Owner, task.ID, func(t *store.Task) (taskrun.Step, error) {
+			err := r.Adopt(t.Context(), spec.Owner, task.ID, func(loaded *store.Task) (taskrun.Step, error) {
 				mu.Lock()
-				specs = append(specs, string(t.Run))
+				specs = append(specs, string(loaded.Run))
 				mu.Unlock()
 				return func(ctx context.Context, _ map[string]json.RawMessage) (taskrun.Outcome, error) {
 					mu.Lock()
 					ran++
 					mu.Unlock()
+					if cur, err := creator.Get(ctx, spec.Owner, task.ID); err != nil || cur.Run != nil {
+						t.Errorf("while it runs, the record holds its run spec %q (%v)", cur.Run, err)
+					}
 					time.Sleep(100 * time.Millisecond)
 					return taskrun.Outcome{Result: done}, nil
 				}, nil

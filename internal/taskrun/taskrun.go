@@ -419,8 +419,22 @@ func (r *Runner) Adopt(ctx context.Context, owner, id string, load func(t *store
 		r.settle(rn, t, store.TaskCancelled, "cancelled at the client's request", nil, nil)
 		return nil
 	}
+	// The spec leaves the record now: every tasks/get loads the record
+	// while the run goes on. (No announcement: the status is unchanged.)
+	spec := t.Run
+	t.Run = nil
+	if spec != nil {
+		if ok, err := r.opts.Store.UpdateTask(ctx, t); err != nil || !ok {
+			r.logger.Warn("task: its run spec was not dropped from the record", "task", t.ID, "err", err)
+			if t, err = r.opts.Store.LoadTask(ctx, owner, id); err != nil {
+				return err
+			}
+			t.Run = nil
+		}
+	}
+	t.Run = spec
 	step, err := load(t)
-	t.Run = nil // the spec has done its work: the next write drops it
+	t.Run = nil
 	if err != nil {
 		msg := "the task could not be run: " + err.Error()
 		r.settle(rn, t, store.TaskFailed, msg, nil, &RPCError{Code: -32603, Message: msg})
