@@ -149,8 +149,10 @@ func setup(getenv func(string) string, log *slog.Logger, options ...app.Option) 
 	}
 
 	builtin := []app.Option{app.WithoutMetrics(), app.WithoutParking()}
-	if name := cmp.Or(strings.TrimSpace(getenv(envTaskFunction)), strings.TrimSpace(getenv(envFunctionName))); name != "" {
-		// Tasks run in asynchronous invocations of this function (tasks.go).
+	// Tasks run in asynchronous invocations of this function (tasks.go),
+	// which find them in the shared store: without one, another execution
+	// environment would not, and tasks: blocks stay plain calls.
+	if name := cmp.Or(strings.TrimSpace(getenv(envTaskFunction)), strings.TrimSpace(getenv(envFunctionName))); name != "" && redisURL != "" {
 		builtin = append(builtin, app.WithTaskLauncher(&asyncLauncher{function: name, log: log}))
 	}
 	lazy := &lazyApp{log: log, build: func() (*app.App, error) {
