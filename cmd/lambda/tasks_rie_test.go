@@ -216,7 +216,10 @@ func TestFunctionURL_TaskRunsInAnAsynchronousInvocation(t *testing.T) {
 // client, B runs the task. The backend's question becomes an input round
 // of the task, seen and answered through A while B's run waits for it;
 // then a task that runs past B's time limit fails, saying so, before
-// Lambda would stop the invocation.
+// Lambda would stop the invocation; last, an input_before_task tool's
+// first question, asked by the run on B while A's invocation waits for
+// it, is A's answer to the call, and the retry that answers it gets the
+// task.
 func TestFunctionURL_TaskAnsweredAcrossEnvironmentsAndItsTimeLimit(t *testing.T) {
 	t.Parallel()
 	f := newTasksFunction(t)
@@ -280,6 +283,46 @@ func TestFunctionURL_TaskAnsweredAcrossEnvironmentsAndItsTimeLimit(t *testing.T)
 		t.Fatalf("failed with %v", failed)
 	}
 	waitStarted(t, f.tools.Cancelled, "too-long") // the backend call was stopped
+
+	// input_before_task: the call on A waits for the run's first question,
+	// asked on B, and answers it as the call's input_required round; the
+	// retry with the answer gets the task, which B's run completes.
+	ran = func() <-chan map[string]string {
+		out := make(chan map[string]string, 1)
+		go func() {
+			select {
+			case rec := <-f.api.events:
+				out <- <-runOnB(rec.payload)
+			case <-time.After(15 * time.Second):
+				t.Error("the function launched no asynchronous invocation")
+				out <- nil
+			}
+		}()
+		return out
+	}()
+	first := alice.ModernRequest(a, "tools/call", map[string]any{"name": "test_tool_with_task"}, tasksCaps).Result()
+	state, _ := first["requestState"].(string)
+	questions, _ := first["inputRequests"].(map[string]any)
+	if first["resultType"] != "input_required" || state == "" || len(questions) != 1 {
+		t.Fatalf("the first answer of an input_before_task tool: %v", first)
+	}
+	answers := map[string]any{}
+	for k := range questions {
+		answers[k] = map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}
+	}
+	created := alice.ModernRequest(a, "tools/call", map[string]any{"name": "test_tool_with_task",
+		"requestState": state, "inputResponses": answers}, tasksCaps).Result()
+	token, _ = created["taskId"].(string)
+	if created["resultType"] != "task" || token == "" {
+		t.Fatalf("the retry: %v", created)
+	}
+	if res := <-ran; res["status"] != "ran" {
+		t.Fatalf("the run-task invocation answered %v", res)
+	}
+	greeted := awaitLambdaTask(t, alice, a, token, "completed")
+	if !strings.Contains(fmt.Sprint(greeted["result"]), "Hello, Ada!") {
+		t.Fatalf("completed with %v", greeted["result"])
+	}
 }
 
 func waitStarted(t *testing.T, ch <-chan string, label string) {
