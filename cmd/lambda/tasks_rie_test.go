@@ -215,7 +215,8 @@ func TestFunctionURL_TaskRunsInAnAsynchronousInvocation(t *testing.T) {
 // Two execution environments, as Lambda runs them at once: A serves the
 // client, B runs the task. The backend's question becomes an input round
 // of the task, seen and answered through A while B's run waits for it;
-// then a task that runs past B's time limit fails, saying so, before
+// a task cancelled through A stops on B; a task that runs past B's time
+// limit fails, saying so, before
 // Lambda would stop the invocation; last, an input_before_task tool's
 // first question, asked by the run on B while A's invocation waits for
 // it, is A's answer to the call, and the retry that answers it gets the
@@ -267,6 +268,17 @@ func TestFunctionURL_TaskAnsweredAcrossEnvironmentsAndItsTimeLimit(t *testing.T)
 	if !strings.Contains(fmt.Sprint(done["result"]), "Deleted x.txt") {
 		t.Fatalf("completed with %v", done["result"])
 	}
+
+	// Cancelled through A while it runs on B: the backend call stops.
+	token, event = f.create(t, alice, a, "slow_compute", map[string]any{"seconds": 60, "label": "cancel-me"})
+	ran = runOnB(event)
+	waitStarted(t, f.tools.Started, "cancel-me")
+	alice.ModernRequest(a, "tasks/cancel", map[string]any{"taskId": token}, tasksCaps)
+	waitStarted(t, f.tools.Cancelled, "cancel-me")
+	if res := <-ran; res["status"] != "ran" {
+		t.Fatalf("the run-task invocation answered %v", res)
+	}
+	awaitLambdaTask(t, alice, a, token, "cancelled")
 
 	token, event = f.create(t, alice, a, "slow_compute", map[string]any{"seconds": 60, "label": "too-long"})
 	start := time.Now()
