@@ -213,14 +213,13 @@ func TestFunctionURL_TaskRunsInAnAsynchronousInvocation(t *testing.T) {
 }
 
 // Two execution environments, as Lambda runs them at once: A serves the
-// client, B runs the task. The backend's question becomes an input round
-// of the task, seen and answered through A while B's run waits for it;
-// a task cancelled through A stops on B; a task that runs past B's time
-// limit fails, saying so, before
-// Lambda would stop the invocation; last, an input_before_task tool's
-// first question, asked by the run on B while A's invocation waits for
-// it, is A's answer to the call, and the retry that answers it gets the
-// task.
+// client, B runs the tasks. The backend's question becomes an input round
+// of the task, seen and answered through A while B's run waits for it; a
+// task cancelled through A stops on B; a task that runs past B's time
+// limit fails, saying so, before Lambda would stop the invocation; last,
+// an input_before_task tool's first question, asked by the run on B while
+// A's invocation waits for it, is A's answer to the call, and the retry
+// that answers it gets the task.
 func TestFunctionURL_TaskAnsweredAcrossEnvironmentsAndItsTimeLimit(t *testing.T) {
 	t.Parallel()
 	f := newTasksFunction(t)
