@@ -494,7 +494,8 @@ func (r *Router) launchTask(ctx context.Context, v *vhost, c *Call, t *target, p
 		if aerr := r.opts.Tasks.Abandon(context.WithoutCancel(ctx), task.Owner, task.ID, msg); aerr != nil {
 			r.log.Warn("task: settling a task not launched failed", "task", task.ID, "error", aerr)
 		}
-		return nil, fmt.Errorf("%w: %v", errNotLaunched, err)
+		// The launcher's error may name the account and role: the log has it.
+		return nil, fmt.Errorf("%w: launching its run failed (the gateway's log says why)", errNotLaunched)
 	}
 	return task, nil
 }
