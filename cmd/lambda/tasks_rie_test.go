@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 type fakeLambdaAPI struct {
 	srv    *httptest.Server
 	events chan invokeRecord
+	deny   atomic.Bool // answer as Lambda does to a role without lambda:InvokeFunction
 }
 
 type invokeRecord struct {
@@ -46,6 +48,13 @@ func startFakeLambdaAPI(t *testing.T) *fakeLambdaAPI {
 	f := &fakeLambdaAPI{events: make(chan invokeRecord, 8)}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		if f.deny.Load() {
+			w.Header().Set("X-Amzn-ErrorType", "AccessDeniedException")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = io.WriteString(w, `{"Message":"User: arn:aws:sts::123456789012:assumed-role/mcpgw-GatewayFunctionRole/x is not authorized to perform: lambda:InvokeFunction"}`)
+			return
+		}
 		f.events <- invokeRecord{path: r.URL.Path, invocationType: r.Header.Get("X-Amz-Invocation-Type"),
 			authorization: r.Header.Get("Authorization"), payload: body}
 		w.WriteHeader(http.StatusAccepted)
@@ -209,6 +218,19 @@ func TestFunctionURL_TaskRunsInAnAsynchronousInvocation(t *testing.T) {
 	}
 	if !strings.Contains(rie.Output(), "left alone") {
 		t.Errorf("no log line for the skipped deliveries:\n%s", rie.Output())
+	}
+
+	// A launch Lambda refuses (the role may not invoke the function): the
+	// call fails without the AWS error, which the log has.
+	api.deny.Store(true)
+	r := alice.ModernRequest(ep, "tools/call", map[string]any{"name": "slow_compute",
+		"arguments": map[string]any{"seconds": 1, "label": "denied"}}, tasksCaps)
+	if e := r.Error(); e == nil || e.Code != -32603 || !strings.Contains(e.Message, "the task could not be started") ||
+		strings.Contains(e.Message, "123456789012") {
+		t.Fatalf("a refused launch: %d %+v", r.Status, r.Error())
+	}
+	if out := rie.Output(); !strings.Contains(out, "launching its run failed") || !strings.Contains(out, "AccessDenied") {
+		t.Errorf("no log line naming why the launch failed:\n%s", out)
 	}
 }
 
