@@ -119,7 +119,7 @@ func TestExtensions_LegacyTaskParamIgnored(t *testing.T) {
 func TestEra_LegacyResultsLoseTheModernEnvelope(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"content":[],"resultType":"complete","ttlMs":0,"cacheScope":"private","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"backend"}}}`: `{"content":[]}`,
-		`{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"b"},"trace":1}}`:                                                      `{"_meta":{"trace":1},"content":[]}`,
+		`{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"b"},"trace":1}}`:                                                      `{"content":[],"_meta":{"trace":1}}`,
 		`{"content":[{"type":"text","text":"no envelope"}]}`:                                                                                        `{"content":[{"type":"text","text":"no envelope"}]}`,
 	} {
 		if got := envelope.Strip(json.RawMessage(in)); string(got) != want {

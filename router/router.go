@@ -85,6 +85,10 @@ type Options struct {
 	// Tasks runs the tasks the gateway runs for backends with a tasks:
 	// block (tasks_run.go); nil: those tools are plain calls.
 	Tasks *taskrun.Runner
+	// TaskLauncher, with Tasks, runs those tasks elsewhere than in the
+	// request that creates them (tasks_run.go): on Lambda, an asynchronous
+	// invocation that calls RunTask. nil: they run in this process.
+	TaskLauncher TaskLauncher
 }
 
 // DefaultMaxPageItems is Options.MaxPageItems's default (config

@@ -148,6 +148,25 @@ func (m *Memory) RenewTaskLease(_ context.Context, owner, id, instance string, l
 	return true, nil
 }
 
+// TakeTaskLease implements Tasks.
+func (m *Memory) TakeTaskLease(_ context.Context, owner, id, from, to string, leaseTTL time.Duration) (bool, error) {
+	if err := checkTaskNames(owner, id, from, to); err != nil {
+		return false, err
+	}
+	if err := checkTTL(leaseTTL); err != nil {
+		return false, err
+	}
+	now := time.Now()
+	m.taskMu.Lock()
+	defer m.taskMu.Unlock()
+	mt := m.liveTask(owner, id, now)
+	if mt == nil || mt.runner == "" || mt.runner != from {
+		return false, nil
+	}
+	mt.runner, mt.lease = to, now.Add(leaseTTL)
+	return true, nil
+}
+
 // PostTaskAnswers implements Tasks: the answers are held under the lock,
 // and the message is published after it, so a runner that loads the task
 // on receiving it finds them.

@@ -221,6 +221,32 @@ redis.call('ZADD', KEYS[2], lease, ARGV[1])
 trimlive(KEYS[2], now)
 return 1`)
 
+// TakeTaskLease implements Tasks.
+func (r *Redis) TakeTaskLease(ctx context.Context, owner, id, from, to string, leaseTTL time.Duration) (bool, error) {
+	if err := checkTaskNames(owner, id, from, to); err != nil {
+		return false, err
+	}
+	if err := checkTTL(leaseTTL); err != nil {
+		return false, err
+	}
+	n, err := takeTaskLease.Run(ctx, r.client, []string{TaskKey(r.prefix, owner, id), TasksLiveKey(r.prefix, owner)},
+		id, from, to, leaseTTL.Milliseconds()).Int()
+	if err != nil {
+		return false, fmt.Errorf("store: take task lease: %w", err)
+	}
+	return n == 1, nil
+}
+
+// takeTaskLease: KEYS task, live; ARGV id, from, to, lease ms. The runner
+// field is gone once the task is settled.
+var takeTaskLease = redis.NewScript(redisNow + redisTrimLive + `
+if redis.call('HGET', KEYS[1], 'runner') ~= ARGV[2] then return 0 end
+local lease = now + tonumber(ARGV[4])
+redis.call('HSET', KEYS[1], 'runner', ARGV[3], 'lease', lease)
+redis.call('ZADD', KEYS[2], lease, ARGV[1])
+trimlive(KEYS[2], now)
+return 1`)
+
 // PostTaskAnswers implements Tasks: the answers are held and the message
 // published in one script.
 func (r *Redis) PostTaskAnswers(ctx context.Context, owner, id string, answers map[string]json.RawMessage, msg BusMessage) (int, int, error) {

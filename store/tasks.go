@@ -57,6 +57,12 @@ type Tasks interface {
 	// when the lease is not instance's, has lapsed, or the task is settled
 	// or gone: the runner must stop.
 	RenewTaskLease(ctx context.Context, owner, id, instance string, leaseTTL time.Duration) (bool, error)
+	// TakeTaskLease hands the lease of task id from runner from to runner
+	// to, for leaseTTL, whether or not from's lease has lapsed, as long as
+	// the task is not settled and from still holds it (a placeholder
+	// runner: the instance that created the task for another to run). It
+	// reports whether it did; exactly one of concurrent takers does.
+	TakeTaskLease(ctx context.Context, owner, id, from, to string, leaseTTL time.Duration) (bool, error)
 	// PostTaskAnswers holds the answers whose keys are outstanding in the
 	// current round (others are ignored) and, when it took any, publishes
 	// msg in the same step. It returns how many it took and how many keys
@@ -123,6 +129,11 @@ type Task struct {
 	// Result (completed) or Error (failed, a JSON-RPC error object).
 	Result json.RawMessage `json:"result,omitempty"`
 	Error  json.RawMessage `json:"error,omitempty"`
+	// Run is what another instance needs to run the task's call, sealed
+	// by whoever created the task (opaque here): set at creation when the
+	// creator does not run the task itself, dropped by the run that took
+	// it over.
+	Run []byte `json:"run,omitempty"`
 
 	// Kept by the store beside the record: set by LoadTask, never written
 	// from here (Runner is written by CreateTask).

@@ -286,3 +286,55 @@ func manyInputs() *store.Task {
 	}
 	return t
 }
+
+// A placeholder runner's lease is taken over by exactly one of the
+// instances that try (Lambda may deliver a run event twice), lapsed or
+// not; a settled task's is never.
+func TestTasks_APlaceholderLeaseIsTakenOverOnce(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		task := sampleTask("dave", "handoff", "launch:inst-a")
+		task.Run = []byte("sealed run spec")
+		if err := s.CreateTask(ctx, task, 4, 100*time.Millisecond, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond) // the placeholder lapses: it may still be taken
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var took []string
+		for _, inst := range []string{"inst-b", "inst-c", "inst-d"} {
+			wg.Go(func() {
+				ok, err := s.TakeTaskLease(ctx, "dave", "handoff", "launch:inst-a", inst, time.Minute)
+				if err != nil {
+					t.Error(err)
+				}
+				if ok {
+					mu.Lock()
+					took = append(took, inst)
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if len(took) != 1 {
+			t.Fatalf("%d instances took the lease: %v", len(took), took)
+		}
+		got := loadTask(t, s, "dave", "handoff")
+		if got.Runner != took[0] || got.LeaseLapsed || string(got.Run) != "sealed run spec" {
+			t.Fatalf("after the take-over: runner %q lapsed %v run %q", got.Runner, got.LeaseLapsed, got.Run)
+		}
+		if ok, err := s.RenewTaskLease(ctx, "dave", "handoff", took[0], time.Minute); err != nil || !ok {
+			t.Fatalf("the new runner's renewal: %v, %v", ok, err)
+		}
+		got.Status = store.TaskCompleted
+		if ok, err := s.UpdateTask(ctx, got); err != nil || !ok {
+			t.Fatalf("settling: %v, %v", ok, err)
+		}
+		if ok, err := s.TakeTaskLease(ctx, "dave", "handoff", took[0], "inst-e", time.Minute); err != nil || ok {
+			t.Fatalf("a settled task's lease was taken: %v, %v", ok, err)
+		}
+		if ok, err := s.TakeTaskLease(ctx, "dave", "nosuch", "launch:inst-a", "inst-e", time.Minute); err != nil || ok {
+			t.Fatalf("a missing task's lease was taken: %v, %v", ok, err)
+		}
+	})
+}

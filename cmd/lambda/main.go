@@ -27,6 +27,11 @@
 //	                    subscriptions/listen stays open in one invocation
 //	                    (Go duration; default: until shortly before the
 //	                    function's time limit)
+//	MCPGW_LAMBDA_TASK_FUNCTION  the function (name or ARN) whose
+//	                    asynchronous invocations run the tasks the gateway
+//	                    runs for backends (default: this function,
+//	                    AWS_LAMBDA_FUNCTION_NAME); it needs
+//	                    lambda:InvokeFunction on it
 //	OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_* variables, or the
 //	                    config's tracing section: OpenTelemetry tracing,
 //	                    its spans flushed before each invocation ends
@@ -41,6 +46,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -89,7 +95,7 @@ func main() {
 		"init_duration_ms", float64(time.Since(start).Microseconds())/1000,
 		"config", fn.cfg.Source,
 		"store", fn.storeKind)
-	fn.mode.start(fn.handler, fn.basePath)
+	fn.mode.start(fn.handler, fn.basePath, fn.lazy)
 }
 
 // function is the gateway as one Lambda function serves it.
@@ -142,8 +148,15 @@ func setup(getenv func(string) string, log *slog.Logger, options ...app.Option) 
 		log.Warn("mcpgw lambda: " + envStripBasePath + " applies to the buffered modes only; ignored in mode url")
 	}
 
+	builtin := []app.Option{app.WithoutMetrics(), app.WithoutParking()}
+	// Tasks run in asynchronous invocations of this function (tasks.go),
+	// which find them in the shared store: without one, another execution
+	// environment would not, and tasks: blocks stay plain calls.
+	if name := cmp.Or(strings.TrimSpace(getenv(envTaskFunction)), strings.TrimSpace(getenv(envFunctionName))); name != "" && redisURL != "" {
+		builtin = append(builtin, app.WithTaskLauncher(&asyncLauncher{function: name, log: log}))
+	}
 	lazy := &lazyApp{log: log, build: func() (*app.App, error) {
-		a, err := app.Build(cfg, redisURL, log, append([]app.Option{app.WithoutMetrics(), app.WithoutParking()}, options...)...)
+		a, err := app.Build(cfg, redisURL, log, append(builtin, options...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -189,6 +202,8 @@ const (
 	envLambdaLevel   = "AWS_LAMBDA_LOG_LEVEL" // set by Lambda's advanced logging controls
 	envStripBasePath = "MCPGW_LAMBDA_STRIP_BASE_PATH"
 	envStreamMax     = "MCPGW_LAMBDA_STREAM_MAX"
+	envFunctionName  = "AWS_LAMBDA_FUNCTION_NAME" // set by Lambda: the function invokes itself to run tasks
+	envTaskFunction  = "MCPGW_LAMBDA_TASK_FUNCTION"
 )
 
 // newLogger logs JSON lines to w (stderr: CloudWatch Logs), at the level

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdaurl"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 )
@@ -72,24 +71,26 @@ func (m mode) wrap(h http.Handler, streamMax time.Duration, log *slog.Logger) ht
 	return h
 }
 
-// start hands h to the Lambda runtime; it does not return.
-func (m mode) start(h http.Handler, basePath string) {
+// start hands h to the Lambda runtime, behind dispatch, which gives l
+// the run-task events (tasks.go); it does not return.
+func (m mode) start(h http.Handler, basePath string, l *lazyApp) {
 	switch m {
 	case modeAPIGWv2:
 		a := httpadapter.NewV2(h)
 		a.StripBasePath(basePath)
-		lambda.StartHandlerFunc(a.ProxyWithContext)
+		startDispatch(l, a.ProxyWithContext)
 	case modeAPIGWv1:
 		a := httpadapter.New(h)
 		a.StripBasePath(basePath)
-		lambda.StartHandlerFunc(a.ProxyWithContext)
+		startDispatch(l, a.ProxyWithContext)
 	case modeALB:
 		a := httpadapter.NewALB(h)
 		a.StripBasePath(basePath)
-		lambda.StartHandlerFunc(albHandler(a))
+		startDispatch(l, albHandler(a))
 	default:
 		// Only for Function URLs with InvokeMode RESPONSE_STREAM: the
-		// response is Lambda's streaming HTTP integration format.
-		lambdaurl.Start(withURLCookies(h)) // url_cookies.go
+		// response is Lambda's streaming HTTP integration format
+		// (lambdaurl.Start, behind dispatch).
+		startDispatch(l, lambdaurl.Wrap(withURLCookies(h))) // url_cookies.go
 	}
 }

@@ -214,6 +214,8 @@ func TestTemplate_ReferencesResolve(t *testing.T) {
 		"AWS::Region": true, "AWS::StackId": true, "AWS::StackName": true, "AWS::URLSuffix": true,
 		"AWS::Partition": true, "AWS::AccountId": true, "AWS::NoValue": true,
 		"GatewayFunctionUrl": true, // SAM: FunctionUrlConfig
+		// SAM: the execution roles of functions without a Role.
+		"GatewayFunctionRole": true, "HttpApiFunctionRole": true,
 	}
 	for k := range at(t, tpl, "Parameters").(map[string]any) {
 		names[k] = true
@@ -445,5 +447,26 @@ func TestTemplate_FunctionsMayReadTheReferencedSecrets(t *testing.T) {
 			}
 			want(t, "statements", got, tc.want)
 		})
+	}
+}
+
+// Both functions may invoke GatewayFunction, and only it, to run the
+// tasks the gateway runs for backends; HttpApiFunction hands its tasks to
+// it (15 minutes, not 30 s).
+func TestTemplate_FunctionsMayLaunchTasks(t *testing.T) {
+	tpl := loadTemplate(t)
+	res := at(t, tpl, "Resources", "TaskInvokePolicy").(map[string]any)
+	want(t, "TaskInvokePolicy.Type", res["Type"], "AWS::IAM::Policy")
+	if _, conditional := res["Condition"]; conditional {
+		t.Error("TaskInvokePolicy must always exist, as GatewayFunction does")
+	}
+	want(t, "TaskInvokePolicy.Roles", at(t, res, "Properties", "Roles"), []any{ref("GatewayFunctionRole"),
+		map[string]any{"Fn::If": []any{"WithHttpApi", ref("HttpApiFunctionRole"), ref("AWS::NoValue")}}})
+	want(t, "TaskInvokePolicy statements", at(t, res, "Properties", "PolicyDocument", "Statement"), []any{map[string]any{
+		"Effect": "Allow", "Action": "lambda:InvokeFunction", "Resource": getAtt("GatewayFunction", "Arn")}})
+	env := at(t, effective(t, tpl, "HttpApiFunction"), "Environment", "Variables").(map[string]any)
+	want(t, envTaskFunction, env[envTaskFunction], ref("GatewayFunction"))
+	if v, ok := at(t, effective(t, tpl, "GatewayFunction"), "Environment", "Variables").(map[string]any)[envTaskFunction]; ok {
+		t.Errorf("GatewayFunction names a task function (%v): it runs its own", v)
 	}
 }

@@ -21,6 +21,12 @@
 //   - Every write is compare-and-set: a run whose task was settled by
 //     someone else (its lease lapsed: Get settles it failed) stops without
 //     writing.
+//   - Where the creating process cannot run the task (a Lambda invocation
+//     ends with its response), Create stores it under a placeholder
+//     runner with what its run needs (Spec.Run, opaque here), and another
+//     process Adopts it: takes the placeholder's lease (exactly one taker
+//     wins, so a run delivered twice runs once) and drives it there until
+//     it ends or the caller's context does (ErrTimeLimit).
 //
 // Step errors: a *RPCError is the protocol error the task fails with;
 // another error fails it with -32603 naming it.
@@ -34,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,6 +83,10 @@ type Spec struct {
 	// goroutine: it must not block. The router waits on it for a tool's
 	// first question (input_before_task).
 	Changed func(t store.Task)
+	// Run, when set, is what another instance needs to run the task,
+	// given the new task's id (Create: kept sealed in the task's record
+	// until the run that takes it over starts).
+	Run func(id string) ([]byte, error)
 }
 
 // Store is what a Runner uses of the shared store: task records, and the
@@ -243,6 +254,24 @@ func busMessage(kind, owner, id string) store.BusMessage {
 // Start creates a task for spec and runs step for it on this instance. It
 // returns once the task is in the store. ErrLimit past the owner's bound.
 func (r *Runner) Start(ctx context.Context, spec Spec, step Step) (*store.Task, error) {
+	t, err := r.create(ctx, spec, r.opts.Store.InstanceID(), r.opts.Lease)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancelCause(context.Background())
+	rn := r.register(t, cancel, spec.Changed)
+	created := *t
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer r.unregister(t, cancel)
+		r.drive(runCtx, rn, t, step)
+	}()
+	return &created, nil
+}
+
+// create stores a new working task for spec, held by runner for lease.
+func (r *Runner) create(ctx context.Context, spec Spec, runner string, lease time.Duration) (*store.Task, error) {
 	if spec.TTL <= 0 {
 		spec.TTL = DefaultTTL
 	}
@@ -253,43 +282,48 @@ func (r *Runner) Start(ctx context.Context, spec Spec, step Step) (*store.Task, 
 	now := time.Now().UTC()
 	t := &store.Task{ID: hex.EncodeToString(b[:]), Owner: spec.Owner, VHost: spec.VHost, Backend: spec.Backend,
 		Tool: spec.Tool, Status: store.TaskWorking, CreatedAt: now, UpdatedAt: now, TTL: spec.TTL,
-		PollInterval: r.opts.PollInterval, Runner: r.opts.Store.InstanceID()}
+		PollInterval: r.opts.PollInterval, Runner: runner}
 	r.mu.Lock()
 	closed := r.closed
 	r.mu.Unlock()
 	if closed {
 		return nil, ErrClosed
 	}
-	err := r.opts.Store.CreateTask(ctx, t, r.opts.PerPrincipal, r.opts.Lease, r.opts.MaxRun+spec.TTL+r.opts.Lease)
+	if spec.Run != nil {
+		run, err := spec.Run(t.ID)
+		if err != nil {
+			return nil, err
+		}
+		t.Run = run
+	}
+	err := r.opts.Store.CreateTask(ctx, t, r.opts.PerPrincipal, lease, r.opts.MaxRun+spec.TTL+r.opts.Lease+lease)
 	if errors.Is(err, store.ErrTaskLimit) {
 		return nil, ErrLimit
 	}
 	if err != nil {
 		return nil, err
 	}
-	runCtx, cancel := context.WithCancelCause(context.Background())
-	rn := &run{cancel: cancel, wake: make(chan struct{}, 1), changed: spec.Changed}
+	return t, nil
+}
+
+// register makes t's run known to the bus handler (answers, cancels).
+func (r *Runner) register(t *store.Task, cancel context.CancelCauseFunc, changed func(store.Task)) *run {
+	rn := &run{cancel: cancel, wake: make(chan struct{}, 1), changed: changed}
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.closed {
-		r.mu.Unlock()
 		cancel(errShutdown)
-	} else {
-		r.running[runKey(t.Owner, t.ID)] = rn
-		r.mu.Unlock()
+		return rn
 	}
-	created := *t
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		defer func() {
-			r.mu.Lock()
-			delete(r.running, runKey(t.Owner, t.ID))
-			r.mu.Unlock()
-			cancel(nil)
-		}()
-		r.drive(runCtx, rn, t, step)
-	}()
-	return &created, nil
+	r.running[runKey(t.Owner, t.ID)] = rn
+	return rn
+}
+
+func (r *Runner) unregister(t *store.Task, cancel context.CancelCauseFunc) {
+	r.mu.Lock()
+	delete(r.running, runKey(t.Owner, t.ID))
+	r.mu.Unlock()
+	cancel(nil)
 }
 
 // drive runs the task to its end. t is this run's copy of the record,
@@ -481,8 +515,12 @@ func (r *Runner) Get(ctx context.Context, owner, id string) (*store.Task, error)
 		if err != nil || store.TaskTerminal(t.Status) || !t.LeaseLapsed {
 			return t, err
 		}
-		t.Status, t.StatusMessage, t.InputRequests = store.TaskFailed, LapsedMessage, nil
-		t.Error, _ = json.Marshal(&RPCError{Code: -32603, Message: LapsedMessage})
+		msg := LapsedMessage
+		if strings.HasPrefix(t.Runner, placeholderPrefix) {
+			msg = NotStartedMessage
+		}
+		t.Status, t.StatusMessage, t.InputRequests, t.Run = store.TaskFailed, msg, nil, nil
+		t.Error, _ = json.Marshal(&RPCError{Code: -32603, Message: msg})
 		t.UpdatedAt = time.Now().UTC()
 		ok, err := r.opts.Store.UpdateTask(ctx, t)
 		if err != nil {

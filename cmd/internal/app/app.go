@@ -26,6 +26,7 @@ import (
 	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/tracing"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 )
@@ -46,8 +47,10 @@ type App struct {
 	// auth is the caller verifier, whose key fetchers Close stops.
 	auth auth.Verifier
 	// tasks runs the tasks the gateway runs for backends (nil with
-	// WithoutParking: nothing outlives its request).
+	// WithoutParking, unless WithTaskLauncher runs them elsewhere).
 	tasks *taskrun.Runner
+	// userTokens gives user_oauth backends the caller's token (RunTask).
+	userTokens credentials.UserTokenSource
 }
 
 // Option adjusts what Build assembles.
@@ -57,6 +60,7 @@ type buildOptions struct {
 	noMetrics, noParking bool
 	build                buildinfo.Info
 	tracerProvider       trace.TracerProvider
+	taskLauncher         router.TaskLauncher
 }
 
 // WithBuildInfo names the build being assembled: its version is the
@@ -82,6 +86,14 @@ func WithoutMetrics() Option { return func(o *buildOptions) { o.noMetrics = true
 // entry points where an invocation cannot outlive its answer (Lambda). Such
 // a backend's request then gets -32601.
 func WithoutParking() Option { return func(o *buildOptions) { o.noParking = true } }
+
+// WithTaskLauncher runs the tasks the gateway runs for backends (tasks:
+// blocks) through l instead of in the process that creates them: for
+// entry points where a request cannot outlive its answer (Lambda, which
+// also passes WithoutParking). Whatever l starts calls App.RunTask.
+func WithTaskLauncher(l router.TaskLauncher) Option {
+	return func(o *buildOptions) { o.taskLauncher = l }
+}
 
 // Build opens the store (Redis when redisURL is set, else in-memory) and
 // wires router and handler. The caller must Close the App.
@@ -139,10 +151,11 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		m.SetBuildInfo(bo.build.Version, bo.build.Commit, bo.build.GoVersion)
 		observer = m
 	}
-	// Tasks the gateway runs outlive the request that made them: not on
-	// Lambda (WithoutParking), where an invocation cannot.
+	// Tasks the gateway runs outlive the request that made them: not
+	// with WithoutParking, where an invocation cannot, unless a launcher
+	// runs them in another (Lambda's asynchronous invocation).
 	var tasks *taskrun.Runner
-	if !bo.noParking {
+	if !bo.noParking || bo.taskLauncher != nil {
 		tasks, err = taskrun.New(taskrun.Options{Store: st, Lease: cfg.Streams.CallLease,
 			PerPrincipal: cfg.Limits.TasksPerPrincipal, Logger: log})
 		if err != nil {
@@ -156,6 +169,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	}
 	rt := router.New(cfg.VirtualHosts, router.Options{
 		Tasks:        tasks,
+		TaskLauncher: bo.taskLauncher,
 		Store:        st,
 		SessionTTL:   cfg.SessionTTL,
 		CursorSecret: cfg.CursorSecret,
@@ -239,7 +253,18 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		ResourceMetadata: cfg.Auth.ResourceMetadata,
 		Audit:            aud,
 	})
-	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st, Audit: aw, tracing: tr, auth: verifier, tasks: tasks}, nil
+	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st, Audit: aw, tracing: tr, auth: verifier, tasks: tasks,
+		userTokens: userTokens}, nil
+}
+
+// RunTask runs a task this gateway's TaskLauncher launched
+// (router.Router.RunTask), with what the handler gives a request's backend
+// calls (user_oauth backends' tokens).
+func (a *App) RunTask(ctx context.Context, owner, id string) error {
+	if a.userTokens != nil {
+		ctx = credentials.WithUserTokens(ctx, a.userTokens)
+	}
+	return a.Router.RunTask(ctx, owner, id)
 }
 
 // FlushTraces exports the spans ended so far, within ctx. On Lambda it
