@@ -86,7 +86,7 @@ type Options struct {
 	// block (tasks_run.go); nil: those tools are plain calls.
 	Tasks *taskrun.Runner
 	// TaskLauncher, with Tasks, runs those tasks elsewhere than in the
-	// request that creates them (tasks_run.go): on Lambda, an asynchronous
+	// request that creates them (tasks_launch.go): on Lambda, an asynchronous
 	// invocation that calls RunTask. nil: they run in this process.
 	TaskLauncher TaskLauncher
 }
