@@ -46,6 +46,9 @@ type Redis struct {
 	instanceID string
 	bus        redisBus
 	plaintext  bool // the URL asked for no TLS: a closed connection may mean a TLS-only server
+	// snapshots are the backend snapshots this instance decoded, by
+	// their stored text (redis_sessions.go).
+	snapshots snapshotCache
 
 	closeOnce sync.Once
 	closeErr  error

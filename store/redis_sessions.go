@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -62,7 +64,7 @@ func (r *Redis) LoadSession(ctx context.Context, id SessionID, ttl time.Duration
 	if err != nil {
 		return nil, fmt.Errorf("store: load session: %w", err)
 	}
-	return decodeSession(id, all.Val(), time.Now())
+	return decodeSession(id, all.Val(), time.Now(), &r.snapshots)
 }
 
 // PutBackends writes the snapshots as b:<key> fields.
@@ -199,7 +201,7 @@ func sessionFields(s *Session, now time.Time) ([]any, error) {
 // decodeSession rebuilds a session from its hash. A hash without meta is
 // treated as absent: it cannot be a session the gateway created. Cancel
 // marks that expired by now are left out (MarkCancelled deletes them).
-func decodeSession(id SessionID, h map[string]string, now time.Time) (*Session, error) {
+func decodeSession(id SessionID, h map[string]string, now time.Time, snapshots *snapshotCache) (*Session, error) {
 	meta, ok := h[fieldMeta]
 	if !ok {
 		return nil, ErrNotFound
@@ -215,8 +217,8 @@ func decodeSession(id SessionID, h map[string]string, now time.Time) (*Session, 
 	for field, v := range h {
 		switch {
 		case strings.HasPrefix(field, prefixBackend):
-			b := &BackendSnapshot{}
-			if err := json.Unmarshal([]byte(v), b); err != nil {
+			b, err := snapshots.decode(v)
+			if err != nil {
 				return nil, fmt.Errorf("store: decode backend %q of session %q: %w", field, id, err)
 			}
 			if s.Backends == nil {
@@ -242,4 +244,43 @@ func decodeSession(id SessionID, h map[string]string, now time.Time) (*Session, 
 	}
 	slices.Sort(s.Subscriptions)
 	return s, nil
+}
+
+// Every request of a 2025-era session loads the session, and with it a
+// snapshot of each of the vhost's backends, which changes only when the
+// backend is probed again: decoding them on every request was most of a
+// session load's cost. snapshotCache keeps what it decoded by the stored
+// text, so a request whose snapshots did not change decodes none; each
+// load still gets a copy of its own (a caller may change what it loaded,
+// never what is stored). It holds at most maxCachedSnapshots, and starts
+// afresh when full.
+type snapshotCache struct {
+	mu sync.Mutex
+	m  map[string]*BackendSnapshot
+}
+
+// maxCachedSnapshots bounds a snapshotCache (each entry is one stored
+// snapshot, a few hundred bytes to a few KB).
+const maxCachedSnapshots = 4096
+
+func (c *snapshotCache) decode(text string) (*BackendSnapshot, error) {
+	c.mu.Lock()
+	b, ok := c.m[text]
+	c.mu.Unlock()
+	if !ok {
+		b = &BackendSnapshot{}
+		if err := json.Unmarshal([]byte(text), b); err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		if c.m == nil || len(c.m) >= maxCachedSnapshots {
+			c.m = make(map[string]*BackendSnapshot)
+		}
+		c.m[text] = b
+		c.mu.Unlock()
+	}
+	cp := *b
+	cp.Capabilities = bytes.Clone(b.Capabilities)
+	cp.ServerInfo = bytes.Clone(b.ServerInfo)
+	return &cp, nil
 }
