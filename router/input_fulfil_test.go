@@ -3,6 +3,8 @@ package router_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -177,5 +179,46 @@ func TestInputFulfil_RoundsAreBounded(t *testing.T) {
 	}
 	if q := client.questions(); len(q) != 9 {
 		t.Fatalf("a retry-later round asked the client: %d questions", len(q))
+	}
+}
+
+// Each retry carries only the round's answers and the backend's latest
+// requestState: a state the backend stopped giving is dropped, not
+// resent, and the previous round's answers are not resent either.
+func TestInputFulfil_RetryReplacesStateAndAnswers(t *testing.T) {
+	f, b := fulfilFixture(t)
+	var mu sync.Mutex
+	var seen []string
+	mcp.AddTool(b.Server, &mcp.Tool{Name: "shifting", Description: "A state, then none."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			keys := make([]string, 0, len(req.Params.InputResponses))
+			for k := range req.Params.InputResponses {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			mu.Lock()
+			seen = append(seen, fmt.Sprintf("state=%q answers=%v", req.Params.RequestState, keys))
+			round := len(seen)
+			mu.Unlock()
+			ask := func(k string) mcp.InputRequestMap {
+				return mcp.InputRequestMap{k: &mcp.ElicitParams{Message: k, RequestedSchema: map[string]any{"type": "object"}}}
+			}
+			switch round {
+			case 1:
+				return &mcp.CallToolResult{InputRequests: ask("first"), RequestState: "s1"}, nil, nil
+			case 2:
+				return &mcp.CallToolResult{InputRequests: ask("second")}, nil, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
+	client := &askingClient{answer: func(string) map[string]any { return map[string]any{} }}
+	if got := text(t, result(t, callAs2025(t, f, `{"elicitation":{}}`, client, "shifting"))); got != "done" {
+		t.Fatalf("shifting answered %q", got)
+	}
+	want := []string{`state="" answers=[]`, `state="s1" answers=[first]`, `state="" answers=[second]`}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(seen, want) {
+		t.Fatalf("the backend saw rounds %q, want %q", seen, want)
 	}
 }
