@@ -310,9 +310,10 @@ func stripRaw(result []byte) (_ json.RawMessage, ok bool) {
 			}
 			rest := make([]byte, 0, len(val))
 			rest = append(rest, '{')
-			kept := 0
+			kept, removed := 0, false
 			if !wire.MembersBytes(val, func(mk, mv []byte) bool {
 				if string(mk) == MetaServerInfo {
+					removed = true
 					return true
 				}
 				if kept > 0 {
@@ -327,7 +328,10 @@ func stripRaw(result []byte) (_ json.RawMessage, ok bool) {
 				good = false
 				return false
 			}
-			if kept > 0 {
+			switch {
+			case !removed:
+				member(k, val) // no serverInfo: _meta as it came
+			case kept > 0:
 				member(k, append(rest, '}'))
 			}
 		default:

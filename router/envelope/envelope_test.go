@@ -169,3 +169,40 @@ func TestStripRawMatchesTheDecodingPath(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEnvelope: on any result encoding/json reads as an object, the
+// bytes paths (decorateRaw, stripRaw) give what the decoding paths give,
+// or leave the result to them; they never panic.
+func FuzzEnvelope(f *testing.F) {
+	for _, s := range []string{`{}`, `{"content":[],"resultType":"complete","ttlMs":1,"cacheScope":"public"}`,
+		`{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"b"},"k":1},"resultType":"task","ttlMs":5}`,
+		`{"_meta":null}`, `{"resultType":"input_required","inputRequests":{}}`, `{"a":"\u005f"}`, `[1]`} {
+		f.Add([]byte(s))
+	}
+	same := func(a, b []byte) bool {
+		var x, y any
+		return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fast, okD := decorateRaw(b, gateway)
+		stripped, okS := stripRaw(b)
+		var m map[string]json.RawMessage
+		if json.Unmarshal(b, &m) != nil || m == nil {
+			return
+		}
+		if okD {
+			d := map[string]json.RawMessage{}
+			_ = json.Unmarshal(b, &d)
+			DecorateFields(d, nil, gateway)
+			slow, _ := json.Marshal(d)
+			if !same(fast, slow) {
+				t.Fatalf("decorate %q:\n fast %s\n slow %s", b, fast, slow)
+			}
+		}
+		if okS {
+			if slow := Strip(b); !same(stripped, slow) {
+				t.Fatalf("strip %q:\n fast %s\n slow %s", b, stripped, slow)
+			}
+		}
+	})
+}
