@@ -50,6 +50,13 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 				next.Backends[res.key] = pos
 			}
 			continue
+		case res.deferred:
+			// Not asked for this page (pageWaves): it holds items still.
+			if pos, ok := positions[res.key]; ok {
+				next.Backends[res.key] = pos
+			}
+			more = true
+			continue
 		case !res.queried:
 			next.Backends[res.key] = sealed.BackendCursor{Done: true}
 			continue
