@@ -130,17 +130,23 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	return resultResponse(c.Request.ID, raw)
 }
 
+// unseenShare: a backend whose page sizes are not known yet is expected
+// to fill 1/unseenShare of a page.
+const unseenShare = 8
+
 // pageWaves asks the backends of a walk for their pages at their
 // positions, in waves: a page holds at most MaxPageItems items, so a wave
 // asks, in key order, only as many backends as are expected to fill it
 // (each as many items as its latest page held: listcache SizeHint; a
-// backend never seen is asked, and expected to add nothing), and defers
-// the rest, which keep their positions for the next page. When the
-// answers fall short of the bound, the next wave asks the deferred
+// backend never seen is expected to fill an eighth of the page), and
+// defers the rest, which keep their positions for the next page. When
+// the answers fall short of the bound, the next wave asks the deferred
 // backends in the same way. On a vhost of 50 backends of 200 tools a page
 // thus asks about six backends, where asking all fifty would fetch,
-// decode and sort 10,000 items to send 1,000; a vhost whose backends'
-// items fit in a page asks every backend in one wave, as before.
+// decode and sort 10,000 items to send 1,000 (and a fresh instance's
+// first page asks eight, not fifty, for every walk under way); a vhost
+// whose backends' items fit in a page asks every backend in one wave
+// once their sizes are known, and up to eight at once before.
 func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, access policy.View, positions map[string]sealed.BackendCursor) []*pageResult {
 	results := make([]*pageResult, len(v.keys))
 	hits := 0 // pages from the list cache: no backend span
@@ -184,6 +190,8 @@ func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, ac
 			}
 			if n, ok := v.lists.SizeHint(key, op.method); ok {
 				have += max(n-pos.Offset, 1) // not done: at least one more
+			} else {
+				have += max(r.opts.MaxPageItems/unseenShare, 1)
 			}
 			wave = append(wave, i)
 			wg.Go(func() { results[i] = r.listCached(ctx, v, c, op, key, pos.Cursor, ck) })

@@ -370,3 +370,45 @@ func TestPagination_PageAsksOnlyTheBackendsThatFillIt(t *testing.T) {
 		}
 	}
 }
+
+// On a fresh instance no backend's page size is known: each is expected
+// to fill an eighth of the page, so a first page asks eight of ten
+// backends, not all of them (concurrent walks would otherwise hold every
+// backend's page at once), and the walk still lists everything once.
+func TestPagination_FreshInstanceAsksEightUnseenBackends(t *testing.T) {
+	opts := router.Options{MaxPageItems: 16}
+	var specs []backendSpec
+	var keys []string
+	for i := range 10 {
+		k := string(rune('a' + i))
+		keys = append(keys, k)
+		specs = append(specs, backendSpec{Key: k, Opts: testsupport.BackendOptions{PageSize: 50, ExtraTools: 3}})
+	}
+	f := newFixtureOpts(t, opts, specs...)
+	sid, _ := f.Initialize(nil)
+	asked := func() (n int) {
+		for _, k := range keys {
+			n += int(f.Backends[k].Count("tools/list"))
+		}
+		return n
+	}
+	page := result(t, f.Call(sid, "tools/list", nil))
+	if got := asked(); got != 8 {
+		t.Errorf("the first page asked %d backends, want 8", got)
+	}
+	all := names(t, page, "tools")
+	for pages := 1; ; pages++ {
+		cur, ok := cursorOf(page)
+		if !ok {
+			break
+		}
+		if pages > 20 {
+			t.Fatal("pagination does not end")
+		}
+		page = result(t, f.Call(sid, "tools/list", map[string]any{"cursor": cur}))
+		all = append(all, names(t, page, "tools")...)
+	}
+	if len(all) != 60 || len(slices.Compact(slices.Sorted(slices.Values(all)))) != 60 {
+		t.Fatalf("%d tools, want each of 60 once: %v", len(all), all)
+	}
+}
