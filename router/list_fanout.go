@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -156,7 +157,7 @@ func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, ac
 		if res == nil || !res.queried || res.failed {
 			return 0
 		}
-		return max(len(res.items)-positions[res.key].Offset, 0)
+		return max(res.size()-positions[res.key].Offset, 0)
 	}
 	have := 0 // items the answers so far add, or are expected to
 	todo := make([]int, 0, len(v.keys))
@@ -203,7 +204,7 @@ func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, ac
 		}
 		for _, i := range wave {
 			if res := results[i]; res.queried && !res.failed {
-				v.lists.NoteSize(res.key, op.method, len(res.items))
+				v.lists.NoteSize(res.key, op.method, res.size())
 			}
 		}
 		have = 0
@@ -286,6 +287,29 @@ func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key,
 	return res
 }
 
+// size is the number of items of the page.
+func (res *pageResult) size() int {
+	if res.items == nil && res.named != nil {
+		return len(res.named) // dropRaw
+	}
+	return len(res.items)
+}
+
+// dropRaw lets a cached page of a multi-backend vhost, renamed, go of
+// the backend's answer: its renamed items are copies, and of the rest
+// only the small members (cache hints, the cursor) are read again. A
+// cached page then holds its items once, not twice (a 200-tool page:
+// about 150 kB less, for as long as the entry lives).
+func (res *pageResult) dropRaw(op listOp) {
+	small := make(map[string]json.RawMessage, len(res.result))
+	for k, v := range res.result {
+		if k != op.field {
+			small[k] = bytes.Clone(v)
+		}
+	}
+	res.result, res.items = small, nil
+}
+
 // decode reads a backend's list result into res: its members, its items
 // and its next cursor, in one pass over bytes the upstream decoder has
 // checked (wire.Members). An item array or cursor of another type reads
@@ -352,6 +376,9 @@ func (r *Router) listCached(ctx context.Context, v *vhost, c *Call, op listOp, k
 			// Rename once for every request the entry serves; a page
 			// that cannot be renamed is left to fail in the merge.
 			p.named, _ = r.renameAll(v, op, key, p.items)
+			if p.named != nil && !v.single() {
+				p.dropRaw(op)
+			}
 		}
 		return p, p.queried && !p.failed
 	})
