@@ -79,7 +79,7 @@
 #   BENCH_CONCURRENCY   workers, each with its own session (default 16)
 #   BENCH_IDLE_SESSIONS sessions opened for the idle-session figure (default 10000; 0: skip)
 #   BENCH_STORE_REQUESTS requests of the larger store-traffic run (default 2000; 0: skip)
-#   BENCH_SCENARIOS     which table rows to run (default: all twenty-three, space-separated)
+#   BENCH_SCENARIOS     which table rows to run (default: all twenty-five, space-separated)
 #   BENCH_REMOTE_LATENCY what the remote backends hold each request (default 10ms)
 #   BENCH_LIST_TOOLS    extra tools of each list-scale backend (default 200)
 #   BENCH_LIST_CONCURRENCY workers of the list-scale comparisons (default 1)
