@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/listcache"
+	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -52,6 +54,10 @@ type pageResult struct {
 	// hidden: the caller's access rules hide everything the backend could
 	// list, so it was not asked; its position in the walk is kept.
 	hidden bool
+	// deferred: the backends before it in key order were expected to
+	// fill the page, so it was not asked; its position is kept and the
+	// walk goes on (pageWaves).
+	deferred bool
 	// signIn: a user_oauth backend the caller has not signed in to
 	// (sign_in.go); it counts as failed.
 	signIn *credentials.SignInRequired
@@ -98,29 +104,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	}
 
 	access := r.accessFor(v, c)
-	results := make([]*pageResult, len(v.keys))
-	hits := 0 // pages from the list cache: no backend span
-	var wg sync.WaitGroup
-	for i, key := range v.keys {
-		pos := positions[key]
-		if pos.Done {
-			results[i] = &pageResult{key: key}
-			continue
-		}
-		if !v.backendVisible(access, key, op.field == "tools") {
-			results[i] = &pageResult{key: key, hidden: true}
-			continue
-		}
-		p, ck := r.cachedPage(v, c, op, key, pos.Cursor)
-		if p != nil {
-			results[i] = p
-			hits++
-			continue
-		}
-		wg.Go(func() { results[i] = r.listCached(ctx, v, c, op, key, pos.Cursor, ck) })
-	}
-	wg.Wait()
-	r.annotateCacheHits(ctx, hits)
+	results := r.pageWaves(ctx, v, c, op, access, positions)
 
 	// A 2026-07-28 page is decorated while it is assembled (decorateFields).
 	var decorate func(map[string]json.RawMessage)
@@ -145,6 +129,94 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	}
 	c.decorated = c.modern
 	return resultResponse(c.Request.ID, raw)
+}
+
+// unseenShare: a backend whose page sizes are not known yet is expected
+// to fill 1/unseenShare of a page.
+const unseenShare = 8
+
+// pageWaves asks the backends of a walk for their pages at their
+// positions, in waves: a page holds at most MaxPageItems items, so a wave
+// asks, in key order, only as many backends as are expected to fill it
+// (each as many items as its latest page held: listcache SizeHint; a
+// backend never seen is expected to fill an eighth of the page), and
+// defers the rest, which keep their positions for the next page. When
+// the answers fall short of the bound, the next wave asks the deferred
+// backends in the same way. On a vhost of 50 backends of 200 tools a page
+// thus asks about six backends, where asking all fifty would fetch,
+// decode and sort 10,000 items to send 1,000 (and a fresh instance's
+// first page asks eight, not fifty, for every walk under way); a vhost
+// whose backends' items fit in a page asks every backend in one wave
+// once their sizes are known, and up to eight at once before.
+func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, access policy.View, positions map[string]sealed.BackendCursor) []*pageResult {
+	results := make([]*pageResult, len(v.keys))
+	hits := 0 // pages from the list cache: no backend span
+	// left is the items a result adds to the page: those past the
+	// backend's offset into its page.
+	left := func(res *pageResult) int {
+		if res == nil || !res.queried || res.failed {
+			return 0
+		}
+		return max(res.size()-positions[res.key].Offset, 0)
+	}
+	have := 0 // items the answers so far add, or are expected to
+	todo := make([]int, 0, len(v.keys))
+	for i, key := range v.keys {
+		switch {
+		case positions[key].Done:
+			results[i] = &pageResult{key: key}
+		case !v.backendVisible(access, key, op.field == "tools"):
+			results[i] = &pageResult{key: key, hidden: true}
+		default:
+			todo = append(todo, i)
+		}
+	}
+	for len(todo) > 0 && have < r.opts.MaxPageItems {
+		var wg sync.WaitGroup
+		var wave []int
+		rest := todo[:0]
+		for _, i := range todo {
+			key := v.keys[i]
+			if have >= r.opts.MaxPageItems {
+				rest = append(rest, i)
+				continue
+			}
+			pos := positions[key]
+			p, ck := r.cachedPage(v, c, op, key, pos.Cursor)
+			if p != nil {
+				results[i] = p
+				hits++
+				have += left(p)
+				continue
+			}
+			if n, ok := v.lists.SizeHint(key, op.method); ok {
+				have += max(n-pos.Offset, 1) // not done: at least one more
+			} else {
+				have += max(r.opts.MaxPageItems/unseenShare, 1)
+			}
+			wave = append(wave, i)
+			wg.Go(func() { results[i] = r.listCached(ctx, v, c, op, key, pos.Cursor, ck) })
+		}
+		wg.Wait()
+		todo = rest
+		if len(wave) == 0 {
+			continue // cached pages only: have is exact
+		}
+		for _, i := range wave {
+			if res := results[i]; res.queried && !res.failed {
+				v.lists.NoteSize(res.key, op.method, res.size())
+			}
+		}
+		have = 0
+		for _, res := range results {
+			have += left(res)
+		}
+	}
+	for _, i := range todo {
+		results[i] = &pageResult{key: v.keys[i], deferred: true}
+	}
+	r.annotateCacheHits(ctx, hits)
+	return results
 }
 
 // pageHints are the caching hints of a merged page: the shortest lifetime
@@ -215,6 +287,29 @@ func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key,
 	return res
 }
 
+// size is the number of items of the page.
+func (res *pageResult) size() int {
+	if res.items == nil && res.named != nil {
+		return len(res.named) // dropRaw
+	}
+	return len(res.items)
+}
+
+// dropRaw lets a cached page of a multi-backend vhost, renamed, go of
+// the backend's answer: its renamed items are copies, and of the rest
+// only the small members (cache hints, the cursor) are read again. A
+// cached page then holds its items once, not twice (a 200-tool page:
+// about 150 kB less, for as long as the entry lives).
+func (res *pageResult) dropRaw(op listOp) {
+	small := make(map[string]json.RawMessage, len(res.result))
+	for k, v := range res.result {
+		if k != op.field {
+			small[k] = bytes.Clone(v)
+		}
+	}
+	res.result, res.items = small, nil
+}
+
 // decode reads a backend's list result into res: its members, its items
 // and its next cursor, in one pass over bytes the upstream decoder has
 // checked (wire.Members). An item array or cursor of another type reads
@@ -281,6 +376,9 @@ func (r *Router) listCached(ctx context.Context, v *vhost, c *Call, op listOp, k
 			// Rename once for every request the entry serves; a page
 			// that cannot be renamed is left to fail in the merge.
 			p.named, _ = r.renameAll(v, op, key, p.items)
+			if p.named != nil && !v.single() {
+				p.dropRaw(op)
+			}
 		}
 		return p, p.queried && !p.failed
 	})

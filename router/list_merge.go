@@ -50,6 +50,13 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 				next.Backends[res.key] = pos
 			}
 			continue
+		case res.deferred:
+			// Not asked for this page (pageWaves): it holds items still.
+			if pos, ok := positions[res.key]; ok {
+				next.Backends[res.key] = pos
+			}
+			more = true
+			continue
 		case !res.queried:
 			next.Backends[res.key] = sealed.BackendCursor{Done: true}
 			continue
@@ -138,7 +145,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			items = append(items, e.item)
 		}
 	}
-	out[op.field] = wire.RawArray(items)
+	delete(out, op.field) // the page's own: RawObjectArray below
 	delete(out, "nextCursor")
 	// More pages exist when a backend said so. When none does but a backend
 	// that failed is mid-walk, its remaining pages exist too and only it
@@ -174,7 +181,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	if decorate != nil {
 		decorate(out)
 	}
-	return wire.RawObject(out), nil
+	return wire.RawObjectArray(out, op.field, items), nil
 }
 
 // strandedPagesError: the only backends with pages left failed.

@@ -57,3 +57,39 @@ func TestRenameItem(t *testing.T) {
 		}
 	}
 }
+
+// A cached page of a multi-backend vhost, once renamed, holds its items
+// once: dropRaw lets the backend's answer go and keeps copies of its
+// small members; the page's size and merge are unchanged.
+func TestPageResultDropRaw(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
+		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
+	}}})
+	t.Cleanup(table.close)
+	v := table.vhosts["v"]
+	r := New(nil, Options{})
+	op := listOps["tools/list"]
+	answer := []byte(`{"tools":[{"name":"b"},{"name":"a"}],"nextCursor":"c2","ttlMs":5}`)
+	p := &pageResult{key: "one", queried: true}
+	if !p.decode(answer, op) {
+		t.Fatal("page does not decode")
+	}
+	var err error
+	if p.named, err = r.renameAll(v, op, "one", p.items); err != nil {
+		t.Fatal(err)
+	}
+	p.dropRaw(op)
+	for i := range answer {
+		answer[i] = 'x' // nothing kept may point into the answer
+	}
+	if p.items != nil || p.size() != 2 || p.next != "c2" {
+		t.Errorf("items %v, size %d, next %q", p.items, p.size(), p.next)
+	}
+	if _, ok := p.result["tools"]; ok || string(p.result["nextCursor"]) != `"c2"` || string(p.result["ttlMs"]) != `5` {
+		t.Errorf("result %s", p.result)
+	}
+	if got := string(p.named[0].item) + string(p.named[1].item); got != `{"name":"one-b"}{"name":"one-a"}` {
+		t.Errorf("named items %s", got)
+	}
+}

@@ -309,3 +309,106 @@ func TestPagination_PagesBoundedByMaxPageItemsAcrossInstances(t *testing.T) {
 		t.Fatalf("an item twice: %v", all)
 	}
 }
+
+// A page asks only as many backends as its latest answers say will fill
+// it (their pages' sizes, remembered per instance); the rest keep their
+// place for later pages. The first walk asks every backend on its first
+// page (nothing is known yet); a second walk asks each backend once,
+// and both list every item once.
+func TestPagination_PageAsksOnlyTheBackendsThatFillIt(t *testing.T) {
+	opts := router.Options{MaxPageItems: 6}
+	keys := []string{"a", "b", "c", "d", "e"}
+	var specs []backendSpec
+	for _, k := range keys {
+		specs = append(specs, backendSpec{Key: k, Opts: testsupport.BackendOptions{PageSize: 50, ExtraTools: 3}})
+	}
+	f := newFixtureOpts(t, opts, specs...)
+	sid, _ := f.Initialize(nil)
+	asked := func() int {
+		n := 0
+		for _, k := range keys {
+			n += int(f.Backends[k].Count("tools/list"))
+		}
+		return n
+	}
+	walk := func() (pages int, all []string) {
+		cursor := ""
+		for pages = 1; ; pages++ {
+			if pages > 20 {
+				t.Fatal("pagination does not end")
+			}
+			var params map[string]any
+			if cursor != "" {
+				params = map[string]any{"cursor": cursor}
+			}
+			page := result(t, f.Call(sid, "tools/list", params))
+			got := names(t, page, "tools")
+			if len(got) > 6 {
+				t.Fatalf("page %d holds %d items: %v", pages, len(got), got)
+			}
+			all = append(all, got...)
+			next, ok := cursorOf(page)
+			if !ok {
+				return pages, all
+			}
+			cursor = next
+		}
+	}
+	for i, wantAsked := range []int{5 + 4, 5} {
+		before := asked()
+		pages, all := walk()
+		if len(all) != 5*6 || len(slices.Compact(slices.Sorted(slices.Values(all)))) != 5*6 {
+			t.Fatalf("walk %d: %d tools, want each of 30 once: %v", i+1, len(all), all)
+		}
+		if pages != 5 {
+			t.Errorf("walk %d: %d pages, want 5", i+1, pages)
+		}
+		// Walk 1: all five on page 1, then one a page (the size of each
+		// is known from page 1). Walk 2: one a page.
+		if got := asked() - before; got != wantAsked {
+			t.Errorf("walk %d asked the backends %d times, want %d", i+1, got, wantAsked)
+		}
+	}
+}
+
+// On a fresh instance no backend's page size is known: each is expected
+// to fill an eighth of the page, so a first page asks eight of ten
+// backends, not all of them (concurrent walks would otherwise hold every
+// backend's page at once), and the walk still lists everything once.
+func TestPagination_FreshInstanceAsksEightUnseenBackends(t *testing.T) {
+	opts := router.Options{MaxPageItems: 16}
+	var specs []backendSpec
+	var keys []string
+	for i := range 10 {
+		k := string(rune('a' + i))
+		keys = append(keys, k)
+		specs = append(specs, backendSpec{Key: k, Opts: testsupport.BackendOptions{PageSize: 50, ExtraTools: 3}})
+	}
+	f := newFixtureOpts(t, opts, specs...)
+	sid, _ := f.Initialize(nil)
+	asked := func() (n int) {
+		for _, k := range keys {
+			n += int(f.Backends[k].Count("tools/list"))
+		}
+		return n
+	}
+	page := result(t, f.Call(sid, "tools/list", nil))
+	if got := asked(); got != 8 {
+		t.Errorf("the first page asked %d backends, want 8", got)
+	}
+	all := names(t, page, "tools")
+	for pages := 1; ; pages++ {
+		cur, ok := cursorOf(page)
+		if !ok {
+			break
+		}
+		if pages > 20 {
+			t.Fatal("pagination does not end")
+		}
+		page = result(t, f.Call(sid, "tools/list", map[string]any{"cursor": cur}))
+		all = append(all, names(t, page, "tools")...)
+	}
+	if len(all) != 60 || len(slices.Compact(slices.Sorted(slices.Values(all)))) != 60 {
+		t.Fatalf("%d tools, want each of 60 once: %v", len(all), all)
+	}
+}

@@ -44,6 +44,13 @@ type Figures struct {
 	P99Ms float64 `json:"p99_ms"`
 	// CPUMicros is the middle process's CPU per request (-cpu-pid-a/-b).
 	CPUMicros float64 `json:"cpu_us_per_request,omitempty"`
+	// CPUMicrosPerItem is the same per listed tool (list workloads).
+	CPUMicrosPerItem float64 `json:"cpu_us_per_item,omitempty"`
+	// For list workloads: pages and tools per walk, and the bytes of the
+	// largest page.
+	Pages        float64 `json:"pages,omitempty"`
+	Tools        float64 `json:"tools,omitempty"`
+	MaxPageBytes float64 `json:"max_page_bytes,omitempty"`
 }
 
 // Ratios set B against A. A ratio whose denominator is zero is reported as 0.
@@ -154,11 +161,23 @@ func medianFigures(rs []*Result) Figures {
 		}
 	}
 	return Figures{
-		RPS:       pick(ok, func(r *Result) float64 { return r.RPS }),
-		P50Ms:     pick(ok, func(r *Result) float64 { return r.LatencyMs.P50 }),
-		P99Ms:     pick(ok, func(r *Result) float64 { return r.LatencyMs.P99 }),
-		CPUMicros: pick(ok, func(r *Result) float64 { return r.CPUMicrosPerRequest }),
+		RPS:              pick(ok, func(r *Result) float64 { return r.RPS }),
+		P50Ms:            pick(ok, func(r *Result) float64 { return r.LatencyMs.P50 }),
+		P99Ms:            pick(ok, func(r *Result) float64 { return r.LatencyMs.P99 }),
+		CPUMicros:        pick(ok, func(r *Result) float64 { return r.CPUMicrosPerRequest }),
+		CPUMicrosPerItem: pick(ok, func(r *Result) float64 { return r.CPUMicrosPerItem }),
+		Pages:            pick(ok, func(r *Result) float64 { return listOf(r).PagesPerRequest }),
+		Tools:            pick(ok, func(r *Result) float64 { return listOf(r).ToolsPerRequest }),
+		MaxPageBytes:     pick(ok, func(r *Result) float64 { return float64(listOf(r).MaxPageBytes) }),
 	}
+}
+
+// listOf is a run's list operation, zero when it has none.
+func listOf(r *Result) OpResult {
+	if o := r.Ops[WorkloadList]; o != nil {
+		return *o
+	}
+	return OpResult{}
 }
 
 func medianRatios(rs []Ratios) Ratios {

@@ -121,3 +121,32 @@ func TestMainErrors(t *testing.T) {
 		t.Errorf("exit %d, stdout:\n%s", code, stdout.String())
 	}
 }
+
+// summary sets list comparisons with the gateway's CPU per item apart
+// from the cpu-* rows (a bare proxy against the gateway) and the rest.
+func TestSummaryTables(t *testing.T) {
+	side := func(f Figures) Side { return Side{URL: "http://x", Median: f} }
+	rows := []summaryRow{
+		{Name: "call-x", Cmp: &Comparison{A: side(Figures{RPS: 100}), B: side(Figures{RPS: 50}), Rounds: []Ratios{{ThroughputRatio: 0.5}}, Median: Ratios{ThroughputRatio: 0.5, P50Ratio: 2}}},
+		{Name: "cpu-x", Cmp: &Comparison{A: side(Figures{CPUMicros: 100}), B: side(Figures{CPUMicros: 150}), Rounds: []Ratios{{CPURatio: 1.5}}, Median: Ratios{CPURatio: 1.5}}},
+		{Name: "list-scale-x", Cmp: &Comparison{
+			A:      side(Figures{P50Ms: 10, Tools: 203, Pages: 1, MaxPageBytes: 155200, CPUMicros: 3000, CPUMicrosPerItem: 14.8}),
+			B:      side(Figures{P50Ms: 400, Tools: 10150, Pages: 11, MaxPageBytes: 769500, CPUMicros: 150000, CPUMicrosPerItem: 14.78}),
+			Rounds: []Ratios{{P50Ratio: 40, CPURatio: 50}}, Median: Ratios{P50Ratio: 40, CPURatio: 50}}},
+	}
+	var out bytes.Buffer
+	writeSummary(&out, rows)
+	got := out.String()
+	for _, want := range []string{
+		"| call-x | 100 | 50 | 0.50× |",
+		"| cpu-x | 100 µs | 150 µs | 1.50× |",
+		"| list-scale-x | 203 → 10150 | 1.0 → 11.0 | 155.2 kB → 769.5 kB | 10.0ms → 400ms | 40.00× | 14.80 → 14.78 µs |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("summary lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, "| scenario |") != 3 || strings.Contains(got, "| list-scale-x | 0 |") {
+		t.Errorf("want three tables, the list row in its own:\n%s", got)
+	}
+}

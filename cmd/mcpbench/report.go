@@ -37,7 +37,12 @@ type Result struct {
 	// CPUMicrosPerRequest is the CPU (user + system) Config.CPUPID spent
 	// per request of the measured window; 0 when not sampled.
 	CPUMicrosPerRequest float64 `json:"cpu_us_per_request,omitempty"`
-	Interrupted         bool    `json:"interrupted,omitempty"`
+	// CPUMicrosPerItem is, for a list workload without errors, the same
+	// CPU per tool listed (pages of every measured walk).
+	CPUMicrosPerItem float64 `json:"cpu_us_per_item,omitempty"`
+	Interrupted      bool    `json:"interrupted,omitempty"`
+	// CPUPID is the process whose CPU was sampled (Config.CPUPID).
+	CPUPID int `json:"cpu_pid,omitempty"`
 }
 
 // Latency percentiles, in milliseconds.
@@ -58,6 +63,9 @@ type OpResult struct {
 	// For list: pages fetched and tools seen per walk.
 	PagesPerRequest float64 `json:"pages_per_request,omitempty"`
 	ToolsPerRequest float64 `json:"tools_per_request,omitempty"`
+	// MaxPageBytes is the size of the largest page's result (the JSON-RPC
+	// result member, as received), over every measured walk.
+	MaxPageBytes int `json:"max_page_bytes,omitempty"`
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -95,10 +103,12 @@ func (r *runner) result(workers []*worker, started, end time.Time, interrupted b
 	for op := range numOps {
 		var h Histogram
 		var pages, items int64
+		maxPage := 0
 		for _, w := range workers {
 			h.Merge(&w.ops[op].hist)
 			pages += w.ops[op].pages
 			items += w.ops[op].items
+			maxPage = max(maxPage, w.ops[op].maxPage)
 		}
 		n := int64(h.Count())
 		if n == 0 {
@@ -109,6 +119,7 @@ func (r *runner) result(workers []*worker, started, end time.Time, interrupted b
 		if op == opList {
 			o.PagesPerRequest = float64(pages) / float64(n)
 			o.ToolsPerRequest = float64(items) / float64(n)
+			o.MaxPageBytes = maxPage
 		}
 		res.Ops[opNames[op]] = o
 	}
@@ -146,6 +157,17 @@ func fmtMs(v float64) string {
 		return fmt.Sprintf("%.1fms", v)
 	}
 	return fmt.Sprintf("%.0fms", v)
+}
+
+// fmtBytes prints a size in bytes, kB (1,000) or MB.
+func fmtBytes(n int) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d B", n)
+	case n < 1_000_000:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%.2f MB", float64(n)/1e6)
 }
 
 func fmtAdded(v float64) string {
@@ -190,7 +212,14 @@ func (r *Result) WriteText(w io.Writer) {
 		tw.Flush()
 	}
 	if o := r.Ops[WorkloadList]; o != nil {
-		fmt.Fprintf(w, "  list      %.1f pages, %.1f tools per walk\n", o.PagesPerRequest, o.ToolsPerRequest)
+		fmt.Fprintf(w, "  list      %.1f pages, %.1f tools per walk, largest page %s\n", o.PagesPerRequest, o.ToolsPerRequest, fmtBytes(o.MaxPageBytes))
+	}
+	if r.CPUMicrosPerRequest > 0 {
+		fmt.Fprintf(w, "  cpu       %.0f µs per request", r.CPUMicrosPerRequest)
+		if r.CPUMicrosPerItem > 0 {
+			fmt.Fprintf(w, ", %.2f µs per listed item", r.CPUMicrosPerItem)
+		}
+		fmt.Fprintf(w, " (pid %d)\n", r.CPUPID)
 	}
 	writeErrors(w, r)
 }
@@ -273,6 +302,39 @@ type summaryRow struct {
 // writeSummary prints comparisons as one Markdown table: the standard run
 // of scripts/bench.sh. "direct" is side A and "gateway" side B.
 func writeSummary(w io.Writer, rows []summaryRow) {
+	var main, cpu, lists []summaryRow
+	for _, r := range rows {
+		switch {
+		case r.Cmp.B.Median.CPUMicrosPerItem > 0:
+			lists = append(lists, r)
+		case r.Cmp.Median.CPURatio > 0:
+			cpu = append(cpu, r)
+		default:
+			main = append(main, r)
+		}
+	}
+	sep := false // a blank line between tables
+	if len(main) > 0 {
+		writeMainTable(w, main)
+		sep = true
+	}
+	if len(cpu) > 0 {
+		if sep {
+			fmt.Fprintln(w)
+		}
+		writeCPUTable(w, cpu)
+		sep = true
+	}
+	if len(lists) > 0 {
+		if sep {
+			fmt.Fprintln(w)
+		}
+		writeListScaleTable(w, lists)
+	}
+}
+
+// writeMainTable: side A "direct", side B "gateway".
+func writeMainTable(w io.Writer, rows []summaryRow) {
 	fmt.Fprintln(w, "| scenario | direct req/s | gateway req/s | ratio | p50 added | p99 added | p50 × |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range rows {
@@ -285,23 +347,34 @@ func writeSummary(w io.Writer, rows []summaryRow) {
 		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.2f× | %s | %s | %.2f× |\n", r.Name,
 			c.A.Median.RPS, c.B.Median.RPS, m.ThroughputRatio, fmtAdded(m.P50AddedMs), fmtAdded(m.P99AddedMs), m.P50Ratio)
 	}
-	// The cpu-* scenarios: the middle process's CPU per call, a bare
-	// proxy's (A) against the gateway's (B).
-	var cpu []summaryRow
-	for _, r := range rows {
-		if r.Cmp.Median.CPURatio > 0 {
-			cpu = append(cpu, r)
-		}
-	}
-	if len(cpu) == 0 {
-		return
-	}
-	fmt.Fprintln(w)
+}
+
+// writeCPUTable: the cpu-* scenarios, the middle process's CPU per call,
+// a bare proxy's (A) against the gateway's (B).
+func writeCPUTable(w io.Writer, rows []summaryRow) {
 	fmt.Fprintln(w, "| scenario | bare proxy CPU / call | gateway CPU / call | ratio |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: |")
-	for _, r := range cpu {
+	for _, r := range rows {
 		c := r.Cmp
 		fmt.Fprintf(w, "| %s | %.0f µs | %.0f µs | %.2f× |\n", r.Name, c.A.Median.CPUMicros, c.B.Median.CPUMicros, c.Median.CPURatio)
+	}
+}
+
+// writeListScaleTable: list walks over a small vhost (A) and a large one
+// (B), both through the gateway, with the gateway's CPU per listed item
+// (the list-scale scenarios). Each figure is A → B, medians over rounds.
+func writeListScaleTable(w io.Writer, rows []summaryRow) {
+	fmt.Fprintln(w, "| scenario | tools per walk | pages | largest page | walk p50 | p50 × | gateway CPU per item |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, r := range rows {
+		a, b := r.Cmp.A.Median, r.Cmp.B.Median
+		ratio := "—"
+		if len(r.Cmp.Rounds) > 0 {
+			ratio = fmt.Sprintf("%.2f×", r.Cmp.Median.P50Ratio)
+		}
+		fmt.Fprintf(w, "| %s | %.0f → %.0f | %.1f → %.1f | %s → %s | %s → %s | %s | %.2f → %.2f µs |\n", r.Name,
+			a.Tools, b.Tools, a.Pages, b.Pages, fmtBytes(int(a.MaxPageBytes)), fmtBytes(int(b.MaxPageBytes)),
+			fmtMs(a.P50Ms), fmtMs(b.P50Ms), ratio, a.CPUMicrosPerItem, b.CPUMicrosPerItem)
 	}
 }
 

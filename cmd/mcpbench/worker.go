@@ -54,6 +54,9 @@ type Config struct {
 	// measured window is reported (Result.CPUMicrosPerRequest): the
 	// gateway, or the bare proxy it is set against (proc_cpu.go).
 	CPUPID int
+	// MaxPages, when set, ends a list walk after that many pages (1: the
+	// first page only); 0: every page.
+	MaxPages int
 }
 
 // DefaultProto is the protocolVersion offered in initialize.
@@ -99,6 +102,9 @@ func (cfg *Config) setDefaults() error {
 	if IsModern(cfg.Proto) && cfg.Workload == WorkloadInit {
 		return fmt.Errorf("workload init opens sessions: protocol %s has none", cfg.Proto)
 	}
+	if cfg.MaxPages < 0 {
+		return fmt.Errorf("-pages %d: must not be negative", cfg.MaxPages)
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 30 * time.Second
 	}
@@ -132,6 +138,7 @@ var opNames = [numOps]string{WorkloadCall, WorkloadList, WorkloadInit}
 type opStats struct {
 	hist         Histogram
 	pages, items int64 // list: pages fetched and tools seen, over measured walks
+	maxPage      int   // list: the bytes of the largest page's result
 }
 
 // worker owns one session and its own statistics; they are merged when
@@ -145,6 +152,8 @@ type worker struct {
 	samples map[string]string // the first message of each error key
 	reinits int64
 	cursor  []byte // scratch for list params
+	// walkMaxPage is the bytes of the largest page of the latest walk.
+	walkMaxPage int
 }
 
 type runner struct {
@@ -251,7 +260,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res := r.result(workers, started, end, interrupted)
 	if cpuUsed >= 0 && res.Requests > 0 {
+		res.CPUPID = cfg.CPUPID
 		res.CPUMicrosPerRequest = float64(cpuUsed) / float64(res.Requests)
+		if o := res.Ops[WorkloadList]; o != nil && o.ToolsPerRequest > 0 && res.Errors == 0 {
+			// Per listed item: the gateway's own cost of a list, whatever
+			// the number of items in the vhost (make bench's list-scale).
+			res.CPUMicrosPerItem = float64(cpuUsed) / (o.ToolsPerRequest * float64(o.OK))
+		}
 	}
 	return res, nil
 }
@@ -340,6 +355,7 @@ func (w *worker) loop(ctx context.Context) {
 			s.hist.Record(end.Sub(start))
 			s.pages += pages
 			s.items += items
+			s.maxPage = max(s.maxPage, w.walkMaxPage)
 			r.ok.Add(1)
 		}
 		for { // keep the latest completion time
@@ -393,18 +409,20 @@ func (w *worker) listAll(ctx context.Context) (pages, items int64, err error) {
 		NextCursor string     `json:"nextCursor"`
 	}
 	var params json.RawMessage
+	w.walkMaxPage = 0
 	for {
 		res, err := w.client.Call(ctx, "tools/list", params)
 		if err != nil {
 			return pages, items, err
 		}
+		w.walkMaxPage = max(w.walkMaxPage, len(res))
 		page.Tools, page.NextCursor = page.Tools[:0], ""
 		if err := json.Unmarshal(res, &page); err != nil {
 			return pages, items, &RequestError{Kind: KindProtocol, Method: "tools/list", Message: "bad result: " + snippet(res)}
 		}
 		pages++
 		items += int64(len(page.Tools))
-		if page.NextCursor == "" {
+		if page.NextCursor == "" || w.r.cfg.MaxPages > 0 && pages >= int64(w.r.cfg.MaxPages) {
 			return pages, items, nil
 		}
 		if pages >= maxPages {

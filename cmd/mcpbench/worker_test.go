@@ -61,7 +61,35 @@ func TestRunListWalksEveryPage(t *testing.T) {
 			if list.PagesPerRequest != 4 || list.ToolsPerRequest != 7 {
 				t.Errorf("%.2f pages and %.2f tools per walk, want 4 and 7", list.PagesPerRequest, list.ToolsPerRequest)
 			}
+			// A page of two tools and a cursor: bigger than "{}", smaller
+			// than the whole list.
+			if list.MaxPageBytes < 40 || list.MaxPageBytes > 2000 {
+				t.Errorf("largest page %d bytes", list.MaxPageBytes)
+			}
 		})
+	}
+}
+
+// -pages 1 ends every walk after its first page; the CPU of the process
+// sampled (the test itself, which serves the list) is reported per item.
+func TestRunListFirstPage(t *testing.T) {
+	o := serverOpts{pageSize: 2, extraTools: 5}
+	ts := startServer(t, o)
+	res, err := Run(t.Context(), Config{URL: ts.URL, Concurrency: 2, Requests: 200, Workload: WorkloadList,
+		MaxPages: 1, CPUPID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := res.Ops["list"]
+	if res.OK != 200 || list == nil || list.PagesPerRequest != 1 || list.ToolsPerRequest != 2 {
+		t.Fatalf("ok %d, list %+v, errors %v", res.OK, list, res.ErrorSamples)
+	}
+	// CPU is counted in ticks of 10 ms: 200 first pages may take less.
+	if res.CPUMicrosPerItem != 0 && res.CPUMicrosPerItem*2 != res.CPUMicrosPerRequest {
+		t.Errorf("CPU %.1f µs per request but %.1f per item, 2 items a request", res.CPUMicrosPerRequest, res.CPUMicrosPerItem)
+	}
+	if _, err := Run(t.Context(), Config{URL: ts.URL, Workload: WorkloadList, MaxPages: -1}); err == nil {
+		t.Error("MaxPages -1 accepted")
 	}
 }
 

@@ -291,6 +291,36 @@ func TestPagination(t *testing.T) {
 	}
 }
 
+func TestExtraTools(t *testing.T) {
+	cs := connect(t, start(t, "alpha", demobackend.Options{ExtraTools: 250}), nil)
+	seen := map[string]bool{}
+	for tool, err := range cs.Tools(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[tool.Name] {
+			t.Errorf("tool %q listed twice", tool.Name)
+		}
+		seen[tool.Name] = true
+		if tool.Name != "echo" && tool.Name != "get_stats" && tool.Name != "increment" &&
+			(tool.Description == "" || tool.InputSchema == nil) {
+			t.Errorf("extra tool %q: description %q, schema %v", tool.Name, tool.Description, tool.InputSchema)
+		}
+	}
+	if len(seen) != 253 {
+		t.Errorf("%d tools listed, want 3 + 250", len(seen))
+	}
+	for _, name := range []string{"search_issues", "validate_dashboards", "search_issues_2"} {
+		if !seen[name] {
+			t.Errorf("%q not listed", name)
+		}
+	}
+	res := callTool(t, cs, "search_issues", map[string]any{"query": "gateway"})
+	if got, want := text(res.Content), `search_issues {"query":"gateway"}`; got != want {
+		t.Errorf("search_issues = %q, want %q", got, want)
+	}
+}
+
 func TestLogging(t *testing.T) {
 	got := make(chan *mcp.LoggingMessageParams, 1)
 	cs := connect(t, start(t, "alpha", demobackend.Options{}), &mcp.ClientOptions{

@@ -50,6 +50,10 @@ type Options struct {
 	// later pages public: a backend whose answers depend on the caller in
 	// part, for the rule that one walk has one scope.
 	PrivateFirstListPage bool
+	// ExtraTools adds that many tools of realistic size (names,
+	// descriptions, input schemas) beside the demo's own, for benchmarks
+	// of large lists (make bench's list-scale scenarios).
+	ExtraTools int
 }
 
 // state is the per-server mutable state. It lives per *mcp.Server rather
@@ -135,6 +139,7 @@ func NewServer(name string, opts Options) *mcp.Server {
 	srv.AddReceivingMiddleware(countToolCalls(st))
 
 	addTools(srv, st)
+	addExtraTools(srv, opts.ExtraTools)
 	if !opts.NoResources {
 		addResources(srv, st)
 	}

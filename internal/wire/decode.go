@@ -12,6 +12,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +47,9 @@ func Decode(data []byte) (jsonrpc.Message, error) {
 // (EncodeResponseAs).
 func DecodeWithID(data []byte) (jsonrpc.Message, json.RawMessage, error) {
 	var w wireMessage
+	if len(data) >= bigMessage && decodeBig(data, &w) {
+		return w.message()
+	}
 	if err := json.Unmarshal(data, &w); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) || !json.Valid(data) {
@@ -53,6 +57,11 @@ func DecodeWithID(data []byte) (jsonrpc.Message, json.RawMessage, error) {
 		}
 		return nil, nil, errors.New("invalid JSON-RPC message: " + shapeError(err))
 	}
+	return w.message()
+}
+
+// message is the decoded message w holds.
+func (w *wireMessage) message() (jsonrpc.Message, json.RawMessage, error) {
 	if w.JSONRPC != "2.0" {
 		return nil, nil, fmt.Errorf("invalid JSON-RPC version %s", Quote(w.JSONRPC))
 	}
@@ -74,6 +83,73 @@ func DecodeWithID(data []byte) (jsonrpc.Message, json.RawMessage, error) {
 		resp.Error = w.Error
 	}
 	return resp, w.ID, nil
+}
+
+// bigMessage is the size from which decodeBig is tried.
+const bigMessage = 4 << 10
+
+// wireKeys are the members wireMessage decodes.
+var wireKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
+
+// decodeBig decodes a large message as encoding/json would, in fewer
+// passes: the message is validated whole (json.Valid), its top level
+// walked once (MembersBytes), and its result or params, which is what
+// makes a message large (a list page of 10,000 tools), taken as its bytes
+// instead of being scanned again by the decoder; the other members, a
+// few bytes, are decoded by encoding/json. false, with w untouched, when
+// the message is not valid JSON, not an object, or names a member in a
+// way only encoding/json's rules settle (a key differing from one of
+// wireKeys in case only, the large member twice): the caller then
+// decodes it as usual.
+func decodeBig(data []byte, w *wireMessage) bool {
+	if !json.Valid(data) {
+		return false
+	}
+	var big []byte
+	bigKey, bail := "", false
+	small := make([]byte, 0, 256)
+	small = append(small, '{')
+	ok := MembersBytes(data, func(k, v []byte) bool {
+		switch string(k) {
+		case "params", "result":
+			if big != nil {
+				bail = true
+				return false
+			}
+			big, bigKey = v, string(k)
+			return true
+		case "jsonrpc", "id", "method", "error":
+			if len(small) > 1 {
+				small = append(small, ',')
+			}
+			small = append(small, '"')
+			small = append(small, k...)
+			small = append(small, '"', ':')
+			small = append(small, v...)
+			return true
+		}
+		for _, name := range wireKeys {
+			if bytes.EqualFold(k, []byte(name)) {
+				bail = true // encoding/json matches keys without case
+				return false
+			}
+		}
+		return true // ignored, as encoding/json ignores it
+	})
+	if !ok || bail || big == nil {
+		return false
+	}
+	var sw wireMessage
+	if json.Unmarshal(append(small, '}'), &sw) != nil {
+		return false
+	}
+	if bigKey == "result" {
+		sw.Result = bytes.Clone(big)
+	} else {
+		sw.Params = bytes.Clone(big)
+	}
+	*w = sw
+	return true
 }
 
 // shapeError says which member of a message has the wrong type, without

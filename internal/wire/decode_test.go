@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -61,4 +63,85 @@ func BenchmarkDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A large message (decodeBig) decodes exactly as encoding/json decodes
+// it, whatever its members: the same message, id and error, or the same
+// refusal.
+func TestDecode_LargeMessagesAsEncodingJSON(t *testing.T) {
+	big := `{"tools":[` + strings.Repeat(`{"name":"t","description":"a \"quoted\" \\ word, \u00e9"},`, 100) + `{}]}`
+	for _, in := range []string{
+		`{"jsonrpc":"2.0","id":7,"result":` + big + `}`,
+		`{"result":` + big + `,"id":"x","jsonrpc":"2.0"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + big + `}`,
+		`{"jsonrpc":"2.0","id":1,"method":null,"result":` + big + `}`,
+		`{"jsonrpc":"2.0","id":1,"other":[1,2],"result":` + big + `}`,
+		`{"jsonrpc":"2.0","id":1,"Result":{},"result":` + big + `}`,
+		`{"jsonrpc":"2.0","id":1,"result":` + big + `,"Result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"result":` + big + `,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"res\u0075lt":` + big + `}`,
+		`{"jsonrpc":"2.0","ID":1,"result":` + big + `}`,
+		`{"jsonrpc":"2.0","id":1,"id":2,"result":` + big + `}`,
+		`{"jsonrpc":"2.0","id":null,"result":` + big + `}`,
+		`{"jsonrpc":"2.0","id":1,"result":null,"error":{"code":-1,"message":"` + strings.Repeat("x", 5000) + `"}}`,
+		`{"jsonrpc":2,"id":1,"result":` + big + `}`,
+		`{"jsonrpc":"2.0","id":1,"result":` + big,
+		`[{"jsonrpc":"2.0","id":1,"result":` + big + `}]`,
+	} {
+		if len(in) < bigMessage {
+			t.Fatalf("%.40s: %d bytes, under %d", in, len(in), bigMessage)
+		}
+		var w wireMessage
+		var want jsonrpc.Message
+		var wantID json.RawMessage
+		var wantErr error
+		if err := json.Unmarshal([]byte(in), &w); err != nil {
+			wantErr = err
+		} else {
+			want, wantID, wantErr = w.message()
+		}
+		got, gotID, err := DecodeWithID([]byte(in))
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("%.60s...: error %v, encoding/json's %v", in, err, wantErr)
+			continue
+		}
+		if err != nil {
+			continue
+		}
+		g, _ := jsonrpc.EncodeMessage(got)
+		wb, _ := jsonrpc.EncodeMessage(want)
+		if string(g) != string(wb) || string(gotID) != string(wantID) {
+			t.Errorf("%.60s...:\n got  %.200s (id %s)\n want %.200s (id %s)", in, g, gotID, wb, wantID)
+		}
+	}
+}
+
+// BenchmarkDecode_ListPage decodes a backend's answer of 200 tools (74
+// kB), as the upstream client does for every list page; encoding-json is
+// how every message was decoded before decodeBig.
+func BenchmarkDecode_ListPage(b *testing.B) {
+	item := `{"name":"search_issues","title":"search issues","description":"Use this tool to search issues in the workspace the user is signed in to. Results are paginated.","inputSchema":{"type":"object","properties":{"query":{"type":"string","description":"Free text matched against the issues' title"}},"required":["query"]},"annotations":{"readOnlyHint":true}}`
+	in := []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[` + strings.Repeat(item+",", 199) + item + `]}}`)
+	b.Run("Decode", func(b *testing.B) {
+		b.SetBytes(int64(len(in)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Decode(in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(in)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var w wireMessage
+			if err := json.Unmarshal(in, &w); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := w.message(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

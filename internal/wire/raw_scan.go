@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -200,6 +201,11 @@ func skipSpace(b []byte, i int) int {
 // skipString returns the index just past the string token starting at
 // b[i] (a quote), or -1 when it does not end.
 func skipString(b []byte, i int) int {
+	// Most strings hold no escape: the closing quote is the first quote,
+	// found with IndexByte (vectorised), when no backslash is before it.
+	if q := bytes.IndexByte(b[i+1:], '"'); q >= 0 && bytes.IndexByte(b[i+1:i+1+q], '\\') < 0 {
+		return i + 1 + q + 1
+	}
 	for i++; i < len(b); i++ {
 		switch b[i] {
 		case '\\':

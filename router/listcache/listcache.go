@@ -50,6 +50,9 @@ type Cache[P any] struct {
 	// pages counts each backend's entries for the status view, which
 	// reads it without the lock; its keys are fixed at construction.
 	pages map[string]*atomic.Int64
+	// sizes remembers how many items each backend's latest page of a
+	// method held (SizeHint), cached or not.
+	sizes sync.Map // backend + "\x00" + method -> *atomic.Int64
 }
 
 type entry[P any] struct {
@@ -80,6 +83,33 @@ func (c *Cache[P]) count(backend string, delta int64) {
 	if n := c.pages[backend]; n != nil {
 		n.Add(delta)
 	}
+}
+
+// A walk over a vhost of many large backends needs only as many of
+// them per gateway page as fill it; which ones is known only from their
+// answers. The cache therefore also remembers, for every backend and
+// method, how many items the backend's latest page held: a guess for the
+// next page's size that a list uses to ask only the backends it expects
+// to need (and asks the rest when the guess was short).
+
+// NoteSize records that backend's latest page of method held n items.
+func (c *Cache[P]) NoteSize(backend, method string, n int) {
+	k := backend + "\x00" + method
+	v, ok := c.sizes.Load(k)
+	if !ok {
+		v, _ = c.sizes.LoadOrStore(k, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Store(int64(n))
+}
+
+// SizeHint is the item count NoteSize last recorded for backend's pages
+// of method; ok is false before any.
+func (c *Cache[P]) SizeHint(backend, method string) (n int, ok bool) {
+	v, ok := c.sizes.Load(backend + "\x00" + method)
+	if !ok {
+		return 0, false
+	}
+	return int(v.(*atomic.Int64).Load()), true
 }
 
 // Key identifies a page that may be shared between requests: backend's,

@@ -75,3 +75,23 @@ func TestKey(t *testing.T) {
 		t.Fatal("two cursors share a key")
 	}
 }
+
+// A size hint is per backend and method, the latest one noted.
+func TestSizeHint(t *testing.T) {
+	c := New[string]([]string{"a", "b"})
+	if _, ok := c.SizeHint("a", "tools/list"); ok {
+		t.Error("a hint before any was noted")
+	}
+	c.NoteSize("a", "tools/list", 200)
+	c.NoteSize("a", "tools/list", 150)
+	c.NoteSize("a", "prompts/list", 3)
+	if n, ok := c.SizeHint("a", "tools/list"); !ok || n != 150 {
+		t.Errorf("a tools/list: %d, %t; want 150", n, ok)
+	}
+	if n, ok := c.SizeHint("a", "prompts/list"); !ok || n != 3 {
+		t.Errorf("a prompts/list: %d, %t; want 3", n, ok)
+	}
+	if _, ok := c.SizeHint("b", "tools/list"); ok {
+		t.Error("b has a hint")
+	}
+}

@@ -124,11 +124,15 @@ func (r *sseReader) Next() (sseEvent, error) {
 
 // splitSSELines is a bufio.SplitFunc for event-stream lines, which may end
 // in CRLF, LF or a lone CR.
+//
+// A line of a list page is hundreds of kilobytes, and the scanner calls
+// the split on all of it each time it reads more: the line end is looked
+// for with IndexByte (vectorised) rather than IndexAny (a byte loop).
 func splitSSELines(data []byte, atEOF bool) (advance int, token []byte, err error) {
 	if atEOF && len(data) == 0 {
 		return 0, nil, nil
 	}
-	if i := bytes.IndexAny(data, "\r\n"); i >= 0 {
+	if i := lineEnd(data); i >= 0 {
 		if data[i] == '\n' {
 			return i + 1, data[:i], nil
 		}
@@ -145,4 +149,17 @@ func splitSSELines(data []byte, atEOF bool) (advance int, token []byte, err erro
 		return len(data), data, nil
 	}
 	return 0, nil, nil
+}
+
+// lineEnd is the index of the first CR or LF in data, -1 if none.
+func lineEnd(data []byte) int {
+	lf := bytes.IndexByte(data, '\n')
+	head := data
+	if lf >= 0 {
+		head = data[:lf]
+	}
+	if cr := bytes.IndexByte(head, '\r'); cr >= 0 {
+		return cr
+	}
+	return lf
 }

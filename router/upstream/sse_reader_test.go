@@ -132,3 +132,35 @@ func TestResolveEndpoint_SameOriginOnly(t *testing.T) {
 		t.Errorf("explicit default port rejected: %v", err)
 	}
 }
+
+// chunkReader hands out its bytes n at a time, as a socket does.
+type chunkReader struct {
+	b []byte
+	n int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), r.n)], r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// BenchmarkSSEReader_ListPage reads one event of a 155 kB list page (200
+// tools), as a go-sdk backend sends it, in 16 kB reads.
+func BenchmarkSSEReader_ListPage(b *testing.B) {
+	item := `{"name":"search_issues","title":"search issues","description":"Use this tool to search issues in the workspace the user is signed in to. Results are paginated.","inputSchema":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}}`
+	data := `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + strings.Repeat(item+",", 600) + item + `]}}`
+	body := []byte("event: message\nid: 1\ndata: " + data + "\n\n")
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := newSSEReader(&chunkReader{b: body, n: 16 << 10}, 0)
+		ev, err := r.Next()
+		if err != nil || len(ev.Data) != len(data) {
+			b.Fatal(err)
+		}
+	}
+}

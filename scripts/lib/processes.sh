@@ -50,6 +50,6 @@ wait_for() {
   tail -n 20 "$RUN/$name.log" >&2
   die "$name not ready after 20s (log: $RUN/$name.log)"
 }
-log_has() { grep -q -- "$2" "$RUN/$1.log"; }
+log_has() { grep -qs -- "$2" "$RUN/$1.log"; }
 # The URL a process printed in its "...: listening on http://ADDR" line.
 listen_url() { grep -m1 -o "listening on http://[^ ]*" "$RUN/$1.log" | sed 's/^listening on //'; }

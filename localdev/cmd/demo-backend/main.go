@@ -21,11 +21,15 @@ func main() {
 	stateless := flag.Bool("stateless", false, "serve Streamable HTTP without Mcp-Session-Id")
 	pageSize := flag.Int("page-size", 0, "maximum items per list page (0: SDK default)")
 	latency := flag.Duration("latency", 0, "hold every POST this long before serving it, as a backend far away would (make bench)")
+	extraTools := flag.Int("extra-tools", 0, "serve this many more tools of realistic size (names, descriptions, input schemas), for list benchmarks (make bench)")
 	flag.Parse()
 	log.SetPrefix("demo-backend: ")
 
 	if *pageSize < 0 {
 		log.Fatalf("--page-size must not be negative, got %d", *pageSize)
+	}
+	if *extraTools < 0 {
+		log.Fatalf("--extra-tools must not be negative, got %d", *extraTools)
 	}
 	if *latency < 0 {
 		log.Fatalf("--latency must not be negative, got %s", *latency)
@@ -37,10 +41,11 @@ func main() {
 	defer cancel()
 
 	url, stop, err := demobackend.Start(ctx, *listen, *name, demobackend.Options{
-		PageSize:  *pageSize,
-		Stateless: *stateless,
-		Latency:   *latency,
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		PageSize:   *pageSize,
+		Stateless:  *stateless,
+		Latency:    *latency,
+		ExtraTools: *extraTools,
+		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		log.Fatalf("listen on %s: %v", *listen, err)
