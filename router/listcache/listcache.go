@@ -152,6 +152,12 @@ func (c *Cache[P]) Page(key, backend string, ttl time.Duration, fetch func() (pa
 		return p
 	}
 	v, _, _ := c.flight.Do(key, func() (any, error) {
+		// A miss that reached the flight just after another flight stored
+		// the page (its Lookup came before the store, its Do after the
+		// flight ended) finds it here, rather than fetching it again.
+		if p, ok := c.Lookup(key); ok {
+			return p, nil
+		}
 		c.mu.Lock()
 		gen := c.gen[backend]
 		c.mu.Unlock()
