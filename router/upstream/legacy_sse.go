@@ -6,12 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mcpgw/gateway/internal/wire"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+
+	"github.com/mcpgw/gateway/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mcpgw/gateway/internal/wire"
 	"net/http"
+
+	"github.com/mcpgw/gateway/internal/wire"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
