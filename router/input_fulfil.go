@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,6 +55,9 @@ func (r *Router) callFulfilling(ctx context.Context, conn *upstream.Conn, cs *ca
 		resp, err := conn.Call(ctx, method, params, cs.onMessage)
 		if err != nil || resp.Error != nil {
 			return resp, err
+		}
+		if !bytes.Contains(resp.Result, []byte(envelope.ResultInputRequired)) {
+			return resp, nil // most results: complete, no decode
 		}
 		var head struct {
 			ResultType string `json:"resultType"`
