@@ -1,7 +1,6 @@
 package router
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -135,38 +134,14 @@ func (r *Router) taskPolicy(v *vhost, op listOp, key string) TaskPolicy {
 // execution.taskSupport (optional or required), which tells a client,
 // 2025-era ones too, what to expect; other tools pass as they are.
 func withTaskSupport(p TaskPolicy, item json.RawMessage) json.RawMessage {
-	var name string
-	hasExecution, members := false, 0
-	if !wire.MembersBytes(item, func(k, val []byte) bool {
-		members++
-		switch string(k) {
-		case "name":
-			name, _ = stringMember(val)
-		case "execution":
-			hasExecution = true
-		}
-		return true
-	}) {
-		return item // renameItem refuses it
-	}
+	raw, _ := wire.MemberValue(item, "name")
+	name, _ := wire.String(raw)
 	mode := p.Mode(name)
 	if mode == TaskNever {
 		return item
 	}
-	execution := json.RawMessage(`{"taskSupport":"` + string(mode) + `"}`)
-	if hasExecution {
-		out, _ := wire.Splice(item, wire.Member{Key: "execution", Value: execution})
-		return out
-	}
-	end := bytes.LastIndexByte(item, '}')
-	out := make([]byte, 0, len(item)+len(execution)+14)
-	out = append(out, item[:end]...)
-	if members > 0 {
-		out = append(out, ',')
-	}
-	out = append(out, `"execution":`...)
-	out = append(out, execution...)
-	return append(out, item[end:]...)
+	out, _ := wire.WithMember(item, "execution", []byte(`{"taskSupport":"`+string(mode)+`"}`))
+	return out // (an item that is not an object: as it is; renameItem refuses it)
 }
 
 // needsTasksExtension is -32021 for what needs the extension.

@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // A gateway reads a few members of objects it otherwise passes on: the
 // params of a request it forwards, their _meta. The message was checked
@@ -34,4 +37,32 @@ func MemberValue(raw []byte, key string) (value []byte, ok bool) {
 		return true
 	})
 	return value, ok
+}
+
+// WithMember is the object obj with member key set to val (valid JSON the
+// caller made): replaced where it stands, or added last; every other
+// member byte for byte. ok is false, and obj returned as it is, when obj
+// is not a well-formed object.
+func WithMember(obj []byte, key string, val []byte) (_ []byte, ok bool) {
+	has, members := false, 0
+	if !MembersBytes(obj, func(k, _ []byte) bool {
+		members++
+		has = has || string(k) == key
+		return true
+	}) {
+		return obj, false
+	}
+	if has {
+		return Splice(obj, Member{Key: key, Value: val})
+	}
+	end := bytes.LastIndexByte(obj, '}')
+	out := make([]byte, 0, len(obj)+len(key)+len(val)+4)
+	out = append(out, obj[:end]...)
+	if members > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, Quoted(key)...)
+	out = append(out, ':')
+	out = append(out, val...)
+	return append(out, obj[end:]...), true
 }

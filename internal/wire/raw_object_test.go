@@ -69,3 +69,23 @@ func BenchmarkObject(b *testing.B) {
 		}
 	})
 }
+
+// WithMember replaces a member where it stands or adds it last, the rest
+// byte for byte, and refuses what is not an object.
+func TestWithMember(t *testing.T) {
+	for in, want := range map[string]string{
+		`{}`:                   `{"k":1}`,
+		`{"a": [1, 2]}`:        `{"a": [1, 2],"k":1}`,
+		`{"k":"old","b":true}`: `{"k":1,"b":true}`,
+		` {"a":{"k":0}} `:      ` {"a":{"k":0},"k":1} `,
+	} {
+		if got, ok := WithMember([]byte(in), "k", []byte("1")); !ok || string(got) != want {
+			t.Errorf("%s: %s %v, want %s", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{`[]`, `{"a":`, ``} {
+		if got, ok := WithMember([]byte(in), "k", []byte("1")); ok || string(got) != in {
+			t.Errorf("%q: %s %v, want it refused as it is", in, got, ok)
+		}
+	}
+}

@@ -114,7 +114,7 @@ func decorateRaw(result, serverInfo []byte) (_ json.RawMessage, ok bool) {
 	if meta != nil {
 		if string(meta) == "null" {
 			meta = nil
-		} else if meta = withMember(meta, MetaServerInfo, serverInfo); meta == nil {
+		} else if meta, good = wire.WithMember(meta, MetaServerInfo, serverInfo); !good {
 			return nil, false
 		}
 	}
@@ -156,33 +156,6 @@ func decorateRaw(result, serverInfo []byte) (_ json.RawMessage, ok bool) {
 		member("_meta", []byte(`{"`+MetaServerInfo+`":`+string(serverInfo)+`}`))
 	}
 	return append(out, '}'), true
-}
-
-// withMember is the object obj with member key set to val (replaced, or
-// added last); nil when obj is not a well-formed object.
-func withMember(obj []byte, key string, val []byte) []byte {
-	has, members := false, 0
-	if !wire.MembersBytes(obj, func(k, _ []byte) bool {
-		members++
-		has = has || string(k) == key
-		return true
-	}) {
-		return nil
-	}
-	if has {
-		out, _ := wire.Splice(obj, wire.Member{Key: key, Value: val})
-		return out
-	}
-	end := bytes.LastIndexByte(obj, '}')
-	out := make([]byte, 0, len(obj)+len(key)+len(val)+4)
-	out = append(out, obj[:end]...)
-	if members > 0 {
-		out = append(out, ',')
-	}
-	out = append(out, wire.Quoted(key)...)
-	out = append(out, ':')
-	out = append(out, val...)
-	return append(out, obj[end:]...)
 }
 
 // DecorateFields sets a 2026-07-28 result's own fields in m, its

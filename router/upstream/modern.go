@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sort"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -81,8 +80,8 @@ func withMeta(params json.RawMessage, base, override map[string]json.RawMessage)
 	for k, v := range override {
 		meta[k] = v
 	}
-	p["_meta"] = objectOf(meta)
-	return objectOf(p)
+	p["_meta"] = wire.RawObject(meta)
+	return wire.RawObject(p)
 }
 
 // withoutModernMeta drops the 2026-07-28 keys (the protocol version and
@@ -118,28 +117,9 @@ func withoutModernMeta(params json.RawMessage, trace map[string]json.RawMessage)
 	if len(meta) == 0 {
 		delete(p, "_meta")
 	} else {
-		p["_meta"] = objectOf(meta)
+		p["_meta"] = wire.RawObject(meta)
 	}
-	return objectOf(p)
-}
-
-// objectOf encodes a map of raw values, keys sorted, values as they are.
-func objectOf(m map[string]json.RawMessage) json.RawMessage {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	b := []byte{'{'}
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, wire.Quoted(k)...)
-		b = append(b, ':')
-		b = append(b, m[k]...)
-	}
-	return append(b, '}')
+	return wire.RawObject(p)
 }
 
 // setModernHeaders mirrors a request's method and target in its headers,

@@ -168,10 +168,10 @@ func sharedCapabilities(result json.RawMessage) json.RawMessage {
 		}
 		delete(c, "listChanged")
 		delete(c, "subscribe")
-		caps[name] = objectOf(c)
+		caps[name] = wire.RawObject(c)
 	}
-	res["capabilities"] = objectOf(caps)
-	return objectOf(res)
+	res["capabilities"] = wire.RawObject(caps)
+	return wire.RawObject(res)
 }
 
 // run reads the process's stdout until it ends, then reaps the process
