@@ -222,15 +222,11 @@ func TestGatewayTasks_Session(t *testing.T) {
 	g := newGatewayTasks(t)
 	a, b := g.gws[0], g.gws[1]
 	dan := g.client("dan")
-	init := dan.Post(a, map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{
-		"protocolVersion": testsupport.ClientProtocolVersion, "capabilities": json.RawMessage(tasksCaps),
-		"clientInfo": map[string]any{"name": "t", "version": "1"}}})
+	init := dan.Initialize(a, tasksCaps)
 	caps, _ := init.Result()["capabilities"].(map[string]any)
 	if ext, _ := caps["extensions"].(map[string]any); ext["io.modelcontextprotocol/tasks"] == nil {
 		t.Fatalf("initialize does not advertise the Tasks extension: %v", caps)
 	}
-	dan.SessionID = init.Header.Get("Mcp-Session-Id")
-	dan.Post(a, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 
 	for _, key := range []string{"fx", "fy"} {
 		created := dan.Call(b, "tools/call", map[string]any{"name": key + "-multi_input"}).Result()
@@ -355,12 +351,7 @@ func TestGatewayTasks_SessionInputBeforeTask(t *testing.T) {
 	g := newGatewayTasks(t)
 	a, b := g.gws[0], g.gws[1]
 	gil := g.client("gil")
-	init := gil.Post(a, map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{
-		"protocolVersion": testsupport.ClientProtocolVersion,
-		"capabilities":    json.RawMessage(`{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`),
-		"clientInfo":      map[string]any{"name": "t", "version": "1"}}})
-	gil.SessionID = init.Header.Get("Mcp-Session-Id")
-	gil.Post(a, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	gil.Initialize(a, json.RawMessage(`{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`))
 
 	for i, key := range []string{"fx", "fy"} {
 		s := gil.CallStreaming(a, int64(10+i), "tools/call", map[string]any{"name": key + "-test_tool_with_task"})

@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -152,15 +151,11 @@ func TestTasks_SessionThatDeclaredTheExtension(t *testing.T) {
 	tc := newTasksCluster(t)
 	a, b := tc.gws[0], tc.gws[1]
 	carol := tc.client("carol")
-	init := carol.Post(a, map[string]any{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": map[string]any{
-		"protocolVersion": testsupport.ClientProtocolVersion, "capabilities": json.RawMessage(tasksCaps),
-		"clientInfo": map[string]any{"name": "t", "version": "1"}}})
+	init := carol.Initialize(a, tasksCaps)
 	caps, _ := init.Result()["capabilities"].(map[string]any)
 	if ext, _ := caps["extensions"].(map[string]any); ext["io.modelcontextprotocol/tasks"] == nil {
 		t.Fatalf("initialize does not advertise the Tasks extension to a client that declared it: %v", caps)
 	}
-	carol.SessionID = init.Header.Get("Mcp-Session-Id")
-	carol.Post(a, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 
 	created := carol.Call(b, "tools/call", map[string]any{"name": "fx-slow_compute", "arguments": map[string]any{"seconds": 60}}).Result()
 	token, _ := created["taskId"].(string)

@@ -110,8 +110,8 @@ func (c *Client) Post(ep Endpoint, msg any) *Reply {
 // Initialize opens a session through ep with the given client
 // capabilities (nil: none; JSON text or a value to encode), sets
 // SessionID, and sends notifications/initialized. It fails the test
-// unless both succeed.
-func (c *Client) Initialize(ep Endpoint, caps any) {
+// unless both succeed, and returns the initialize answer.
+func (c *Client) Initialize(ep Endpoint, caps any) *Reply {
 	c.T.Helper()
 	var raw json.RawMessage
 	switch v := caps.(type) {
@@ -139,6 +139,7 @@ func (c *Client) Initialize(ep Endpoint, caps any) {
 	if r := c.Post(ep, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.Status != http.StatusAccepted {
 		c.T.Fatalf("notifications/initialized: status %d body %s", r.Status, r.Body)
 	}
+	return r
 }
 
 // Request sends a request with the next id (params nil: none) and returns
