@@ -66,17 +66,22 @@ const MaxTaskResultBytes = 8 << 20
 // its tool's first question before it hands out the task.
 const firstQuestionWait = 10 * time.Second
 
+// taskMode is how the gateway runs a tools/call to t: TaskNever for any
+// other method, without a runner, or for a backend without a tasks: block.
+func (r *Router) taskMode(v *vhost, method string, t *target) TaskMode {
+	if method != "tools/call" || r.opts.Tasks == nil {
+		return TaskNever
+	}
+	if b := v.backends[t.backend]; b != nil && b.Tasks != nil {
+		return b.Tasks.Mode(t.name)
+	}
+	return TaskNever
+}
+
 // runsAsTask decides whether the gateway runs c's call to t as a task:
 // refusal is -32021 for a required tool called without the extension.
 func (r *Router) runsAsTask(v *vhost, c *Call, t *target) (runs bool, refusal *jsonrpc.Error) {
-	if c.Request.Method != "tools/call" || r.opts.Tasks == nil {
-		return false, nil
-	}
-	b := v.backends[t.backend]
-	if b == nil || b.Tasks == nil {
-		return false, nil
-	}
-	switch b.Tasks.Mode(t.name) {
+	switch r.taskMode(v, c.Request.Method, t) {
 	case TaskOptional:
 		return c.peer.tasks, nil
 	case TaskRequired:
@@ -92,14 +97,7 @@ func (r *Router) runsAsTask(v *vhost, c *Call, t *target) (runs bool, refusal *j
 // gateway runs, or is refused for want of the extension, for a request
 // that declares it or not (parkable: such a call is never parked).
 func (r *Router) gatewayTaskTool(v *vhost, method string, t *target, declared bool) bool {
-	if r.opts.Tasks == nil || method != "tools/call" {
-		return false
-	}
-	b := v.backends[t.backend]
-	if b == nil || b.Tasks == nil {
-		return false
-	}
-	mode := b.Tasks.Mode(t.name)
+	mode := r.taskMode(v, method, t)
 	return mode == TaskRequired || mode == TaskOptional && declared
 }
 
