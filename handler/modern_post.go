@@ -52,8 +52,9 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	}
 	// Rate limits are decided before any stream begins (429, not a 200
 	// stream carrying the error).
-	if resp := s.opts.Router.Admit(r.Context(), call); resp != nil {
-		s.writeResponse(w, resp, rawID, jsonOK)
+	decided, refusal := s.opts.Router.Admit(r.Context(), call)
+	if refusal != nil {
+		s.writeResponse(w, refusal, rawID, jsonOK)
 		return
 	}
 	ctx, held := s.opts.ResponseBudget.Hold(r.Context())
@@ -70,7 +71,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		}
 		defer ps.keepAlive(s.opts.KeepAlive)()
 	}
-	resp := s.opts.Router.Handle(ctx, call)
+	resp := s.opts.Router.Serve(ctx, call, decided)
 	noteOf(w).setResponse(resp)
 	if ps != nil && ps.streaming() {
 		if data, err := wire.EncodeResponseAs(resp, rawID); err == nil {

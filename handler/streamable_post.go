@@ -115,20 +115,24 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	// vhost costs no second store round trip in sequence (the session check
 	// still decides whether the call runs; a call refused for its session
 	// has been counted, like any other call of that caller).
-	var admitted chan *jsonrpc.Response
+	var admitted chan struct{}
+	var decided *router.Decisions
+	var refusal *jsonrpc.Response
 	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" && s.opts.Router.RateLimits(r.PathValue("vhost")) {
 		call = &router.Call{VHost: r.PathValue("vhost"), Principal: string(principal),
 			Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req}
-		admitted = make(chan *jsonrpc.Response, 1)
-		go func() { admitted <- s.opts.Router.Admit(r.Context(), call) }()
+		admitted = make(chan struct{})
+		go func() {
+			defer close(admitted)
+			decided, refusal = s.opts.Router.Admit(r.Context(), call)
+		}()
 	}
 	sess, ok := s.loadSession(w, r, principal)
 	if ok {
 		noteOf(w).setCaller(string(principal), sess.ClientInfo)
 	}
-	var refusal *jsonrpc.Response
 	if admitted != nil {
-		refusal = <-admitted
+		<-admitted
 	}
 	if !ok {
 		return
@@ -164,7 +168,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			call = &router.Call{VHost: sess.VHost, Principal: sess.Principal, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: m}
 		}
 		call.Session, call.Runtime = sess, s.opts.Sessions
-		s.serveCall(w, r, call, rawID, jsonOK, sseOK)
+		s.serveCall(w, r, call, decided, rawID, jsonOK, sseOK)
 	}
 }
 
@@ -183,14 +187,18 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 //
 // The backend bytes the call reads are charged to the instance's response
 // budget until its answer has been written (Options.ResponseBudget).
-func (s *server) serveCall(w http.ResponseWriter, r *http.Request, call *router.Call, rawID json.RawMessage, jsonOK, sseOK bool) {
+func (s *server) serveCall(w http.ResponseWriter, r *http.Request, call *router.Call, decided *router.Decisions, rawID json.RawMessage, jsonOK, sseOK bool) {
 	sess, req := call.Session, call.Request
 	// Rate limits are decided before any stream begins: a refusal is an
 	// HTTP status (429), which a stream's 200 could no longer be. (servePOST
-	// has usually counted the call already, while the session loaded.)
-	if resp := s.opts.Router.Admit(r.Context(), call); resp != nil {
-		s.writeResponse(w, resp, rawID, jsonOK)
-		return
+	// has decided and counted a tools/call already, while the session
+	// loaded: decided.)
+	if decided == nil {
+		var refusal *jsonrpc.Response
+		if decided, refusal = s.opts.Router.Admit(r.Context(), call); refusal != nil {
+			s.writeResponse(w, refusal, rawID, jsonOK)
+			return
+		}
 	}
 	ctx, held := s.opts.ResponseBudget.Hold(r.Context())
 	defer held.Release()
@@ -216,7 +224,7 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, call *router.
 	}
 	ctx, done := s.opts.Sessions.Track(ctx, sess, req.ID)
 	defer done()
-	resp := s.opts.Router.Handle(ctx, call)
+	resp := s.opts.Router.Serve(ctx, call, decided)
 	noteOf(w).setResponse(resp)
 	if ps != nil {
 		if ps.streaming() {

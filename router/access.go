@@ -33,17 +33,12 @@ func (v *vhost) backendVisible(a policy.View, key string, tools bool) bool {
 	return a.PrefixVisible(p, aliases)
 }
 
-// accessFor returns the request's access view, deciding it on first use:
-// once per request, whatever the request then touches.
-func (r *Router) accessFor(v *vhost, c *Call) policy.View {
+// accessOf is the access decision for a caller with these claims.
+func (v *vhost) accessOf(claims map[string]any) policy.View {
 	if v.access == nil {
 		return policy.View{}
 	}
-	if c.access == nil || c.access.Policy() != v.access {
-		a := v.access.Decide(v.name, c.Claims)
-		c.access = &a
-	}
-	return *c.access
+	return v.access.Decide(v.name, claims)
 }
 
 // accessHints marks the caching hints of a 2026-07-28 result private when
@@ -83,11 +78,8 @@ func (v *vhost) publishedTool(backend, tool string) string {
 // subscription the new rules hide stops being delivered, although the
 // session still holds it.
 func callerAccess(ctx context.Context, v *vhost) policy.View {
-	if v.access == nil {
-		return policy.View{}
-	}
 	caller, _ := credentials.CallerFrom(ctx)
-	return v.access.Decide(v.name, caller.Claims)
+	return v.accessOf(caller.Claims)
 }
 
 // visibleSnapshots leaves out the backends the access view hides whole,

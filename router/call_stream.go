@@ -87,13 +87,13 @@ func (cs *callStream) onMessage(msg jsonrpc.Message) {
 		cs.progress(req)
 		return
 	case "notifications/message":
-		if cs.c.modern && cs.c.peer.logLevel == "" {
+		if cs.c.Modern != nil && cs.c.peer.logLevel == "" {
 			return // a 2026-07-28 request that names no log level gets no log messages
 		}
 		cs.send(req)
 		return
 	}
-	if cs.c.modern {
+	if cs.c.Modern != nil {
 		// 2026-07-28: what a request's stream carries must relate to the
 		// request (its progress and log messages). List changes and
 		// resource updates reach a client through subscriptions/listen.
@@ -174,9 +174,6 @@ func (cs *callStream) serverRequest(req *jsonrpc.Request) {
 		return
 	case !hasClientCapability(cs.c.peer.capabilities, capName):
 		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "the client did not advertise the %q capability", capName)})
-		return
-	case cs.c.Stream == nil && !cs.c.parked:
-		reply(&jsonrpc.Response{Error: rpcError(CodeInternalError, "the client cannot receive requests on this call (it accepts no event stream)")})
 		return
 	case cs.c.Runtime == nil:
 		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "method %q is not forwarded to clients", req.Method)})

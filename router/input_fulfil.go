@@ -113,8 +113,8 @@ func (r *Router) askAll(ctx context.Context, cs *callStream, in inputRound) (map
 			return nil, fmt.Errorf("backend %s asked for %s, which the gateway does not forward to clients", wire.Quote(cs.key), wire.Quote(ir.Method))
 		case !hasClientCapability(c.peer.capabilities, capName):
 			return nil, fmt.Errorf("backend %s asked for %s, but the client did not declare the %q capability", wire.Quote(cs.key), ir.Method, capName)
-		case c.Stream == nil && !c.parked || c.Runtime == nil: // (a task's run asks through the task: tasks_run.go)
-			return nil, fmt.Errorf("backend %s asked the client for %s, but the client accepts no event stream on this call", wire.Quote(cs.key), ir.Method)
+		case c.Runtime == nil:
+			return nil, fmt.Errorf("backend %s asked the client for %s, which cannot be asked anything on this call", wire.Quote(cs.key), ir.Method)
 		}
 	}
 	answers := make(map[string]json.RawMessage, len(keys))

@@ -103,13 +103,13 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		}
 	}
 
-	access := r.accessFor(v, c)
+	access := c.d.access
 	results := r.pageWaves(ctx, v, c, op, access, positions)
 
 	// A 2026-07-28 page is decorated while it is assembled (decorateFields).
 	var decorate func(map[string]json.RawMessage)
 	private := walkPrivate
-	if c.modern {
+	if c.Modern != nil {
 		h := pageHints(results)
 		h.Private = h.Private || walkPrivate
 		hints := v.accessHints(op.method, &h)
@@ -127,7 +127,6 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		r.log.Error("building a list result failed", "method", op.method, "vhost", v.name, "error", err)
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "building the %s result failed", op.method))
 	}
-	c.decorated = c.modern
 	return resultResponse(c.Request.ID, raw)
 }
 

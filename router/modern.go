@@ -37,11 +37,11 @@ type ModernClient struct {
 	Parks ParkRuntime
 }
 
-// handleModern answers a 2026-07-28 request (Handle): server/discover
-// and subscriptions/listen here; any other request once its access and
-// rate limits are decided, parked when it reaches a 2025-era backend
-// that may ask the client something, else through the core (serve) with
-// the discovery cache's snapshots, its result decorated.
+// handleModern answers a 2026-07-28 request (Serve): server/discover and
+// subscriptions/listen here; any other request once its rate limits are
+// counted, parked when it reaches a 2025-era backend that may ask the
+// client something, else through the core (serve) with the discovery
+// cache's snapshots as its peer, its result decorated.
 func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Response) {
 	method := c.Request.Method
 	switch method {
@@ -53,18 +53,16 @@ func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jso
 	if wire.MethodOf(method).Task {
 		return r.routeTask(ctx, v, c) // the task's own call was admitted and hooked
 	}
-	access := modernAccess(v, c) // decided once for the request, whichever path it takes
-	if resp := r.admitModern(ctx, v, c); resp != nil {
+	if resp := r.count(ctx, c.d, c); resp != nil {
 		return resp // over a rate limit: no backend, not even discovery
 	}
-	if resp := r.parkable(ctx, v, c, access); resp != nil {
+	if resp := r.parkable(ctx, v, c); resp != nil {
 		return resp
 	}
-	call := &Call{VHost: c.VHost, Principal: c.Principal, Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
-		peer: r.modernPeer(ctx, v, c), modern: true, access: access, admitted: true, resolution: c.resolution}
-	resp = r.serve(ctx, v, call)
-	if call.decorated && resp.Error == nil {
-		return resp
+	c.peer = r.modernPeer(ctx, v, c)
+	resp = r.serve(ctx, v, c)
+	if _, list := listOps[method]; list && resp.Error == nil {
+		return resp // decorated as it was assembled (list_fanout.go)
 	}
 	return r.finishModern(ctx, resp, method, v.accessHints(method, nil))
 }
@@ -115,10 +113,7 @@ func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *Call) *jsonrpc
 		}
 	}
 	hints.TTLMs = max(hints.TTLMs, 0)
-	shown := snaps // what this caller may see
-	if a := modernAccess(v, c); a != nil {
-		shown = v.visibleSnapshots(*a, snaps)
-	}
+	shown := v.visibleSnapshots(c.d.access, snaps) // what this caller may see
 	result := map[string]any{
 		"supportedVersions": wire.AllProtocolVersions(),
 		"capabilities":      r.advertiseTasks(v, capability.Merged(shown, capability.ModernExtensions), capability.ModernExtensions),

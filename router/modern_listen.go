@@ -87,7 +87,7 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 
 	lctx, stop := context.WithCancel(ctx)
 	defer stop()
-	access := v.access.Decide(v.name, c.Claims)
+	access := c.d.access
 	var wg sync.WaitGroup
 	for _, key := range v.keys {
 		if !pr.backends[key].OK() {

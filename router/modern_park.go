@@ -9,7 +9,6 @@ import (
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/envelope"
-	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -81,12 +80,12 @@ type ParkOutcome struct {
 // parkable routes a modern MRTR-capable call that may have to park: a
 // retry of a parked call, or a call whose backend speaks the session
 // protocol. It returns nil when the call takes the ordinary path.
-func (r *Router) parkable(ctx context.Context, v *vhost, c *Call, access *policy.View) *jsonrpc.Response {
+func (r *Router) parkable(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	if c.Modern.Parks == nil || !multiRoundTrip(c.Request.Method) {
 		return nil
 	}
-	t, rerr := r.targetOf(v, c)
-	if rerr != nil || access != nil && !v.routedVisible(*access, c.Request.Method, t) {
+	t := c.d.t
+	if c.d.rerr != nil || !v.routedVisible(c.d.access, c.Request.Method, t) {
 		return nil // the ordinary path answers it (a hidden name: as unknown)
 	}
 	if r.gatewayTaskTool(v, c.Request.Method, t, declaresExtension(c.Modern.ClientCapabilities, wire.ExtensionTasks)) {
@@ -115,10 +114,9 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *Call, access *policy
 		return nil // a 2026-07-28 backend asks with input_required itself
 	}
 	return r.parkAnswer(ctx, v, c, t, c.Modern.Parks.Run(ctx, pc, func(ctx context.Context, asker SessionRuntime) *jsonrpc.Response {
-		call := &Call{VHost: c.VHost, Principal: c.Principal, Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
-			peer: r.modernPeer(ctx, v, c), modern: true, parked: true, Runtime: asker, access: access, admitted: true,
-			resolution: c.resolution}
-		return r.serve(ctx, v, call)
+		call := *c // the call as the parked run sees it: its questions go to asker
+		call.peer, call.Runtime = r.modernPeer(ctx, v, c), asker
+		return r.serve(ctx, v, &call)
 	}))
 }
 

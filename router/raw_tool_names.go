@@ -32,7 +32,7 @@ func (r *Router) resolveRawTool(ctx context.Context, v *vhost, c *Call, name str
 	if v.single() {
 		return "", nil // nothing is renamed on a single-backend vhost
 	}
-	access := r.accessFor(v, c)
+	access := c.d.access
 	var candidates []string
 	for _, key := range v.keys {
 		if !capability.Of(c.peer.backends[key]).Has("tools") {

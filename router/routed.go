@@ -27,7 +27,8 @@ type target struct {
 // identifier. The identifier is stripped before the backend sees it.
 func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	method := c.Request.Method
-	t, rerr := r.targetOf(v, c)
+	t, rerr := c.d.t, c.d.rerr
+	counted := c.d.counted
 	if rerr != nil && method == "tools/call" && t == nil {
 		// Only a name no backend owns (not a malformed call): the very
 		// error unknownIdentifier makes for it.
@@ -42,17 +43,18 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 				req.Params = withToolName(c.Request.Params, published)
 				c.Request = &req
 				t, rerr = r.resolve(v, method, c.Request.Params)
+				counted = false // Admit saw no tool of that name
 				if n := auditNote(ctx); n != nil {
 					n.Name = published
 				}
 			}
 		}
 	}
-	if rerr == nil && !v.routedVisible(r.accessFor(v, c), method, t) {
+	if rerr == nil && !v.routedVisible(c.d.access, method, t) {
 		// Hidden: refused as if no backend owned it, before any hook,
 		// bound or backend could answer differently.
 		rerr = unknownIdentifier(t.kind, t.public)
-		noteDenied(ctx, r.accessFor(v, c).DenialReason(t.public))
+		noteDenied(ctx, c.d.access.DenialReason(t.public))
 	} else if rerr == nil {
 		noteRouted(ctx, t)
 	}
@@ -63,16 +65,20 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		return errorResponse(c.Request.ID, rerr)
 	}
 	r.annotateTarget(ctx, t)
-	if resp := r.admitTarget(ctx, v, c, t); resp != nil {
-		return resp // over a rate limit: no hook, no backend
+	if !counted && v.limits != nil && method == "tools/call" {
+		// Not counted by Admit: a backend's own tool name, or a request
+		// Serve decided itself.
+		if resp := r.admit(ctx, v, c.Request, c.Principal, t); resp != nil {
+			return resp // over a rate limit: no hook, no backend
+		}
 	}
-	if c.modern && method == "tools/call" && !modernSnapshot(c.peer.backends[t.backend]) {
+	if c.Modern != nil && method == "tools/call" && !modernSnapshot(c.peer.backends[t.backend]) {
 		// Translated to a 2025-era backend, which never reads them.
 		if e := r.checkParamHeaders(ctx, v, c, t); e != nil {
 			return errorResponse(c.Request.ID, e)
 		}
 	}
-	mrtr := c.modern && multiRoundTrip(method)
+	mrtr := c.Modern != nil && multiRoundTrip(method)
 	if mrtr {
 		if resp := r.openRequestState(ctx, v, c, t); resp != nil {
 			return resp
@@ -128,8 +134,8 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 // relays its call here too, detached from the client's request.
 func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	method := c.Request.Method
-	mrtr := c.modern && multiRoundTrip(method)
-	if method == "tools/call" && modernSnapshot(c.peer.backends[t.backend]) && (!c.modern || !bytes.Equal(params, sent)) {
+	mrtr := c.Modern != nil && multiRoundTrip(method)
+	if method == "tools/call" && modernSnapshot(c.peer.backends[t.backend]) && (c.Modern == nil || !bytes.Equal(params, sent)) {
 		// A call to a 2026-07-28 backend whose Mcp-Param-* headers the
 		// client did not make for these arguments: a session's client
 		// sends none, and a hook may have rewritten the arguments.
@@ -138,7 +144,7 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 	resp, err := r.withBackend(ctx, v, t.backend, method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		callCtx, endCall := context.WithCancel(ctx)
 		defer endCall()
-		cs := &callStream{r: r, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc, access: r.accessFor(v, c)}
+		cs := &callStream{r: r, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc, access: c.d.access}
 		p := params
 		if c.Stream != nil {
 			p = cs.mapProgressToken(params)
@@ -151,7 +157,7 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 			// subscriptions/listen carries it (backend_listen.go).
 			return &jsonrpc.Response{ID: c.Request.ID, Result: json.RawMessage(`{}`)}, nil
 		}
-		if !c.modern && conn.Modern() && multiRoundTrip(method) {
+		if c.Modern == nil && conn.Modern() && multiRoundTrip(method) {
 			// A 2025-era client on a 2026-07-28 backend: the gateway
 			// answers the backend's input requests by asking the client.
 			resp, err = r.callFulfilling(callCtx, conn, cs, method, p)
@@ -197,7 +203,7 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 	if !v.single() {
 		result = naming.PublishResultURIs(t.backend, method, result)
 	}
-	if !c.modern && modernSnapshot(c.peer.backends[t.backend]) && !isTask { // a task keeps its fields
+	if c.Modern == nil && modernSnapshot(c.peer.backends[t.backend]) && !isTask { // a task keeps its fields
 		result = envelope.Strip(result) // only a 2026-07-28 backend writes the envelope
 	}
 	if hc != nil {
@@ -238,19 +244,6 @@ func (r *Router) recordSubscription(ctx context.Context, c *Call, t *target, res
 		c.Runtime.ListenersChanged(ctx, c.peer.sessionID)
 	}
 	return resultResponse(c.Request.ID, result)
-}
-
-// targetOf resolves c's routed request once: admission, parking and
-// routing ask in turn and get the same answer (the params are decoded
-// once). A reload between the asks (another routing table) resolves
-// afresh. Routing is the last to ask, and may rewrite the target's params.
-func (r *Router) targetOf(v *vhost, c *Call) (*target, *jsonrpc.Error) {
-	if res := c.resolution; res != nil && res.v == v {
-		return res.t, res.err
-	}
-	t, err := r.resolve(v, c.Request.Method, c.Request.Params)
-	c.resolution = &resolution{v: v, t: t, err: err}
-	return t, err
 }
 
 // resolve finds the backend and the backend-side identifier of a routed

@@ -20,7 +20,6 @@ import (
 	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/hook"
-	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -259,42 +258,21 @@ type Call struct {
 	Modern *ModernClient
 	// Session is a 2025-era request's session record.
 	Session *store.Session
-	// Runtime is the session runtime of a 2025-era session (package
-	// handler/session): it carries a backend's server-to-client requests
-	// to the client and back across instances, and hears of changes to
-	// the session's subscriptions. nil: the backend's requests are
-	// refused.
+	// Runtime is whom a backend's server-to-client requests go to: a
+	// 2025-era session's runtime (package handler/session), which asks on
+	// the call's stream and carries the answer back across instances, and
+	// hears of changes to the session's subscriptions; or, for a call run
+	// detached, its rounds (a parked call's input_required, a task's
+	// input_required status). nil: the backend's requests are refused.
 	Runtime SessionRuntime
 
+	// d is what Serve decided of the request (admission.go), set on entry
+	// and only read below it.
+	d *Decisions
 	// peer is the request's client as the backend link sees it
-	// (backend_session.go): its session's, or for a 2026-07-28 request the one
-	// handleModern builds from its _meta and the discovery cache.
+	// (backend_session.go): its session's, or for a 2026-07-28 request the
+	// one handleModern builds from its _meta and the discovery cache.
 	peer *peer
-	// modern marks the core's view of a 2026-07-28 request (handleModern
-	// builds it): results are decorated, request states wrapped, nothing
-	// is stored; decorated: its result was decorated where it was built
-	// (a list page), so handleModern need not parse it again.
-	modern    bool
-	decorated bool
-	// access is the request's access decision, taken on first use
-	// (accessFor, modernAccess).
-	access *policy.View
-	// admitted: the request has been counted against the vhost's rate
-	// limits (Admit), so routing it does not count it again.
-	admitted bool
-	// parked marks a modern call a ParkRuntime holds: its Runtime asks the
-	// client with input_required rounds, whatever stream it has.
-	parked bool
-	// resolution is where a routed request goes, decided once (targetOf)
-	// for admission, parking and routing alike.
-	resolution *resolution
-}
-
-// resolution is resolve's answer for a request on one routing table.
-type resolution struct {
-	v   *vhost
-	t   *target
-	err *jsonrpc.Error
 }
 
 // normalize fills VHost and Principal from a 2025-era request's session.
@@ -338,9 +316,21 @@ type Stream interface {
 	Send(msg jsonrpc.Message) error
 }
 
-// Handle answers one request, of either generation. It never returns nil
-// for a call; for a notification it returns nil.
-func (r *Router) Handle(ctx context.Context, c *Call) (resp *jsonrpc.Response) {
+// Handle answers one request, of either generation: Admit, then Serve.
+// It never returns nil for a call; for a notification it returns nil.
+func (r *Router) Handle(ctx context.Context, c *Call) *jsonrpc.Response {
+	d, refusal := r.Admit(ctx, c)
+	if refusal != nil {
+		return refusal
+	}
+	return r.Serve(ctx, c, d)
+}
+
+// Serve answers one request, of either generation, with the decisions
+// Admit made of it (nil: made here, and a routed call is counted against
+// the rate limits on its way). It never returns nil for a call; for a
+// notification it returns nil.
+func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrpc.Response) {
 	c.normalize()
 	if r.tracer != nil && c.Request.IsCall() {
 		version := wire.ModernProtocolVersion
@@ -351,14 +341,17 @@ func (r *Router) Handle(ctx context.Context, c *Call) (resp *jsonrpc.Response) {
 		ctx, span = r.startRequest(ctx, c.VHost, version, c.Header, c.Request)
 		defer func() { endRequest(span, resp) }()
 	}
-	v, ok := r.table.Load().vhosts[c.VHost]
-	if !ok {
+	if d == nil {
+		d = r.decide(c)
+	}
+	if d == nil {
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))
 	}
+	c.d = d
 	if c.Modern != nil {
-		return r.handleModern(ctx, v, c)
+		return r.handleModern(ctx, d.v, c)
 	}
-	return r.serve(ctx, v, c)
+	return r.serve(ctx, d.v, c)
 }
 
 // serve is the core both generations share: methods the gateway answers

@@ -45,7 +45,7 @@ func (r *Router) signInAnswer(ctx context.Context, v *vhost, c *Call, t *target,
 	}
 	canURL := urlElicitation(c.peer.capabilities)
 	switch {
-	case c.modern && canURL && multiRoundTrip(c.Request.Method):
+	case c.Modern != nil && canURL && multiRoundTrip(c.Request.Method):
 		params, _ := json.Marshal(map[string]string{"mode": "url", "message": sr.Message(), "url": sr.URL})
 		result, _ := json.Marshal(map[string]any{
 			"resultType": envelope.ResultInputRequired,
@@ -60,9 +60,9 @@ func (r *Router) signInAnswer(ctx context.Context, v *vhost, c *Call, t *target,
 			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cannot seal the request state"))
 		}
 		return resultResponse(c.Request.ID, sealed)
-	case c.modern && canURL: // completion/complete, subscribe: no input_required there
+	case c.Modern != nil && canURL: // completion/complete, subscribe: no input_required there
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "%s", sr.Error()))
-	case c.modern:
+	case c.Modern != nil:
 		e := rpcError(wire.CodeMissingClientCapability, "backend %s needs you to sign in through a URL elicitation, which this client did not declare (capabilities.elicitation.url); open %s in a browser", wire.Quote(t.backend), sr.URL)
 		e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
 		return errorResponse(c.Request.ID, e)

@@ -194,8 +194,7 @@ func clientTaskResult(v *vhost, backend, token string, detailed json.RawMessage)
 // taskVisible reports whether the caller's access rules still show the
 // tool a task was created by: a task of a tool since hidden is unknown.
 func (r *Router) taskVisible(v *vhost, c *Call, tool string) bool {
-	a := modernAccess(v, c)
-	return a == nil || a.Visible(tool)
+	return c.d.access.Visible(tool)
 }
 
 // declaresExtension reports whether client capabilities declare

@@ -159,7 +159,7 @@ func (r *Router) adoptedConversation(ctx context.Context, task *store.Task) (*ta
 		backends[run.Backend] = run.Snapshot
 	}
 	c := &Call{VHost: run.VHost, Principal: run.Principal, Claims: run.Claims, Header: run.Header,
-		Request: &jsonrpc.Request{Method: "tools/call", Params: run.Params}}
+		Request: &jsonrpc.Request{Method: "tools/call", Params: run.Params}, d: relayed(v, run.Claims, t)}
 	c = taskCall(c, newPeer(run.Session, v.name, run.Capabilities, run.LogLevel, backends))
 	var hc *hook.Call
 	if run.Hooked && len(r.opts.Hooks)+len(v.hooks) > 0 {

@@ -211,7 +211,7 @@ func (r *Router) startTask(ctx context.Context, v *vhost, c *Call, t *target, pa
 // tasks/get); p is its peer (taskPeer).
 func taskCall(c *Call, p *peer) *Call {
 	run := *c
-	run.Stream, run.parked, run.modern, run.decorated = nil, true, false, false
+	run.Stream, run.Modern = nil, nil
 	run.peer = p
 	return &run
 }
@@ -265,7 +265,7 @@ func (r *Router) firstQuestion(ctx context.Context, v *vhost, c *Call, t *target
 	default:
 		return nil
 	}
-	if c.modern {
+	if c.Modern != nil {
 		// An ordinary input_required round; its retry answers the task.
 		state, err := r.sealState(ctx, binding(v, c, t), sealed.RequestState{Backend: t.backend, Task: task.ID})
 		if err != nil {

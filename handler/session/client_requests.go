@@ -33,8 +33,13 @@ const answerPoll = 2 * time.Second
 // AskClient sends req to the client on the call's stream under a
 // gateway-issued id and waits for the answer, which any instance may
 // receive (see Deliver). It is the router.SessionRuntime method a routed
-// call uses; the caller has checked the client's capability and stream.
+// call uses; the caller has checked the client's capability. A call whose
+// client accepts no event stream cannot be asked anything: a session's
+// client hears the gateway's requests only there.
 func (rt *Runtime) AskClient(ctx context.Context, c *router.Call, req *jsonrpc.Request) *jsonrpc.Response {
+	if c.Stream == nil {
+		return errorAnswer(router.CodeInternalError, "the client cannot receive requests on this call (it accepts no event stream)")
+	}
 	sid := c.Session.ID
 	id, _ := jsonrpc.MakeID(string(store.NewServerRequestID()))
 	key := serverRequestKey(id)

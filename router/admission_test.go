@@ -44,14 +44,15 @@ func TestRateLimits_AdmitThenHandleCountsACallOnce(t *testing.T) {
 
 	for i := range 2 {
 		c := toolsCall(t, f, sid, "a-echo")
-		if resp := f.Router.Admit(ctx, c); resp != nil {
-			t.Fatalf("call %d refused: %v", i, resp.Error)
+		d, refusal := f.Router.Admit(ctx, c)
+		if refusal != nil {
+			t.Fatalf("call %d refused: %v", i, refusal.Error)
 		}
-		if resp := f.Router.Handle(ctx, c); resp.Error != nil {
+		if resp := f.Router.Serve(ctx, c, d); resp.Error != nil { // counted once, by Admit
 			t.Fatalf("call %d: %v", i, resp.Error)
 		}
 	}
-	resp := f.Router.Admit(ctx, toolsCall(t, f, sid, "a-echo"))
+	_, resp := f.Router.Admit(ctx, toolsCall(t, f, sid, "a-echo"))
 	wait, limited := router.RateLimited(resp)
 	if resp == nil || !limited || wait < 29*time.Minute || rpcErr(t, resp).Code != -32029 {
 		t.Fatalf("third call: %+v (limited %v, retry after %v)", resp, limited, wait)
@@ -202,5 +203,50 @@ func TestRateLimits_BatchedLimitCountsLocallyNeverPastTheLimit(t *testing.T) {
 	}
 	if n := f.Backends["a"].Count("tools/call"); n != 10 {
 		t.Fatalf("backend saw %d calls, want the limit, 10", n)
+	}
+}
+
+// A request is served on the routing table Admit decided it on: a reload
+// between the two changes the next request, not this one.
+func TestAdmit_ServeKeepsTheDecisionsOfItsTable(t *testing.T) {
+	f := newFixture(t, backendSpec{Key: "a"}, backendSpec{Key: "b"})
+	sid, _ := f.Initialize(nil)
+	ctx := context.Background()
+
+	c := toolsCall(t, f, sid, "a-echo")
+	d, refusal := f.Router.Admit(ctx, c)
+	if refusal != nil || d == nil {
+		t.Fatalf("Admit: %+v, %v", refusal, d)
+	}
+	without := *f.Config
+	without.Backends = map[string]*router.Backend{"b": f.Config.Backends["b"]}
+	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: &without})
+
+	if resp := f.Router.Serve(ctx, c, d); resp.Error != nil {
+		t.Fatalf("the admitted call, served after the reload: %v", resp.Error)
+	}
+	resp := f.Router.Handle(ctx, toolsCall(t, f, sid, "a-echo"))
+	if e := rpcErr(t, resp); e.Code != -32602 || !strings.Contains(e.Message, "unknown tool") {
+		t.Fatalf("a call after the reload: %+v", resp)
+	}
+}
+
+// A 2026-07-28 call admitted by the transport is counted once, whichever
+// path (parking, the core) Serve then takes.
+func TestAdmit_ModernCallCountedOnce(t *testing.T) {
+	f := newFixture(t, backendSpec{Key: "a"}, backendSpec{Key: "b"})
+	f.Config.RateLimits = limitsOf(t, policy.RateLimit{Per: policy.RatePerPrincipal, Tools: []string{"a-*"}, Limit: 2, Window: time.Hour})
+	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
+	ctx := context.Background()
+	for i := range 2 {
+		c := &router.Call{VHost: f.VHost, Principal: "p", Header: http.Header{}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)},
+			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: json.RawMessage(`{"name":"a-echo","arguments":{"text":"x"}}`)}}
+		d, refusal := f.Router.Admit(ctx, c)
+		if refusal != nil {
+			t.Fatalf("call %d refused: %v", i, refusal.Error)
+		}
+		if resp := f.Router.Serve(ctx, c, d); resp.Error != nil {
+			t.Fatalf("call %d: %v", i, resp.Error)
+		}
 	}
 }
