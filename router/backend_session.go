@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -223,26 +224,26 @@ func failedSnapshot(key string, err error) *store.BackendSnapshot {
 // needs later. The fields are kept raw so capabilities the gateway does not
 // know yet survive a round trip through the store.
 func snapshotFrom(key string, init *upstream.InitResult) *store.BackendSnapshot {
-	var res struct {
-		ProtocolVersion string          `json:"protocolVersion"`
-		Capabilities    json.RawMessage `json:"capabilities"`
-		ServerInfo      json.RawMessage `json:"serverInfo"`
-		Instructions    string          `json:"instructions"`
-	}
-	_ = json.Unmarshal(init.Raw, &res)
-	pv := init.ProtocolVersion
-	if pv == "" {
-		pv = res.ProtocolVersion
-	}
-	return &store.BackendSnapshot{
-		Key:             key,
-		ProbedAt:        time.Now().UTC(),
-		ProtocolVersion: pv,
-		Capabilities:    res.Capabilities,
-		ServerInfo:      res.ServerInfo,
-		Instructions:    res.Instructions,
-		Stateless:       init.SessionID == "",
-	}
+	snap := &store.BackendSnapshot{Key: key, ProbedAt: time.Now().UTC(), ProtocolVersion: init.ProtocolVersion, Stateless: init.SessionID == ""}
+	// One pass over the result the upstream decoder checked (a per-request
+	// backend session makes one on every call); the members are copied,
+	// the snapshot outlives the answer's bytes.
+	wire.MembersBytes(init.Raw, func(key, value []byte) bool {
+		switch string(key) {
+		case "protocolVersion":
+			if snap.ProtocolVersion == "" {
+				snap.ProtocolVersion, _ = wire.String(value)
+			}
+		case "capabilities":
+			snap.Capabilities = bytes.Clone(value)
+		case "serverInfo":
+			snap.ServerInfo = bytes.Clone(value)
+		case "instructions":
+			snap.Instructions, _ = wire.String(value)
+		}
+		return true
+	})
+	return snap
 }
 
 // persistSnapshots writes changed snapshots back to the session, so the

@@ -302,7 +302,11 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 	return conn, nil
 }
 
-// initializeParams builds the params of an initialize request for h.
+// initializeParams builds the params of an initialize request for h. The
+// capabilities and clientInfo are JSON the gateway has checked (the
+// client's initialize or _meta, its own identity): they are written as
+// they are, not validated and compacted again on every per-request
+// handshake.
 func initializeParams(h Handshake) (json.RawMessage, error) {
 	caps, info := h.ClientCapabilities, h.ClientInfo
 	if len(caps) == 0 {
@@ -311,11 +315,14 @@ func initializeParams(h Handshake) (json.RawMessage, error) {
 	if len(info) == 0 {
 		info = json.RawMessage(`{"name":"mcpgw","version":"0"}`)
 	}
-	return json.Marshal(struct {
-		ProtocolVersion string          `json:"protocolVersion"`
-		Capabilities    json.RawMessage `json:"capabilities"`
-		ClientInfo      json.RawMessage `json:"clientInfo"`
-	}{h.ProtocolVersion, caps, info})
+	b := make([]byte, 0, len(`{"protocolVersion":"","capabilities":,"clientInfo":}`)+len(h.ProtocolVersion)+len(caps)+len(info))
+	b = append(b, `{"protocolVersion":`...)
+	b = append(b, wire.Quoted(h.ProtocolVersion)...)
+	b = append(b, `,"capabilities":`...)
+	b = append(b, caps...)
+	b = append(b, `,"clientInfo":`...)
+	b = append(b, info...)
+	return append(b, '}'), nil
 }
 
 // handshake performs initialize and notifications/initialized.
@@ -332,10 +339,9 @@ func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
 	if resp.Error != nil {
 		return conn.c.newError(op, 0, resp.Error)
 	}
-	var res struct {
-		ProtocolVersion string `json:"protocolVersion"`
-	}
-	if err := json.Unmarshal(resp.Result, &res); err != nil || res.ProtocolVersion == "" {
+	var res struct{ ProtocolVersion string }
+	raw, _ := wire.MemberValue(resp.Result, "protocolVersion") // the decoder checked the JSON
+	if res.ProtocolVersion, _ = wire.String(raw); res.ProtocolVersion == "" {
 		return conn.c.newError(op, 0, errors.New("malformed initialize result"))
 	}
 	// The spec lets the server answer with another version; one we cannot
