@@ -59,7 +59,7 @@ func TestStream_ReloadHidingASubscribedResourceEndsItsUpdates(t *testing.T) {
 		t.Fatalf("update %s, want gateway-one's counter", got)
 	}
 
-	subsOne, subsTwo := one.Count("resources/subscribe"), two.Count("resources/subscribe")
+	subsOne, subsTwo := listenerSubscribes(t, f)
 	reloadWith("gateway-two-*")
 	wantRebuiltOnlyForGatewayTwo(t, f, subsOne, subsTwo)
 	// gateway-one's counter changes first, gateway-two's second: only the
@@ -106,12 +106,25 @@ func TestStream_ReattachWithOtherClaimsRebuildsTheListeners(t *testing.T) {
 	if !one.WaitCount("GET", 1, waitFor) || !two.WaitCount("GET", 1, waitFor) {
 		t.Fatal("no listeners")
 	}
-	subsOne, subsTwo := one.Count("resources/subscribe"), two.Count("resources/subscribe")
+	subsOne, subsTwo := listenerSubscribes(t, f)
 	ev.Close() // the hold lingers
 
 	ev = attach(dev)
 	defer ev.Close()
 	wantRebuiltOnlyForGatewayTwo(t, f, subsOne, subsTwo)
+}
+
+// listenerSubscribes waits until each backend has seen both subscribes of
+// its counter, the client's call's and the first listener's, and returns
+// the counts: read before the listener's subscribe arrived, a count would
+// make its late arrival look like a rebuild's.
+func listenerSubscribes(t *testing.T, f *fixture) (subsOne, subsTwo int) {
+	t.Helper()
+	one, two := f.Backends["gateway-one"], f.Backends["gateway-two"]
+	if !one.WaitCount("resources/subscribe", 2, waitFor) || !two.WaitCount("resources/subscribe", 2, waitFor) {
+		t.Fatalf("the listeners did not subscribe: %d and %d subscribes", one.Count("resources/subscribe"), two.Count("resources/subscribe"))
+	}
+	return one.Count("resources/subscribe"), two.Count("resources/subscribe")
 }
 
 // wantRebuiltOnlyForGatewayTwo waits for each backend's second listener

@@ -104,6 +104,9 @@ func TestStream_ResumeOnAnotherInstanceGetsMissedEventsOnceInOrder(t *testing.T)
 	resumed := openStream(t, second, sid, seen.ID)
 	defer resumed.Close()
 	if len(resumed.Replay) != 3 {
+		for _, e := range resumed.Replay {
+			t.Logf("replayed %s: %s", e.ID, e.Data)
+		}
 		t.Fatalf("replayed %d events, want the 3 missed", len(resumed.Replay))
 	}
 	for i := 1; i < len(resumed.Replay); i++ {
