@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/mcpgw/gateway/internal/taskid"
@@ -57,6 +58,15 @@ type ParkRuntime = *Parking
 type Parking struct {
 	runner *taskrun.Runner
 	opts   ParkOptions
+
+	// calls are the backend calls running (their Conversations'
+	// goroutines, which outlive a run's end by as long as the call takes
+	// to unwind): Close waits for them, so that a call's last backend
+	// exchange (its cancellation, its DELETE) happens before the router
+	// closes its backend clients.
+	mu     sync.Mutex
+	closed bool
+	calls  sync.WaitGroup
 }
 
 // ParkOptions configure a Parking. Zero values mean the defaults.
@@ -112,7 +122,24 @@ func (p *Parking) Subscribe(ctx context.Context) error { return p.runner.Subscri
 
 // Close ends the calls parked on this instance, and waits for them: a
 // retry is told the call has ended because its instance shut down.
-func (p *Parking) Close() { p.runner.Close() }
+func (p *Parking) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.runner.Close()
+	p.calls.Wait()
+}
+
+// enter counts a backend call about to run; false once Close has begun.
+func (p *Parking) enter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.calls.Add(1)
+	return true
+}
 
 // parkOwner is the task owner of principal's parked calls: a digest with
 // a prefix of its own, so they are counted apart from its tasks.
@@ -165,6 +192,10 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *Call, access *policy
 func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, t *target, access *policy.View) *jsonrpc.Response {
 	p := c.Modern.Parks
 	conv := taskrun.Converse(ctx, func(ctx context.Context, ask taskrun.Ask) (json.RawMessage, error) {
+		if !p.enter() {
+			return nil, taskrun.ErrClosed
+		}
+		defer p.calls.Done()
 		call := &Call{VHost: c.VHost, Principal: c.Principal, Claims: c.Claims, Header: c.Header, Request: c.Request, Stream: c.Stream,
 			peer: r.modernPeer(ctx, v, c), modern: true, parked: true, Runtime: taskAsker(ask), access: access, admitted: true,
 			resolution: c.resolution}

@@ -253,9 +253,10 @@ func TestModernPark_StoreFailingToSealIsUnavailable(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	f := parkFixture(t, router.Options{Store: st})
-	// The parked call's record is kept on another server: only the
-	// sealing fails.
-	p := parking(t, router.ParkOptions{Store: f.NewStore()})
+	// The parked call's record is kept elsewhere: only the sealing fails.
+	mem := store.NewMemory()
+	t.Cleanup(func() { mem.Close() })
+	p := parking(t, router.ParkOptions{Store: mem})
 	if err := rs.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -264,5 +265,24 @@ func TestModernPark_StoreFailingToSealIsUnavailable(t *testing.T) {
 	resp := modernCall(t, f.Router, f.VHost, "alice", p, "confirm", nil)
 	if e := rpcErr(t, resp); !router.StoreUnavailable(resp) || e.Message != wire.MsgStoreUnavailable {
 		t.Fatalf("got %s, want store unavailable (503)", toJSON(resp))
+	}
+}
+
+// Closing a Parking waits for its calls to unwind at the backend: once
+// Close returns, each parked call has ended its backend exchange, so the
+// router's own Close (which waits for the DELETEs it has started) ends the
+// backend's session, and no backend is left with a call nobody answers.
+func TestModernPark_CloseWaitsForTheParkedCalls(t *testing.T) {
+	f := parkFixture(t, router.Options{})
+	mem := store.NewMemory()
+	t.Cleanup(func() { mem.Close() })
+	p := parking(t, router.ParkOptions{Store: mem})
+	inputRequired(t, result(t, modernCall(t, f.Router, f.VHost, "alice", p, "confirm", nil)))
+	b := f.Backends["legacy"]
+	deletes := b.Deletes()
+	p.Close()
+	f.Router.Close()
+	if got := b.Deletes() - deletes; got != 1 {
+		t.Fatalf("%d DELETEs once the parking and the router closed, want the parked call's backend session's", got)
 	}
 }
