@@ -32,10 +32,10 @@ type Options struct {
 	// resumable calls, across instances.
 	Sessions *session.Runtime
 	// Parks holds 2026-07-28 calls to 2025-era backends that ask the
-	// client something, across rounds (usually Sessions); nil where an
-	// invocation cannot outlive its answer (Lambda): the backend's request
-	// then gets -32601.
-	Parks router.ParkRuntime
+	// client something, across rounds (a router.Parking: hidden
+	// gateway-run tasks); nil where an invocation cannot outlive its
+	// answer (Lambda): the backend's request then gets -32601.
+	Parks *router.Parking
 	Auth  auth.Verifier
 	// AllowedHosts is the Host header allow-list (DNS rebinding
 	// protection); empty allows any Host.

@@ -103,7 +103,7 @@ func startListVHost(b *testing.B, n int, cache time.Duration) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(handler.New(handler.Options{Router: in.Router, Sessions: in.Sessions, Parks: in.Sessions, Auth: v}))
+	srv := httptest.NewServer(handler.New(handler.Options{Router: in.Router, Sessions: in.Sessions, Parks: in.Parks, Auth: v}))
 	b.Cleanup(srv.Close)
 	return srv.URL + "/servers/fan/mcp"
 }

@@ -160,7 +160,7 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 		t.Cleanup(aw.Close)
 		aud = &handler.Audit{Writer: aw, Arguments: config.AuditArgumentsHash}
 	}
-	h := handler.New(handler.Options{Router: in.Router, Audit: aud, Sessions: in.Sessions, Parks: in.Sessions, Auth: v, MaxBodyBytes: o.maxBody,
+	h := handler.New(handler.Options{Router: in.Router, Audit: aud, Sessions: in.Sessions, Parks: in.Parks, Auth: v, MaxBodyBytes: o.maxBody,
 		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics,
 		ReadTimeout: o.readTimeout, ResponseBudget: o.budget, Status: o.status})
 	srv := httptest.NewServer(h)

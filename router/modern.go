@@ -34,7 +34,7 @@ type ModernClient struct {
 	LogLevel           string
 	// Parks holds calls to 2025-era backends that ask the client
 	// something (modern_park.go); nil: such requests get -32601.
-	Parks ParkRuntime
+	Parks *Parking
 }
 
 // handleModern answers a 2026-07-28 request (Serve): server/discover and

@@ -4,77 +4,146 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/taskid"
+	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/sealed"
-	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // A 2025-era backend asks its client things in the middle of a call
 // (sampling, elicitation, roots): it sends a request on the call's stream
 // and waits. A 2026-07-28 client cannot be sent requests; it is asked with
-// an input_required result instead, and answers by calling again. So when
-// a 2026-07-28 call to a 2025-era backend hears such a request, the gateway
-// parks the call: it keeps the backend call running, detached from the
-// client's request, and answers that request input_required, with the
-// backend's request as an input request and a signed requestState that
-// names the parked call and the round. The client's retry, on any
-// instance, delivers its answers to the instance holding the call (the
-// session runtime carries them, as it carries a 2025 client's answers),
-// and gets the call's next round, or its result.
+// an input_required result instead, and answers by calling again, on any
+// instance. So when a 2026-07-28 call to a 2025-era backend asks, the
+// gateway parks it: the call is a gateway-run task the client never sees
+// (internal/taskrun, the store's Tasks role), whose rounds the client is
+// asked as input_required results, each with a sealed requestState naming
+// the task and the round.
 //
-// The router decides when a call may park and what the client sees; the
-// session runtime (handler/session) holds the call and carries the rounds
-// across instances. Without a ParkRuntime (on Lambda, where an invocation
-// cannot outlive its answer), the backend's request gets -32601.
+//   - The owner's side (parkStart): the call runs as a taskrun
+//     Conversation; its first Step runs where the client waits
+//     (Runner.StartOnInput), so a call that never asks answers as any
+//     call does, with no store write. Its first round creates the task
+//     (within limits.parked_calls_per_principal, counted fleet-wide
+//     under an owner of its own: parkOwner) with this instance's lease,
+//     and the run goes on detached, bounded per round by
+//     streams.client_request_timeout (past it the backend call is
+//     cancelled) and by the backend's timeout.
+//   - The retry's side (parkRetry, modern_park_retry.go), on any
+//     instance: the answers are posted to the task (partial rounds too)
+//     and the retry waits for the task's next round or its end
+//     (Runner.Answer); a retry repeated after its answer was lost gets
+//     the same again; a task whose instance died is settled failed within
+//     its lease, and the retry told so.
+//
+// Without a Parking (ModernClient.Parks nil: on Lambda, where an
+// invocation cannot outlive its answer) nothing parks: the backend's
+// request gets -32601.
 
-// ParkRuntime holds 2026-07-28 calls to 2025-era backends across the
-// rounds in which the backend asks the client something.
-type ParkRuntime interface {
-	// Run runs call detached from ctx's request (bounded by the backend's
-	// timeout and the runtime's), giving it the asker a backend's requests
-	// go to, and returns when the call completes or first needs the client.
-	Run(ctx context.Context, p ParkedCall, call func(ctx context.Context, asker SessionRuntime) *jsonrpc.Response) ParkOutcome
-	// Resume delivers a retry's answers to the parked call it names,
-	// wherever it runs, and returns the call's next outcome.
-	Resume(ctx context.Context, p ParkedCall, park store.SessionID, round int, answers map[string]json.RawMessage) ParkOutcome
+// Parking runs the calls parked on this instance as hidden gateway-run
+// tasks, of a runner of their own, so their bound and lease are theirs.
+type Parking struct {
+	runner *taskrun.Runner
+	opts   ParkOptions
+
+	// calls are the backend calls running (their Conversations'
+	// goroutines, which outlive a run's end by as long as the call takes
+	// to unwind): Close waits for them, so that a call's last backend
+	// exchange (its cancellation, its DELETE) happens before the router
+	// closes its backend clients.
+	mu     sync.Mutex
+	closed bool
+	calls  sync.WaitGroup
 }
 
-// ParkedCall is what the runtime knows of a call it may hold.
-type ParkedCall struct {
-	Principal, VHost string
-	// ClientCapabilities are the request's: a backend's request for a
-	// capability the client did not declare gets -32601, never the client.
-	ClientCapabilities json.RawMessage
+// ParkOptions configure a Parking. Zero values mean the defaults.
+type ParkOptions struct {
+	Store taskrun.Store
+	// PerPrincipal bounds the calls one principal has parked at once,
+	// across every instance (limits.parked_calls_per_principal, default
+	// DefaultParkedPerPrincipal): a parked call holds goroutines and a
+	// backend connection while a person answers.
+	PerPrincipal int
+	// Lease is the lease of the instance holding a parked call, renewed
+	// every third of it (streams.call_lease, default 10s): a retry of a
+	// call whose instance died is told so once it lapses, and the call
+	// stops counting against its principal's bound.
+	Lease time.Duration
+	// AnswerWithin bounds how long a round waits for the client's retry,
+	// and a retry for the call's next outcome
+	// (streams.client_request_timeout, default 5m).
+	AnswerWithin time.Duration
+	Logger       *slog.Logger
 }
 
-// InputRequest is one thing a parked call asks the client.
+// DefaultParkedPerPrincipal is ParkOptions.PerPrincipal's default (config
+// limits.parked_calls_per_principal).
+const DefaultParkedPerPrincipal = 8
+
+// parkRetryAfter is what a client over the bound is told to wait.
+const parkRetryAfter = 10 * time.Second
+
+// NewParking returns a Parking on opts.Store; Subscribe subscribes it to
+// the bus, Close ends its calls.
+func NewParking(opts ParkOptions) (*Parking, error) {
+	if opts.PerPrincipal <= 0 {
+		opts.PerPrincipal = DefaultParkedPerPrincipal
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = taskrun.DefaultLease
+	}
+	if opts.AnswerWithin <= 0 {
+		opts.AnswerWithin = 5 * time.Minute
+	}
+	runner, err := taskrun.New(taskrun.Options{Store: opts.Store, Lease: opts.Lease, PerPrincipal: opts.PerPrincipal, Logger: opts.Logger})
+	if err != nil {
+		return nil, err
+	}
+	return &Parking{runner: runner, opts: opts}, nil
+}
+
+// Subscribe subscribes the parked calls to the store's bus (answers for
+// this instance's calls, the next outcome for its retries), waiting at
+// most until ctx ends (taskrun.Runner.Subscribe).
+func (p *Parking) Subscribe(ctx context.Context) error { return p.runner.Subscribe(ctx) }
+
+// Close ends the calls parked on this instance, and waits for them: a
+// retry is told the call has ended because its instance shut down.
+func (p *Parking) Close() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.runner.Close()
+	p.calls.Wait()
+}
+
+// enter counts a backend call about to run; false once Close has begun.
+func (p *Parking) enter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.calls.Add(1)
+	return true
+}
+
+// parkOwner is the task owner of principal's parked calls: a digest with
+// a prefix of its own, so they are counted apart from its tasks.
+func parkOwner(principal string) string { return "park." + taskid.PrincipalDigest(principal) }
+
+// InputRequest is one thing a backend asks the client.
 type InputRequest struct {
 	Method string          `json:"method"`
 	Params json.RawMessage `json:"params,omitempty"`
-}
-
-// ParkOutcome is where a parked call stands after a round.
-type ParkOutcome struct {
-	// Response is the call's answer when it completed (its ID is the
-	// caller's to set).
-	Response *jsonrpc.Response
-	// Input are the round's requests for the client, by key, when the call
-	// waits for them; Park and Round name the call and the round.
-	Input map[string]InputRequest
-	Park  store.SessionID
-	Round int
-	// Err says why the parked call cannot go on: it ended, its instance
-	// is gone, the store failed, or the retry was stale.
-	Err *jsonrpc.Error
-	// RetryAfter, with Err, refuses a call that would have parked while
-	// its principal already has the most calls parked it may: the client
-	// is answered HTTP 429 with it as Retry-After.
-	RetryAfter time.Duration
 }
 
 // parkable routes a modern MRTR-capable call that may have to park: a
@@ -91,13 +160,12 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respo
 	if r.gatewayTaskTool(v, c.Request.Method, t, declaresExtension(c.Modern.ClientCapabilities, wire.ExtensionTasks)) {
 		return nil // run as a task, or refused, by the ordinary path (tasks_run.go)
 	}
-	pc := ParkedCall{Principal: c.Principal, VHost: v.name, ClientCapabilities: c.Modern.ClientCapabilities}
 	if raw, ok := t.params["requestState"]; ok && string(raw) != "null" {
 		var token string
 		if json.Unmarshal(raw, &token) != nil {
 			return nil
 		}
-		env, err := r.openState(ctx, sealed.Binding{VHost: v.name, Principal: c.Principal, Method: c.Request.Method, Target: t.public}, token)
+		env, err := r.openState(ctx, binding(v, c, t), token)
 		switch {
 		case errors.Is(err, errStoreUnavailable):
 			return r.storeUnavailable(c.Request.ID, err)
@@ -106,53 +174,83 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respo
 		case env.Backend != t.backend:
 			return errorResponse(c.Request.ID, invalidParams("invalid requestState: it was not issued for this request"))
 		}
-		var answers map[string]json.RawMessage
-		_ = json.Unmarshal(t.params["inputResponses"], &answers)
-		return r.parkAnswer(ctx, v, c, t, c.Modern.Parks.Resume(ctx, pc, env.Park, env.Round, answers))
+		return r.parkRetry(ctx, v, c, t, env)
 	}
 	if d := r.backendDiscovery(ctx, v, t.backend, c.Header); !d.snap.OK() || modernSnapshot(d.snap) {
 		return nil // a 2026-07-28 backend asks with input_required itself
 	}
-	return r.parkAnswer(ctx, v, c, t, c.Modern.Parks.Run(ctx, pc, func(ctx context.Context, asker SessionRuntime) *jsonrpc.Response {
-		call := *c // the call as the parked run sees it: its questions go to asker
-		call.peer, call.Runtime = r.modernPeer(ctx, v, c), asker
-		return r.serve(ctx, v, &call)
-	}))
+	return r.parkStart(ctx, v, c, t)
 }
 
-// parkAnswer turns a parked call's outcome into the client's answer: the
-// result, or input_required with the round's requests and a sealed state.
-func (r *Router) parkAnswer(ctx context.Context, v *vhost, c *Call, t *target, o ParkOutcome) *jsonrpc.Response {
-	method := c.Request.Method
+// parkStart runs c's call where it may park: its answer when it asks
+// nothing, else its first round.
+func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Response {
+	p := c.Modern.Parks
+	conv := taskrun.Converse(ctx, func(ctx context.Context, ask taskrun.Ask) (json.RawMessage, error) {
+		if !p.enter() {
+			return nil, taskrun.ErrClosed
+		}
+		defer p.calls.Done()
+		call := *c // the call as the parked run sees it: its questions go to the task
+		call.peer, call.Runtime = r.modernPeer(ctx, v, c), taskAsker(ask)
+		// The whole answer, error or result: a parked call's task
+		// "completes" with whatever the call answered (parkAnswered).
+		return wire.EncodeMessage(r.serve(ctx, v, &call))
+	})
+	spec := taskrun.Spec{Owner: parkOwner(c.Principal), VHost: v.name, Backend: t.backend, Tool: t.public,
+		TTL: 2*p.opts.AnswerWithin + time.Minute, AnswerWithin: p.opts.AnswerWithin,
+		Unanswered: fmt.Errorf("the client did not answer within %s (streams.client_request_timeout)", p.opts.AnswerWithin)}
+	task, out, err := p.runner.StartOnInput(ctx, spec, conv.Step)
+	var rpc *taskrun.RPCError
 	switch {
-	case o.Err != nil && o.RetryAfter > 0:
-		return refuse(c.Request.ID, http.StatusTooManyRequests, o.RetryAfter, o.Err)
-	case o.Err != nil:
-		return errorResponse(c.Request.ID, o.Err)
-	case o.Response != nil:
-		resp := *o.Response
-		resp.ID = c.Request.ID
-		return r.finishModern(ctx, &resp, method, v.accessHints(method, nil))
+	case errors.Is(err, taskrun.ErrLimit):
+		return refuse(c.Request.ID, http.StatusTooManyRequests, parkRetryAfter, &jsonrpc.Error{Code: CodeRateLimited,
+			Message: fmt.Sprintf("too many calls waiting for this caller's input: %d are parked, the most one caller may have (limits.parked_calls_per_principal); answer or cancel one first", p.opts.PerPrincipal),
+			Data:    LimitData("limits.parked_calls_per_principal", p.opts.PerPrincipal)})
+	case errors.Is(err, taskrun.ErrClosed):
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "the gateway is shutting down"))
+	case err != nil && ctx.Err() != nil:
+		// The client left before the call asked anything or answered: a
+		// 2026-07-28 client cancels by closing the request.
+		return errorResponse(c.Request.ID, rpcError(CodeRequestCancelled, "request cancelled by the client"))
+	case errors.As(err, &rpc):
+		return errorResponse(c.Request.ID, &jsonrpc.Error{Code: int64(rpc.Code), Message: rpc.Message, Data: rpc.Data})
+	case err != nil:
+		return r.storeUnavailable(c.Request.ID, err) // the task could not be created
+	case task == nil:
+		return r.parkAnswered(ctx, v, c, out.Result)
 	}
-	token, err := r.sealState(ctx, sealed.Binding{VHost: v.name, Principal: c.Principal, Method: method, Target: t.public},
-		sealed.RequestState{Backend: t.backend, Park: o.Park, Round: o.Round})
+	resp := r.parkAsks(ctx, v, c, t, task.ID, task.Round, task.InputRequests)
+	if resp.Error != nil {
+		// No retry can continue a round whose state could not be sealed:
+		// the call ends now rather than when its round times out.
+		_ = p.runner.Cancel(context.WithoutCancel(ctx), task.Owner, task.ID)
+	}
+	return resp
+}
+
+// parkAnswered is the client's answer when its parked call answered:
+// resp is the call's JSON-RPC response, encoded.
+func (r *Router) parkAnswered(ctx context.Context, v *vhost, c *Call, resp json.RawMessage) *jsonrpc.Response {
+	msg, err := wire.Decode(resp)
+	answer, ok := msg.(*jsonrpc.Response)
+	if err != nil || !ok {
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "a parked call's answer could not be read"))
+	}
+	out := *answer
+	out.ID = c.Request.ID
+	return r.finishModern(ctx, &out, c.Request.Method, v.accessHints(c.Request.Method, nil))
+}
+
+// parkAsks is input_required with a round's requests and a sealed state
+// naming the parked call (its task) and the round.
+func (r *Router) parkAsks(ctx context.Context, v *vhost, c *Call, t *target, park string, round int, inputs map[string]json.RawMessage) *jsonrpc.Response {
+	token, err := r.sealState(ctx, binding(v, c, t), sealed.RequestState{Backend: t.backend, Park: park, Round: round})
 	if err != nil {
 		return r.storeUnavailable(c.Request.ID, err)
-	}
-	inputs := make(map[string]json.RawMessage, len(o.Input))
-	for k, in := range o.Input {
-		inputs[k], _ = json.Marshal(in)
 	}
 	result := map[string]json.RawMessage{"inputRequests": wire.RawObject(inputs)}
 	result["resultType"], _ = json.Marshal(envelope.ResultInputRequired)
 	result["requestState"], _ = json.Marshal(token)
-	return r.finishModern(ctx, resultResponse(c.Request.ID, wire.RawObject(result)), method, nil)
-}
-
-// ParkedSession is the record a parked call keeps in the store: a session
-// of its own (the principal and vhost it belongs to), so the runtime's
-// cross-instance machinery for 2025 sessions (pending requests, answers,
-// the bus, leases) carries its rounds. Its ID is the park id.
-func ParkedSession(id store.SessionID, principal, vhost string) *store.Session {
-	return &store.Session{ID: id, Principal: principal, VHost: vhost, ProtocolVersion: wire.ModernProtocolVersion}
+	return r.finishModern(ctx, resultResponse(c.Request.ID, wire.RawObject(result)), c.Request.Method, nil)
 }

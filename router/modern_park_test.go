@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/redis/go-redis/v9"
 )
 
 // parkFixture is a vhost over one 2025-era (session) go-sdk backend whose
@@ -26,7 +26,7 @@ func parkFixture(t *testing.T, opts router.Options) *fixture {
 // modernCall is a 2026-07-28 tools/call of name by principal, whose client
 // declared elicitation, with parks holding calls that park; extra adds to
 // the params (requestState, inputResponses).
-func modernCall(t *testing.T, r *router.Router, vhost, principal string, parks router.ParkRuntime, name string, extra map[string]any) *jsonrpc.Response {
+func modernCall(t *testing.T, r *router.Router, vhost, principal string, parks *router.Parking, name string, extra map[string]any) *jsonrpc.Response {
 	t.Helper()
 	caps := json.RawMessage(`{"elicitation":{}}`)
 	params := map[string]any{"name": name, "arguments": map[string]any{"question": "proceed?"}, "_meta": map[string]any{
@@ -78,9 +78,9 @@ func accept(key string) map[string]any {
 // same backend call (the backend saw one tools/call).
 func TestModernPark_ParkedCallCompletesOnRetry(t *testing.T) {
 	f := parkFixture(t, router.Options{})
-	key, state := inputRequired(t, result(t, modernCall(t, f.Router, f.VHost, "alice", f.Sessions, "confirm", nil)))
+	key, state := inputRequired(t, result(t, modernCall(t, f.Router, f.VHost, "alice", f.Parks, "confirm", nil)))
 
-	res := result(t, modernCall(t, f.Router, f.VHost, "alice", f.Sessions, "confirm",
+	res := result(t, modernCall(t, f.Router, f.VHost, "alice", f.Parks, "confirm",
 		map[string]any{"requestState": state, "inputResponses": accept(key)}))
 	if got := text(t, res); got != "user chose accept map[ok:true]" {
 		t.Fatalf("the parked call answered %q", got)
@@ -98,7 +98,7 @@ func TestModernPark_ParkedCallCompletesOnRetry(t *testing.T) {
 // refused and never reaches the parked call.
 func TestModernPark_RetryWithForeignOrTamperedStateIsRefused(t *testing.T) {
 	f := parkFixture(t, router.Options{})
-	key, state := inputRequired(t, result(t, modernCall(t, f.Router, f.VHost, "alice", f.Sessions, "confirm", nil)))
+	key, state := inputRequired(t, result(t, modernCall(t, f.Router, f.VHost, "alice", f.Parks, "confirm", nil)))
 	tampered := []byte(state)
 	tampered[len(tampered)/2] ^= 1
 
@@ -107,7 +107,7 @@ func TestModernPark_RetryWithForeignOrTamperedStateIsRefused(t *testing.T) {
 		"tampered":          {"alice", string(tampered)},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := rpcErr(t, modernCall(t, f.Router, f.VHost, tc.principal, f.Sessions, "confirm",
+			e := rpcErr(t, modernCall(t, f.Router, f.VHost, tc.principal, f.Parks, "confirm",
 				map[string]any{"requestState": tc.state, "inputResponses": accept(key)}))
 			if e.Code != router.CodeInvalidParams || !strings.Contains(e.Message, "requestState") {
 				t.Fatalf("got %d %q, want -32602 refusing the requestState", e.Code, e.Message)
@@ -115,7 +115,7 @@ func TestModernPark_RetryWithForeignOrTamperedStateIsRefused(t *testing.T) {
 		})
 	}
 	// The parked call was left alone: alice's own retry still completes it.
-	res := result(t, modernCall(t, f.Router, f.VHost, "alice", f.Sessions, "confirm",
+	res := result(t, modernCall(t, f.Router, f.VHost, "alice", f.Parks, "confirm",
 		map[string]any{"requestState": state, "inputResponses": accept(key)}))
 	if got := text(t, res); !strings.Contains(got, "accept") {
 		t.Fatalf("alice's retry answered %q", got)
@@ -127,14 +127,14 @@ func TestModernPark_RetryWithForeignOrTamperedStateIsRefused(t *testing.T) {
 // refused before it reaches any parked call.
 func TestModernPark_StateOfAnotherBackendIsRefused(t *testing.T) {
 	f := parkFixture(t, router.Options{})
-	key, state := inputRequired(t, result(t, modernCall(t, f.Router, f.VHost, "alice", f.Sessions, "confirm", nil)))
+	key, state := inputRequired(t, result(t, modernCall(t, f.Router, f.VHost, "alice", f.Parks, "confirm", nil)))
 
 	other := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "other", StreamingTools: true})
 	cfg := *f.Config.Backends["legacy"]
 	cfg.Key, cfg.URL = "other", other.URL
 	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: {Name: f.VHost, Backends: map[string]*router.Backend{"other": &cfg}}})
 
-	e := rpcErr(t, modernCall(t, f.Router, f.VHost, "alice", f.Sessions, "confirm",
+	e := rpcErr(t, modernCall(t, f.Router, f.VHost, "alice", f.Parks, "confirm",
 		map[string]any{"requestState": state, "inputResponses": accept(key)}))
 	if e.Code != router.CodeInvalidParams || !strings.Contains(e.Message, "not issued for this request") {
 		t.Fatalf("got %d %q, want -32602: not issued for this request", e.Code, e.Message)
@@ -144,60 +144,98 @@ func TestModernPark_StateOfAnotherBackendIsRefused(t *testing.T) {
 	}
 }
 
-// refusingParks is a park runtime that refuses every call with its
-// outcome, as the session runtime does when a principal has parked the
-// most calls it may; it never runs the call.
-type refusingParks struct {
-	outcome router.ParkOutcome
-	ran     atomic.Int32
+// parking is a Parking of its own on st, closed when the test ends.
+func parking(t *testing.T, opts router.ParkOptions) *router.Parking {
+	t.Helper()
+	p, err := router.NewParking(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Subscribe(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }
 
-func (p *refusingParks) Run(context.Context, router.ParkedCall, func(context.Context, router.SessionRuntime) *jsonrpc.Response) router.ParkOutcome {
-	p.ran.Add(1)
-	return p.outcome
-}
+// A principal with the most calls parked it may (limits
+// parked_calls_per_principal) has its next call that asks refused with
+// HTTP 429, -32029 naming the limit and a Retry-After, and that call is
+// cancelled at the backend; another principal still parks, and so does
+// the first once its parked call is answered. A runtime that is shut
+// down refuses with its error, not 429.
+func TestModernPark_Refusals(t *testing.T) {
+	f := newFixtureOpts(t, router.Options{}, backendSpec{Key: "legacy", Opts: testsupport.BackendOptions{StreamingTools: true}})
+	one := parking(t, router.ParkOptions{Store: f.Store, PerPrincipal: 1})
+	key, state := inputRequired(t, result(t, modernCall(t, f.Router, f.VHost, "alice", one, "confirm", nil)))
 
-func (p *refusingParks) Resume(context.Context, router.ParkedCall, store.SessionID, int, map[string]json.RawMessage) router.ParkOutcome {
-	return p.outcome
-}
+	resp := modernCall(t, f.Router, f.VHost, "alice", one, "confirm", nil)
+	if e := rpcErr(t, resp); e.Code != router.CodeRateLimited || !strings.Contains(e.Message, "limits.parked_calls_per_principal") {
+		t.Fatalf("got %d %q, want -32029 naming the limit", e.Code, e.Message)
+	}
+	if wait, ok := router.RateLimited(resp); !ok || wait != 10*time.Second {
+		t.Fatalf("RateLimited = %v %v, want 429 with Retry-After 10s", wait, ok)
+	}
+	if n := f.Backends["legacy"].Count("tools/call"); n != 2 {
+		t.Fatalf("the backend saw %d tools/call, want 2: the refused call had started (it is refused when it asks)", n)
+	}
+	inputRequired(t, result(t, modernCall(t, f.Router, f.VHost, "bob", one, "confirm", nil)))
+	res := result(t, modernCall(t, f.Router, f.VHost, "alice", one, "confirm",
+		map[string]any{"requestState": state, "inputResponses": accept(key)}))
+	if got := text(t, res); !strings.Contains(got, "accept") {
+		t.Fatalf("alice's retry answered %q", got)
+	}
+	inputRequired(t, result(t, modernCall(t, f.Router, f.VHost, "alice", one, "confirm", nil)))
 
-// A runtime's refusal with a RetryAfter is HTTP 429 with that Retry-After;
-// one without is the runtime's error as is, not a 429.
-func TestModernPark_RuntimeRefusals(t *testing.T) {
-	f := parkFixture(t, router.Options{})
-	bound := &refusingParks{outcome: router.ParkOutcome{Err: &jsonrpc.Error{Code: router.CodeInternalError, Message: "too many parked calls"}, RetryAfter: 3 * time.Second}}
-	resp := modernCall(t, f.Router, f.VHost, "alice", bound, "confirm", nil)
-	if e := rpcErr(t, resp); !strings.Contains(e.Message, "too many parked calls") {
-		t.Fatalf("got %q, want the runtime's error", e.Message)
-	}
-	if wait, ok := router.RateLimited(resp); !ok || wait != 3*time.Second {
-		t.Fatalf("RateLimited = %v %v, want 429 with Retry-After 3s", wait, ok)
-	}
-	if bound.ran.Load() != 1 {
-		t.Fatalf("the runtime was asked to run %d calls, want 1", bound.ran.Load())
-	}
-
-	gone := &refusingParks{outcome: router.ParkOutcome{Err: &jsonrpc.Error{Code: router.CodeInvalidParams, Message: "the parked call ended"}}}
-	resp = modernCall(t, f.Router, f.VHost, "alice", gone, "confirm", nil)
-	if e := rpcErr(t, resp); e.Code != router.CodeInvalidParams || e.Message != "the parked call ended" {
-		t.Fatalf("got %d %q, want the runtime's error unchanged", e.Code, e.Message)
+	closed := parking(t, router.ParkOptions{Store: f.Store})
+	closed.Close()
+	resp = modernCall(t, f.Router, f.VHost, "alice", closed, "confirm", nil)
+	if e := rpcErr(t, resp); e.Code != router.CodeInternalError || e.Message != "the gateway is shutting down" {
+		t.Fatalf("got %d %q, want the runtime's -32603", e.Code, e.Message)
 	}
 	if _, limited := router.RateLimited(resp); limited {
-		t.Fatal("an error with no RetryAfter was answered 429")
+		t.Fatal("a shut-down runtime's refusal was answered 429")
 	}
 }
 
-// waitingParks is a park runtime whose call waits for the client at once
-// (its outcome asks for input), without running it.
-type waitingParks struct{}
-
-func (waitingParks) Run(context.Context, router.ParkedCall, func(context.Context, router.SessionRuntime) *jsonrpc.Response) router.ParkOutcome {
-	return router.ParkOutcome{Park: "park-1", Round: 1, Input: map[string]router.InputRequest{
-		"q": {Method: "elicitation/create", Params: json.RawMessage(`{"message":"proceed?"}`)}}}
+// A call that never asks the client anything costs no store write: the
+// parked-call machinery stores a call only once it asks.
+func TestModernPark_CallThatNeverAsksStoresNothing(t *testing.T) {
+	f := parkFixture(t, router.Options{})
+	rs, err := store.NewRedis(f.RedisURL, store.RedisOptions{KeyPrefix: f.Prefix + "-quiet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rs.Close() })
+	p := parking(t, router.ParkOptions{Store: rs})
+	res := result(t, modernCall(t, f.Router, f.VHost, "alice", p, "progress", map[string]any{"arguments": map[string]any{"steps": 2}}))
+	if got := text(t, res); got != "done" || res["resultType"] != "complete" {
+		t.Fatalf("the call answered %s", toJSON(res))
+	}
+	if keys := redisKeys(t, f.RedisURL, f.Prefix+"-quiet"); len(keys) != 0 {
+		t.Fatalf("a call that never asked stored %v", keys)
+	}
+	// The same store does hold a call that asks (the check can fail).
+	inputRequired(t, result(t, modernCall(t, f.Router, f.VHost, "alice", p, "confirm", nil)))
+	if keys := redisKeys(t, f.RedisURL, f.Prefix+"-quiet"); len(keys) == 0 {
+		t.Fatal("a parked call stored nothing")
+	}
 }
 
-func (waitingParks) Resume(context.Context, router.ParkedCall, store.SessionID, int, map[string]json.RawMessage) router.ParkOutcome {
-	return router.ParkOutcome{Err: &jsonrpc.Error{Code: router.CodeInternalError, Message: "unexpected resume"}}
+// redisKeys lists the keys of the server at url that begin with prefix.
+func redisKeys(t *testing.T, url, prefix string) []string {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	keys, err := c.Keys(t.Context(), prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }
 
 // When the store cannot give the key that seals the round's requestState,
@@ -215,13 +253,36 @@ func TestModernPark_StoreFailingToSealIsUnavailable(t *testing.T) {
 	}
 	t.Cleanup(func() { st.Close() })
 	f := parkFixture(t, router.Options{Store: st})
+	// The parked call's record is kept elsewhere: only the sealing fails.
+	mem := store.NewMemory()
+	t.Cleanup(func() { mem.Close() })
+	p := parking(t, router.ParkOptions{Store: mem})
 	if err := rs.Pause(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rs.Resume() })
 
-	resp := modernCall(t, f.Router, f.VHost, "alice", waitingParks{}, "confirm", nil)
+	resp := modernCall(t, f.Router, f.VHost, "alice", p, "confirm", nil)
 	if e := rpcErr(t, resp); !router.StoreUnavailable(resp) || e.Message != wire.MsgStoreUnavailable {
 		t.Fatalf("got %s, want store unavailable (503)", toJSON(resp))
+	}
+}
+
+// Closing a Parking waits for its calls to unwind at the backend: once
+// Close returns, each parked call has ended its backend exchange, so the
+// router's own Close (which waits for the DELETEs it has started) ends the
+// backend's session, and no backend is left with a call nobody answers.
+func TestModernPark_CloseWaitsForTheParkedCalls(t *testing.T) {
+	f := parkFixture(t, router.Options{})
+	mem := store.NewMemory()
+	t.Cleanup(func() { mem.Close() })
+	p := parking(t, router.ParkOptions{Store: mem})
+	inputRequired(t, result(t, modernCall(t, f.Router, f.VHost, "alice", p, "confirm", nil)))
+	b := f.Backends["legacy"]
+	deletes := b.Deletes()
+	p.Close()
+	f.Router.Close()
+	if got := b.Deletes() - deletes; got != 1 {
+		t.Fatalf("%d DELETEs once the parking and the router closed, want the parked call's backend session's", got)
 	}
 }

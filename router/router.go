@@ -76,7 +76,7 @@ type Options struct {
 	// ListensPerPrincipal bounds the subscriptions/listen streams one
 	// principal holds open on this instance (default 8); ListenURIs the
 	// resourceSubscriptions of one listen (default 100). See
-	// listen_bounds.go.
+	// client_bounds.go.
 	ListensPerPrincipal, ListenURIs int
 	// MaxPageItems bounds the items of one gateway list page, whatever
 	// the number of backends (default 1000; list_merge.go).

@@ -33,9 +33,6 @@ type Memory struct {
 	rateMu sync.Mutex         // rates only: counting never waits on sessions
 	rates  map[string]memRate // rate counters, by scope and key
 
-	slotMu sync.Mutex                      // slots only
-	slots  map[string]map[string]time.Time // slot expiries, by set and id
-
 	taskMu sync.Mutex                     // tasks only
 	tasks  map[string]map[string]*memTask // gateway-run tasks, by owner and id
 
@@ -93,7 +90,6 @@ func (m *Memory) purge(now time.Time) {
 	maps.DeleteFunc(m.claims, func(_ SessionID, c *memClaim) bool { return !now.Before(c.expires) })
 	m.purgeLeases(now)
 	m.purgeRates(now)
-	m.purgeSlots(now)
 	m.purgeTasks(now)
 }
 

@@ -14,12 +14,12 @@ import (
 // request: the handler loads the session of every request (and deletes it
 // on DELETE); the router creates it on initialize, writes back backend
 // snapshots it re-probes, and records subscriptions and the log level.
-// What a client can add to a session is bounded (session_limits.go).
+// What a client can add to a session is bounded (the limits below).
 type Sessions interface {
 	// CreateSession writes the session record, its backend snapshots and its
 	// subscriptions, all expiring after ttl (cancel marks it is given live
 	// DefaultCancelMarkTTL). ErrLimit if the client's initialize params are
-	// over MaxClientMetadataBytes (see session_limits.go).
+	// over MaxClientMetadataBytes (see the limits below).
 	CreateSession(ctx context.Context, s *Session, ttl time.Duration) error
 	// LoadSession returns the full session (record, snapshots, subscriptions)
 	// and refreshes its TTL, in one round trip. ErrNotFound if absent.

@@ -16,7 +16,6 @@
 //     instance still runs a streamed call;
 //   - SigningKeys (signing_keys.go): keys every instance shares;
 //   - RateLimits (rate_limits.go): request counters every instance shares;
-//   - Slots (slots.go): what one principal holds at once, fleet-wide;
 //   - Tasks (tasks.go): the tasks the gateway runs itself, their leases,
 //     input rounds and results;
 //   - UserTokens (user_tokens.go): users' sealed third-party tokens.
@@ -42,7 +41,6 @@ type Store interface {
 	Leases
 	SigningKeys
 	RateLimits
-	Slots
 	Tasks
 	UserTokens
 

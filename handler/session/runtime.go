@@ -6,13 +6,11 @@
 // instances, logs calls answered as event streams so they can be resumed
 // elsewhere, and dispatches the store's bus for all of these.
 //
-// A 2026-07-28 request has no session: it reaches this package only when
-// it parks (a call translated to a 2025-era backend that asks the client
-// something: parked_calls.go and parked_retry.go, which carry its rounds
-// with the same cross-instance machinery). The handler composes the two:
-// it asks this package to track a request and to carry its
-// server-to-client requests (router.Call.Runtime), and the router to
-// route it.
+// A 2026-07-28 request has no session and never reaches this package (a
+// call of one parked on a 2025-era backend is a task the router runs:
+// router/modern_park.go). The handler composes the two: it asks this
+// package to track a request and to carry its server-to-client requests
+// (router.Call.Runtime), and the router to route it.
 package session
 
 import (
@@ -61,24 +59,18 @@ type Options struct {
 	// (default 10s): a resume elsewhere gives up on a call whose instance
 	// has been gone this long.
 	CallLeaseTTL time.Duration
-	// ParkedPerPrincipal bounds the calls of one principal parked for
-	// client input at once, across every instance (default 8; see
-	// parked_calls.go).
-	ParkedPerPrincipal int
-	Logger             *slog.Logger
+	Logger       *slog.Logger
 }
 
 // Store is what the session runtime uses of the shared store: session
 // records, the marks and bus that carry cancels and server-to-client
-// requests across instances, event logs, stream leases and the slots that
-// bound parked calls.
+// requests across instances, event logs and stream leases.
 type Store interface {
 	store.Sessions
 	store.Marks
 	store.Bus
 	store.EventLog
 	store.Leases
-	store.Slots
 	Ping(ctx context.Context) error
 }
 
@@ -91,7 +83,6 @@ type Runtime struct {
 
 	inflight *inflight
 	streams  *streamHub
-	parks    parks
 
 	mu      sync.Mutex
 	stopBus func() // set by Start
@@ -114,9 +105,6 @@ func New(st Store, backends Backends, opts Options) *Runtime {
 	}
 	if opts.CallLeaseTTL <= 0 {
 		opts.CallLeaseTTL = 10 * time.Second
-	}
-	if opts.ParkedPerPrincipal <= 0 {
-		opts.ParkedPerPrincipal = DefaultParkedPerPrincipal
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -153,7 +141,6 @@ func (rt *Runtime) Close() {
 	if stop != nil {
 		stop()
 	}
-	rt.parks.closeAll()
 	rt.streams.closeAll()
 	rt.streams.wait()
 }

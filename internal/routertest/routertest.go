@@ -34,6 +34,9 @@ type Spec struct {
 type Options struct {
 	Router   router.Options
 	Sessions session.Options
+	// Parks configures the instance's parked calls (its Store is the
+	// instance's).
+	Parks router.ParkOptions
 }
 
 // Instance is one gateway instance: what cmd/internal/app assembles.
@@ -41,6 +44,9 @@ type Instance struct {
 	Store    store.Store
 	Router   *router.Router
 	Sessions *session.Runtime
+	// Parks holds the 2026-07-28 calls parked on this instance
+	// (router.ModernClient.Parks).
+	Parks *router.Parking
 }
 
 // Fixture is a virtual host over real backends, with a first instance on a
@@ -127,6 +133,12 @@ func StartInstance(t testing.TB, st store.Store, vhosts map[string]*router.Virtu
 	}
 	in := &Instance{Store: st, Router: router.New(vhosts, opts.Router)}
 	in.Sessions = session.New(st, in.Router, opts.Sessions)
+	opts.Parks.Store = st
+	parks, err := router.NewParking(opts.Parks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Parks = parks
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := in.Router.Start(ctx); err != nil {
@@ -135,8 +147,12 @@ func StartInstance(t testing.TB, st store.Store, vhosts map[string]*router.Virtu
 	if err := in.Sessions.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := in.Parks.Subscribe(ctx); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		in.Sessions.Close()
+		in.Parks.Close()
 		in.Router.Close()
 	})
 	return in

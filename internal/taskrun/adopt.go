@@ -112,7 +112,7 @@ func (r *Runner) Adopt(ctx context.Context, owner, id string, load func(t *store
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() { cancel(ErrTimeLimit) })
 	defer stop()
-	rn := r.register(t, cancel, nil)
+	rn := r.register(t, cancel, Spec{})
 	defer r.unregister(t, cancel)
 	if t.CancelRequested { // cancelled before its run began
 		t.Run = nil
@@ -142,6 +142,6 @@ func (r *Runner) Adopt(ctx context.Context, owner, id string, load func(t *store
 	}
 	r.wg.Add(1)
 	defer r.wg.Done()
-	r.drive(runCtx, rn, t, step)
+	r.drive(runCtx, rn, t, step, nil)
 	return nil
 }

@@ -87,6 +87,14 @@ type Spec struct {
 	// given the new task's id (Create: kept sealed in the task's record
 	// until the run that takes it over starts).
 	Run func(id string) ([]byte, error)
+	// AnswerWithin, when set, bounds each round's wait for the client's
+	// answers: past it the run ends (Step's context with it, so the
+	// backend call is cancelled rather than left waiting for a client
+	// that is not coming back) and the task fails with Unanswered's
+	// message (default ErrUnanswered). A task whose client polls has no
+	// need of it; a parked call's client may simply never retry.
+	AnswerWithin time.Duration
+	Unanswered   error
 }
 
 // Store is what a Runner uses of the shared store: task records, and the
@@ -154,12 +162,17 @@ type Runner struct {
 	running map[string]*run // by owner "\x00" id
 	closed  bool
 	wg      sync.WaitGroup
+
+	waiters statusWaiters // Answer's callers, woken by status messages (answer.go)
 }
 
 type run struct {
 	cancel  context.CancelCauseFunc
 	wake    chan struct{}    // answers may have arrived
 	changed func(store.Task) // Spec.Changed
+	// answerWithin and unanswered are Spec.AnswerWithin and Unanswered.
+	answerWithin time.Duration
+	unanswered   error
 }
 
 // New returns a runner. Subscribe subscribes it to the store's bus; Close
@@ -224,6 +237,10 @@ func runKey(owner, id string) string { return owner + "\x00" + id }
 
 // onBus wakes the local run a message is for. It must not block.
 func (r *Runner) onBus(m store.BusMessage) {
+	if owner, id, ok := StatusChanged(m); ok {
+		r.waiters.changed(owner, id)
+		return
+	}
 	if m.Kind != store.BusTaskAnswer && m.Kind != store.BusTaskCancel {
 		return
 	}
@@ -259,30 +276,23 @@ func (r *Runner) Start(ctx context.Context, spec Spec, step Step) (*store.Task, 
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancelCause(context.Background())
-	rn := r.register(t, cancel, spec.Changed)
+	rn := r.register(t, cancel, spec)
 	created := *t
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
 		defer r.unregister(t, cancel)
-		r.drive(runCtx, rn, t, step)
+		r.drive(runCtx, rn, t, step, nil)
 	}()
 	return &created, nil
 }
 
 // create stores a new working task for spec, held by runner for lease.
 func (r *Runner) create(ctx context.Context, spec Spec, runner string, lease time.Duration) (*store.Task, error) {
-	if spec.TTL <= 0 {
-		spec.TTL = DefaultTTL
-	}
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	t, err := newTask(spec, runner, r.opts.PollInterval)
+	if err != nil {
 		return nil, err
 	}
-	now := time.Now().UTC()
-	t := &store.Task{ID: hex.EncodeToString(b[:]), Owner: spec.Owner, VHost: spec.VHost, Backend: spec.Backend,
-		Tool: spec.Tool, Status: store.TaskWorking, CreatedAt: now, UpdatedAt: now, TTL: spec.TTL,
-		PollInterval: r.opts.PollInterval, Runner: runner}
 	r.mu.Lock()
 	closed := r.closed
 	r.mu.Unlock()
@@ -296,19 +306,40 @@ func (r *Runner) create(ctx context.Context, spec Spec, runner string, lease tim
 		}
 		t.Run = run
 	}
-	err := r.opts.Store.CreateTask(ctx, t, r.opts.PerPrincipal, lease, r.opts.MaxRun+spec.TTL+r.opts.Lease+lease)
-	if errors.Is(err, store.ErrTaskLimit) {
-		return nil, ErrLimit
-	}
-	if err != nil {
+	if err := r.store(ctx, t, spec, lease); err != nil {
 		return nil, err
 	}
 	return t, nil
 }
 
+// newTask is a new working task for spec, held by runner, not yet stored.
+func newTask(spec Spec, runner string, poll time.Duration) (*store.Task, error) {
+	if spec.TTL <= 0 {
+		spec.TTL = DefaultTTL
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	now := time.Now().UTC()
+	return &store.Task{ID: hex.EncodeToString(b[:]), Owner: spec.Owner, VHost: spec.VHost, Backend: spec.Backend,
+		Tool: spec.Tool, Status: store.TaskWorking, CreatedAt: now, UpdatedAt: now, TTL: spec.TTL,
+		PollInterval: poll, Runner: runner}, nil
+}
+
+// store creates t in the store, within the owner's bound (ErrLimit).
+func (r *Runner) store(ctx context.Context, t *store.Task, spec Spec, lease time.Duration) error {
+	err := r.opts.Store.CreateTask(ctx, t, r.opts.PerPrincipal, lease, r.opts.MaxRun+t.TTL+r.opts.Lease+lease)
+	if errors.Is(err, store.ErrTaskLimit) {
+		return ErrLimit
+	}
+	return err
+}
+
 // register makes t's run known to the bus handler (answers, cancels).
-func (r *Runner) register(t *store.Task, cancel context.CancelCauseFunc, changed func(store.Task)) *run {
-	rn := &run{cancel: cancel, wake: make(chan struct{}, 1), changed: changed}
+func (r *Runner) register(t *store.Task, cancel context.CancelCauseFunc, spec Spec) *run {
+	rn := &run{cancel: cancel, wake: make(chan struct{}, 1), changed: spec.Changed,
+		answerWithin: spec.AnswerWithin, unanswered: spec.Unanswered}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -327,8 +358,10 @@ func (r *Runner) unregister(t *store.Task, cancel context.CancelCauseFunc) {
 }
 
 // drive runs the task to its end. t is this run's copy of the record,
-// whose Version follows its own writes.
-func (r *Runner) drive(ctx context.Context, rn *run, t *store.Task, step Step) {
+// whose Version follows its own writes. issued, when set, maps the keys
+// of t's open round (opened before the run began: StartOnInput) to the
+// step's own: the run waits for its answers before it steps.
+func (r *Runner) drive(ctx context.Context, rn *run, t *store.Task, step Step, issued map[string]string) {
 	cancel := rn.cancel
 	maxRun := time.AfterFunc(r.opts.MaxRun, func() { cancel(errMaxRun) })
 	defer maxRun.Stop()
@@ -338,6 +371,12 @@ func (r *Runner) drive(ctx context.Context, rn *run, t *store.Task, step Step) {
 	defer func() { stopKeep(); keep.Wait() }()
 
 	var answers map[string]json.RawMessage
+	if issued != nil {
+		if answers = r.await(ctx, rn, t, issued); answers == nil {
+			r.ended(rn, t, context.Cause(ctx))
+			return
+		}
+	}
 	for {
 		out, err := step(ctx, answers)
 		if ctx.Err() != nil {
@@ -356,8 +395,8 @@ func (r *Runner) drive(ctx context.Context, rn *run, t *store.Task, step Step) {
 			r.settle(rn, t, store.TaskCompleted, "", out.Result, nil)
 			return
 		case len(out.InputRequests) > store.MaxTaskInputs:
-			msg := fmt.Sprintf("the backend asked for %d inputs at once, more than %d", len(out.InputRequests), store.MaxTaskInputs)
-			r.settle(rn, t, store.TaskFailed, msg, nil, &RPCError{Code: -32603, Message: msg})
+			rpc := tooManyInputs(len(out.InputRequests))
+			r.settle(rn, t, store.TaskFailed, rpc.Message, nil, rpc)
 			return
 		}
 		answers = r.round(ctx, rn, t, out.InputRequests)
@@ -366,6 +405,11 @@ func (r *Runner) drive(ctx context.Context, rn *run, t *store.Task, step Step) {
 			return
 		}
 	}
+}
+
+// tooManyInputs is the error of a round larger than a task may hold.
+func tooManyInputs(n int) *RPCError {
+	return &RPCError{Code: -32603, Message: fmt.Sprintf("the backend asked for %d inputs at once, more than %d", n, store.MaxTaskInputs)}
 }
 
 // keepLease renews the run's lease every third of it, and checks the
@@ -391,51 +435,6 @@ func (r *Runner) keepLease(ctx context.Context, owner, id string, cancel context
 		if t, err := r.opts.Store.LoadTask(ctx, owner, id); err == nil && t.CancelRequested {
 			cancel(errCancelled)
 			return
-		}
-	}
-}
-
-// round opens an input round for the backend's requests and waits until
-// every one is answered; it returns the answers under the backend's keys,
-// or nil when the run ended meanwhile.
-func (r *Runner) round(ctx context.Context, rn *run, t *store.Task, requests map[string]json.RawMessage) map[string]json.RawMessage {
-	round := t.Round + 1
-	issued := map[string]string{} // issued key → the backend's key
-	t.InputRequests = map[string]json.RawMessage{}
-	for k, req := range requests {
-		key := fmt.Sprintf("r%d-%s", round, k)
-		issued[key] = k
-		t.InputRequests[key] = req
-	}
-	t.Round, t.Status, t.StatusMessage = round, store.TaskInputRequired, "waiting for the client's input"
-	if !r.write(rn, t) {
-		return nil
-	}
-	poll := time.NewTicker(r.opts.Lease / 3)
-	defer poll.Stop()
-	for {
-		cur, err := r.opts.Store.LoadTask(ctx, t.Owner, t.ID)
-		switch {
-		case err != nil && ctx.Err() == nil:
-			r.logger.Warn("task: reading its answers", "task", t.ID, "err", err)
-		case err == nil && cur.CancelRequested:
-			rn.cancel(errCancelled)
-		case err == nil && cur.Round == round && len(cur.Answers) > 0 && len(cur.Outstanding()) == 0:
-			answers := map[string]json.RawMessage{}
-			for key, a := range cur.Answers {
-				answers[issued[key]] = a
-			}
-			t.Status, t.StatusMessage, t.InputRequests = store.TaskWorking, "", nil
-			if !r.write(rn, t) {
-				return nil
-			}
-			return answers
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-rn.wake:
-		case <-poll.C:
 		}
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/mcpgw/gateway/store"
 )
 
 // A multi-round-trip request (protocol 2026-07-28) answers input_required
@@ -45,10 +43,11 @@ type RequestState struct {
 	Request   string `json:"r"` // requestDigest
 	State     string `json:"s,omitempty"`
 	// Park and Round name a call the gateway holds open on a 2025-era
-	// backend that asked the client something (router modern_park.go);
-	// State is then empty: the backend has none.
-	Park  store.SessionID `json:"k,omitempty"`
-	Round int             `json:"n,omitempty"`
+	// backend that asked the client something (router modern_park.go: the
+	// hidden task that runs it) and the round asked; State is then empty:
+	// the backend has none.
+	Park  string `json:"k,omitempty"`
+	Round int    `json:"n,omitempty"`
 	// Task names a task the gateway runs whose tool asked its first
 	// question before the task was handed out (input_before_task; router
 	// tasks_run.go): the retry answers it and gets the task.

@@ -49,6 +49,9 @@ type App struct {
 	// tasks runs the tasks the gateway runs for backends (nil with
 	// WithoutParking, unless WithTaskLauncher runs them elsewhere).
 	tasks *taskrun.Runner
+	// parks holds 2026-07-28 calls parked on 2025-era backends (nil with
+	// WithoutParking).
+	parks *router.Parking
 	// userTokens gives user_oauth backends the caller's token (RunTask).
 	userTokens credentials.UserTokenSource
 }
@@ -206,13 +209,8 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		StreamLinger:         cfg.Streams.Linger,
 		CallLeaseTTL:         cfg.Streams.CallLease,
 		ClientRequestTimeout: cfg.Streams.ClientRequestTimeout,
-		ParkedPerPrincipal:   cfg.Limits.ParkedCallsPerPrincipal,
 		Logger:               log,
 	})
-	var parks router.ParkRuntime // a nil interface: no parking
-	if !bo.noParking {
-		parks = sessions
-	}
 	var aud *handler.Audit
 	if aw != nil {
 		m.ObserveAuditDropped(aw.Dropped)
@@ -230,6 +228,25 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 			aw.Close()
 		}
 		return nil, err
+	}
+	// Calls parked on 2025-era backends are tasks of a runner of their
+	// own (router/modern_park.go): not with WithoutParking.
+	var parks *router.Parking // nil: no parking
+	if !bo.noParking {
+		parks, err = router.NewParking(router.ParkOptions{Store: st, PerPrincipal: cfg.Limits.ParkedCallsPerPrincipal,
+			Lease: cfg.Streams.CallLease, AnswerWithin: cfg.Streams.ClientRequestTimeout, Logger: log})
+		if err != nil {
+			if tasks != nil {
+				tasks.Close()
+			}
+			rt.Close()
+			_ = st.Close()
+			_ = tr.Shutdown(context.Background())
+			if aw != nil {
+				aw.Close()
+			}
+			return nil, fmt.Errorf("parking: %w", err)
+		}
 	}
 	h := handler.New(handler.Options{
 		SignIn:         signInPages,
@@ -254,7 +271,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		Audit:            aud,
 	})
 	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st, Audit: aw, tracing: tr, auth: verifier, tasks: tasks,
-		userTokens: userTokens}, nil
+		parks: parks, userTokens: userTokens}, nil
 }
 
 // RunTask runs a task this gateway's TaskLauncher launched
@@ -274,17 +291,19 @@ func (a *App) FlushTraces(ctx context.Context) error {
 	return a.tracing.ForceFlush(ctx)
 }
 
-// Start subscribes the router, the session runtime and the task runner to
-// the store's bus,
-// waiting at most until ctx ends. An error means the store did not confirm
-// in time: the gateway serves anyway (the subscription keeps trying in the
+// Start subscribes the router, the session runtime, the task runner and
+// the parked calls to the store's bus, waiting at most until ctx ends. An
+// error means the store did not confirm in time: the gateway serves anyway (the subscription keeps trying in the
 // background, and /readyz tells the load balancer), so callers log it.
 func (a *App) Start(ctx context.Context) error {
-	var tasks error
+	var tasks, parks error
 	if a.tasks != nil {
 		tasks = a.tasks.Subscribe(ctx)
 	}
-	return errors.Join(a.Router.Start(ctx), a.Sessions.Start(ctx), tasks)
+	if a.parks != nil {
+		parks = a.parks.Subscribe(ctx)
+	}
+	return errors.Join(a.Router.Start(ctx), a.Sessions.Start(ctx), tasks, parks)
 }
 
 // Close ends the session runtime's streams, then the router's background
@@ -294,6 +313,9 @@ func (a *App) Close() error {
 	a.Sessions.Close()
 	if a.tasks != nil {
 		a.tasks.Close() // its runs use the router's backend clients
+	}
+	if a.parks != nil {
+		a.parks.Close() // likewise
 	}
 	a.Router.Close()
 	auth.Close(a.auth)
