@@ -35,6 +35,7 @@ func TestStream_ReloadHidingASubscribedResourceEndsItsUpdates(t *testing.T) {
 	for _, uri := range []string{"gateway-one-test://counter", "gateway-two-test://counter"} {
 		result(t, f.Instance.CallClaims(t, sid, alice, "resources/subscribe", map[string]any{"uri": uri}))
 	}
+	busSettled(t, f.Instance)
 	one, two := f.Backends["gateway-one"], f.Backends["gateway-two"]
 	ctx := credentials.WithCaller(context.Background(), credentials.Caller{Principal: "alice", Claims: alice})
 	ev, err := f.Sessions.OpenStream(ctx, f.Instance.Load(t, sid), http.Header{}, "")
@@ -93,6 +94,7 @@ func TestStream_ReattachWithOtherClaimsRebuildsTheListeners(t *testing.T) {
 	for _, uri := range []string{"gateway-one-test://counter", "gateway-two-test://counter"} {
 		result(t, f.Instance.CallClaims(t, sid, admin.Claims, "resources/subscribe", map[string]any{"uri": uri}))
 	}
+	busSettled(t, f.Instance)
 	one, two := f.Backends["gateway-one"], f.Backends["gateway-two"]
 	attach := func(c credentials.Caller) interface{ Close() } {
 		t.Helper()

@@ -77,6 +77,7 @@ func subscribedOnTwo(t *testing.T) (f *fixture, second *instance, sid store.Sess
 	sid = f.InitCaps(`{}`)
 	one := f.Backends["gateway-one"]
 	result(t, f.Call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
+	busSettled(t, f.Instance)
 	gets := one.Count("GET")
 	ev = openStream(t, f.Instance, sid, "")
 	if !one.WaitCount("GET", gets+1, waitFor) {

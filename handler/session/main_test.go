@@ -101,3 +101,37 @@ func names(t testing.TB, res map[string]any, field string) []string {
 }
 func text(t testing.TB, res map[string]any) string { t.Helper(); return routertest.Text(t, res) }
 func mustID(n int) jsonrpc.ID                      { return routertest.MustID(n) }
+
+// busSettled returns once every bus message published on in's store
+// before it was called has been handed to the store's subscribers, the
+// session runtime's included: the store calls them one after another, in
+// order, from one goroutine, so a marker published now and seen here
+// comes after every earlier message. A test that subscribes the session
+// and then opens its stream calls it in between, so the subscription's
+// listeners-changed message, published before any stream was held, cannot
+// arrive after the stream opened and rebuild its listeners once more.
+func busSettled(t *testing.T, in *instance) {
+	t.Helper()
+	marker := store.BusMessage{Kind: "test-settled", ID: time.Now().Format(time.RFC3339Nano)}
+	seen := make(chan struct{}, 1)
+	stop, err := in.Store.Subscribe(t.Context(), func(m store.BusMessage) {
+		if m.Kind == marker.Kind && m.ID == marker.ID {
+			select {
+			case seen <- struct{}{}:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if err := in.Store.Publish(t.Context(), marker); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-seen:
+	case <-time.After(waitFor):
+		t.Fatal("the bus did not deliver the test's marker")
+	}
+}
