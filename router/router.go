@@ -103,7 +103,11 @@ type Router struct {
 	infoOnce sync.Once
 	infoJSON json.RawMessage
 
-	cleanup sync.WaitGroup // background backend DELETEs (see release)
+	// cleanup counts what must end before the backend clients close: the
+	// background DELETEs of per-request backend sessions (release) and the
+	// backend calls of gateway-run tasks (taskConversation), which unwind
+	// a little after their runs end.
+	cleanup sync.WaitGroup
 
 	mu      sync.Mutex
 	stopBus func() // set by Start
@@ -191,8 +195,22 @@ func (r *Router) Start(ctx context.Context) error {
 	return err
 }
 
+// holdOpen keeps Close from closing the backend clients until the caller
+// calls r.cleanup.Done; false once Close has begun.
+func (r *Router) holdOpen() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	r.cleanup.Add(1)
+	return true
+}
+
 // Close stops the bus subscription, waits for the background cleanup of
-// backend sessions, and releases the pooled backend connections.
+// backend sessions and for the backend calls of tasks still unwinding
+// (close the task runner first: it ends their runs), and releases the
+// pooled backend connections.
 func (r *Router) Close() {
 	r.mu.Lock()
 	r.closed = true

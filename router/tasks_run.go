@@ -221,6 +221,10 @@ func taskCall(c *Call, p *peer) *Call {
 // call's (its caller's credentials), its end is not.
 func (r *Router) taskConversation(ctx context.Context, v *vhost, run *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *taskrun.Conversation {
 	return taskrun.Converse(ctx, func(ctx context.Context, ask taskrun.Ask) (json.RawMessage, error) {
+		if !r.holdOpen() {
+			return nil, &taskrun.RPCError{Code: CodeInternalError, Message: "the gateway is shutting down"}
+		}
+		defer r.cleanup.Done()
 		call := *run
 		call.Runtime = taskAsker(ask)
 		resp := r.relay(ctx, v, &call, t, params, sent, hc)
