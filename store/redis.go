@@ -45,7 +45,8 @@ type Redis struct {
 	prefix     string
 	instanceID string
 	bus        redisBus
-	plaintext  bool // the URL asked for no TLS: a closed connection may mean a TLS-only server
+	plaintext  bool     // the URL asked for no TLS: a closed connection may mean a TLS-only server
+	hosts      []string // the host names dialled (redisconn.Config.Hosts), for Ping
 	// snapshots are the backend snapshots this instance decoded, by
 	// their stored text (redis_sessions.go).
 	snapshots snapshotCache
@@ -90,7 +91,7 @@ func NewRedis(rawURL string, opts RedisOptions) (*Redis, error) {
 	cfg.BoundByContext()
 	client := cfg.NewClient()
 	client.AddHook(redisconn.NewTimeoutHook(timeout))
-	return &Redis{client: client, prefix: prefix, instanceID: newInstanceID(),
+	return &Redis{client: client, prefix: prefix, instanceID: newInstanceID(), hosts: cfg.Hosts(),
 		plaintext: strings.HasPrefix(rawURL, "redis://") || strings.HasPrefix(rawURL, "redis+")}, nil
 }
 
@@ -142,9 +143,15 @@ const (
 	prefixAnswer  = "a:" // a:<requestID> = the client's answer, see PostAnswer
 )
 
-// Ping checks that Redis answers.
+// Ping checks that Redis answers. When it did not answer in time, a host
+// name that does not resolve is reported as such (redisconn.Unusable).
 func (r *Redis) Ping(ctx context.Context) error {
 	if err := r.client.Ping(ctx).Err(); err != nil {
+		if ctx.Err() != nil && len(r.hosts) > 0 {
+			if dnsErr := redisconn.UnresolvedHosts(r.hosts); dnsErr != nil {
+				return fmt.Errorf("store: ping redis: %w", dnsErr)
+			}
+		}
 		if r.plaintext && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
 			return fmt.Errorf("store: ping redis: %w (the server closed the connection: if it only speaks TLS, use a rediss:// URL)", err)
 		}

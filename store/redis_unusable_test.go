@@ -79,3 +79,30 @@ func TestNewRedis_RefusesABadURL(t *testing.T) {
 		}
 	}
 }
+
+// A host name that does not resolve is reported as such even when the
+// Ping's time runs out first (go-redis retries its dials, and on a loaded
+// machine the lookup's failure came after the deadline): start-up still
+// stops on it. A name that resolves, and a refused connection, are not.
+func TestPing_UnresolvedHostOutlivesTheDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		url      string
+		unusable bool
+	}{
+		{"redis://no-such-host.invalid:6379", true},
+		{"redis+cluster://no-such-host.invalid:6379,also-not.invalid:6379", true},
+		{"redis://localhost:1", false},
+	} {
+		rs, err := store.NewRedis(tc.url, store.RedisOptions{Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
+		perr := rs.Ping(ctx)
+		cancel()
+		rs.Close()
+		if perr == nil || redisconn.Unusable(perr) != tc.unusable {
+			t.Errorf("%s: Ping = %v, Unusable %v, want %v", tc.url, perr, redisconn.Unusable(perr), tc.unusable)
+		}
+	}
+}
