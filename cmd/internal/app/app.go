@@ -108,6 +108,15 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	if err := auth.Check(cfg.Auth); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
+	// What is built is released in reverse if a later step fails (undo);
+	// once the App is returned, its Close releases it.
+	var undo []func()
+	fail := func(err error) (*App, error) {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		return nil, err
+	}
 	// First of what Close releases: a file that cannot be opened fails
 	// the build before anything else is started.
 	var aw *audit.Writer
@@ -116,33 +125,29 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		if aw, err = audit.Open(cfg.Audit.Output, cfg.Audit.Buffer, log); err != nil {
 			return nil, err
 		}
+		undo = append(undo, aw.Close)
 	}
 	var st store.Store
 	if redisURL != "" {
 		rs, err := store.NewRedis(redisURL, store.RedisOptions{Timeout: cfg.Store.Timeout})
 		if err != nil {
-			if aw != nil {
-				aw.Close()
-			}
-			return nil, err
+			return fail(err)
 		}
 		st = rs
 	} else {
 		log.Warn("no Redis URL set: using the embedded in-memory store; sessions live in this process only, so run a single instance")
 		st = store.NewMemory()
 	}
+	undo = append(undo, func() { _ = st.Close() })
 	tp := bo.tracerProvider
 	var tr *tracing.Provider
 	var err error
 	if tp == nil {
 		tr, err = tracing.New(context.Background(), tracing.Settings{Config: cfg.Tracing, Getenv: os.Getenv, ServiceVersion: bo.build.Version, Logger: log})
 		if err != nil {
-			_ = st.Close()
-			if aw != nil {
-				aw.Close()
-			}
-			return nil, fmt.Errorf("tracing: %w", err)
+			return fail(fmt.Errorf("tracing: %w", err))
 		}
+		undo = append(undo, func() { _ = tr.Shutdown(context.Background()) })
 		tp = tr.TracerProvider()
 	}
 	// Metrics are on by default: collecting costs little, and an operator
@@ -162,12 +167,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		tasks, err = taskrun.New(taskrun.Options{Store: st, Lease: cfg.Streams.CallLease,
 			PerPrincipal: cfg.Limits.TasksPerPrincipal, Logger: log})
 		if err != nil {
-			_ = st.Close()
-			_ = tr.Shutdown(context.Background())
-			if aw != nil {
-				aw.Close()
-			}
-			return nil, fmt.Errorf("tasks: %w", err)
+			return fail(fmt.Errorf("tasks: %w", err))
 		}
 	}
 	rt := router.New(cfg.VirtualHosts, router.Options{
@@ -190,18 +190,13 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	m.ObservePools(func() []metrics.PoolSample { return poolSamples(rt.Status()) })
 	// Keys of identity providers are fetched in the background from now
 	// on; nothing here waits for a provider.
+	undo = append(undo, rt.Close)
+	if tasks != nil {
+		undo = append(undo, tasks.Close) // before the router: its runs use the router's backend clients
+	}
 	verifier, err := auth.New(cfg.Auth, auth.WithLogger(log))
 	if err != nil {
-		if tasks != nil {
-			tasks.Close()
-		}
-		rt.Close()
-		_ = st.Close()
-		_ = tr.Shutdown(context.Background())
-		if aw != nil {
-			aw.Close()
-		}
-		return nil, fmt.Errorf("auth: %w", err)
+		return fail(fmt.Errorf("auth: %w", err))
 	}
 	sessions := session.New(st, rt, session.Options{
 		SessionTTL:           cfg.SessionTTL,
@@ -218,16 +213,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	}
 	signInPages, userTokens, err := signIn(cfg, st, log) // sign_in.go
 	if err != nil {
-		if tasks != nil {
-			tasks.Close()
-		}
-		rt.Close()
-		_ = st.Close()
-		_ = tr.Shutdown(context.Background())
-		if aw != nil {
-			aw.Close()
-		}
-		return nil, err
+		return fail(err)
 	}
 	// Calls parked on 2025-era backends are tasks of a runner of their
 	// own (router/modern_park.go): not with WithoutParking.
@@ -236,16 +222,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		parks, err = router.NewParking(router.ParkOptions{Store: st, PerPrincipal: cfg.Limits.ParkedCallsPerPrincipal,
 			Lease: cfg.Streams.CallLease, AnswerWithin: cfg.Streams.ClientRequestTimeout, Logger: log})
 		if err != nil {
-			if tasks != nil {
-				tasks.Close()
-			}
-			rt.Close()
-			_ = st.Close()
-			_ = tr.Shutdown(context.Background())
-			if aw != nil {
-				aw.Close()
-			}
-			return nil, fmt.Errorf("parking: %w", err)
+			return fail(fmt.Errorf("parking: %w", err))
 		}
 	}
 	h := handler.New(handler.Options{
