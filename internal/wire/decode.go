@@ -91,25 +91,22 @@ const bigMessage = 4 << 10
 // wireKeys are the members wireMessage decodes.
 var wireKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
-// decodeBig decodes a large message as encoding/json would, in fewer
-// passes: the message is validated whole (json.Valid), its top level
-// walked once (MembersBytes), and its result or params, which is what
-// makes a message large (a list page of 10,000 tools), taken as its bytes
-// instead of being scanned again by the decoder; the other members, a
-// few bytes, are decoded by encoding/json. false, with w untouched, when
+// decodeBig decodes a large message as encoding/json would, in one pass:
+// the message is validated whole while its top level is walked
+// (ValidMembers), and its result or params, which is what makes a
+// message large (a list page of 10,000 tools), taken as its bytes instead
+// of being scanned again by the decoder; the other members, a few bytes,
+// are decoded by encoding/json. false, with w untouched, when
 // the message is not valid JSON, not an object, or names a member in a
 // way only encoding/json's rules settle (a key differing from one of
 // wireKeys in case only, the large member twice): the caller then
 // decodes it as usual.
 func decodeBig(data []byte, w *wireMessage) bool {
-	if !json.Valid(data) {
-		return false
-	}
 	var big []byte
 	bigKey, bail := "", false
 	small := make([]byte, 0, 256)
 	small = append(small, '{')
-	ok := MembersBytes(data, func(k, v []byte) bool {
+	ok := ValidMembers(data, func(k, v []byte) bool {
 		switch string(k) {
 		case "params", "result":
 			if big != nil {

@@ -69,12 +69,16 @@ func normalize(t *testing.T, m map[string]json.RawMessage) map[string]any {
 }
 
 // FuzzMembers: no input panics the walkers, and on an object encoding/json
-// accepts, Members agrees with it on every key it reports.
+// accepts, Members agrees with it on every key it reports. The validating
+// scanner (ValidMembers, Valid) agrees with encoding/json on every input:
+// valid or not, and the same members.
 func FuzzMembers(f *testing.F) {
-	for _, s := range []string{`{"name":"x","a":[1,{"b":"}"}]}`, `{"n\u0061me":"e"}`, `[1,2]`, `{"a":`, `{"a":"\"}`, `{}`} {
+	for _, s := range []string{`{"name":"x","a":[1,{"b":"}"}]}`, `{"n\u0061me":"e"}`, `[1,2]`, `{"a":`, `{"a":"\"}`, `{}`,
+		"{\"a\":\"\x01\"}", `{"a":"\u00zz"}`, `{"a":-01}`, `{"a":1.e5}`, `{"a":[tru]}`, "{\"aaaaaaaaaa\\\"aaaaaaa\":\"\xff\"}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		checkValidScan(t, b)
 		got := map[string][]byte{}
 		ok := Members(b, func(k string, v []byte) bool { got[k] = v; return true })
 		Elements(b, func([]byte) bool { return true })
