@@ -203,15 +203,19 @@ func quoteAll(keys []string) []string {
 	return out
 }
 
-// renameAll applies the publishing rule to a page's items.
+// renameAll applies the publishing rule to a page's items. The renamed
+// items are written end to end into one buffer (itemArena), not one
+// allocation each: a page of 200 tools is one object for the collector
+// to track, also for as long as the list cache keeps it.
 func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMessage) ([]namedItem, error) {
 	named := make([]namedItem, len(items))
 	tasks := r.taskPolicy(v, op, key)
+	arena := newItemArena(items, key)
 	for i, item := range items {
 		if tasks != nil {
 			item = withTaskSupport(tasks, item) // tasks_run.go
 		}
-		renamed, name, id, err := r.renameItem(v, op, key, item)
+		renamed, name, id, err := r.renameItemInto(arena, v, op, key, item)
 		if err != nil {
 			return nil, err
 		}
@@ -220,31 +224,72 @@ func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMess
 	return named, nil
 }
 
+// itemArena hands out room for renamed items from one buffer: each gets
+// exactly the bytes it needs (a full slice, so no item can grow into the
+// next), and a page that outgrows the estimate continues in a new chunk.
+type itemArena struct{ buf []byte }
+
+// newItemArena is room for items renamed with key's prefix (and, for
+// resources, their URIs too).
+func newItemArena(items []json.RawMessage, key string) *itemArena {
+	n := 0
+	for _, it := range items {
+		n += len(it) + 2*len(key) + 4
+	}
+	return &itemArena{buf: make([]byte, 0, n)}
+}
+
+// take returns an empty slice with room for n bytes.
+func (a *itemArena) take(n int) []byte {
+	if a == nil {
+		return make([]byte, 0, n)
+	}
+	if cap(a.buf)-len(a.buf) < n {
+		a.buf = make([]byte, 0, max(n, 64<<10))
+	}
+	at := len(a.buf)
+	a.buf = a.buf[:at+n]
+	return a.buf[at : at : at+n]
+}
+
 // renameItem applies the publishing rule to one list item and returns it
 // with its downstream name and the identifier access rules judge (the
 // name; for resources and templates the published URI or URI template).
 // Items whose name does not change pass through byte-for-byte.
 func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, string, error) {
+	return r.renameItemInto(nil, v, op, key, item)
+}
+
+// span is where a member's value lies in an item; end 0: absent.
+type span struct{ start, end, count int }
+
+// renameItemInto is renameItem writing a renamed item into arena's room
+// (nil: an allocation of its own).
+func (r *Router) renameItemInto(arena *itemArena, v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, string, error) {
 	// One pass over the item's top level: its bytes were checked when the
 	// backend's answer was decoded, and all but two members pass as they
-	// are (wire.Members, wire.Splice).
+	// are, copied around the new values in one go.
 	var name, uri string
 	var meta []byte
-	hasName, bad := false, false
-	if !wire.MembersBytes(item, func(k, val []byte) bool {
+	var nameAt, uriAt span
+	bad := false
+	if !wire.MembersAt(item, func(k []byte, start, end int) bool {
+		val := item[start:end]
 		switch {
 		case string(k) == "_meta":
 			meta = val
 		case string(k) == "name":
 			name, bad = stringMember(val)
-			hasName = true
+			nameAt = span{start, end, nameAt.count + 1}
 		case op.uriField != "" && string(k) == op.uriField:
 			uri, bad = stringMember(val)
+			uriAt = span{start, end, uriAt.count + 1}
 		}
 		return !bad
 	}) || bad {
 		return nil, "", "", errMalformedItem
 	}
+	hasName := nameAt.count > 0
 	alias, aliased := "", false
 	if op.field == "tools" {
 		alias, aliased = v.aliases.Advertised(key, name)
@@ -269,15 +314,23 @@ func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessag
 		id = name
 	}
 	quotedName := wire.Quoted(name)
-	var out []byte
+	var quotedURI []byte
 	if op.uriField != "" && !v.single() && uri != "" {
-		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName}, wire.Member{Key: op.uriField, Value: wire.Quoted(id)})
-	} else {
+		quotedURI = wire.Quoted(id)
+	}
+	rare := !hasName || op.field == "tools" && !v.single() && meta != nil && naming.MayNameURIs(meta)
+	var out []byte
+	switch {
+	case !rare && nameAt.count == 1 && uriAt.count <= 1:
+		out = spliceInto(arena, item, nameAt, quotedName, uriAt, quotedURI)
+	case quotedURI != nil:
+		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName}, wire.Member{Key: op.uriField, Value: quotedURI})
+	default:
 		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName})
 	}
-	if !hasName || op.field == "tools" && !v.single() && meta != nil && naming.MayNameURIs(meta) {
-		// Rare: a nameless item gets one; an MCP Apps tool's UI resource
-		// in _meta is renamed too. Both need the members decoded.
+	if rare {
+		// A nameless item gets one; an MCP Apps tool's UI resource in
+		// _meta is renamed too. Both need the members decoded.
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(out, &fields); err != nil {
 			return nil, "", "", err
@@ -289,6 +342,27 @@ func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessag
 		out = wire.RawObject(fields)
 	}
 	return out, name, id, nil
+}
+
+// spliceInto is item with the value at a replaced by av and, when bv is
+// not nil, the value at b by bv (wire.Splice for members found already),
+// written into arena's room.
+func spliceInto(arena *itemArena, item []byte, a span, av []byte, b span, bv []byte) []byte {
+	if bv == nil || b.count == 0 {
+		out := arena.take(len(item) - (a.end - a.start) + len(av))
+		out = append(out, item[:a.start]...)
+		out = append(out, av...)
+		return append(out, item[a.end:]...)
+	}
+	if b.start < a.start {
+		a, av, b, bv = b, bv, a, av
+	}
+	out := arena.take(len(item) - (a.end - a.start) - (b.end - b.start) + len(av) + len(bv))
+	out = append(out, item[:a.start]...)
+	out = append(out, av...)
+	out = append(out, item[a.end:b.start]...)
+	out = append(out, bv...)
+	return append(out, item[b.end:]...)
 }
 
 // errMalformedItem: a backend's list item is not an object, or its name or

@@ -2,7 +2,9 @@ package router
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/mcpgw/gateway/router/upstream"
@@ -31,6 +33,10 @@ func TestRenameItem(t *testing.T) {
 		{"an app tool", "tools/list", `{"name":"clock","_meta":{"ui":{"resourceUri":"ui://clock/app.html"}}}`,
 			`{"_meta":{"ui":{"resourceUri":"ui://one/clock/app.html"}},"name":"one-clock"}`, "one-clock", "one-clock"},
 		{"no name", "prompts/list", `{"description":"x"}`, `{"description":"x","name":"one-"}`, "one-", "one-"},
+		{"a resource, name first", "resources/list", `{"name" : "a" ,"size":1, "uri": "file:///a"}`, `{"name":"one-a","size":1,"uri":"one-file:///a"}`, "one-a", "one-file:///a"},
+		{"a resource without a URI", "resources/list", `{"name":"a"}`, `{"name":"one-a"}`, "one-a", ""},
+		{"a name twice", "tools/list", `{"name":"x","d":1,"name":"y"}`, `{"name":"one-y","d":1}`, "one-y", "one-y"},
+		{"a URI twice", "resources/list", `{"uri":"a:1","name":"n","uri":"a:2"}`, `{"uri":"one-a:2","name":"one-n"}`, "one-n", "one-a:2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, published, id, err := r.renameItem(v, listOps[c.op], "one", json.RawMessage(c.in))
@@ -45,6 +51,13 @@ func TestRenameItem(t *testing.T) {
 			_ = json.Unmarshal([]byte(c.want), &want)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("renamed to %s, want %s", out, c.want)
+			}
+			if exact, ok := map[string]string{
+				"a resource, name first": `{"name" : "one-a" ,"size":1, "uri": "one-file:///a"}`,
+				"a name twice":           `{"name":"one-y","d":1,"name":"one-y"}`, // as wire.Splice: every one
+				"a URI twice":            `{"uri":"one-a:2","name":"one-n","uri":"one-a:2"}`,
+			}[c.name]; ok && string(out) != exact {
+				t.Fatalf("renamed to %s, want these bytes: %s", out, exact)
 			}
 			if c.name == "a tool" && string(out) != c.want {
 				t.Fatalf("the rest of the item changed: %s", out)
@@ -91,5 +104,39 @@ func TestPageResultDropRaw(t *testing.T) {
 	}
 	if got := string(p.named[0].item) + string(p.named[1].item); got != `{"name":"one-b"}{"name":"one-a"}` {
 		t.Errorf("named items %s", got)
+	}
+}
+
+// renameAll writes a page's renamed items end to end into shared room:
+// each is what renameItem makes of it, however far a page outgrows the
+// room's first estimate, and none can grow into its neighbour.
+func TestRenameAll_SharedRoom(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
+		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
+	}}})
+	t.Cleanup(table.close)
+	v := table.vhosts["v"]
+	r := New(nil, Options{})
+	for _, op := range []listOp{listOps["tools/list"], listOps["resources/list"]} {
+		var items []json.RawMessage
+		for i := range 3000 {
+			// Names that escape grow past the estimate: new chunks.
+			items = append(items, json.RawMessage(fmt.Sprintf(`{"name":"t%d%s","uri":"u:%d","d":"%s"}`, i, strings.Repeat(`\u00e9`, i%7), i, strings.Repeat("x", i%50))))
+		}
+		named, err := r.renameAll(v, op, "one", items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range named {
+			want, _, _, _ := r.renameItem(v, op, "one", items[i])
+			if string(n.item) != string(want) || cap(n.item) != len(n.item) {
+				t.Fatalf("%s item %d: %s (cap %d), want %s", op.method, i, n.item, cap(n.item), want)
+			}
+		}
+		grown := append(named[0].item, `,"x":1`...)
+		if string(named[1].item) != func() string { w, _, _, _ := r.renameItem(v, op, "one", items[1]); return string(w) }() || &grown[0] == &named[0].item[0] {
+			t.Fatalf("%s: growing an item reached its neighbour", op.method)
+		}
 	}
 }
