@@ -186,9 +186,10 @@ func (s *streamable) readStream(ctx context.Context, req *jsonrpc.Request, body 
 	)
 	for {
 		metered, m := meter(ctx, body)
-		r := newSSEReader(metered, c.cfg.MaxMessageBytes)
+		r := newSSEReader(metered, c.cfg.MaxMessageBytes, c.sizes.hint(op))
 		resp, progressed, fatal, err := s.consume(ctx, r, m, req, handle)
 		if resp != nil {
+			c.sizes.note(op, r.Longest())
 			drain(body, endReq)
 			body.Close()
 			return resp, nil
