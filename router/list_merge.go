@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,18 +31,23 @@ import (
 // backend's own order and result fields; only nextCursor is replaced by a
 // gateway cursor, so that cursors are uniform across vhosts.
 func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access policy.View, positions map[string]sealed.BackendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage)) (json.RawMessage, error) {
+	// An entry is an item's place (its result's, and its own in that
+	// result's named items): no pointers, so the page's few thousand
+	// entries are one block the collector does not scan.
 	type entry struct {
-		name, key string
-		item      json.RawMessage
-		visible   bool // hidden items hold their place in the walk, unsent
+		res, idx int32
+		visible  bool // hidden items hold their place in the walk, unsent
 	}
 	var entries []entry
+	lists := make([][]namedItem, len(results)) // each result's named items
+	nameOf := func(e entry) string { return lists[e.res][e.idx].name }
+	byName := func(a, b entry) int { return strings.Compare(nameOf(a), nameOf(b)) }
 	var skipped, stranded []string
 	next := &sealed.Cursor{Op: op.method, VHost: v.name, Principal: sealed.PrincipalTag(principal), Backends: map[string]sealed.BackendCursor{}, Private: private}
 	more := false
 	pageNext := map[string]string{} // each listed backend's own next cursor
 	left := map[string]int{}        // each listed backend's items on this page, past its offset
-	for _, res := range results {
+	for ri, res := range results {
 		switch {
 		case res == nil:
 			continue
@@ -76,25 +82,27 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 				return nil, err
 			}
 		}
-		own := make([]entry, len(named))
+		lists[ri] = named
+		from := len(entries)
 		for i, n := range named {
-			own[i] = entry{name: n.name, key: res.key, item: n.item, visible: access.Visible(n.id)}
+			entries = append(entries, entry{res: int32(ri), idx: int32(i), visible: access.Visible(n.id)})
 		}
+		own := entries[from:]
 		if !v.single() {
 			// In the merged order, so that what one page takes of this
 			// backend's page is a prefix of it (pageBound).
-			sort.SliceStable(own, func(i, j int) bool { return own[i].name < own[j].name })
+			slices.SortStableFunc(own, byName)
 		}
-		own = own[min(positions[res.key].Offset, len(own)):]
-		pageNext[res.key], left[res.key] = res.next, len(own)
-		entries = append(entries, own...)
+		skip := min(positions[res.key].Offset, len(own))
+		entries = append(entries[:from], own[skip:]...)
+		pageNext[res.key], left[res.key] = res.next, len(own)-skip
 	}
 	if !v.single() {
-		sort.SliceStable(entries, func(i, j int) bool {
-			if entries[i].name != entries[j].name {
-				return entries[i].name < entries[j].name
+		slices.SortStableFunc(entries, func(a, b entry) int {
+			if c := byName(a, b); c != 0 {
+				return c
 			}
-			return entries[i].key < entries[j].key
+			return strings.Compare(results[a.res].key, results[b.res].key)
 		})
 	}
 	// A page holds at most MaxPageItems items, whatever the number of
@@ -112,9 +120,15 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		}
 		sent++
 	}
-	taken := map[string]int{}
+	perResult := make([]int, len(results))
 	for _, e := range entries[:cut] {
-		taken[e.key]++
+		perResult[e.res]++
+	}
+	taken := map[string]int{}
+	for ri, n := range perResult {
+		if n > 0 {
+			taken[results[ri].key] = n
+		}
 	}
 	for key, n := range left {
 		pos := positions[key]
@@ -142,7 +156,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	items := make([]json.RawMessage, 0, sent)
 	for _, e := range entries[:cut] {
 		if e.visible {
-			items = append(items, e.item)
+			items = append(items, lists[e.res][e.idx].item)
 		}
 	}
 	delete(out, op.field) // the page's own: RawObjectArray below
