@@ -1,12 +1,14 @@
 package router
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -138,5 +140,49 @@ func TestRenameAll_SharedRoom(t *testing.T) {
 		if string(named[1].item) != func() string { w, _, _, _ := r.renameItem(v, op, "one", items[1]); return string(w) }() || &grown[0] == &named[0].item[0] {
 			t.Fatalf("%s: growing an item reached its neighbour", op.method)
 		}
+	}
+}
+
+// A request lent a page buffer builds its one list page in it, the same
+// bytes as without; a second page of the same request gets memory of its
+// own; the buffer given back serves the next request.
+func TestWithPageBuffer(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
+		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
+	}}})
+	t.Cleanup(table.close)
+	v := table.vhosts["v"]
+	r := New(nil, Options{CursorSecret: []byte("0123456789abcdef0123456789abcdef")})
+	op := listOps["tools/list"]
+	page := func(ctx context.Context) json.RawMessage {
+		res := &pageResult{key: "one", queried: true}
+		if !res.decode([]byte(`{"tools":[{"name":"b"},{"name":"a"}]}`), op) {
+			t.Fatal("page does not decode")
+		}
+		out, err := r.mergePages(ctx, v, op, "alice", v.access.Decide("v", nil), map[string]sealed.BackendCursor{}, []*pageResult{res}, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := string(page(t.Context()))
+	ctx, release := WithPageBuffer(t.Context())
+	first := page(ctx)
+	pb := ctx.Value(pageBufferKey{}).(*pageBuffer)
+	if string(first) != want || &first[0] != &pb.b[:1][0] {
+		t.Fatalf("lent page %s (in the buffer: %v), want %s", first, &first[0] == &pb.b[:1][0], want)
+	}
+	if second := page(ctx); string(second) != want || &second[0] == &first[0] {
+		t.Fatalf("second page %s shares the first's memory", second)
+	}
+	release()
+	if pb.lent.Load() || len(pb.b) != 0 {
+		t.Fatal("a buffer given back is still lent")
+	}
+	ctx2, release2 := WithPageBuffer(t.Context())
+	defer release2()
+	if got := page(ctx2); string(got) != want {
+		t.Fatalf("page after reuse %s", got)
 	}
 }
