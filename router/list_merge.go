@@ -295,7 +295,12 @@ func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMess
 // itemArena hands out room for renamed items from one buffer: each gets
 // exactly the bytes it needs (a full slice, so no item can grow into the
 // next), and a page that outgrows the estimate continues in a new chunk.
-type itemArena struct{ buf []byte }
+// The buffer is allocated at the first item renamed: a single-backend
+// vhost passes its items through and needs none.
+type itemArena struct {
+	buf  []byte
+	size int // of the first chunk
+}
 
 // newItemArena is room for items renamed with key's prefix (and, for
 // resources, their URIs too).
@@ -304,7 +309,7 @@ func newItemArena(items []json.RawMessage, key string) *itemArena {
 	for _, it := range items {
 		n += len(it) + 2*len(key) + 4
 	}
-	return &itemArena{buf: make([]byte, 0, n)}
+	return &itemArena{size: n}
 }
 
 // take returns an empty slice with room for n bytes.
@@ -313,7 +318,8 @@ func (a *itemArena) take(n int) []byte {
 		return make([]byte, 0, n)
 	}
 	if cap(a.buf)-len(a.buf) < n {
-		a.buf = make([]byte, 0, max(n, 64<<10))
+		a.buf = make([]byte, 0, max(n, a.size, 64<<10))
+		a.size = 0
 	}
 	at := len(a.buf)
 	a.buf = a.buf[:at+n]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -184,5 +185,33 @@ func TestWithPageBuffer(t *testing.T) {
 	defer release2()
 	if got := page(ctx2); string(got) != want {
 		t.Fatalf("page after reuse %s", got)
+	}
+}
+
+// A single-backend vhost passes its items through: renaming them
+// allocates no room for copies.
+func TestRenameAll_PassThroughAllocatesNoRoom(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
+	}}})
+	t.Cleanup(table.close)
+	v := table.vhosts["v"]
+	r := New(nil, Options{})
+	items := make([]json.RawMessage, 1000)
+	for i := range items {
+		items[i] = json.RawMessage(fmt.Sprintf(`{"name":"t%d","description":"%s"}`, i, strings.Repeat("x", 700)))
+	}
+	allocated := testing.AllocsPerRun(5, func() {
+		if _, err := r.renameAll(v, listOps["tools/list"], "one", items); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	_, _ = r.renameAll(v, listOps["tools/list"], "one", items)
+	runtime.ReadMemStats(&ms)
+	if grew := ms.TotalAlloc - before; grew > 200<<10 {
+		t.Fatalf("renaming 1,000 passed-through items allocated %d bytes (%v allocations)", grew, allocated)
 	}
 }
