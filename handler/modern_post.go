@@ -59,6 +59,10 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	}
 	ctx, held := s.opts.ResponseBudget.Hold(r.Context())
 	defer held.Release()
+	// A list page is built into a pooled buffer, given back once the
+	// answer is written (the deferred calls below run before this one).
+	ctx, releasePage := router.WithPageBuffer(ctx)
+	defer releasePage()
 	var ps *postStream
 	if sseOK {
 		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics, errLog: s.log}

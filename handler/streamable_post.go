@@ -202,6 +202,10 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, call *router.
 	}
 	ctx, held := s.opts.ResponseBudget.Hold(r.Context())
 	defer held.Release()
+	// A list page is built into a pooled buffer, given back once the
+	// answer is written (the deferred calls below run before this one).
+	ctx, releasePage := router.WithPageBuffer(ctx)
+	defer releasePage()
 	var ps *postStream
 	if sseOK {
 		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics, errLog: s.log,
@@ -250,32 +254,66 @@ func hasProgressToken(params json.RawMessage) bool {
 // writeResponse answers a call as application/json when the client accepts
 // it, else as a one-event SSE stream; the id is rawID, as the client wrote
 // it. A call the session store failed gets HTTP 503.
+//
+// A result (a list page: hundreds of kilobytes) is written as it is,
+// between the message's head and its end, rather than copied into an
+// encoded message and that into an SSE frame: net/http hands a large
+// write to the connection without buffering it.
 func (s *server) writeResponse(w http.ResponseWriter, resp *jsonrpc.Response, rawID json.RawMessage, jsonOK bool) {
 	noteOf(w).setResponse(resp)
 	if writeRefusal(w, resp, rawID) { // 429, 400, or 503 when the session store failed
 		return
 	}
-	data, err := wire.EncodeResponseAs(resp, rawID)
-	if err != nil {
-		writeHTTPError(w, http.StatusInternalServerError, codeInternalError, "cannot encode response")
-		return
+	var frame []byte
+	if !jsonOK {
+		frame = append(make([]byte, 0, 64), "event: message\ndata: "...)
+	}
+	head, whole := wire.AppendResponseHead(frame, resp, rawID)
+	body, tail := resp.Result, "}"
+	if !whole {
+		data, err := wire.EncodeResponseAs(resp, rawID)
+		if err != nil {
+			writeHTTPError(w, http.StatusInternalServerError, codeInternalError, "cannot encode response")
+			return
+		}
+		body, tail = data, ""
 	}
 	if jsonOK {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(data)
+		writeParts(w, head, body, tail)
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	var buf bytes.Buffer
-	buf.WriteString("event: message\ndata: ")
-	buf.Write(data)
-	buf.WriteString("\n\n")
-	_, _ = w.Write(buf.Bytes())
+	writeParts(w, head, body, tail+"\n\n")
 	_ = http.NewResponseController(w).Flush()
 }
+
+// writeParts writes head, body and tail, one message, to w: a small
+// message in one write (one chunk, or a Content-Length), a large body
+// without copying it.
+func writeParts(w http.ResponseWriter, head, body []byte, tail string) {
+	if len(body) <= smallBody {
+		_, _ = w.Write(append(append(head, body...), tail...))
+		return
+	}
+	if len(head) > 0 {
+		if _, err := w.Write(head); err != nil {
+			return
+		}
+	}
+	if _, err := w.Write(body); err != nil {
+		return
+	}
+	_, _ = io.WriteString(w, tail)
+}
+
+// smallBody: a body up to this size is copied into one write with its
+// head and tail (a copy of a few kilobytes costs less than two more
+// writes through net/http's buffers).
+const smallBody = 8 << 10
 
 // idText is an id's value as text, for messages (Quote it).
 func idText(id jsonrpc.ID) string {

@@ -311,24 +311,22 @@ func (res *pageResult) dropRaw(op listOp) {
 
 // decode reads a backend's list result into res: its members, its items
 // and its next cursor, in one pass over bytes the upstream decoder has
-// checked (wire.Members). An item array or cursor of another type reads
-// as none, as encoding/json's would; a result that is not an object
-// fails.
+// checked (wire.MembersElements: the items are found while the array is
+// crossed). An item array or cursor of another type reads as none, as
+// encoding/json's would; a result that is not an object fails.
 func (res *pageResult) decode(result json.RawMessage, op listOp) bool {
 	res.result = map[string]json.RawMessage{}
-	return wire.Members(result, func(k string, v []byte) bool {
+	var items []json.RawMessage // the latest array's, until its member is seen
+	return wire.MembersElements(result, op.field, func(k string, v []byte) bool {
 		res.result[k] = v
 		switch k {
 		case op.field:
-			res.items = res.items[:0]
-			if !wire.Elements(v, func(item []byte) bool { res.items = append(res.items, item); return true }) {
-				res.items = nil
-			}
+			res.items, items = items, nil // nil when not an array
 		case "nextCursor":
 			res.next, _ = wire.String(v)
 		}
 		return true
-	})
+	}, func(item []byte) { items = append(items, item) })
 }
 
 // List pages of a backend with list_cache (package router/listcache says

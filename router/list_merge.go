@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/naming"
@@ -30,18 +33,23 @@ import (
 // backend's own order and result fields; only nextCursor is replaced by a
 // gateway cursor, so that cursors are uniform across vhosts.
 func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access policy.View, positions map[string]sealed.BackendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage)) (json.RawMessage, error) {
+	// An entry is an item's place (its result's, and its own in that
+	// result's named items): no pointers, so the page's few thousand
+	// entries are one block the collector does not scan.
 	type entry struct {
-		name, key string
-		item      json.RawMessage
-		visible   bool // hidden items hold their place in the walk, unsent
+		res, idx int32
+		visible  bool // hidden items hold their place in the walk, unsent
 	}
 	var entries []entry
+	lists := make([][]namedItem, len(results)) // each result's named items
+	nameOf := func(e entry) string { return lists[e.res][e.idx].name }
+	byName := func(a, b entry) int { return strings.Compare(nameOf(a), nameOf(b)) }
 	var skipped, stranded []string
 	next := &sealed.Cursor{Op: op.method, VHost: v.name, Principal: sealed.PrincipalTag(principal), Backends: map[string]sealed.BackendCursor{}, Private: private}
 	more := false
 	pageNext := map[string]string{} // each listed backend's own next cursor
 	left := map[string]int{}        // each listed backend's items on this page, past its offset
-	for _, res := range results {
+	for ri, res := range results {
 		switch {
 		case res == nil:
 			continue
@@ -76,25 +84,27 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 				return nil, err
 			}
 		}
-		own := make([]entry, len(named))
+		lists[ri] = named
+		from := len(entries)
 		for i, n := range named {
-			own[i] = entry{name: n.name, key: res.key, item: n.item, visible: access.Visible(n.id)}
+			entries = append(entries, entry{res: int32(ri), idx: int32(i), visible: access.Visible(n.id)})
 		}
+		own := entries[from:]
 		if !v.single() {
 			// In the merged order, so that what one page takes of this
 			// backend's page is a prefix of it (pageBound).
-			sort.SliceStable(own, func(i, j int) bool { return own[i].name < own[j].name })
+			slices.SortStableFunc(own, byName)
 		}
-		own = own[min(positions[res.key].Offset, len(own)):]
-		pageNext[res.key], left[res.key] = res.next, len(own)
-		entries = append(entries, own...)
+		skip := min(positions[res.key].Offset, len(own))
+		entries = append(entries[:from], own[skip:]...)
+		pageNext[res.key], left[res.key] = res.next, len(own)-skip
 	}
 	if !v.single() {
-		sort.SliceStable(entries, func(i, j int) bool {
-			if entries[i].name != entries[j].name {
-				return entries[i].name < entries[j].name
+		slices.SortStableFunc(entries, func(a, b entry) int {
+			if c := byName(a, b); c != 0 {
+				return c
 			}
-			return entries[i].key < entries[j].key
+			return strings.Compare(results[a.res].key, results[b.res].key)
 		})
 	}
 	// A page holds at most MaxPageItems items, whatever the number of
@@ -112,9 +122,15 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		}
 		sent++
 	}
-	taken := map[string]int{}
+	perResult := make([]int, len(results))
 	for _, e := range entries[:cut] {
-		taken[e.key]++
+		perResult[e.res]++
+	}
+	taken := map[string]int{}
+	for ri, n := range perResult {
+		if n > 0 {
+			taken[results[ri].key] = n
+		}
 	}
 	for key, n := range left {
 		pos := positions[key]
@@ -142,7 +158,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	items := make([]json.RawMessage, 0, sent)
 	for _, e := range entries[:cut] {
 		if e.visible {
-			items = append(items, e.item)
+			items = append(items, lists[e.res][e.idx].item)
 		}
 	}
 	delete(out, op.field) // the page's own: RawObjectArray below
@@ -181,7 +197,59 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	if decorate != nil {
 		decorate(out)
 	}
-	return wire.RawObjectArray(out, op.field, items), nil
+	pb := lentPage(ctx)
+	if pb == nil {
+		return wire.RawObjectArray(out, op.field, items), nil
+	}
+	pb.b = wire.AppendRawObjectArray(pb.b[:0], out, op.field, items)
+	return pb.b, nil
+}
+
+// A list page (770 kB for 1,000 tools) was a new buffer every time,
+// zeroed, written once and dropped: with the list cache, most of the
+// collector's work. A front that knows when a response has been written
+// lends the request a buffer from a pool for its page (WithPageBuffer),
+// and takes it back after.
+
+// pageBuffer is a buffer lent to one request for its list page.
+type pageBuffer struct {
+	b    []byte
+	lent atomic.Bool // taken by the request's page
+}
+
+type pageBufferKey struct{}
+
+var pageBuffers = sync.Pool{New: func() any { return new(pageBuffer) }}
+
+// maxPooledPage: a buffer grown past this (a page of huge items) is
+// dropped when given back rather than kept in the pool.
+const maxPooledPage = 4 << 20
+
+// WithPageBuffer lends ctx a buffer for the list page its request may
+// build. The page a list request answers with is then that buffer's
+// bytes: release gives it back, and must be called only once the
+// response has been written and nothing reads its result any more.
+func WithPageBuffer(ctx context.Context) (_ context.Context, release func()) {
+	pb := pageBuffers.Get().(*pageBuffer)
+	return context.WithValue(ctx, pageBufferKey{}, pb), func() {
+		if cap(pb.b) > maxPooledPage {
+			pb.b = nil
+		}
+		pb.b = pb.b[:0]
+		pb.lent.Store(false)
+		pageBuffers.Put(pb)
+	}
+}
+
+// lentPage is ctx's page buffer, once (a second page of the same
+// request, should there be one, gets a buffer of its own); nil when none
+// was lent.
+func lentPage(ctx context.Context) *pageBuffer {
+	pb, _ := ctx.Value(pageBufferKey{}).(*pageBuffer)
+	if pb == nil || !pb.lent.CompareAndSwap(false, true) {
+		return nil
+	}
+	return pb
 }
 
 // strandedPagesError: the only backends with pages left failed.
@@ -203,15 +271,19 @@ func quoteAll(keys []string) []string {
 	return out
 }
 
-// renameAll applies the publishing rule to a page's items.
+// renameAll applies the publishing rule to a page's items. The renamed
+// items are written end to end into one buffer (itemArena), not one
+// allocation each: a page of 200 tools is one object for the collector
+// to track, also for as long as the list cache keeps it.
 func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMessage) ([]namedItem, error) {
 	named := make([]namedItem, len(items))
 	tasks := r.taskPolicy(v, op, key)
+	arena := newItemArena(items, key)
 	for i, item := range items {
 		if tasks != nil {
 			item = withTaskSupport(tasks, item) // tasks_run.go
 		}
-		renamed, name, id, err := r.renameItem(v, op, key, item)
+		renamed, name, id, err := r.renameItemInto(arena, v, op, key, item)
 		if err != nil {
 			return nil, err
 		}
@@ -220,31 +292,78 @@ func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMess
 	return named, nil
 }
 
+// itemArena hands out room for renamed items from one buffer: each gets
+// exactly the bytes it needs (a full slice, so no item can grow into the
+// next), and a page that outgrows the estimate continues in a new chunk.
+// The buffer is allocated at the first item renamed: a single-backend
+// vhost passes its items through and needs none.
+type itemArena struct {
+	buf  []byte
+	size int // of the first chunk
+}
+
+// newItemArena is room for items renamed with key's prefix (and, for
+// resources, their URIs too).
+func newItemArena(items []json.RawMessage, key string) *itemArena {
+	n := 0
+	for _, it := range items {
+		n += len(it) + 2*len(key) + 4
+	}
+	return &itemArena{size: n}
+}
+
+// take returns an empty slice with room for n bytes.
+func (a *itemArena) take(n int) []byte {
+	if a == nil {
+		return make([]byte, 0, n)
+	}
+	if cap(a.buf)-len(a.buf) < n {
+		a.buf = make([]byte, 0, max(n, a.size, 64<<10))
+		a.size = 0
+	}
+	at := len(a.buf)
+	a.buf = a.buf[:at+n]
+	return a.buf[at : at : at+n]
+}
+
 // renameItem applies the publishing rule to one list item and returns it
 // with its downstream name and the identifier access rules judge (the
 // name; for resources and templates the published URI or URI template).
 // Items whose name does not change pass through byte-for-byte.
 func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, string, error) {
+	return r.renameItemInto(nil, v, op, key, item)
+}
+
+// span is where a member's value lies in an item; end 0: absent.
+type span struct{ start, end, count int }
+
+// renameItemInto is renameItem writing a renamed item into arena's room
+// (nil: an allocation of its own).
+func (r *Router) renameItemInto(arena *itemArena, v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, string, error) {
 	// One pass over the item's top level: its bytes were checked when the
 	// backend's answer was decoded, and all but two members pass as they
-	// are (wire.Members, wire.Splice).
+	// are, copied around the new values in one go.
 	var name, uri string
 	var meta []byte
-	hasName, bad := false, false
-	if !wire.MembersBytes(item, func(k, val []byte) bool {
+	var nameAt, uriAt span
+	bad := false
+	if !wire.MembersAt(item, func(k []byte, start, end int) bool {
+		val := item[start:end]
 		switch {
 		case string(k) == "_meta":
 			meta = val
 		case string(k) == "name":
 			name, bad = stringMember(val)
-			hasName = true
+			nameAt = span{start, end, nameAt.count + 1}
 		case op.uriField != "" && string(k) == op.uriField:
 			uri, bad = stringMember(val)
+			uriAt = span{start, end, uriAt.count + 1}
 		}
 		return !bad
 	}) || bad {
 		return nil, "", "", errMalformedItem
 	}
+	hasName := nameAt.count > 0
 	alias, aliased := "", false
 	if op.field == "tools" {
 		alias, aliased = v.aliases.Advertised(key, name)
@@ -269,15 +388,23 @@ func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessag
 		id = name
 	}
 	quotedName := wire.Quoted(name)
-	var out []byte
+	var quotedURI []byte
 	if op.uriField != "" && !v.single() && uri != "" {
-		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName}, wire.Member{Key: op.uriField, Value: wire.Quoted(id)})
-	} else {
+		quotedURI = wire.Quoted(id)
+	}
+	rare := !hasName || op.field == "tools" && !v.single() && meta != nil && naming.MayNameURIs(meta)
+	var out []byte
+	switch {
+	case !rare && nameAt.count == 1 && uriAt.count <= 1:
+		out = spliceInto(arena, item, nameAt, quotedName, uriAt, quotedURI)
+	case quotedURI != nil:
+		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName}, wire.Member{Key: op.uriField, Value: quotedURI})
+	default:
 		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName})
 	}
-	if !hasName || op.field == "tools" && !v.single() && meta != nil && naming.MayNameURIs(meta) {
-		// Rare: a nameless item gets one; an MCP Apps tool's UI resource
-		// in _meta is renamed too. Both need the members decoded.
+	if rare {
+		// A nameless item gets one; an MCP Apps tool's UI resource in
+		// _meta is renamed too. Both need the members decoded.
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(out, &fields); err != nil {
 			return nil, "", "", err
@@ -289,6 +416,27 @@ func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessag
 		out = wire.RawObject(fields)
 	}
 	return out, name, id, nil
+}
+
+// spliceInto is item with the value at a replaced by av and, when bv is
+// not nil, the value at b by bv (wire.Splice for members found already),
+// written into arena's room.
+func spliceInto(arena *itemArena, item []byte, a span, av []byte, b span, bv []byte) []byte {
+	if bv == nil || b.count == 0 {
+		out := arena.take(len(item) - (a.end - a.start) + len(av))
+		out = append(out, item[:a.start]...)
+		out = append(out, av...)
+		return append(out, item[a.end:]...)
+	}
+	if b.start < a.start {
+		a, av, b, bv = b, bv, a, av
+	}
+	out := arena.take(len(item) - (a.end - a.start) - (b.end - b.start) + len(av) + len(bv))
+	out = append(out, item[:a.start]...)
+	out = append(out, av...)
+	out = append(out, item[a.end:b.start]...)
+	out = append(out, bv...)
+	return append(out, item[b.end:]...)
 }
 
 // errMalformedItem: a backend's list item is not an object, or its name or

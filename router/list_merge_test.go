@@ -1,10 +1,15 @@
 package router
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 
+	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -31,6 +36,10 @@ func TestRenameItem(t *testing.T) {
 		{"an app tool", "tools/list", `{"name":"clock","_meta":{"ui":{"resourceUri":"ui://clock/app.html"}}}`,
 			`{"_meta":{"ui":{"resourceUri":"ui://one/clock/app.html"}},"name":"one-clock"}`, "one-clock", "one-clock"},
 		{"no name", "prompts/list", `{"description":"x"}`, `{"description":"x","name":"one-"}`, "one-", "one-"},
+		{"a resource, name first", "resources/list", `{"name" : "a" ,"size":1, "uri": "file:///a"}`, `{"name":"one-a","size":1,"uri":"one-file:///a"}`, "one-a", "one-file:///a"},
+		{"a resource without a URI", "resources/list", `{"name":"a"}`, `{"name":"one-a"}`, "one-a", ""},
+		{"a name twice", "tools/list", `{"name":"x","d":1,"name":"y"}`, `{"name":"one-y","d":1}`, "one-y", "one-y"},
+		{"a URI twice", "resources/list", `{"uri":"a:1","name":"n","uri":"a:2"}`, `{"uri":"one-a:2","name":"one-n"}`, "one-n", "one-a:2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out, published, id, err := r.renameItem(v, listOps[c.op], "one", json.RawMessage(c.in))
@@ -45,6 +54,13 @@ func TestRenameItem(t *testing.T) {
 			_ = json.Unmarshal([]byte(c.want), &want)
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("renamed to %s, want %s", out, c.want)
+			}
+			if exact, ok := map[string]string{
+				"a resource, name first": `{"name" : "one-a" ,"size":1, "uri": "one-file:///a"}`,
+				"a name twice":           `{"name":"one-y","d":1,"name":"one-y"}`, // as wire.Splice: every one
+				"a URI twice":            `{"uri":"one-a:2","name":"one-n","uri":"one-a:2"}`,
+			}[c.name]; ok && string(out) != exact {
+				t.Fatalf("renamed to %s, want these bytes: %s", out, exact)
 			}
 			if c.name == "a tool" && string(out) != c.want {
 				t.Fatalf("the rest of the item changed: %s", out)
@@ -91,5 +107,111 @@ func TestPageResultDropRaw(t *testing.T) {
 	}
 	if got := string(p.named[0].item) + string(p.named[1].item); got != `{"name":"one-b"}{"name":"one-a"}` {
 		t.Errorf("named items %s", got)
+	}
+}
+
+// renameAll writes a page's renamed items end to end into shared room:
+// each is what renameItem makes of it, however far a page outgrows the
+// room's first estimate, and none can grow into its neighbour.
+func TestRenameAll_SharedRoom(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
+		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
+	}}})
+	t.Cleanup(table.close)
+	v := table.vhosts["v"]
+	r := New(nil, Options{})
+	for _, op := range []listOp{listOps["tools/list"], listOps["resources/list"]} {
+		var items []json.RawMessage
+		for i := range 3000 {
+			// Names that escape grow past the estimate: new chunks.
+			items = append(items, json.RawMessage(fmt.Sprintf(`{"name":"t%d%s","uri":"u:%d","d":"%s"}`, i, strings.Repeat(`\u00e9`, i%7), i, strings.Repeat("x", i%50))))
+		}
+		named, err := r.renameAll(v, op, "one", items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range named {
+			want, _, _, _ := r.renameItem(v, op, "one", items[i])
+			if string(n.item) != string(want) || cap(n.item) != len(n.item) {
+				t.Fatalf("%s item %d: %s (cap %d), want %s", op.method, i, n.item, cap(n.item), want)
+			}
+		}
+		grown := append(named[0].item, `,"x":1`...)
+		if string(named[1].item) != func() string { w, _, _, _ := r.renameItem(v, op, "one", items[1]); return string(w) }() || &grown[0] == &named[0].item[0] {
+			t.Fatalf("%s: growing an item reached its neighbour", op.method)
+		}
+	}
+}
+
+// A request lent a page buffer builds its one list page in it, the same
+// bytes as without; a second page of the same request gets memory of its
+// own; the buffer given back serves the next request.
+func TestWithPageBuffer(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
+		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
+	}}})
+	t.Cleanup(table.close)
+	v := table.vhosts["v"]
+	r := New(nil, Options{CursorSecret: []byte("0123456789abcdef0123456789abcdef")})
+	op := listOps["tools/list"]
+	page := func(ctx context.Context) json.RawMessage {
+		res := &pageResult{key: "one", queried: true}
+		if !res.decode([]byte(`{"tools":[{"name":"b"},{"name":"a"}]}`), op) {
+			t.Fatal("page does not decode")
+		}
+		out, err := r.mergePages(ctx, v, op, "alice", v.access.Decide("v", nil), map[string]sealed.BackendCursor{}, []*pageResult{res}, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := string(page(t.Context()))
+	ctx, release := WithPageBuffer(t.Context())
+	first := page(ctx)
+	pb := ctx.Value(pageBufferKey{}).(*pageBuffer)
+	if string(first) != want || &first[0] != &pb.b[:1][0] {
+		t.Fatalf("lent page %s (in the buffer: %v), want %s", first, &first[0] == &pb.b[:1][0], want)
+	}
+	if second := page(ctx); string(second) != want || &second[0] == &first[0] {
+		t.Fatalf("second page %s shares the first's memory", second)
+	}
+	release()
+	if pb.lent.Load() || len(pb.b) != 0 {
+		t.Fatal("a buffer given back is still lent")
+	}
+	ctx2, release2 := WithPageBuffer(t.Context())
+	defer release2()
+	if got := page(ctx2); string(got) != want {
+		t.Fatalf("page after reuse %s", got)
+	}
+}
+
+// A single-backend vhost passes its items through: renaming them
+// allocates no room for copies.
+func TestRenameAll_PassThroughAllocatesNoRoom(t *testing.T) {
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
+		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
+	}}})
+	t.Cleanup(table.close)
+	v := table.vhosts["v"]
+	r := New(nil, Options{})
+	items := make([]json.RawMessage, 1000)
+	for i := range items {
+		items[i] = json.RawMessage(fmt.Sprintf(`{"name":"t%d","description":"%s"}`, i, strings.Repeat("x", 700)))
+	}
+	allocated := testing.AllocsPerRun(5, func() {
+		if _, err := r.renameAll(v, listOps["tools/list"], "one", items); err != nil {
+			t.Fatal(err)
+		}
+	})
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	_, _ = r.renameAll(v, listOps["tools/list"], "one", items)
+	runtime.ReadMemStats(&ms)
+	if grew := ms.TotalAlloc - before; grew > 200<<10 {
+		t.Fatalf("renaming 1,000 passed-through items allocated %d bytes (%v allocations)", grew, allocated)
 	}
 }

@@ -42,12 +42,25 @@ func Decode(data []byte) (jsonrpc.Message, error) {
 	return msg, err
 }
 
+// DecodeOwned is Decode for bytes the caller hands over and never writes
+// to again (a backend's answer, read for this call): a large message's
+// result or params is data's own memory instead of a copy, one copy of a
+// list page fewer.
+func DecodeOwned(data []byte) (jsonrpc.Message, error) {
+	var w wireMessage
+	if len(data) >= bigMessage && decodeBig(data, &w, false) {
+		msg, _, err := w.message()
+		return msg, err
+	}
+	return Decode(data)
+}
+
 // DecodeWithID is Decode that also returns the message's id exactly as the
 // sender wrote it (nil when absent), for echoing it byte for byte
 // (EncodeResponseAs).
 func DecodeWithID(data []byte) (jsonrpc.Message, json.RawMessage, error) {
 	var w wireMessage
-	if len(data) >= bigMessage && decodeBig(data, &w) {
+	if len(data) >= bigMessage && decodeBig(data, &w, true) {
 		return w.message()
 	}
 	if err := json.Unmarshal(data, &w); err != nil {
@@ -91,25 +104,23 @@ const bigMessage = 4 << 10
 // wireKeys are the members wireMessage decodes.
 var wireKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
-// decodeBig decodes a large message as encoding/json would, in fewer
-// passes: the message is validated whole (json.Valid), its top level
-// walked once (MembersBytes), and its result or params, which is what
-// makes a message large (a list page of 10,000 tools), taken as its bytes
-// instead of being scanned again by the decoder; the other members, a
-// few bytes, are decoded by encoding/json. false, with w untouched, when
+// decodeBig decodes a large message as encoding/json would, in one pass:
+// the message is validated whole while its top level is walked
+// (ValidMembers), and its result or params, which is what makes a
+// message large (a list page of 10,000 tools), taken as its bytes instead
+// of being scanned again by the decoder; the other members, a few bytes,
+// are decoded by encoding/json. false, with w untouched, when
 // the message is not valid JSON, not an object, or names a member in a
 // way only encoding/json's rules settle (a key differing from one of
 // wireKeys in case only, the large member twice): the caller then
-// decodes it as usual.
-func decodeBig(data []byte, w *wireMessage) bool {
-	if !json.Valid(data) {
-		return false
-	}
+// decodes it as usual. With clone the large member is copied out of data,
+// as encoding/json copies a RawMessage; without, it is data's own bytes.
+func decodeBig(data []byte, w *wireMessage, clone bool) bool {
 	var big []byte
 	bigKey, bail := "", false
 	small := make([]byte, 0, 256)
 	small = append(small, '{')
-	ok := MembersBytes(data, func(k, v []byte) bool {
+	ok := ValidMembers(data, func(k, v []byte) bool {
 		switch string(k) {
 		case "params", "result":
 			if big != nil {
@@ -143,10 +154,13 @@ func decodeBig(data []byte, w *wireMessage) bool {
 	if json.Unmarshal(append(small, '}'), &sw) != nil {
 		return false
 	}
+	if clone {
+		big = bytes.Clone(big)
+	}
 	if bigKey == "result" {
-		sw.Result = bytes.Clone(big)
+		sw.Result = big
 	} else {
-		sw.Params = bytes.Clone(big)
+		sw.Params = big
 	}
 	*w = sw
 	return true

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -144,4 +145,34 @@ func BenchmarkDecode_ListPage(b *testing.B) {
 			}
 		}
 	})
+}
+
+// DecodeOwned decodes what Decode does; a large message's result is the
+// caller's bytes, not a copy.
+func TestDecodeOwned_SharesALargeResult(t *testing.T) {
+	for _, in := range []string{string(listPage(200)), `{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1]}}`, `{"jsonrpc":"2.0","id":1,"result":` + strings.Repeat(" ", 5000) + `x}`} {
+		want, wantErr := Decode([]byte(in))
+		data := []byte(in)
+		got, err := DecodeOwned(data)
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%.60s: error %v, Decode's %v", in, err, wantErr)
+		}
+		if err != nil {
+			continue
+		}
+		g, _ := jsonrpc.EncodeMessage(got)
+		w, _ := jsonrpc.EncodeMessage(want)
+		if string(g) != string(w) {
+			t.Fatalf("%.60s: %.100s, Decode's %.100s", in, g, w)
+		}
+	}
+	data := listPage(200)
+	msg, err := DecodeOwned(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := msg.(*jsonrpc.Response).Result
+	if &res[0] != &data[bytes.Index(data, []byte(`{"tools"`))] {
+		t.Fatal("the result was copied")
+	}
 }

@@ -96,6 +96,46 @@ func EncodeResponseAs(resp *jsonrpc.Response, rawID json.RawMessage) ([]byte, er
 	return append(b, '}'), nil
 }
 
+// AppendResponseHead appends to dst the bytes of EncodeResponseAs(resp,
+// rawID) that come before a successful response's result; the result's
+// bytes and a closing brace complete it. A writer can then send a large
+// result (a list page of 1,000 tools, 770 kB) as it is, instead of
+// copying it into an encoded message first and that into a framed one.
+// ok is false, with dst as it was, for anything but a response with a
+// result and an id that encodes without the SDK (an error, an empty
+// result): encode those with EncodeResponseAs.
+func AppendResponseHead(dst []byte, resp *jsonrpc.Response, rawID json.RawMessage) (_ []byte, ok bool) {
+	if resp.Error != nil || len(resp.Result) == 0 {
+		return dst, false
+	}
+	n := len(dst)
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	switch v := resp.ID.Raw().(type) {
+	case nil:
+		if len(rawID) == 0 {
+			return dst[:n], false
+		}
+	case int64:
+		if len(rawID) == 0 {
+			dst = strconv.AppendInt(dst, v, 10)
+		}
+	case string:
+		if len(rawID) == 0 {
+			id, err := json.Marshal(v)
+			if err != nil {
+				return dst[:n], false
+			}
+			dst = append(dst, id...)
+		}
+	default:
+		if len(rawID) == 0 {
+			return dst[:n], false
+		}
+	}
+	dst = append(dst, rawID...)
+	return append(dst, `,"result":`...), true
+}
+
 // ErrorBody is the body of a transport-level answer: an HTTP status with a
 // JSON-RPC error, which every MCP client can display. rawID is the id of
 // the request it answers as the client wrote it, or empty for null (the

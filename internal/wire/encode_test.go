@@ -56,6 +56,51 @@ func TestEncodeResponse_MeansWhatTheSDKWrites(t *testing.T) {
 	}
 }
 
+// AppendResponseHead, the result and a closing brace are the bytes
+// EncodeResponseAs writes, for every response it takes; the others it
+// declines, leaving dst as it was.
+func TestAppendResponseHead_IsEncodeResponseAs(t *testing.T) {
+	id := func(v any) jsonrpc.ID {
+		i, err := jsonrpc.MakeID(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return i
+	}
+	result := json.RawMessage(`{"tools":[{"name":"a"}]}`)
+	for _, c := range []struct {
+		resp  *jsonrpc.Response
+		rawID string
+		ok    bool
+	}{
+		{&jsonrpc.Response{ID: id(float64(7)), Result: result}, "", true},
+		{&jsonrpc.Response{ID: id(`a"b\u2028<`), Result: result}, "", true},
+		{&jsonrpc.Response{ID: id(float64(7)), Result: result}, `"\u0037"`, true},
+		{&jsonrpc.Response{Result: result}, `7`, true},
+		{&jsonrpc.Response{Result: result}, "", false},
+		{&jsonrpc.Response{ID: id(float64(1)), Error: &jsonrpc.Error{Code: -32602, Message: "bad"}}, "1", false},
+		{&jsonrpc.Response{ID: id(float64(1))}, "1", false},
+	} {
+		head, ok := wire.AppendResponseHead([]byte("x"), c.resp, json.RawMessage(c.rawID))
+		if ok != c.ok {
+			t.Fatalf("%+v %s: ok %v", c.resp, c.rawID, ok)
+		}
+		if !ok {
+			if string(head) != "x" {
+				t.Fatalf("declined, dst %q", head)
+			}
+			continue
+		}
+		want, err := wire.EncodeResponseAs(c.resp, json.RawMessage(c.rawID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(head[1:]) + string(c.resp.Result) + "}"; got != string(want) {
+			t.Fatalf("head+result = %s, EncodeResponseAs %s", got, want)
+		}
+	}
+}
+
 func BenchmarkEncodeResponse(b *testing.B) {
 	result := make([]byte, 0, 8<<10)
 	result = append(result, `{"tools":[`...)

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 )
 
@@ -33,6 +34,13 @@ func RawObject(m map[string]json.RawMessage) json.RawMessage {
 // member key set to RawArray(items), written in place: a list page's
 // items, most of its bytes, are copied once instead of twice.
 func RawObjectArray(m map[string]json.RawMessage, key string, items []json.RawMessage) json.RawMessage {
+	return AppendRawObjectArray(nil, m, key, items)
+}
+
+// AppendRawObjectArray is RawObjectArray appended to dst, which grows
+// once, to the object's size, when it lacks the room: a list page can be
+// built into a buffer reused from page to page.
+func AppendRawObjectArray(dst []byte, m map[string]json.RawMessage, key string, items []json.RawMessage) json.RawMessage {
 	keys := make([]string, 0, len(m)+1)
 	n := 2
 	for k, v := range m {
@@ -50,7 +58,7 @@ func RawObjectArray(m map[string]json.RawMessage, key string, items []json.RawMe
 		}
 	}
 	sort.Strings(keys)
-	b := make([]byte, 0, n)
+	b := slices.Grow(dst, n)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {

@@ -38,3 +38,19 @@ func TestRawObjectArray(t *testing.T) {
 		t.Error("RawObjectArray changed its map")
 	}
 }
+
+// AppendRawObjectArray appends RawObjectArray's bytes to dst, in dst's
+// own memory when it has the room.
+func TestAppendRawObjectArray(t *testing.T) {
+	m := map[string]json.RawMessage{"nextCursor": json.RawMessage(`"c"`)}
+	items := []json.RawMessage{json.RawMessage(`{"name":"a"}`), json.RawMessage(`{"name":"b"}`)}
+	want := string(RawObjectArray(m, "tools", items))
+	if got := AppendRawObjectArray([]byte("x"), m, "tools", items); string(got) != "x"+want {
+		t.Fatalf("appended to x: %s", got)
+	}
+	room := make([]byte, 0, 1024)
+	got := AppendRawObjectArray(room, m, "tools", items)
+	if string(got) != want || &got[:1][0] != &room[:1][0] {
+		t.Fatalf("into room: %s (same memory: %v)", got, &got[:1][0] == &room[:1][0])
+	}
+}

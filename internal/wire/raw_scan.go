@@ -1,8 +1,9 @@
 package wire
 
 import (
-	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -32,8 +33,64 @@ func MembersBytes(b []byte, fn func(key, value []byte) bool) (ok bool) {
 	return members(b, func(key []byte, start, end int) bool { return fn(key, b[start:end]) })
 }
 
+// MembersAt is MembersBytes with each value's place in b (b[start:end]),
+// for a caller that rewrites a member while it walks (renaming a list
+// item: one walk, then one copy, instead of a walk and Splice's).
+func MembersAt(b []byte, fn func(key []byte, start, end int) bool) (ok bool) {
+	return members(b, fn)
+}
+
+// MembersElements is Members that also walks the value of member
+// arrayKey, when it is an array, element by element in the same pass
+// that finds its end: elem is called with each element, then fn with the
+// member (a list result: its items found in one walk, not one to skip
+// the array and one to split it). A member of that name that is not an
+// array, or a second one, is passed to fn as any other.
+func MembersElements(b []byte, arrayKey string, fn func(key string, value []byte) bool, elem func(item []byte)) (ok bool) {
+	return membersWith(b, func(key []byte, i int) int {
+		if i < len(b) && b[i] == '[' && string(key) == arrayKey {
+			return elementsAt(b, i, elem)
+		}
+		return skipValue(b, i)
+	}, func(key []byte, start, end int) bool { return fn(string(key), b[start:end]) })
+}
+
+// elementsAt returns the index just past the array starting at b[i] (a
+// bracket), calling elem with each element, or -1 when it does not end
+// well.
+func elementsAt(b []byte, i int, elem func(item []byte)) int {
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1
+	}
+	for {
+		end := skipValue(b, i)
+		if end < 0 {
+			return -1
+		}
+		elem(b[i:end])
+		i = skipSpace(b, end)
+		switch {
+		case i >= len(b):
+			return -1
+		case b[i] == ',':
+			i = skipSpace(b, i+1)
+		case b[i] == ']':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
 // members is Members with each value's place in b.
 func members(b []byte, fn func(key []byte, start, end int) bool) (ok bool) {
+	return membersWith(b, func(_ []byte, i int) int { return skipValue(b, i) }, fn)
+}
+
+// membersWith is members with value finding where the value starting at
+// b[i] ends (-1: it does not).
+func membersWith(b []byte, value func(key []byte, i int) int, fn func(key []byte, start, end int) bool) (ok bool) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -59,7 +116,7 @@ func members(b []byte, fn func(key []byte, start, end int) bool) (ok bool) {
 			return false
 		}
 		i = skipSpace(b, i+1)
-		vend := skipValue(b, i)
+		vend := value(key, i)
 		if vend < 0 {
 			return false
 		}
@@ -199,22 +256,35 @@ func skipSpace(b []byte, i int) int {
 }
 
 // skipString returns the index just past the string token starting at
-// b[i] (a quote), or -1 when it does not end.
+// b[i] (a quote), or -1 when it does not end. The bytes between escapes
+// are crossed eight at a time (as validString does, without its checks):
+// the strings of a list item are short, and two IndexByte calls a
+// string, one for the quote and one for a backslash before it, cost more
+// than the bytes.
 func skipString(b []byte, i int) int {
-	// Most strings hold no escape: the closing quote is the first quote,
-	// found with IndexByte (vectorised), when no backslash is before it.
-	if q := bytes.IndexByte(b[i+1:], '"'); q >= 0 && bytes.IndexByte(b[i+1:i+1+q], '\\') < 0 {
-		return i + 1 + q + 1
-	}
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++ // the escaped byte (a \uXXXX's digits are plain bytes)
-		case '"':
+	i++
+	for {
+		for len(b)-i >= 8 {
+			w := binary.LittleEndian.Uint64(b[i:])
+			q := w ^ ('"' * ones)
+			s := w ^ ('\\' * ones)
+			if m := ((q-ones)&^q | (s-ones)&^s) & highs; m != 0 {
+				i += bits.TrailingZeros64(m) / 8
+				break
+			}
+			i += 8
+		}
+		for i < len(b) && b[i] != '"' && b[i] != '\\' {
+			i++
+		}
+		if i >= len(b) {
+			return -1
+		}
+		if b[i] == '"' {
 			return i + 1
 		}
+		i += 2 // the escaped byte (a \uXXXX's digits are plain bytes)
 	}
-	return -1
 }
 
 // skipValue returns the index just past the value starting at b[i], or

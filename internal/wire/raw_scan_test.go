@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -69,12 +70,17 @@ func normalize(t *testing.T, m map[string]json.RawMessage) map[string]any {
 }
 
 // FuzzMembers: no input panics the walkers, and on an object encoding/json
-// accepts, Members agrees with it on every key it reports.
+// accepts, Members agrees with it on every key it reports. The validating
+// scanner (ValidMembers, Valid) agrees with encoding/json on every input:
+// valid or not, and the same members.
 func FuzzMembers(f *testing.F) {
-	for _, s := range []string{`{"name":"x","a":[1,{"b":"}"}]}`, `{"n\u0061me":"e"}`, `[1,2]`, `{"a":`, `{"a":"\"}`, `{}`} {
+	for _, s := range []string{`{"name":"x","a":[1,{"b":"}"}]}`, `{"n\u0061me":"e"}`, `[1,2]`, `{"a":`, `{"a":"\"}`, `{}`,
+		"{\"a\":\"\x01\"}", `{"a":"\u00zz"}`, `{"a":-01}`, `{"a":1.e5}`, `{"a":[tru]}`, "{\"aaaaaaaaaa\\\"aaaaaaa\":\"\xff\"}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		checkValidScan(t, b)
+		checkMembersElements(t, b)
 		got := map[string][]byte{}
 		ok := Members(b, func(k string, v []byte) bool { got[k] = v; return true })
 		Elements(b, func([]byte) bool { return true })
@@ -97,4 +103,63 @@ func FuzzMembers(f *testing.F) {
 func jsonEqual(a, b []byte) bool {
 	var x, y any
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// On valid JSON MembersElements sees the members Members sees, and for
+// each member "items" that is an array the elements Elements sees, in
+// order (on invalid JSON neither is exact: only that it ends, no panic).
+func checkMembersElements(t *testing.T, b []byte) {
+	t.Helper()
+	if !json.Valid(b) {
+		MembersElements(b, "items", func(string, []byte) bool { return true }, func([]byte) {})
+		return
+	}
+	var want, got []string
+	wantOK := Members(b, func(k string, v []byte) bool {
+		want = append(want, k+"="+string(v))
+		if k == "items" {
+			Elements(v, func(e []byte) bool { want = append(want, "item "+string(e)); return true })
+		}
+		return true
+	})
+	var pending []string
+	gotOK := MembersElements(b, "items", func(k string, v []byte) bool {
+		got = append(got, pending...)
+		pending = nil
+		got = append(got, k+"="+string(v))
+		return true
+	}, func(e []byte) { pending = append(pending, "item "+string(e)) })
+	if wantOK != gotOK || wantOK && !reflect.DeepEqual(reorder(want), got) {
+		t.Fatalf("MembersElements(%.80q) = %v %q, Members+Elements %v %q", b, gotOK, got, wantOK, want)
+	}
+}
+
+// reorder puts each member's items before it, as MembersElements calls
+// elem before fn.
+func reorder(seen []string) []string {
+	var out, member []string
+	for _, s := range seen {
+		if strings.HasPrefix(s, "item ") {
+			out = append(out, s)
+			continue
+		}
+		out = append(out, member...)
+		member = []string{s}
+	}
+	return append(out, member...)
+}
+
+func TestMembersElements(t *testing.T) {
+	for _, in := range []string{`{"items":[1,{"a":"]"},[2,3],"x"],"next":"c"}`, `{"items":[]}`, ` { "items" : [ 1 , 2 ] } `, `{"items":"no"}`,
+		`{"items":[1],"items":[2,3]}`, `{"a":1,"items":[1,]}`, `{"items":[1 2]}`, `{"items":[1}`, `{"items":`, `[1]`, `{"Items":[1]}`} {
+		checkMembersElements(t, []byte(in))
+	}
+	// Each value's place is where Members finds it.
+	b := []byte(`{"name" : "x", "n":[1,{"a":2}]}`)
+	MembersAt(b, func(k []byte, start, end int) bool {
+		if v, _ := MemberValue(b, string(k)); string(v) != string(b[start:end]) {
+			t.Fatalf("%s at %d:%d is %q, want %q", k, start, end, b[start:end], v)
+		}
+		return true
+	})
 }

@@ -104,6 +104,9 @@ type Client struct {
 	// config reload starts with an empty cache.
 	tokens *credentials.Source
 	pool   *stdioPool // TransportStdio only
+	// sizes: the longest line of the latest answer to each method on an
+	// event stream, for reading the next one (eventSizes).
+	sizes eventSizes
 }
 
 // Option tunes New.

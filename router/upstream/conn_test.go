@@ -329,7 +329,7 @@ func serverResult(t *testing.T, rec *recorder, m mode, id jsonrpc.ID) json.RawMe
 		if e.Resp.Len() > 0 && json.Valid(e.Resp.Bytes()) {
 			bodies = append(bodies, e.Resp.Bytes())
 		} else {
-			r := newSSEReader(e.Resp, 0)
+			r := newSSEReader(e.Resp, 0, 0)
 			for ev, err := r.Next(); err == nil; ev, err = r.Next() {
 				bodies = append(bodies, ev.Data)
 			}

@@ -81,7 +81,7 @@ func openLegacySSE(ctx context.Context, conn *Conn) (*legacySSE, error) {
 	// The stream is read under streamCtx, which keeps ctx's values: the
 	// budget tab of the request that opened this per-request connection.
 	metered, m := meter(streamCtx, hresp.Body)
-	r := newSSEReader(metered, c.cfg.MaxMessageBytes)
+	r := newSSEReader(metered, c.cfg.MaxMessageBytes, 0)
 	ev, err := r.Next()
 	if err != nil {
 		return fail(hresp.Body, c.newError(op, 0, fmt.Errorf("reading endpoint event: %w", err)))

@@ -79,7 +79,7 @@ func (s *streamable) listen(ctx context.Context, handle func(context.Context, js
 		return c.newError(op, 0, fmt.Errorf("unexpected Content-Type %q", hresp.Header.Get("Content-Type")))
 	}
 	ready()
-	r := newSSEReader(hresp.Body, c.cfg.MaxMessageBytes)
+	r := newSSEReader(hresp.Body, c.cfg.MaxMessageBytes, 0)
 	for {
 		ev, err := r.Next()
 		if err != nil {

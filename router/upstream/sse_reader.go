@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,18 +40,64 @@ type sseReader struct {
 	lastID   string
 	retry    time.Duration
 	hasRetry bool
+	longest  int // the longest line read
 }
 
-func newSSEReader(r io.Reader, maxEvent int) *sseReader {
+// newSSEReader reads events of at most maxEvent bytes (0: the default)
+// from r. sizeHint is the length of the longest line expected (0: none
+// known; see eventSizes): the line buffer starts at about that size.
+func newSSEReader(r io.Reader, maxEvent, sizeHint int) *sseReader {
 	if maxEvent <= 0 {
 		maxEvent = defaultMaxMessageBytes
 	}
 	sc := bufio.NewScanner(r)
 	// A line holds at most one field; allow the field name on top of the data.
-	sc.Buffer(make([]byte, 0, 4096), maxEvent+64)
+	sc.Buffer(make([]byte, 0, lineBuffer(sizeHint)), maxEvent+64)
 	sc.Split(splitSSELines)
 	return &sseReader{sc: sc, max: maxEvent}
 }
+
+// lineBuffer is the size of a reader's first line buffer for lines of
+// about hint bytes: bufio.Scanner grows its buffer by doubling from this
+// and copies what it holds at every step, so a 155 kB list page read
+// into the default 4 KiB took seven allocations and 300 kB of copies.
+// Past maxLineHint it grows as before.
+func lineBuffer(hint int) int {
+	if hint <= 0 {
+		return 4096
+	}
+	return min(max(hint+hint/8+64, 4096), maxLineHint)
+}
+
+// maxLineHint bounds the buffer a hint allocates up front: a backend
+// that once sent a huge answer does not make every later read that large.
+const maxLineHint = 1 << 20
+
+// eventSizes remembers, per method, the longest line of a backend's
+// latest answer on an event stream: the next answer to the same method
+// (the next list page) is read into a buffer of about its size
+// (newSSEReader's sizeHint). A Client keeps one.
+type eventSizes struct{ m sync.Map } // method → *atomic.Int64
+
+// hint is the size to expect for an answer to method (0: none seen).
+func (e *eventSizes) hint(method string) int {
+	if v, ok := e.m.Load(method); ok {
+		return int(v.(*atomic.Int64).Load())
+	}
+	return 0
+}
+
+// note records the longest line of an answer to method.
+func (e *eventSizes) note(method string, n int) {
+	v, ok := e.m.Load(method)
+	if !ok {
+		v, _ = e.m.LoadOrStore(method, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Store(int64(n))
+}
+
+// Longest is the length of the longest line read so far.
+func (r *sseReader) Longest() int { return r.longest }
 
 // LastEventID is the id to resume from with Last-Event-ID ("" if none).
 func (r *sseReader) LastEventID() string { return r.lastID }
@@ -69,6 +117,7 @@ func (r *sseReader) Next() (sseEvent, error) {
 	)
 	for r.sc.Scan() {
 		line := r.sc.Bytes()
+		r.longest = max(r.longest, len(line))
 		if !r.started {
 			r.started = true
 			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))

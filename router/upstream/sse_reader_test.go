@@ -55,7 +55,7 @@ func TestSSEReader_Events(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newSSEReader(strings.NewReader(tt.stream), 1024)
+			r := newSSEReader(strings.NewReader(tt.stream), 1024, 0)
 			var got []sseEvent
 			for {
 				ev, err := r.Next()
@@ -94,7 +94,7 @@ func TestSSEReader_BoundsEventSize(t *testing.T) {
 		"many short lines": strings.Repeat("data: "+strings.Repeat("x", 20)+"\n", 10) + "\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := newSSEReader(strings.NewReader(stream), 100).Next()
+			_, err := newSSEReader(strings.NewReader(stream), 100, 0).Next()
 			if !errors.Is(err, errEventTooLarge) {
 				t.Errorf("err = %v, want errEventTooLarge", err)
 			}
@@ -149,18 +149,58 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 }
 
 // BenchmarkSSEReader_ListPage reads one event of a 155 kB list page (200
-// tools), as a go-sdk backend sends it, in 16 kB reads.
+// tools), as a go-sdk backend sends it, in 16 kB reads: with no size
+// known (the line buffer grows from 4 KiB), and with the hint the client
+// keeps from the previous page (eventSizes).
 func BenchmarkSSEReader_ListPage(b *testing.B) {
 	item := `{"name":"search_issues","title":"search issues","description":"Use this tool to search issues in the workspace the user is signed in to. Results are paginated.","inputSchema":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}}`
 	data := `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + strings.Repeat(item+",", 600) + item + `]}}`
 	body := []byte("event: message\nid: 1\ndata: " + data + "\n\n")
-	b.SetBytes(int64(len(body)))
-	b.ReportAllocs()
-	for b.Loop() {
-		r := newSSEReader(&chunkReader{b: body, n: 16 << 10}, 0)
-		ev, err := r.Next()
-		if err != nil || len(ev.Data) != len(data) {
-			b.Fatal(err)
+	for _, hint := range []int{0, len(data) + 6} {
+		name := "unknown-size"
+		if hint > 0 {
+			name = "size-hint"
 		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r := newSSEReader(&chunkReader{b: body, n: 16 << 10}, 0, hint)
+				ev, err := r.Next()
+				if err != nil || len(ev.Data) != len(data) {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// A hint sizes the first line buffer, within bounds, and is only a
+// hint: a longer line than hinted is read whole, and the longest line is
+// what the client notes for the next answer.
+func TestSSEReader_SizeHint(t *testing.T) {
+	for hint, want := range map[int]int{0: 4096, 100: 4096, 100000: 112564, 8 << 20: maxLineHint} {
+		if got := lineBuffer(hint); got != want {
+			t.Errorf("lineBuffer(%d) = %d, want %d", hint, got, want)
+		}
+	}
+	data := strings.Repeat("x", 50000)
+	r := newSSEReader(strings.NewReader("id: 1\ndata: "+data+"\n\n"), 0, 10000)
+	ev, err := r.Next()
+	if err != nil || string(ev.Data) != data {
+		t.Fatalf("event of %d bytes, %v", len(ev.Data), err)
+	}
+	if r.Longest() != len(data)+6 {
+		t.Errorf("Longest %d, want %d", r.Longest(), len(data)+6)
+	}
+	var sizes eventSizes
+	if sizes.hint("tools/list") != 0 {
+		t.Fatal("a hint before any answer")
+	}
+	sizes.note("tools/list", 155000)
+	sizes.note("tools/call", 300)
+	sizes.note("tools/list", 154000)
+	if sizes.hint("tools/list") != 154000 || sizes.hint("tools/call") != 300 {
+		t.Errorf("hints %d, %d", sizes.hint("tools/list"), sizes.hint("tools/call"))
 	}
 }

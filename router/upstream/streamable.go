@@ -157,7 +157,7 @@ func (s *streamable) readJSON(ctx context.Context, req *jsonrpc.Request, body io
 	}
 	var ours *jsonrpc.Response
 	for _, raw := range raws {
-		msg, err := wire.Decode(raw)
+		msg, err := wire.DecodeOwned(raw)
 		if err != nil {
 			return nil, c.newError(op, 0, fmt.Errorf("malformed JSON-RPC message: %w", err))
 		}
@@ -186,9 +186,10 @@ func (s *streamable) readStream(ctx context.Context, req *jsonrpc.Request, body 
 	)
 	for {
 		metered, m := meter(ctx, body)
-		r := newSSEReader(metered, c.cfg.MaxMessageBytes)
+		r := newSSEReader(metered, c.cfg.MaxMessageBytes, c.sizes.hint(op))
 		resp, progressed, fatal, err := s.consume(ctx, r, m, req, handle)
 		if resp != nil {
+			c.sizes.note(op, r.Longest())
 			drain(body, endReq)
 			body.Close()
 			return resp, nil
@@ -238,7 +239,7 @@ func (s *streamable) consume(ctx context.Context, r *sseReader, m *meteredBody, 
 		if ev.Name != "message" || len(ev.Data) == 0 {
 			continue // e.g. a priming event that only carries an id
 		}
-		msg, err := wire.Decode(ev.Data)
+		msg, err := wire.DecodeOwned(ev.Data)
 		if err != nil {
 			return nil, progressed, true, fmt.Errorf("malformed JSON-RPC message: %w", err)
 		}
