@@ -47,7 +47,7 @@ func MembersAt(b []byte, fn func(key []byte, start, end int) bool) (ok bool) {
 // the array and one to split it). A member of that name that is not an
 // array, or a second one, is passed to fn as any other.
 func MembersElements(b []byte, arrayKey string, fn func(key string, value []byte) bool, elem func(item []byte)) (ok bool) {
-	return membersWith(b, func(key []byte, i int) int {
+	return membersWith(b, skipString, func(key []byte, i int) int {
 		if i < len(b) && b[i] == '[' && string(key) == arrayKey {
 			return elementsAt(b, i, elem)
 		}
@@ -85,12 +85,13 @@ func elementsAt(b []byte, i int, elem func(item []byte)) int {
 
 // members is Members with each value's place in b.
 func members(b []byte, fn func(key []byte, start, end int) bool) (ok bool) {
-	return membersWith(b, func(_ []byte, i int) int { return skipValue(b, i) }, fn)
+	return membersWith(b, skipString, func(_ []byte, i int) int { return skipValue(b, i) }, fn)
 }
 
-// membersWith is members with value finding where the value starting at
-// b[i] ends (-1: it does not).
-func membersWith(b []byte, value func(key []byte, i int) int, fn func(key []byte, start, end int) bool) (ok bool) {
+// membersWith is members with str finding where the key string starting at
+// b[i] ends and value where the value starting at b[i] ends (-1: it does
+// not): skipping them (members) or validating them (ValidMembers).
+func membersWith(b []byte, str func(b []byte, i int) int, value func(key []byte, i int) int, fn func(key []byte, start, end int) bool) (ok bool) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -103,7 +104,7 @@ func membersWith(b []byte, value func(key []byte, i int) int, fn func(key []byte
 		if i >= len(b) || b[i] != '"' {
 			return false
 		}
-		end := skipString(b, i)
+		end := str(b, i)
 		if end < 0 {
 			return false
 		}

@@ -29,50 +29,8 @@ const maxValidDepth = 10000
 // with b). When fn returns false the walk stops there and ok is true,
 // without the rest of b having been checked.
 func ValidMembers(b []byte, fn func(key, value []byte) bool) (ok bool) {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return false
-		}
-		end := validString(b, i)
-		if end < 0 {
-			return false
-		}
-		key, ok := unquoteBytes(b[i:end])
-		if !ok {
-			return false
-		}
-		i = skipSpace(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return false
-		}
-		i = skipSpace(b, i+1)
-		vend := validValue(b, i, 1)
-		if vend < 0 {
-			return false
-		}
-		if !fn(key, b[i:vend]) {
-			return true
-		}
-		i = skipSpace(b, vend)
-		switch {
-		case i >= len(b):
-			return false
-		case b[i] == ',':
-			i = skipSpace(b, i+1)
-		case b[i] == '}':
-			return skipSpace(b, i+1) == len(b)
-		default:
-			return false
-		}
-	}
+	return membersWith(b, validString, func(_ []byte, i int) int { return validValue(b, i, 1) },
+		func(key []byte, start, end int) bool { return fn(key, b[start:end]) })
 }
 
 // Valid is json.Valid in one pass of ValidMembers' scanner.
