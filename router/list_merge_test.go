@@ -78,12 +78,7 @@ func TestRenameItem(t *testing.T) {
 // once: dropRaw lets the backend's answer go and keeps copies of its
 // small members; the page's size and merge are unchanged.
 func TestPageResultDropRaw(t *testing.T) {
-	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
-		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
-		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
-	}}})
-	t.Cleanup(table.close)
-	v := table.vhosts["v"]
+	v := offlineVHost(t, "one", "two")
 	r := New(nil, Options{})
 	op := listOps["tools/list"]
 	answer := []byte(`{"tools":[{"name":"b"},{"name":"a"}],"nextCursor":"c2","ttlMs":5}`)
@@ -114,12 +109,7 @@ func TestPageResultDropRaw(t *testing.T) {
 // each is what renameItem makes of it, however far a page outgrows the
 // room's first estimate, and none can grow into its neighbour.
 func TestRenameAll_SharedRoom(t *testing.T) {
-	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
-		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
-		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
-	}}})
-	t.Cleanup(table.close)
-	v := table.vhosts["v"]
+	v := offlineVHost(t, "one", "two")
 	r := New(nil, Options{})
 	for _, op := range []listOp{listOps["tools/list"], listOps["resources/list"]} {
 		var items []json.RawMessage
@@ -148,12 +138,7 @@ func TestRenameAll_SharedRoom(t *testing.T) {
 // bytes as without; a second page of the same request gets memory of its
 // own; the buffer given back serves the next request.
 func TestWithPageBuffer(t *testing.T) {
-	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
-		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
-		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
-	}}})
-	t.Cleanup(table.close)
-	v := table.vhosts["v"]
+	v := offlineVHost(t, "one", "two")
 	r := New(nil, Options{CursorSecret: []byte("0123456789abcdef0123456789abcdef")})
 	op := listOps["tools/list"]
 	page := func(ctx context.Context) json.RawMessage {
@@ -191,11 +176,7 @@ func TestWithPageBuffer(t *testing.T) {
 // A single-backend vhost passes its items through: renaming them
 // allocates no room for copies.
 func TestRenameAll_PassThroughAllocatesNoRoom(t *testing.T) {
-	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
-		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
-	}}})
-	t.Cleanup(table.close)
-	v := table.vhosts["v"]
+	v := offlineVHost(t, "one")
 	r := New(nil, Options{})
 	items := make([]json.RawMessage, 1000)
 	for i := range items {

@@ -15,13 +15,7 @@ import (
 // backend names is published, and the published identifier routes back
 // to the same backend and the same backend identifier.
 func TestNaming_RoundTripForEveryKind(t *testing.T) {
-	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
-		"gw":     {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
-		"gw-one": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
-		"apps":   {Config: upstream.Config{URL: "http://127.0.0.1:3/mcp"}},
-	}}})
-	t.Cleanup(table.close)
-	v := table.vhosts["v"]
+	v := offlineVHost(t, "gw", "gw-one", "apps")
 	for _, c := range []struct {
 		kind, key, id, published string
 	}{

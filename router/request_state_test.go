@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -16,12 +15,7 @@ import (
 // the backend's own state, only for the backend, caller and request it
 // was issued for.
 func TestRequestState_SealedOnTheWayOutOpenedOnTheWayIn(t *testing.T) {
-	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
-		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
-		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
-	}}})
-	t.Cleanup(table.close)
-	v := table.vhosts["v"]
+	v := offlineVHost(t, "one", "two")
 	r := New(nil, Options{CursorSecret: []byte("0123456789abcdef0123456789abcdef")})
 	call := func(principal, name string, params map[string]any) (*Call, *target) {
 		params["name"] = name

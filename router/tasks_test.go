@@ -19,12 +19,7 @@ import (
 // untouched; tasks/* without the extension is -32021, and an id that does
 // not open (forged, another caller's) is one -32602 before any backend.
 func TestTasks_SealedIDsAndRefusals(t *testing.T) {
-	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
-		"fx":  {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
-		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
-	}}})
-	t.Cleanup(table.close)
-	v := table.vhosts["v"]
+	v := offlineVHost(t, "fx", "two")
 	r := New(nil, Options{CursorSecret: []byte("0123456789abcdef0123456789abcdef")})
 	c := &Call{VHost: "v", Principal: "alice", Request: &jsonrpc.Request{Method: "tools/call"}}
 	tg := &target{backend: "fx", name: "slow", public: "fx-slow", kind: "tool"}

@@ -94,3 +94,17 @@ func TestListen_SlotsPerPrincipal(t *testing.T) {
 		t.Fatalf("counts left after every listen closed: %v", ls.open)
 	}
 }
+
+// offlineVHost is vhost "v" of backends keys, each at a URL nothing
+// answers: for the router's own work on a vhost (routing, renaming,
+// sealing), which never reaches a backend.
+func offlineVHost(t testing.TB, keys ...string) *vhost {
+	t.Helper()
+	backends := make(map[string]*Backend, len(keys))
+	for i, k := range keys {
+		backends[k] = &Backend{Config: upstream.Config{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", i+1)}}
+	}
+	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: backends}})
+	t.Cleanup(table.close)
+	return table.vhosts["v"]
+}
