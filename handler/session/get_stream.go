@@ -124,8 +124,10 @@ type sessionStream struct {
 	poke    chan struct{}      // capacity 1: the log may hold news for the client
 	restart chan chan struct{} // listener rebuilds, served by the run loop
 
-	// listeners is the current generation; only the run loop touches it.
+	// listeners is the current generation and draining the one it
+	// replaced, if still listening; only the run loop touches them.
 	listeners *listenerSet
+	draining  *listenerSet
 	// subscribed are the session's subscriptions as the current
 	// generation was built with them (published URIs): while a rebuild
 	// overlaps the old generation with the new (make-before-break), an

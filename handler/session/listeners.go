@@ -23,6 +23,10 @@ import (
 type listenerSet struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// retire is closed when the set, replaced and draining, is to stop
+	// before its drain time is up (see restartListeners).
+	retire     chan struct{}
+	retireOnce sync.Once
 }
 
 func (l *listenerSet) stop() {
@@ -30,23 +34,43 @@ func (l *listenerSet) stop() {
 	l.wg.Wait()
 }
 
+func (l *listenerSet) retireNow() { l.retireOnce.Do(func() { close(l.retire) }) }
+
+// listenerDrain is how long a replaced generation keeps listening after
+// its successor is up. A backend picks who to tell about a change when the
+// change happens and writes to them later: an update it addressed to the
+// old generation's session just before the new one subscribed arrives
+// after the new one is up (seen at 10 ms on a loaded machine). The backend
+// gives no signal that such writes are done, so the old set drains for a
+// while; an update heard by both is logged twice, which a client of a
+// resource-updated hint cannot tell from two updates.
+const listenerDrain = 2 * time.Second
+
 // restartListeners replaces the session's listeners with a set built from
 // the session's current state in the store. Run loop only. The channel it
 // returns is closed once every new listener is receiving (or has failed its
 // first try).
 //
 // The replacement is make-before-break, like a takeover between instances:
-// the old set keeps listening until the new one is up, so a resource
-// update the backend sends meanwhile reaches the session (maybe twice: a
-// notification may arrive on both sets, and both log it). Stopping the old
-// set first lost every update of the gap, which a subscription change, a
-// log level or a reload opens.
+// the old set keeps listening until the new one is up and for
+// listenerDrain after, so a resource update the backend sends meanwhile
+// reaches the session (maybe twice: a notification may arrive on both
+// sets, and both log it). Stopping the old set first lost every update of
+// the gap, which a subscription change, a log level or a reload opens.
+// At most one replaced set drains: the next rebuild retires it at once, so
+// a client changing its subscriptions quickly holds at most three sets
+// (draining, current, being built).
 func (ss *sessionStream) restartListeners() <-chan struct{} {
 	rt := ss.hub.rt
 	up := make(chan struct{})
 	old := ss.listeners
 	ss.listeners = nil
+	if ss.draining != nil {
+		ss.draining.retireNow()
+	}
+	ss.draining = old
 	stopOld := func() {
+		ss.draining = nil
 		if old != nil {
 			old.stop()
 		}
@@ -78,7 +102,7 @@ func (ss *sessionStream) restartListeners() <-chan struct{} {
 	}
 	ss.mu.Unlock()
 	lctx, cancel := context.WithCancel(base)
-	set := &listenerSet{cancel: cancel}
+	set := &listenerSet{cancel: cancel, retire: make(chan struct{})}
 	var pending sync.WaitGroup
 	for _, t := range targets {
 		pending.Add(1)
@@ -92,6 +116,13 @@ func (ss *sessionStream) restartListeners() <-chan struct{} {
 	if old != nil && !ss.spawn(func() {
 		select {
 		case <-up:
+		case <-ss.ctx.Done():
+		}
+		drain := time.NewTimer(listenerDrain)
+		defer drain.Stop()
+		select {
+		case <-drain.C:
+		case <-old.retire:
 		case <-ss.ctx.Done():
 		}
 		old.stop()

@@ -16,7 +16,8 @@ import (
 
 // claim makes this instance the session's stream holder (starting the
 // hold's run loop and listeners if the hold is new) and, once the
-// listeners are up, tells the previous holder to stop. Every attach claims
+// listeners are up and the previous holder's have drained, tells the
+// previous holder to stop. Every attach claims
 // under a fresh owner id (old is the one before): a lingering hold that
 // another instance took over meanwhile takes the stream back, and the
 // other's late "taken" message for the old id cannot end it.
@@ -45,6 +46,14 @@ func (ss *sessionStream) claim(ctx context.Context, created bool, old string) er
 		defer t.Stop()
 		select {
 		case <-ready:
+			// The previous holder's listeners drain what the backends
+			// addressed to them before ours subscribed (listenerDrain).
+			t.Reset(listenerDrain)
+			select {
+			case <-t.C:
+			case <-ss.ctx.Done():
+				return
+			}
 		case <-t.C:
 		case <-ss.ctx.Done():
 			return
