@@ -334,3 +334,36 @@ func TestDocs_ReadmeMinimalConfigIsValid(t *testing.T) {
 		}
 	}
 }
+
+// --debug-listen serves Go's runtime profiles on an address of its own,
+// never on the gateway's port.
+func TestCLI_DebugListenServesProfilesOnItsOwnPort(t *testing.T) {
+	bin := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
+	debug := fmt.Sprintf("127.0.0.1:%d", testsupport.FreePort(t))
+	gw := testsupport.StartGateway(t, bin, []string{"--demo", "--listen", "127.0.0.1:0", "--debug-listen", debug}, nil)
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	if code, body := get("http://" + debug + "/debug/pprof/cmdline"); code != http.StatusOK || !strings.Contains(body, "--debug-listen") {
+		t.Fatalf("debug listener: %d %q, want the command line", code, body)
+	}
+	if code, _ := get(gw.URL + "/debug/pprof/cmdline"); code != http.StatusNotFound {
+		t.Fatalf("the gateway's own port served /debug/pprof: %d", code)
+	}
+	if !strings.Contains(gw.Output(), "debug listener started") {
+		t.Fatalf("no start line for the debug listener:\n%s", gw.Output())
+	}
+	// A taken address stops start-up with the flag named.
+	_, stderr, code := runBinary(t, bin, nil, "--demo", "--listen", "127.0.0.1:0", "--debug-listen", debug)
+	if code == 0 || !strings.Contains(stderr, "--debug-listen") {
+		t.Fatalf("debug address taken: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -12,6 +12,7 @@ import (
 
 type options struct {
 	config, listen, redisURL, logLevel, logFormat string
+	debugListen                                   string
 	demo, version                                 bool
 	reloadEvery                                   time.Duration
 }
@@ -26,6 +27,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.redisURL, "redis-url", os.Getenv("MCPGW_REDIS_URL"), "Redis `URL`: redis://, rediss://, redis+cluster://, redis+sentinel:// (env MCPGW_REDIS_URL); empty = in-memory store, single instance")
 	fs.StringVar(&o.logLevel, "log-level", envOr("MCPGW_LOG_LEVEL", "info"), "log `level`: "+logLevels+" (env MCPGW_LOG_LEVEL); debug logs one line per request")
 	fs.StringVar(&o.logFormat, "log-format", envOr("MCPGW_LOG_FORMAT", "text"), "log `format`: "+logFormats+" (env MCPGW_LOG_FORMAT)")
+	fs.StringVar(&o.debugListen, "debug-listen", os.Getenv("MCPGW_DEBUG_LISTEN"), "serve Go's runtime profiles (/debug/pprof/) on this `address` (env MCPGW_DEBUG_LISTEN); off when empty; keep it on localhost")
 	fs.DurationVar(&o.reloadEvery, "reload-interval", 5*time.Second, "how often to check the config file for changes (0: only on SIGHUP)")
 	fs.BoolVar(&o.demo, "demo", false, "run two in-process demo backends behind a \"demo\" vhost with no auth")
 	fs.BoolVar(&o.version, "version", false, "print version, commit and Go version, and exit")

@@ -125,6 +125,15 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
+	if o.debugListen != "" {
+		addr, stop, err := startDebugListener(runCtx, o.debugListen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--debug-listen: %w", err)
+		}
+		defer stop()
+		log.Info("debug listener started: Go runtime profiles at /debug/pprof/", "listen", "http://"+displayAddr(addr))
+	}
 	srv := newHTTPServer(a.Handler, cfg.Server, log)
 	// GET streams never end on their own: end them first so Shutdown can
 	// drain; their clients resume on another instance.
