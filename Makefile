@@ -51,6 +51,7 @@ fuzz: ## each fuzz target for FUZZTIME (default 20000 executions, a few seconds)
 	$(GO) test -run '^$$' -fuzz '^FuzzParamHeaders$$' -fuzztime $(FUZZTIME) ./router/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $(FUZZTIME) ./internal/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzMembers$$' -fuzztime $(FUZZTIME) ./internal/wire/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzTaskID$$' -fuzztime $(FUZZTIME) ./internal/taskid/
 	$(GO) test -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime $(FUZZTIME) ./router/envelope/
 

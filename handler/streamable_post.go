@@ -242,13 +242,15 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, call *router.
 }
 
 // hasProgressToken reports whether params._meta carries a progressToken.
+// The params were validated with the message, so they are read where
+// they lie.
 func hasProgressToken(params json.RawMessage) bool {
-	var p struct {
-		Meta struct {
-			ProgressToken json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
+	meta, ok := wire.MemberValue(params, "_meta")
+	if !ok {
+		return false
 	}
-	return json.Unmarshal(params, &p) == nil && len(p.Meta.ProgressToken) > 0 && string(p.Meta.ProgressToken) != "null"
+	token, ok := wire.MemberValue(meta, "progressToken")
+	return ok && string(token) != "null"
 }
 
 // writeResponse answers a call as application/json when the client accepts

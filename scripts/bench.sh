@@ -84,6 +84,12 @@
 #   BENCH_LIST_TOOLS    extra tools of each list-scale backend (default 200)
 #   BENCH_LIST_CONCURRENCY workers of the list-scale comparisons (default 1)
 #   BENCH_LIST_RSS_WALKS walks of list-scale-rss, each side (default 100)
+#   BENCH_PROFILE       1: take a CPU profile of the gateway (--debug-listen)
+#                       during each cpu-* and list-scale-* scenario, kept as
+#                       <scenario>.pprof with its top entries in
+#                       <scenario>.top.txt (default: off; profiling costs
+#                       the gateway a few percent, so figures of a profiled
+#                       run are not the recorded ones)
 #   MCPGW_BENCH_CACHE   where binaries and runs go (default .cache/bench)
 #   GO                  the go command (default go)
 #
@@ -141,6 +147,19 @@ MCPBENCH=$BIN/mcpbench
 # ---------------------------------------------------------------------------
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# debug_flags: --debug-listen on a free port when BENCH_PROFILE is set;
+# sets DEBUG_ADDR (empty when off).
+debug_flags() {
+  DEBUG_ADDR= DEBUG_FLAGS=()
+  [ -n "${BENCH_PROFILE:-}" ] || return 0
+  local p
+  for _ in 1 2 3 4 5; do
+    p=$((20000 + RANDOM % 40000))
+    port_free "$p" && { DEBUG_ADDR=127.0.0.1:$p; DEBUG_FLAGS=(--debug-listen "$DEBUG_ADDR"); return 0; }
+  done
+  die "no free port for --debug-listen"
+}
 
 # Redis: no persistence, loopback only, on a free port (retried if taken
 # between the check and the bind).
@@ -220,9 +239,10 @@ log "$((3 + 3 * FANOUT)) demo backends up"
   for i in $(seq "$FANOUT"); do echo "      b$i: {url: \"${RFAN[i - 1]}\"}"; done
 } >"$RUN/gateway.yaml"
 
+debug_flags
 start gateway "$BIN/gateway" --config "$RUN/gateway.yaml" --listen 127.0.0.1:0 \
-  --redis-url "redis://127.0.0.1:$REDIS_PORT" --log-level warn --reload-interval 0
-GATEWAY_PID=$LAST_PID
+  --redis-url "redis://127.0.0.1:$REDIS_PORT" --log-level warn --reload-interval 0 "${DEBUG_FLAGS[@]}"
+GATEWAY_PID=$LAST_PID GATEWAY_DEBUG=$DEBUG_ADDR
 wait_for gateway "$GATEWAY_PID" log_has gateway "mcpgw: listening on http://"
 GW=$(listen_url gateway)
 log "gateway on $GW (pid $GATEWAY_PID); started in $((SECONDS - T0))s; logs in $RUN"
@@ -263,9 +283,10 @@ case " $SCENARIOS " in *" list-scale"*)
     echo "  ls1000:     {backends: {b1: {url: \"$LS_1000\"}}}"
     echo "  cls1000:    {backends: {b1: {url: \"$LS_1000\", list_cache: 1m}}}"
   } >"$RUN/gateway-lists.yaml"
+  debug_flags
   start gateway-lists "$BIN/gateway" --config "$RUN/gateway-lists.yaml" --listen 127.0.0.1:0 \
-    --redis-url "redis://127.0.0.1:$REDIS_PORT" --log-level warn --reload-interval 0
-  LSGW_PID=$LAST_PID
+    --redis-url "redis://127.0.0.1:$REDIS_PORT" --log-level warn --reload-interval 0 "${DEBUG_FLAGS[@]}"
+  LSGW_PID=$LAST_PID LSGW_DEBUG=$DEBUG_ADDR
   wait_for gateway-lists "$LSGW_PID" log_has gateway-lists "mcpgw: listening on http://"
   LSGW=$(listen_url gateway-lists)
   sleep 2 # discovery of every backend, then idle
@@ -280,15 +301,31 @@ esac
 QUIET=-quiet
 [ -t 2 ] && QUIET= # the progress line, rewritten in place, on a terminal only
 
-# compare <scenario> <A url> <B url> [mcpbench flags]
+# seconds <duration>: whole seconds of a Go duration such as 5s or 500ms
+seconds() { awk -v d="$1" 'BEGIN { if (d ~ /ms$/) print int(d / 1000); else if (d ~ /m$/) print int(d) * 60; else print int(d) }'; }
+
+# compare <scenario> <A url> <B url> [mcpbench flags]; PROFILE_FROM, when
+# set, is the debug address of the gateway to profile meanwhile.
 compare() {
-  local name=$1 a=$2 b=$3; shift 3
+  local name=$1 a=$2 b=$3 prof=; shift 3
   log "$name: $ROUNDS rounds of $DURATION (+$WARMUP warm-up) per side"
+  if [ -n "${PROFILE_FROM:-}" ]; then
+    # The whole comparison: both sides' rounds (the gateway is idle
+    # during a bare proxy's).
+    local secs=$(( (2 * ROUNDS * ($(seconds "$DURATION") + $(seconds "$WARMUP"))) ))
+    curl -sf -o "$RUN/$name.pprof" "http://$PROFILE_FROM/debug/pprof/profile?seconds=$secs" &
+    prof=$!
+  fi
   "$MCPBENCH" $QUIET -c "$CONC" -d "$DURATION" -warmup "$WARMUP" -rounds "$ROUNDS" \
     -json "$RUN/$name.json" "$@" "$a" "$b" >"$RUN/$name.txt" ||
     { cat "$RUN/$name.txt" >&2; die "$name failed"; }
   sed 's/^/    /' "$RUN/$name.txt" >&2
   ROWS+=("$name=$RUN/$name.json")
+  if [ -n "$prof" ]; then
+    wait "$prof" || die "$name: the profile from $PROFILE_FROM failed"
+    "$GO" tool pprof -top -nodecount 30 "$BIN/gateway" "$RUN/$name.pprof" >"$RUN/$name.top.txt" 2>/dev/null || true
+    log "$name: CPU profile $RUN/$name.pprof (top: $RUN/$name.top.txt)"
+  fi
 }
 
 # list_rss: the list-scale gateway's RSS idle (after its start), then after
@@ -313,6 +350,8 @@ list_rss() {
 
 ROWS=()
 for s in $SCENARIOS; do
+  PROFILE_FROM=
+  case $s in cpu-*) PROFILE_FROM=${GATEWAY_DEBUG:-} ;; list-scale-[0-9f]*) PROFILE_FROM=${LSGW_DEBUG:-} ;; esac
   case $s in
   call-stateful) compare "$s" "$B_STATEFUL" "$GW/servers/stateful/mcp" ;;
   call-stateless) compare "$s" "$B_STATELESS" "$GW/servers/stateless/mcp" ;;

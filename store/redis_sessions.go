@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -207,8 +208,10 @@ func decodeSession(id SessionID, h map[string]string, now time.Time, snapshots *
 		return nil, ErrNotFound
 	}
 	s := &Session{}
-	if err := json.Unmarshal([]byte(meta), s); err != nil {
-		return nil, fmt.Errorf("store: decode session %q: %w", id, err)
+	if !decodeMeta([]byte(meta), s) {
+		if err := json.Unmarshal([]byte(meta), s); err != nil {
+			return nil, fmt.Errorf("store: decode session %q: %w", id, err)
+		}
 	}
 	s.ID = id
 	if level, ok := h[fieldLogLevel]; ok {
@@ -244,6 +247,51 @@ func decodeSession(id SessionID, h map[string]string, now time.Time, snapshots *
 	}
 	slices.Sort(s.Subscriptions)
 	return s, nil
+}
+
+// decodeMeta reads a session record as the store wrote it (json.Marshal
+// of a Session: plain keys, each once) where it lies: every request of a
+// 2025-era session decodes one, and encoding/json's reflection was most of
+// the decode. false for anything else (a key it does not know, a value of
+// another type), which encoding/json then decodes.
+func decodeMeta(raw []byte, s *Session) bool {
+	ok := true
+	str := func(v []byte, dst *string) { *dst, ok = wire.String(v) }
+	done := wire.ValidMembers(raw, func(k, v []byte) bool {
+		switch string(k) {
+		case "principal":
+			str(v, &s.Principal)
+		case "vhost":
+			str(v, &s.VHost)
+		case "protocolVersion":
+			str(v, &s.ProtocolVersion)
+		case "logLevel":
+			str(v, &s.LogLevel)
+		case "clientInfo":
+			s.ClientInfo = bytes.Clone(v)
+		case "clientCapabilities":
+			s.ClientCapabilities = bytes.Clone(v)
+		case "createdAt":
+			var t string
+			if str(v, &t); ok {
+				s.CreatedAt, ok = parseTime(t)
+			}
+		default:
+			ok = false
+		}
+		return ok
+	})
+	if !done || !ok {
+		*s = Session{}
+		return false
+	}
+	return true
+}
+
+// parseTime reads a time as time.Time's MarshalJSON writes it.
+func parseTime(v string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	return t, err == nil
 }
 
 // Every request of a 2025-era session loads the session, and with it a

@@ -43,12 +43,12 @@ func Decode(data []byte) (jsonrpc.Message, error) {
 }
 
 // DecodeOwned is Decode for bytes the caller hands over and never writes
-// to again (a backend's answer, read for this call): a large message's
-// result or params is data's own memory instead of a copy, one copy of a
-// list page fewer.
+// to again (a backend's answer, read for this call): the message's params
+// or result is data's own memory instead of a copy, one copy of a list
+// page fewer.
 func DecodeOwned(data []byte) (jsonrpc.Message, error) {
 	var w wireMessage
-	if len(data) >= bigMessage && decodeBig(data, &w, false) {
+	if decodeMembers(data, &w, false) {
 		msg, _, err := w.message()
 		return msg, err
 	}
@@ -60,9 +60,12 @@ func DecodeOwned(data []byte) (jsonrpc.Message, error) {
 // (EncodeResponseAs).
 func DecodeWithID(data []byte) (jsonrpc.Message, json.RawMessage, error) {
 	var w wireMessage
-	if len(data) >= bigMessage && decodeBig(data, &w, true) {
+	if decodeMembers(data, &w, true) {
 		return w.message()
 	}
+	// What decodeMembers leaves (not JSON, not an object, a member of the
+	// wrong type, a key only encoding/json's rules settle) is decoded as
+	// it always was, for encoding/json's verdict and its errors.
 	if err := json.Unmarshal(data, &w); err != nil {
 		var syn *json.SyntaxError
 		if errors.As(err, &syn) || !json.Valid(data) {
@@ -98,72 +101,114 @@ func (w *wireMessage) message() (jsonrpc.Message, json.RawMessage, error) {
 	return resp, w.ID, nil
 }
 
-// bigMessage is the size from which decodeBig is tried.
-const bigMessage = 4 << 10
-
-// wireKeys are the members wireMessage decodes.
+// wireKeys are the members wireMessage decodes, in the order of the
+// member* constants.
 var wireKeys = [...]string{"jsonrpc", "id", "method", "params", "result", "error"}
 
-// decodeBig decodes a large message as encoding/json would, in one pass:
+const (
+	memberJSONRPC = iota
+	memberID
+	memberMethod
+	memberParams
+	memberResult
+	memberError
+)
+
+// decodeMembers decodes a message as encoding/json would, in one pass:
 // the message is validated whole while its top level is walked
-// (ValidMembers), and its result or params, which is what makes a
-// message large (a list page of 10,000 tools), taken as its bytes instead
-// of being scanned again by the decoder; the other members, a few bytes,
-// are decoded by encoding/json. false, with w untouched, when
-// the message is not valid JSON, not an object, or names a member in a
-// way only encoding/json's rules settle (a key differing from one of
-// wireKeys in case only, the large member twice): the caller then
-// decodes it as usual. With clone the large member is copied out of data,
-// as encoding/json copies a RawMessage; without, it is data's own bytes.
-func decodeBig(data []byte, w *wireMessage, clone bool) bool {
-	var big []byte
-	bigKey, bail := "", false
-	small := make([]byte, 0, 256)
-	small = append(small, '{')
-	ok := ValidMembers(data, func(k, v []byte) bool {
-		switch string(k) {
-		case "params", "result":
-			if big != nil {
-				bail = true
-				return false
-			}
-			big, bigKey = v, string(k)
-			return true
-		case "jsonrpc", "id", "method", "error":
-			if len(small) > 1 {
-				small = append(small, ',')
-			}
-			small = append(small, '"')
-			small = append(small, k...)
-			small = append(small, '"', ':')
-			small = append(small, v...)
-			return true
-		}
-		for _, name := range wireKeys {
-			if bytes.EqualFold(k, []byte(name)) {
-				bail = true // encoding/json matches keys without case
-				return false
-			}
-		}
-		return true // ignored, as encoding/json ignores it
-	})
-	if !ok || bail || big == nil {
-		return false
-	}
+// (ValidMembers), its id, params and result are taken as their bytes, its
+// jsonrpc and method read where they lie; only an error object goes
+// through encoding/json. Every request and every backend answer is
+// decoded here: encoding/json scanned each twice (once to validate, once
+// to decode) and a list page's result a third time to copy it.
+//
+// false, with w untouched, when the message is not valid JSON, not an
+// object, has a member of the wrong type, or names a member in a way only
+// encoding/json's rules settle (a key differing from one of wireKeys in
+// case only, or escaped, or a member twice): the caller then decodes it
+// with encoding/json, whose verdict and error it keeps. With clone the
+// raw members are copied out of data, as encoding/json copies a
+// RawMessage; without, they are data's own bytes.
+func decodeMembers(data []byte, w *wireMessage, clone bool) bool {
 	var sw wireMessage
-	if json.Unmarshal(append(small, '}'), &sw) != nil {
+	seen, bail := 0, false
+	ok := ValidMembers(data, func(k, v []byte) bool {
+		i := wireKeyIndex(k)
+		if i < 0 {
+			for _, name := range wireKeys {
+				if bytes.EqualFold(k, []byte(name)) {
+					bail = true // encoding/json matches keys without case
+					return false
+				}
+			}
+			return true // ignored, as encoding/json ignores it
+		}
+		if seen&(1<<i) != 0 {
+			bail = true // the last one wins in encoding/json: let it decide
+			return false
+		}
+		seen |= 1 << i
+		null := len(v) == 4 && string(v) == "null"
+		switch i {
+		case memberJSONRPC:
+			if null {
+				return true // a null leaves a string as it is
+			}
+			if len(v) == 5 && string(v) == `"2.0"` {
+				sw.JSONRPC = "2.0"
+				return true
+			}
+			s, ok := String(v)
+			sw.JSONRPC, bail = s, !ok
+		case memberMethod:
+			if null {
+				return true
+			}
+			s, ok := String(v)
+			sw.Method, bail = &s, !ok
+		case memberError:
+			if null {
+				return true
+			}
+			var e jsonrpc.Error
+			bail = json.Unmarshal(v, &e) != nil
+			sw.Error = &e
+		case memberID:
+			sw.ID = v
+		case memberParams:
+			sw.Params = v
+		case memberResult:
+			sw.Result = v
+		}
+		return !bail
+	})
+	if !ok || bail {
 		return false
 	}
 	if clone {
-		big = bytes.Clone(big)
-	}
-	if bigKey == "result" {
-		sw.Result = big
-	} else {
-		sw.Params = big
+		sw.ID, sw.Params, sw.Result = cloneRaw(sw.ID), cloneRaw(sw.Params), cloneRaw(sw.Result)
 	}
 	*w = sw
 	return true
+}
+
+// wireKeyIndex is k's index in wireKeys, -1 when it is none of them
+// exactly (an escaped key such as "res\u0075lt" is none: encoding/json
+// settles it).
+func wireKeyIndex(k []byte) int {
+	for i, name := range wireKeys {
+		if string(k) == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func cloneRaw(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return bytes.Clone(b)
 }
 
 // shapeError says which member of a message has the wrong type, without

@@ -66,10 +66,10 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
-// A large message (decodeBig) decodes exactly as encoding/json decodes
-// it, whatever its members: the same message, id and error, or the same
-// refusal.
-func TestDecode_LargeMessagesAsEncodingJSON(t *testing.T) {
+// A message decodes exactly as encoding/json decodes it, whatever its
+// members and its size: the same message, id and error, or the same
+// refusal (FuzzDecode tries more).
+func TestDecode_AsEncodingJSON(t *testing.T) {
 	big := `{"tools":[` + strings.Repeat(`{"name":"t","description":"a \"quoted\" \\ word, \u00e9"},`, 100) + `{}]}`
 	for _, in := range []string{
 		`{"jsonrpc":"2.0","id":7,"result":` + big + `}`,
@@ -88,10 +88,30 @@ func TestDecode_LargeMessagesAsEncodingJSON(t *testing.T) {
 		`{"jsonrpc":2,"id":1,"result":` + big + `}`,
 		`{"jsonrpc":"2.0","id":1,"result":` + big,
 		`[{"jsonrpc":"2.0","id":1,"result":` + big + `}]`,
+		`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":"a","result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no","data":{"x":1}}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"no"}}`,
+		`{"jsonrpc":"2.0","id":1,"error":5}`,
+		`{"jsonrpc":"2.0","id":1,"error":null,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"method":5}`,
+		`{"jsonrpc":"2.0","id":1,"method":"a\u00e9\n"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"a\ud800"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"caf\u00e9","params":null}`,
+		`{"jsonrpc":null,"id":1,"method":"x"}`,
+		`{"jsonrpc":"2.\u0030","id":1,"method":"x"}`,
+		`{"JSONRPC":"2.0","id":1,"method":"x"}`,
+		`{"jsonrpc":"2.0","jsonrpc":"1.0","id":1,"method":"x"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","method":"y"}`,
+		`{"jsonrpc":"2.0","id":1.5,"method":"x"}`,
+		`{"jsonrpc":"2.0","id":[1],"method":"x"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x","params":[1,2]}`,
+		`{"jsonrpc":"2.0","id":1,"method":"x"} `,
+		` {"jsonrpc":"2.0","id":1,"method":"x"}x`,
+		`{"jsonrpc":"2.0","id":1,"method":"x",}`,
+		`{}`, `[]`, `null`, `"x"`, ``, `{"id":1}`,
 	} {
-		if len(in) < bigMessage {
-			t.Fatalf("%.40s: %d bytes, under %d", in, len(in), bigMessage)
-		}
 		var w wireMessage
 		var want jsonrpc.Message
 		var wantID json.RawMessage

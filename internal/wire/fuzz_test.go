@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // FuzzParseID: a JSON-RPC id from a client is a string or an integer
@@ -29,6 +31,51 @@ func FuzzParseID(f *testing.F) {
 		case string:
 		default:
 			t.Fatalf("%s parsed to %T", raw, v)
+		}
+	})
+}
+
+// FuzzDecode: DecodeWithID decodes every input as encoding/json decodes it
+// into the wire message: the same message and id, or a refusal where
+// encoding/json refuses. Run with `go test -run '^$' -fuzz '^FuzzDecode$'
+// ./internal/wire/`.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":"a","result":{"tools":[]}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
+		`{"Method":"x","jsonrpc":"2.0","id":1}`, `{"jsonrpc":"2.0","id":1,"method":"x","method":null}`,
+		`{"jsonrpc":"2.\u0030","id":1,"method":"\u00e9"}`, `[]`, `{"id":1e400}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var w wireMessage
+		var want jsonrpc.Message
+		var wantID json.RawMessage
+		wantErr := json.Unmarshal([]byte(in), &w)
+		if wantErr == nil {
+			want, wantID, wantErr = w.message()
+		}
+		got, gotID, err := DecodeWithID([]byte(in))
+		if (err != nil) != (wantErr != nil) {
+			t.Fatalf("%q: error %v, encoding/json's %v", in, err, wantErr)
+		}
+		if err != nil {
+			return
+		}
+		g, _ := jsonrpc.EncodeMessage(got)
+		wb, _ := jsonrpc.EncodeMessage(want)
+		if string(g) != string(wb) || string(gotID) != string(wantID) {
+			t.Fatalf("%q:\n got  %s (id %s)\n want %s (id %s)", in, g, gotID, wb, wantID)
+		}
+		owned, err := DecodeOwned([]byte(in))
+		if err != nil {
+			t.Fatalf("%q: DecodeOwned: %v", in, err)
+		}
+		if o, _ := jsonrpc.EncodeMessage(owned); string(o) != string(g) {
+			t.Fatalf("%q: DecodeOwned %s, DecodeWithID %s", in, o, g)
 		}
 	})
 }

@@ -105,6 +105,35 @@ func parseURL(raw string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg, err := parseParts(p)
+	if err != nil {
+		return nil, err
+	}
+	if !p.query.Has("protocol") {
+		cfg.setProtocol(2)
+	}
+	return cfg, nil
+}
+
+// setProtocol picks the RESP version of the client's connections. The
+// store speaks RESP2 unless the URL asks otherwise (protocol=3): it uses
+// nothing of RESP3 (no client-side caching, no push notifications), and
+// go-redis on a RESP3 connection peeks at the socket for pending push
+// notifications around every command, about 2% of the CPU of a relayed
+// 2025-session call (issue 24's cpu-stateless profile).
+func (c *Config) setProtocol(v int) {
+	switch c.Topology {
+	case Cluster:
+		c.Cluster.Protocol = v
+	case Sentinel:
+		c.Failover.Protocol = v
+	default:
+		c.Single.Protocol = v
+	}
+}
+
+// parseParts builds the topology's go-redis options from the URL's parts.
+func parseParts(p *redisURLParts) (*Config, error) {
 	base := "redis"
 	if p.tls {
 		base = "rediss"

@@ -79,3 +79,33 @@ func TestRedisURL_Forms(t *testing.T) {
 		}
 	}
 }
+
+// The store speaks RESP2 unless the URL asks for RESP3 (protocol=3).
+func TestRedisURL_ProtocolDefaultsToRESP2(t *testing.T) {
+	protocol := func(c *redisconn.Config) int {
+		switch c.Topology {
+		case redisconn.Cluster:
+			return c.Cluster.Protocol
+		case redisconn.Sentinel:
+			return c.Failover.Protocol
+		default:
+			return c.Single.Protocol
+		}
+	}
+	for raw, want := range map[string]int{
+		"redis://h:1":                      2,
+		"redis+cluster://a:1,b:2":          2,
+		"redis+sentinel://s1/m":            2,
+		"redis://h:1?protocol=3":           3,
+		"redis+cluster://a:1?protocol=3":   3,
+		"redis+sentinel://s1/m?protocol=3": 3,
+	} {
+		cfg, err := redisconn.ParseURL(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if got := protocol(cfg); got != want {
+			t.Errorf("%s: protocol %d, want %d", raw, got, want)
+		}
+	}
+}
