@@ -280,7 +280,7 @@ func (l *legacySSE) roundTrip(ctx context.Context, req *jsonrpc.Request, handle 
 // the stream, so only the status matters.
 func (l *legacySSE) send(ctx context.Context, msg jsonrpc.Message) error {
 	c, op := l.conn.c, opOf(msg)
-	body, err := jsonrpc.EncodeMessage(msg)
+	body, err := encodeMessage(msg)
 	if err != nil {
 		return c.newError(op, 0, err)
 	}

@@ -59,9 +59,19 @@ func (s *streamable) newRequest(ctx context.Context, method string, body io.Read
 	return hreq, sid, nil
 }
 
+// encodeMessage is the body of one message to a backend: a request's
+// params written as they are (wire.EncodeRequest), anything else through
+// the SDK's encoder.
+func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		return wire.EncodeRequest(req)
+	}
+	return jsonrpc.EncodeMessage(msg)
+}
+
 func (s *streamable) post(ctx context.Context, msg jsonrpc.Message) (*http.Response, string, error) {
 	c, op := s.conn.c, opOf(msg)
-	body, err := jsonrpc.EncodeMessage(msg)
+	body, err := encodeMessage(msg)
 	if err != nil {
 		return nil, "", c.newError(op, 0, err)
 	}

@@ -47,6 +47,12 @@ func main() {
 	if len(rs) == 0 {
 		log.Fatal("bareproxy: no --route")
 	}
+	// The gateway's backend transport keeps up to 64 idle connections per
+	// backend (router/upstream/client.go); http.DefaultTransport keeps 2,
+	// so at make bench's 16 workers a default proxy would open and close
+	// a connection for most calls and look dearer than it is.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConns, transport.MaxIdleConnsPerHost = 256, 64
 	mux := http.NewServeMux()
 	for prefix, u := range rs {
 		target := u
@@ -57,6 +63,7 @@ func main() {
 				pr.Out.Host = target.Host
 			},
 			FlushInterval: -1, // every write: event streams pass as they come
+			Transport:     transport,
 		}
 		mux.Handle(prefix, rp)
 		mux.Handle(prefix+"/", rp)
