@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -112,29 +113,37 @@ func TestDecode_AsEncodingJSON(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"x",}`,
 		`{}`, `[]`, `null`, `"x"`, ``, `{"id":1}`,
 	} {
-		var w wireMessage
-		var want jsonrpc.Message
-		var wantID json.RawMessage
-		var wantErr error
-		if err := json.Unmarshal([]byte(in), &w); err != nil {
-			wantErr = err
-		} else {
-			want, wantID, wantErr = w.message()
-		}
-		got, gotID, err := DecodeWithID([]byte(in))
-		if (err != nil) != (wantErr != nil) {
-			t.Errorf("%.60s...: error %v, encoding/json's %v", in, err, wantErr)
-			continue
-		}
-		if err != nil {
-			continue
-		}
-		g, _ := jsonrpc.EncodeMessage(got)
-		wb, _ := jsonrpc.EncodeMessage(want)
-		if string(g) != string(wb) || string(gotID) != string(wantID) {
-			t.Errorf("%.60s...:\n got  %.200s (id %s)\n want %.200s (id %s)", in, g, gotID, wb, wantID)
+		if diff := differsFromEncodingJSON([]byte(in)); diff != "" {
+			t.Errorf("%.60s...: %s", in, diff)
 		}
 	}
+}
+
+// differsFromEncodingJSON says how DecodeWithID's answer for in differs
+// from encoding/json's decoding of it into the wire message ("" when it
+// does not): the same message and id, or an error where encoding/json
+// refuses.
+func differsFromEncodingJSON(in []byte) string {
+	var w wireMessage
+	var want jsonrpc.Message
+	var wantID json.RawMessage
+	wantErr := json.Unmarshal(in, &w)
+	if wantErr == nil {
+		want, wantID, wantErr = w.message()
+	}
+	got, gotID, err := DecodeWithID(in)
+	if (err != nil) != (wantErr != nil) {
+		return fmt.Sprintf("error %v, encoding/json's %v", err, wantErr)
+	}
+	if err != nil {
+		return ""
+	}
+	g, _ := jsonrpc.EncodeMessage(got)
+	wb, _ := jsonrpc.EncodeMessage(want)
+	if string(g) != string(wb) || string(gotID) != string(wantID) {
+		return fmt.Sprintf("\n got  %.200s (id %s)\n want %.200s (id %s)", g, gotID, wb, wantID)
+	}
+	return ""
 }
 
 // BenchmarkDecode_ListPage decodes a backend's answer of 200 tools (74

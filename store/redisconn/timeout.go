@@ -31,14 +31,7 @@ import (
 // BoundByContext makes every connection of the client honour context
 // deadlines (see above).
 func (c *Config) BoundByContext() {
-	switch c.Topology {
-	case Cluster:
-		c.Cluster.ContextTimeoutEnabled = true
-	case Sentinel:
-		c.Failover.ContextTimeoutEnabled = true
-	default:
-		c.Single.ContextTimeoutEnabled = true
-	}
+	c.shared(func(o *sharedOptions) { *o.contextTimeout = true })
 }
 
 // timeoutHook gives every command and pipeline a deadline of d.

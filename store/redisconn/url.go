@@ -122,13 +122,24 @@ func parseURL(raw string) (*Config, error) {
 // notifications around every command, about 2% of the CPU of a relayed
 // 2025-session call (issue 24's cpu-stateless profile).
 func (c *Config) setProtocol(v int) {
+	c.shared(func(o *sharedOptions) { *o.protocol = v })
+}
+
+// sharedOptions points at the options every topology's go-redis options
+// have, so that one switch over the topology sets them.
+type sharedOptions struct {
+	contextTimeout *bool
+	protocol       *int
+}
+
+func (c *Config) shared(set func(*sharedOptions)) {
 	switch c.Topology {
 	case Cluster:
-		c.Cluster.Protocol = v
+		set(&sharedOptions{&c.Cluster.ContextTimeoutEnabled, &c.Cluster.Protocol})
 	case Sentinel:
-		c.Failover.Protocol = v
+		set(&sharedOptions{&c.Failover.ContextTimeoutEnabled, &c.Failover.Protocol})
 	default:
-		c.Single.Protocol = v
+		set(&sharedOptions{&c.Single.ContextTimeoutEnabled, &c.Single.Protocol})
 	}
 }
 
