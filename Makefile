@@ -54,6 +54,7 @@ fuzz: ## each fuzz target for FUZZTIME (default 20000 executions, a few seconds)
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/wire/
 	$(GO) test -run '^$$' -fuzz '^FuzzTaskID$$' -fuzztime $(FUZZTIME) ./internal/taskid/
 	$(GO) test -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime $(FUZZTIME) ./router/envelope/
+	$(GO) test -run '^$$' -fuzz '^FuzzSSEReader$$' -fuzztime $(FUZZTIME) ./router/upstream/
 
 # The fast tier: unit tests alone, no process started (no redis-server,
 # gateway binary, Node or stdio backend: their tests skip, see

@@ -313,6 +313,7 @@ compare() {
     # The whole comparison: both sides' rounds (the gateway is idle
     # during a bare proxy's).
     local secs=$(( (2 * ROUNDS * ($(seconds "$DURATION") + $(seconds "$WARMUP"))) ))
+    curl -sf -o "$RUN/$name.allocs-before.pprof" "http://$PROFILE_FROM/debug/pprof/allocs" || true
     curl -sf -o "$RUN/$name.pprof" "http://$PROFILE_FROM/debug/pprof/profile?seconds=$secs" &
     prof=$!
   fi
@@ -323,6 +324,9 @@ compare() {
   ROWS+=("$name=$RUN/$name.json")
   if [ -n "$prof" ]; then
     wait "$prof" || die "$name: the profile from $PROFILE_FROM failed"
+    # What the scenario allocated: the heap profile's totals, less those
+    # before it (go tool pprof -sample_index=alloc_space -base ...).
+    curl -sf -o "$RUN/$name.allocs.pprof" "http://$PROFILE_FROM/debug/pprof/allocs" || true
     "$GO" tool pprof -top -nodecount 30 "$BIN/gateway" "$RUN/$name.pprof" >"$RUN/$name.top.txt" 2>/dev/null || true
     log "$name: CPU profile $RUN/$name.pprof (top: $RUN/$name.top.txt)"
   fi

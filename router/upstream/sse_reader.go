@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -33,35 +32,47 @@ type sseEvent struct {
 // lines, a single optional space after the colon, CRLF/LF/CR line ends and a
 // leading BOM. We keep our own reader (the go-sdk's is internal) because the
 // gateway needs the last event id and retry hint for stream resumption.
+//
+// It reads into one buffer and, for an event of a single data line (every
+// answer a backend sends), hands the caller that line where it lies in
+// the buffer and starts a new buffer: the body is copied once, from the
+// connection to the buffer, not a second time into the event. A list page
+// is hundreds of kilobytes; a line scanner copying each line out of its
+// own buffer cost a third of what the gateway allocated walking a list.
 type sseReader struct {
-	sc       *bufio.Scanner
+	r        io.Reader
 	max      int
+	hint     int    // the size of a new buffer's longest expected line
+	buf      []byte // buf[pos:end] is read and not yet consumed
+	pos, end int
+	scanned  int   // buf[pos:scanned] holds no line end
+	eof      bool  // r has nothing more
+	readErr  error // why, when it is not io.EOF
 	started  bool
 	lastID   string
 	retry    time.Duration
 	hasRetry bool
 	longest  int // the longest line read
+	// shift is what the last fill dropped from the buffer's start; moved
+	// is minus what the last line call's fills dropped in all.
+	shift, moved int
 }
 
 // newSSEReader reads events of at most maxEvent bytes (0: the default)
 // from r. sizeHint is the length of the longest line expected (0: none
-// known; see eventSizes): the line buffer starts at about that size.
+// known; see eventSizes): the buffer starts at about that size.
 func newSSEReader(r io.Reader, maxEvent, sizeHint int) *sseReader {
 	if maxEvent <= 0 {
 		maxEvent = defaultMaxMessageBytes
 	}
-	sc := bufio.NewScanner(r)
-	// A line holds at most one field; allow the field name on top of the data.
-	sc.Buffer(make([]byte, 0, lineBuffer(sizeHint)), maxEvent+64)
-	sc.Split(splitSSELines)
-	return &sseReader{sc: sc, max: maxEvent}
+	return &sseReader{r: r, max: maxEvent, hint: sizeHint}
 }
 
-// lineBuffer is the size of a reader's first line buffer for lines of
-// about hint bytes: bufio.Scanner grows its buffer by doubling from this
-// and copies what it holds at every step, so a 155 kB list page read
-// into the default 4 KiB took seven allocations and 300 kB of copies.
-// Past maxLineHint it grows as before.
+// lineBuffer is the size of a reader's first buffer for lines of about
+// hint bytes: the buffer grows by doubling from this and copies what it
+// holds at every step, so a 155 kB list page read into the default 4 KiB
+// took seven allocations and 300 kB of copies. Past maxLineHint it grows
+// as before.
 func lineBuffer(hint int) int {
 	if hint <= 0 {
 		return 4096
@@ -111,21 +122,43 @@ func (r *sseReader) Retry() (time.Duration, bool) { return r.retry, r.hasRetry }
 func (r *sseReader) Next() (sseEvent, error) {
 	var (
 		name    string
-		data    []byte
-		hasData bool
+		data    []byte // the data lines joined, once there are two
+		lines   int    // data lines so far
+		first   = -1   // while lines == 1: where the one line's value starts in buf
+		firstTo int    // and ends
 		size    int
 	)
-	for r.sc.Scan() {
-		line := r.sc.Bytes()
+	for {
+		keep := r.pos
+		if lines == 1 {
+			keep = first
+		}
+		from, to, err := r.line(keep)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return sseEvent{}, io.EOF
+			}
+			return sseEvent{}, err
+		}
+		if lines == 1 {
+			first, firstTo = first+r.moved, firstTo+r.moved
+		}
+		line := r.buf[from:to]
 		r.longest = max(r.longest, len(line))
 		if !r.started {
 			r.started = true
-			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
+			if bytes.HasPrefix(line, []byte("\xEF\xBB\xBF")) {
+				from += 3
+				line = line[3:]
+			}
 		}
 		if len(line) == 0 {
-			if !hasData {
+			switch {
+			case lines == 0:
 				name = "" // an event without data is not dispatched
 				continue
+			case lines == 1:
+				data = r.take(first, firstTo)
 			}
 			if name == "" {
 				name = "message"
@@ -147,11 +180,16 @@ func (r *sseReader) Next() (sseEvent, error) {
 			if size > r.max {
 				return sseEvent{}, fmt.Errorf("%w (%d bytes)", errEventTooLarge, r.max)
 			}
-			if hasData {
-				data = append(data, '\n')
+			lines++
+			switch lines {
+			case 1: // kept where it lies, until the event ends or a second line comes
+				firstTo = to
+				first = to - len(value)
+			case 2:
+				data = append(append(append(make([]byte, 0, size), r.buf[first:firstTo]...), '\n'), value...)
+			default:
+				data = append(append(data, '\n'), value...)
 			}
-			data = append(data, value...) // copies: the scanner reuses its buffer
-			hasData = true
 		case "id":
 			if bytes.IndexByte(value, 0) < 0 {
 				r.lastID = string(value)
@@ -162,42 +200,101 @@ func (r *sseReader) Next() (sseEvent, error) {
 			}
 		}
 	}
-	if err := r.sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return sseEvent{}, fmt.Errorf("%w (%d bytes)", errEventTooLarge, r.max)
-		}
-		return sseEvent{}, err
-	}
-	return sseEvent{}, io.EOF
 }
 
-// splitSSELines is a bufio.SplitFunc for event-stream lines, which may end
-// in CRLF, LF or a lone CR.
-//
-// A line of a list page is hundreds of kilobytes, and the scanner calls
-// the split on all of it each time it reads more: the line end is looked
-// for with IndexByte (vectorised) rather than IndexAny (a byte loop).
-func splitSSELines(data []byte, atEOF bool) (advance int, token []byte, err error) {
-	if atEOF && len(data) == 0 {
-		return 0, nil, nil
+// take hands the caller buf[from:to], which the reader never writes
+// again: what is left to read moves to a new buffer.
+func (r *sseReader) take(from, to int) []byte {
+	data := r.buf[from:to:to]
+	rest := r.buf[r.pos:r.end]
+	r.buf, r.pos, r.end, r.scanned = nil, 0, 0, 0
+	if len(rest) > 0 {
+		r.buf = make([]byte, max(lineBuffer(r.hint), 2*len(rest)))
+		r.end = copy(r.buf, rest)
 	}
-	if i := lineEnd(data); i >= 0 {
-		if data[i] == '\n' {
-			return i + 1, data[:i], nil
+	return data
+}
+
+// line returns the next line, without its end, as buf[from:to]. Bytes
+// from keep on (keep <= pos) stay in the buffer; when the buffer had to
+// move them, r.moved says by how much (add it to offsets into buf held
+// across the call). At the end of the input it returns io.EOF, or the
+// error reading stopped with.
+func (r *sseReader) line(keep int) (from, to int, err error) {
+	r.moved = 0
+	for {
+		if i := lineEnd(r.buf[r.scanned:r.end]); i >= 0 {
+			at := r.scanned + i
+			switch {
+			case r.buf[at] == '\n':
+				from, r.pos = r.pos, at+1
+			case at+1 < r.end && r.buf[at+1] == '\n':
+				from, r.pos = r.pos, at+2
+			case at+1 < r.end || r.eof:
+				from, r.pos = r.pos, at+1
+			default: // a CR at the buffer's end: wait to see if LF follows
+				r.scanned = at
+				if err := r.fill(keep); err != nil {
+					return 0, 0, err
+				}
+				keep -= r.shift
+				continue
+			}
+			r.scanned = r.pos
+			return from, at, nil
 		}
-		switch {
-		case i+1 < len(data) && data[i+1] == '\n':
-			return i + 2, data[:i], nil
-		case i+1 < len(data) || atEOF:
-			return i + 1, data[:i], nil
-		default:
-			return 0, nil, nil // a CR at the buffer's end: wait to see if LF follows
+		r.scanned = r.end
+		if r.eof {
+			if r.pos < r.end { // the last line, with no end
+				from, r.pos = r.pos, r.end
+				r.scanned = r.pos
+				return from, r.end, nil
+			}
+			if r.readErr != nil {
+				return 0, 0, r.readErr
+			}
+			return 0, 0, io.EOF
 		}
+		if err := r.fill(keep); err != nil {
+			return 0, 0, err
+		}
+		keep -= r.shift
 	}
-	if atEOF {
-		return len(data), data, nil
+}
+
+// fill reads more into the buffer. A full buffer first drops the bytes
+// before keep (r.shift says how many; r.moved adds them up for line's
+// caller) and doubles when that would free less than half of it; a line
+// may grow to that of the largest event (the field name on top of the
+// data), no further.
+func (r *sseReader) fill(keep int) error {
+	r.shift = 0
+	if r.end == len(r.buf) {
+		if r.end-r.pos > r.max+64 {
+			return fmt.Errorf("%w (%d bytes)", errEventTooLarge, r.max)
+		}
+		next := r.buf
+		switch live := r.end - keep; {
+		case len(r.buf) == 0:
+			next = make([]byte, lineBuffer(r.hint))
+		case live > len(r.buf)/2:
+			next = make([]byte, 2*len(r.buf))
+		}
+		n := copy(next, r.buf[keep:r.end])
+		r.buf, r.shift = next, keep
+		r.pos, r.end, r.scanned = r.pos-keep, n, r.scanned-keep
+		r.moved -= keep
 	}
-	return 0, nil, nil
+	n, err := r.r.Read(r.buf[r.end:])
+	r.end += n
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF):
+		r.eof = true
+	default:
+		r.eof, r.readErr = true, err
+	}
+	return nil
 }
 
 // lineEnd is the index of the first CR or LF in data, -1 if none.
