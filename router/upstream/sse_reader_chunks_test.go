@@ -109,13 +109,13 @@ func sameEvents(a, b []sseEvent) bool {
 func TestSSEReader_ChunkedReadsAgree(t *testing.T) {
 	long := strings.Repeat(`{"name":"t","description":"a tool"},`, 400)
 	streams := map[string]string{
-		"answers":           "event: message\nid: 1\ndata: " + long + "\n\nevent: message\nid: 2\ndata: {\"b\":2}\n\n",
+		"answers":            "event: message\nid: 1\ndata: " + long + "\n\nevent: message\nid: 2\ndata: {\"b\":2}\n\n",
 		"notification first": "data: {\"method\":\"notifications/progress\"}\n\nid: 9\ndata: " + long + "\n\n",
-		"CR ends":           "data: a\r\rdata: " + long + "\r\n\r\ndata: c\r",
-		"data then fields":  "data: " + long + "\nid: x\nevent: e\n\n: after\n\n",
-		"multi-line":        "data: " + long + "\ndata: two\ndata:\n\ndata: one\n\n",
-		"cut off":           "data: whole\n\ndata: " + long,
-		"BOM and retry":     "\xEF\xBB\xBFretry: 20\ndata: x\n\n",
+		"CR ends":            "data: a\r\rdata: " + long + "\r\n\r\ndata: c\r",
+		"data then fields":   "data: " + long + "\nid: x\nevent: e\n\n: after\n\n",
+		"multi-line":         "data: " + long + "\ndata: two\ndata:\n\ndata: one\n\n",
+		"cut off":            "data: whole\n\ndata: " + long,
+		"BOM and retry":      "\xEF\xBB\xBFretry: 20\ndata: x\n\n",
 	}
 	for name, stream := range streams {
 		want, wantID, wantRetry := referenceEvents([]byte(stream))
