@@ -275,7 +275,10 @@ func TestAccess_PaginationYieldsExactlyTheVisibleItems(t *testing.T) {
 	for _, c := range bobCursors {
 		raw, _ := base64.RawURLEncoding.DecodeString(c)
 		for _, s := range []string{`"b"`, "t00", "t01", "get_stats", "increment"} {
-			if strings.Contains(c, s) || strings.Contains(string(raw), s) {
+			// A short string turns up in the base64 text of random bytes
+			// now and then (1 run in about 300 found "t01"): the sealed
+			// bytes are what must not hold it.
+			if len(s) > 5 && strings.Contains(c, s) || strings.Contains(string(raw), s) {
 				t.Fatalf("bob's cursor shows %q: %s", s, c)
 			}
 		}

@@ -47,6 +47,7 @@ type pageResult struct {
 	failed  bool
 	result  map[string]json.RawMessage
 	items   []json.RawMessage
+	scans   []itemScan // each item's members renaming needs, found by decode
 	next    string
 	// named holds items renamed by the publishing rule, when computed
 	// ahead (cached pages are renamed once, when cached).
@@ -306,27 +307,39 @@ func (res *pageResult) dropRaw(op listOp) {
 			small[k] = bytes.Clone(v)
 		}
 	}
-	res.result, res.items = small, nil
+	res.result, res.items, res.scans = small, nil, nil
 }
 
-// decode reads a backend's list result into res: its members, its items
-// and its next cursor, in one pass over bytes the upstream decoder has
-// checked (wire.MembersElements: the items are found while the array is
-// crossed). An item array or cursor of another type reads as none, as
-// encoding/json's would; a result that is not an object fails.
+// decode reads a backend's list result into res: its members, its items,
+// what renaming needs of each item (itemScan) and its next cursor, in one
+// pass over bytes the upstream decoder has checked
+// (wire.MembersElementMembers: the items, and their members, are found
+// while the array is crossed). An item array or cursor of another type
+// reads as none, as encoding/json's would; a result that is not an object
+// fails.
 func (res *pageResult) decode(result json.RawMessage, op listOp) bool {
 	res.result = map[string]json.RawMessage{}
 	var items []json.RawMessage // the latest array's, until its member is seen
-	return wire.MembersElements(result, op.field, func(k string, v []byte) bool {
+	var scans []itemScan
+	var scan itemScan // the element being crossed
+	return wire.MembersElementMembers(result, op.field, func(k string, v []byte) bool {
 		res.result[k] = v
 		switch k {
 		case op.field:
 			res.items, items = items, nil // nil when not an array
+			res.scans, scans = scans, nil
 		case "nextCursor":
 			res.next, _ = wire.String(v)
 		}
 		return true
-	}, func(item []byte) { items = append(items, item) })
+	}, func(k []byte, start, end int) {
+		scan.member(op, k, start, end)
+	}, func(item []byte) {
+		items = append(items, item)
+		scan.scanned = len(item) > 0 && item[0] == '{'
+		scans = append(scans, scan)
+		scan = itemScan{}
+	})
 }
 
 // List pages of a backend with list_cache (package router/listcache says
@@ -372,7 +385,7 @@ func (r *Router) listCached(ctx context.Context, v *vhost, c *Call, op listOp, k
 		if p.queried && !p.failed {
 			// Rename once for every request the entry serves; a page
 			// that cannot be renamed is left to fail in the merge.
-			p.named, _ = r.renameAll(v, op, key, p.items)
+			p.named, _ = r.renameAll(v, op, key, p.items, p.scans)
 			if p.named != nil && !v.single() {
 				p.dropRaw(op)
 			}

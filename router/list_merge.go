@@ -40,7 +40,13 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		res, idx int32
 		visible  bool // hidden items hold their place in the walk, unsent
 	}
-	var entries []entry
+	total := 0
+	for _, res := range results {
+		if res != nil && res.queried && !res.failed {
+			total += res.size()
+		}
+	}
+	entries := make([]entry, 0, total)
 	lists := make([][]namedItem, len(results)) // each result's named items
 	nameOf := func(e entry) string { return lists[e.res][e.idx].name }
 	byName := func(a, b entry) int { return strings.Compare(nameOf(a), nameOf(b)) }
@@ -80,7 +86,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		named := res.named
 		if named == nil {
 			var err error
-			if named, err = r.renameAll(v, op, res.key, res.items); err != nil {
+			if named, err = r.renameAll(v, op, res.key, res.items, res.scans); err != nil {
 				return nil, err
 			}
 		}
@@ -274,16 +280,22 @@ func quoteAll(keys []string) []string {
 // renameAll applies the publishing rule to a page's items. The renamed
 // items are written end to end into one buffer (itemArena), not one
 // allocation each: a page of 200 tools is one object for the collector
-// to track, also for as long as the list cache keeps it.
-func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMessage) ([]namedItem, error) {
+// to track, also for as long as the list cache keeps it. scans, when
+// set, are the items' members as decode found them (else each item is
+// walked here).
+func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMessage, scans []itemScan) ([]namedItem, error) {
 	named := make([]namedItem, len(items))
 	tasks := r.taskPolicy(v, op, key)
 	arena := newItemArena(items, key)
 	for i, item := range items {
-		if tasks != nil {
-			item = withTaskSupport(tasks, item) // tasks_run.go
+		var scan *itemScan
+		switch {
+		case tasks != nil:
+			item = withTaskSupport(tasks, item) // tasks_run.go: the item changed
+		case len(scans) == len(items) && scans[i].scanned:
+			scan = &scans[i]
 		}
-		renamed, name, id, err := r.renameItemInto(arena, v, op, key, item)
+		renamed, name, id, err := r.renameItemInto(arena, v, op, key, item, scan)
 		if err != nil {
 			return nil, err
 		}
@@ -331,37 +343,77 @@ func (a *itemArena) take(n int) []byte {
 // name; for resources and templates the published URI or URI template).
 // Items whose name does not change pass through byte-for-byte.
 func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, string, error) {
-	return r.renameItemInto(nil, v, op, key, item)
+	return r.renameItemInto(nil, v, op, key, item, nil)
 }
 
 // span is where a member's value lies in an item; end 0: absent.
 type span struct{ start, end, count int }
 
+// itemScan is where the members renaming reads lie in an item's top
+// level: found while a backend's page is decoded (pageResult.decode), so
+// that the item is not walked a second time, or by renameItemInto. It is
+// kept small (a page keeps one per item until it is renamed).
+type itemScan struct {
+	name, uri, meta span32
+	scanned         bool // the item is an object, and every member was seen
+}
+
+// span32 is a span within one item.
+type span32 struct {
+	start, end int32
+	count      uint8 // saturates: only 0, 1 and more matter
+}
+
+func (s span32) span() span { return span{int(s.start), int(s.end), int(s.count)} }
+
+func (s *span32) set(start, end int) {
+	*s = span32{int32(start), int32(end), min(s.count, 254) + 1}
+}
+
+// member notes the top-level member k of an item, its value at
+// item[start:end].
+func (s *itemScan) member(op listOp, k []byte, start, end int) {
+	switch {
+	case string(k) == "_meta":
+		s.meta.set(start, end)
+	case string(k) == "name":
+		s.name.set(start, end)
+	case op.uriField != "" && string(k) == op.uriField:
+		s.uri.set(start, end)
+	}
+}
+
 // renameItemInto is renameItem writing a renamed item into arena's room
-// (nil: an allocation of its own).
-func (r *Router) renameItemInto(arena *itemArena, v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, string, error) {
-	// One pass over the item's top level: its bytes were checked when the
-	// backend's answer was decoded, and all but two members pass as they
-	// are, copied around the new values in one go.
+// (nil: an allocation of its own). scan, when set, is where the item's
+// members lie (else the item is walked here).
+func (r *Router) renameItemInto(arena *itemArena, v *vhost, op listOp, key string, item json.RawMessage, scan *itemScan) (json.RawMessage, string, string, error) {
+	// One pass over the item's top level (or none: decode's): its bytes
+	// were checked when the backend's answer was decoded, and all but two
+	// members pass as they are, copied around the new values in one go.
+	if scan == nil {
+		scan = new(itemScan)
+		if !wire.MembersAt(item, func(k []byte, start, end int) bool {
+			scan.member(op, k, start, end)
+			return true
+		}) {
+			return nil, "", "", errMalformedItem
+		}
+	}
+	nameAt, uriAt := scan.name.span(), scan.uri.span()
 	var name, uri string
 	var meta []byte
-	var nameAt, uriAt span
 	bad := false
-	if !wire.MembersAt(item, func(k []byte, start, end int) bool {
-		val := item[start:end]
-		switch {
-		case string(k) == "_meta":
-			meta = val
-		case string(k) == "name":
-			name, bad = stringMember(val)
-			nameAt = span{start, end, nameAt.count + 1}
-		case op.uriField != "" && string(k) == op.uriField:
-			uri, bad = stringMember(val)
-			uriAt = span{start, end, uriAt.count + 1}
-		}
-		return !bad
-	}) || bad {
+	if nameAt.count > 0 {
+		name, bad = stringMember(item[nameAt.start:nameAt.end])
+	}
+	if uriAt.count > 0 && !bad {
+		uri, bad = stringMember(item[uriAt.start:uriAt.end])
+	}
+	if bad {
 		return nil, "", "", errMalformedItem
+	}
+	if scan.meta.count > 0 {
+		meta = item[scan.meta.start:scan.meta.end]
 	}
 	hasName := nameAt.count > 0
 	alias, aliased := "", false

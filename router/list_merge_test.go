@@ -87,7 +87,7 @@ func TestPageResultDropRaw(t *testing.T) {
 		t.Fatal("page does not decode")
 	}
 	var err error
-	if p.named, err = r.renameAll(v, op, "one", p.items); err != nil {
+	if p.named, err = r.renameAll(v, op, "one", p.items, p.scans); err != nil {
 		t.Fatal(err)
 	}
 	p.dropRaw(op)
@@ -117,7 +117,7 @@ func TestRenameAll_SharedRoom(t *testing.T) {
 			// Names that escape grow past the estimate: new chunks.
 			items = append(items, json.RawMessage(fmt.Sprintf(`{"name":"t%d%s","uri":"u:%d","d":"%s"}`, i, strings.Repeat(`\u00e9`, i%7), i, strings.Repeat("x", i%50))))
 		}
-		named, err := r.renameAll(v, op, "one", items)
+		named, err := r.renameAll(v, op, "one", items, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,16 +183,53 @@ func TestRenameAll_PassThroughAllocatesNoRoom(t *testing.T) {
 		items[i] = json.RawMessage(fmt.Sprintf(`{"name":"t%d","description":"%s"}`, i, strings.Repeat("x", 700)))
 	}
 	allocated := testing.AllocsPerRun(5, func() {
-		if _, err := r.renameAll(v, listOps["tools/list"], "one", items); err != nil {
+		if _, err := r.renameAll(v, listOps["tools/list"], "one", items, nil); err != nil {
 			t.Fatal(err)
 		}
 	})
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc
-	_, _ = r.renameAll(v, listOps["tools/list"], "one", items)
+	_, _ = r.renameAll(v, listOps["tools/list"], "one", items, nil)
 	runtime.ReadMemStats(&ms)
 	if grew := ms.TotalAlloc - before; grew > 200<<10 {
 		t.Fatalf("renaming 1,000 passed-through items allocated %d bytes (%v allocations)", grew, allocated)
+	}
+}
+
+// What decode finds of each item while crossing a page (itemScan) renames
+// it exactly as a walk of the item does: names escaped or repeated,
+// members in any order, _meta, URIs.
+func TestRenameAll_DecodedScansAgree(t *testing.T) {
+	v := offlineVHost(t, "one", "two")
+	r := New(nil, Options{})
+	items := []string{
+		`{"name":"a","inputSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`,
+		`{"description":"x","name":"b\u00e9","uri":"file:///b"}`,
+		`{ "name" : "c" , "_meta" : {"ui":{"resourceUri":"ui://one/app"}} }`,
+		`{"name":"d","name":"e"}`,
+		`{"uri":"file:///f","name":"f","uri":"file:///g"}`,
+		`{"title":"no name"}`,
+		`{"_meta":{"k":1},"name":"h","_meta":null}`,
+	}
+	for _, op := range []listOp{listOps["tools/list"], listOps["resources/list"], listOps["resources/templates/list"]} {
+		answer := []byte(`{"` + op.field + `":[` + strings.Join(items, ",") + `],"nextCursor":"n"}`)
+		p := &pageResult{key: "one"}
+		if !p.decode(answer, op) || len(p.scans) != len(items) {
+			t.Fatalf("%s: decode: %d items, %d scans", op.method, len(p.items), len(p.scans))
+		}
+		got, err := r.renameAll(v, op, "one", p.items, p.scans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := r.renameAll(v, op, "one", p.items, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if got[i].name != want[i].name || got[i].id != want[i].id || string(got[i].item) != string(want[i].item) {
+				t.Errorf("%s item %d: %q %q %s, walked: %q %q %s", op.method, i, got[i].name, got[i].id, got[i].item, want[i].name, want[i].id, want[i].item)
+			}
+		}
 	}
 }

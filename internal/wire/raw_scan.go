@@ -47,9 +47,19 @@ func MembersAt(b []byte, fn func(key []byte, start, end int) bool) (ok bool) {
 // the array and one to split it). A member of that name that is not an
 // array, or a second one, is passed to fn as any other.
 func MembersElements(b []byte, arrayKey string, fn func(key string, value []byte) bool, elem func(item []byte)) (ok bool) {
+	return MembersElementMembers(b, arrayKey, fn, nil, elem)
+}
+
+// MembersElementMembers is MembersElements that also walks each element
+// that is an object member by member, in the same pass: member is called
+// with each member of an element (its value's place in the element)
+// before elem is called with the element. A list page's items are then
+// read once, not once to find where each ends and again for the members
+// the gateway renames.
+func MembersElementMembers(b []byte, arrayKey string, fn func(key string, value []byte) bool, member func(key []byte, start, end int), elem func(item []byte)) (ok bool) {
 	return membersWith(b, skipString, func(key []byte, i int) int {
 		if i < len(b) && b[i] == '[' && string(key) == arrayKey {
-			return elementsAt(b, i, elem)
+			return elementsAt(b, i, member, elem)
 		}
 		return skipValue(b, i)
 	}, func(key []byte, start, end int) bool { return fn(string(key), b[start:end]) })
@@ -57,14 +67,22 @@ func MembersElements(b []byte, arrayKey string, fn func(key string, value []byte
 
 // elementsAt returns the index just past the array starting at b[i] (a
 // bracket), calling elem with each element, or -1 when it does not end
-// well.
-func elementsAt(b []byte, i int, elem func(item []byte)) int {
+// well. With member set, an element that is an object is walked member by
+// member (member gets each, placed within the element) to find its end.
+func elementsAt(b []byte, i int, member func(key []byte, start, end int), elem func(item []byte)) int {
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1
 	}
 	for {
-		end := skipValue(b, i)
+		var end int
+		if member != nil && b[i] == '{' {
+			at := i
+			end = objectAt(b, i, skipString, func(_ []byte, j int) int { return skipValue(b, j) },
+				func(key []byte, start, end int) bool { member(key, start-at, end-at); return true })
+		} else {
+			end = skipValue(b, i)
+		}
 		if end < 0 {
 			return -1
 		}
@@ -92,48 +110,64 @@ func members(b []byte, fn func(key []byte, start, end int) bool) (ok bool) {
 // b[i] ends and value where the value starting at b[i] ends (-1: it does
 // not): skipping them (members) or validating them (ValidMembers).
 func membersWith(b []byte, str func(b []byte, i int) int, value func(key []byte, i int) int, fn func(key []byte, start, end int) bool) (ok bool) {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	switch end := objectAt(b, skipSpace(b, 0), str, value, fn); end {
+	case stopped:
+		return true
+	case -1:
 		return false
+	default:
+		return skipSpace(b, end) == len(b)
+	}
+}
+
+// stopped is objectAt's answer when fn stopped the walk.
+const stopped = -2
+
+// objectAt walks the object starting at b[i] as membersWith does and
+// returns the index just past it: -1 when it is not an object or does not
+// end well, stopped when fn returned false.
+func objectAt(b []byte, i int, str func(b []byte, i int) int, value func(key []byte, i int) int, fn func(key []byte, start, end int) bool) int {
+	if i >= len(b) || b[i] != '{' {
+		return -1
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
+		return i + 1
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return false
+			return -1
 		}
 		end := str(b, i)
 		if end < 0 {
-			return false
+			return -1
 		}
 		key, ok := unquoteBytes(b[i:end])
 		if !ok {
-			return false
+			return -1
 		}
 		i = skipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
-			return false
+			return -1
 		}
 		i = skipSpace(b, i+1)
 		vend := value(key, i)
 		if vend < 0 {
-			return false
+			return -1
 		}
 		if !fn(key, i, vend) {
-			return true
+			return stopped
 		}
 		i = skipSpace(b, vend)
 		switch {
 		case i >= len(b):
-			return false
+			return -1
 		case b[i] == ',':
 			i = skipSpace(b, i+1)
 		case b[i] == '}':
-			return skipSpace(b, i+1) == len(b)
+			return i + 1
 		default:
-			return false
+			return -1
 		}
 	}
 }

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -81,6 +82,7 @@ func FuzzMembers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkValidScan(t, b)
 		checkMembersElements(t, b)
+		checkElementMembers(t, b)
 		got := map[string][]byte{}
 		ok := Members(b, func(k string, v []byte) bool { got[k] = v; return true })
 		Elements(b, func([]byte) bool { return true })
@@ -134,6 +136,37 @@ func checkMembersElements(t *testing.T, b []byte) {
 	}
 }
 
+// On valid JSON MembersElementMembers sees the elements MembersElements
+// sees and, for each element that is an object, the members MembersAt
+// finds in it, at the same places.
+func checkElementMembers(t *testing.T, b []byte) {
+	t.Helper()
+	var got, want []string
+	var pending []string
+	gotOK := MembersElementMembers(b, "items", func(string, []byte) bool { return true },
+		func(k []byte, start, end int) { pending = append(pending, fmt.Sprintf("%s@%d-%d", k, start, end)) },
+		func(e []byte) {
+			got = append(got, "item "+string(e))
+			got = append(got, pending...)
+			pending = nil
+		})
+	if !json.Valid(b) {
+		return // only that it ends, no panic
+	}
+	wantOK := MembersElements(b, "items", func(string, []byte) bool { return true }, func(e []byte) {
+		want = append(want, "item "+string(e))
+		if len(e) > 0 && e[0] == '{' {
+			MembersAt(e, func(k []byte, start, end int) bool {
+				want = append(want, fmt.Sprintf("%s@%d-%d", k, start, end))
+				return true
+			})
+		}
+	})
+	if gotOK != wantOK || !reflect.DeepEqual(got, want) {
+		t.Fatalf("MembersElementMembers(%.80q) = %v %q, MembersElements+MembersAt %v %q", b, gotOK, got, wantOK, want)
+	}
+}
+
 // reorder puts each member's items before it, as MembersElements calls
 // elem before fn.
 func reorder(seen []string) []string {
@@ -153,6 +186,7 @@ func TestMembersElements(t *testing.T) {
 	for _, in := range []string{`{"items":[1,{"a":"]"},[2,3],"x"],"next":"c"}`, `{"items":[]}`, ` { "items" : [ 1 , 2 ] } `, `{"items":"no"}`,
 		`{"items":[1],"items":[2,3]}`, `{"a":1,"items":[1,]}`, `{"items":[1 2]}`, `{"items":[1}`, `{"items":`, `[1]`, `{"Items":[1]}`} {
 		checkMembersElements(t, []byte(in))
+		checkElementMembers(t, []byte(in))
 	}
 	// Each value's place is where Members finds it.
 	b := []byte(`{"name" : "x", "n":[1,{"a":2}]}`)
