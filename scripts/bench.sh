@@ -84,7 +84,7 @@
 #   BENCH_LIST_TOOLS    extra tools of each list-scale backend (default 200)
 #   BENCH_LIST_CONCURRENCY workers of the list-scale comparisons (default 1)
 #   BENCH_LIST_RSS_WALKS walks of list-scale-rss, each side (default 100)
-#   BENCH_PROFILE       1: take a CPU profile of the gateway (--debug-listen)
+#   BENCH_PROFILE       1: take CPU and allocation profiles of the gateway (--debug-listen)
 #                       during each cpu-* and list-scale-* scenario, kept as
 #                       <scenario>.pprof with its top entries in
 #                       <scenario>.top.txt (default: off; profiling costs
