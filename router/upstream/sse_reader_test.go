@@ -55,20 +55,11 @@ func TestSSEReader_Events(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newSSEReader(strings.NewReader(tt.stream), 1024, 0)
-			var got []sseEvent
-			for {
-				ev, err := r.Next()
-				if errors.Is(err, io.EOF) {
-					break
+			got, lastID, retry := readAllEvents(t, []byte(tt.stream), len(tt.stream)+1, 0)
+			for i := range got {
+				if got[i].Data == nil {
+					got[i].Data = []byte{}
 				}
-				if err != nil {
-					t.Fatalf("Next: %v", err)
-				}
-				if ev.Data == nil {
-					ev.Data = []byte{}
-				}
-				got = append(got, ev)
 			}
 			for i := range tt.want {
 				if tt.want[i].Data == nil {
@@ -78,11 +69,11 @@ func TestSSEReader_Events(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("events = %q, want %q", got, tt.want)
 			}
-			if r.LastEventID() != tt.lastID {
-				t.Errorf("LastEventID = %q, want %q", r.LastEventID(), tt.lastID)
+			if lastID != tt.lastID {
+				t.Errorf("LastEventID = %q, want %q", lastID, tt.lastID)
 			}
-			if d, _ := r.Retry(); d != tt.retry {
-				t.Errorf("Retry = %v, want %v", d, tt.retry)
+			if retry != tt.retry {
+				t.Errorf("Retry = %v, want %v", retry, tt.retry)
 			}
 		})
 	}
