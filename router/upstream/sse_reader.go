@@ -68,6 +68,10 @@ func newSSEReader(r io.Reader, maxEvent, sizeHint int) *sseReader {
 	return &sseReader{r: r, max: maxEvent, hint: sizeHint}
 }
 
+// maxHeldAfterData bounds what an event may hold in the buffer after its
+// single data line before that line is copied out of the buffer.
+const maxHeldAfterData = 64 << 10
+
 // lineBuffer is the size of a reader's first buffer for lines of about
 // hint bytes: the buffer grows by doubling from this and copies what it
 // holds at every step, so a 155 kB list page read into the default 4 KiB
@@ -124,13 +128,19 @@ func (r *sseReader) Next() (sseEvent, error) {
 		name    string
 		data    []byte // the data lines joined, once there are two
 		lines   int    // data lines so far
-		first   = -1   // while lines == 1: where the one line's value starts in buf
+		first   = -1   // while lines == 1 and it is not in data: where its value starts in buf
 		firstTo int    // and ends
 		size    int
 	)
 	for {
+		if first >= 0 && r.pos-firstTo > maxHeldAfterData {
+			// Lines after the data line (keep-alive comments, say) would
+			// all be held with it: copy it out instead.
+			data = append(make([]byte, 0, size), r.buf[first:firstTo]...)
+			first = -1
+		}
 		keep := r.pos
-		if lines == 1 {
+		if first >= 0 {
 			keep = first
 		}
 		from, to, err := r.line(keep)
@@ -140,7 +150,7 @@ func (r *sseReader) Next() (sseEvent, error) {
 			}
 			return sseEvent{}, err
 		}
-		if lines == 1 {
+		if first >= 0 {
 			first, firstTo = first+r.moved, firstTo+r.moved
 		}
 		line := r.buf[from:to]
@@ -157,7 +167,7 @@ func (r *sseReader) Next() (sseEvent, error) {
 			case lines == 0:
 				name = "" // an event without data is not dispatched
 				continue
-			case lines == 1:
+			case first >= 0:
 				data = r.take(first, firstTo)
 			}
 			if name == "" {
@@ -186,7 +196,11 @@ func (r *sseReader) Next() (sseEvent, error) {
 				firstTo = to
 				first = to - len(value)
 			case 2:
-				data = append(append(append(make([]byte, 0, size), r.buf[first:firstTo]...), '\n'), value...)
+				if first >= 0 {
+					data = append(make([]byte, 0, size), r.buf[first:firstTo]...)
+					first = -1
+				}
+				data = append(append(data, '\n'), value...)
 			default:
 				data = append(append(data, '\n'), value...)
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -164,4 +165,27 @@ func FuzzSSEReader(f *testing.F) {
 				n, hint, got, id, retry, want, wantID, wantRetry)
 		}
 	})
+}
+
+// Lines after an event's data line (keep-alives while a backend still
+// works, say) are not all held in the buffer with it: past
+// maxHeldAfterData the line is copied out and the buffer moves on.
+func TestSSEReader_LinesAfterDataAreNotHeld(t *testing.T) {
+	data := strings.Repeat("d", 1000)
+	stream := "data: " + data + "\n" + strings.Repeat(": keep-alive\n", 200000) + "id: 5\n\ndata: next\n\n"
+	body := []byte(stream)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r := newSSEReader(&chunkReader{b: body, n: 4096}, 0, 0)
+	ev, err := r.Next()
+	runtime.ReadMemStats(&after)
+	if err != nil || string(ev.Data) != data || ev.ID != "5" {
+		t.Fatalf("event %q (id %q), %v", ev.Data, ev.ID, err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("reading one event of a %d-byte stream allocated %d bytes", len(stream), grew)
+	}
+	if ev, err := r.Next(); err != nil || string(ev.Data) != "next" {
+		t.Fatalf("second event %q, %v", ev.Data, err)
+	}
 }
