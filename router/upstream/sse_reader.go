@@ -157,10 +157,7 @@ func (r *sseReader) Next() (sseEvent, error) {
 		r.longest = max(r.longest, len(line))
 		if !r.started {
 			r.started = true
-			if bytes.HasPrefix(line, []byte("\xEF\xBB\xBF")) {
-				from += 3
-				line = line[3:]
-			}
+			line = bytes.TrimPrefix(line, []byte("\xEF\xBB\xBF"))
 		}
 		if len(line) == 0 {
 			switch {
