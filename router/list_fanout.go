@@ -11,6 +11,7 @@ import (
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mcpgw/gateway/internal/bufpool"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/envelope"
@@ -62,6 +63,24 @@ type pageResult struct {
 	// signIn: a user_oauth backend the caller has not signed in to
 	// (sign_in.go); it counts as failed.
 	signIn *credentials.SignInRequired
+	// pooled: the page is this request's alone (not the list cache's),
+	// and the buffers it was read and renamed into go back to bufpool
+	// once the gateway's page is built (release): answer, the backend's
+	// answer; arena, its renamed items.
+	pooled bool
+	answer upstream.AnswerBuffer
+	arena  bufpool.Lease
+}
+
+// release gives a page's buffers back (pooled pages only): its items,
+// result and renamed items must not be read afterwards.
+func (res *pageResult) release() {
+	if res == nil || !res.pooled {
+		return
+	}
+	res.answer.Release()
+	res.arena.Release()
+	res.items, res.scans, res.result, res.named = nil, nil, nil, nil
 }
 
 // namedItem is a list item as published downstream, with its name and
@@ -118,6 +137,9 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		decorate = func(m map[string]json.RawMessage) { envelope.DecorateFields(m, hints, r.clientInfo()) }
 	}
 	raw, err := r.mergePages(ctx, v, op, c.Principal, access, positions, results, private, decorate)
+	for _, res := range results {
+		res.release() // raw is a copy of what it took of them
+	}
 	var stranded *strandedPagesError
 	switch {
 	case errors.Is(err, errStoreUnavailable):
@@ -244,17 +266,25 @@ func pageHints(results []*pageResult) envelope.Hints {
 // listOne fetches one page from one backend.
 func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor string) *pageResult {
 	res := &pageResult{key: key}
+	r.listOneInto(ctx, res, v, c, op, cursor)
+	return res
+}
+
+// listOneInto is listOne into res, whose key is set; a pooled res gets
+// its answer's buffer (pageResult.release).
+func (r *Router) listOneInto(ctx context.Context, res *pageResult, v *vhost, c *Call, op listOp, cursor string) {
+	key := res.key
 	if res.signIn = r.signInNeeded(ctx, v, key); res.signIn != nil {
 		res.queried, res.failed = true, true
-		return res
+		return
 	}
 	snap := c.peer.backends[key]
 	if snap.OK() && !capability.Has(snap, op.capability) {
-		return res
+		return
 	}
 	if !snap.OK() && !r.reprobeDue(snap) {
 		res.queried, res.failed = true, true
-		return res
+		return
 	}
 	res.queried = true
 	var params json.RawMessage
@@ -267,11 +297,15 @@ func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key,
 			lacks = true // re-probed just now: it does not have this list
 			return &jsonrpc.Response{}, nil
 		}
-		return conn.Call(ctx, op.method, params, nil)
+		callCtx := ctx
+		if res.pooled {
+			callCtx = upstream.WithAnswerBuffer(ctx, &res.answer)
+		}
+		return conn.Call(callCtx, op.method, params, nil)
 	})
 	if lacks {
 		res.queried = false
-		return res
+		return
 	}
 	if err != nil || resp.Error != nil {
 		if err == nil {
@@ -279,12 +313,11 @@ func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key,
 		}
 		r.log.Warn("backend skipped", "method", op.method, "vhost", v.name, "backend", key, "error", err)
 		res.failed = true
-		return res
+		return
 	}
 	if !res.decode(resp.Result, op) {
 		res.failed = true
 	}
-	return res
 }
 
 // size is the number of items of the page.
@@ -376,7 +409,9 @@ func (r *Router) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) (p
 // (from cachedPage; "" for a backend without one).
 func (r *Router) listCached(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor, ck string) *pageResult {
 	if ck == "" {
-		return r.listOne(ctx, v, c, op, key, cursor)
+		res := &pageResult{key: key, pooled: true} // this request's alone: see release
+		r.listOneInto(ctx, res, v, c, op, cursor)
+		return res
 	}
 	return v.lists.Page(ck, key, v.backends[key].ListCacheTTL, func() (*pageResult, bool) {
 		// Shared by every caller waiting on this key: not cancelled by

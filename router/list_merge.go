@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcpgw/gateway/internal/bufpool"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/policy"
@@ -86,7 +87,11 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		named := res.named
 		if named == nil {
 			var err error
-			if named, err = r.renameAll(v, op, res.key, res.items, res.scans); err != nil {
+			var lease *bufpool.Lease
+			if res.pooled {
+				lease = &res.arena // given back with the page (pageResult.release)
+			}
+			if named, err = r.renameAllInto(lease, v, op, res.key, res.items, res.scans); err != nil {
 				return nil, err
 			}
 		}
@@ -284,9 +289,17 @@ func quoteAll(keys []string) []string {
 // set, are the items' members as decode found them (else each item is
 // walked here).
 func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMessage, scans []itemScan) ([]namedItem, error) {
+	return r.renameAllInto(nil, v, op, key, items, scans)
+}
+
+// renameAllInto is renameAll with the renamed items' buffer lent by
+// lease when it is not nil: the items are then read only until the lease
+// is released.
+func (r *Router) renameAllInto(lease *bufpool.Lease, v *vhost, op listOp, key string, items []json.RawMessage, scans []itemScan) ([]namedItem, error) {
 	named := make([]namedItem, len(items))
 	tasks := r.taskPolicy(v, op, key)
 	arena := newItemArena(items, key)
+	arena.lease = lease
 	for i, item := range items {
 		var scan *itemScan
 		switch {
@@ -310,8 +323,9 @@ func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMess
 // The buffer is allocated at the first item renamed: a single-backend
 // vhost passes its items through and needs none.
 type itemArena struct {
-	buf  []byte
-	size int // of the first chunk
+	buf   []byte
+	size  int            // of the first chunk
+	lease *bufpool.Lease // lends the chunks, when set
 }
 
 // newItemArena is room for items renamed with key's prefix (and, for
@@ -330,7 +344,11 @@ func (a *itemArena) take(n int) []byte {
 		return make([]byte, 0, n)
 	}
 	if cap(a.buf)-len(a.buf) < n {
-		a.buf = make([]byte, 0, max(n, a.size, 64<<10))
+		if size := max(n, a.size, 64<<10); a.lease != nil {
+			a.buf = a.lease.Get(size)[:0]
+		} else {
+			a.buf = make([]byte, 0, size)
+		}
 		a.size = 0
 	}
 	at := len(a.buf)

@@ -61,6 +61,9 @@
 #                           -pages 1), 1 vs 50 backends
 #   list-scale-first-1000, list-scale-first-1000-cached  the same, A one
 #                           backend of 1,000 tools: pages of the same size
+#   list-scale-proxy, list-scale-proxy-1000     A a bare reverse proxy, B the
+#                           gateway, each in front of one backend of 203 /
+#                           1,000 tools: CPU per item of each middle process
 #
 # then the store traffic per routed request (Redis INFO commandstats; 0 for
 # a modern tools/call) and the cost of 10,000 idle sessions (gateway RSS,
@@ -106,7 +109,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 CONC=${BENCH_CONCURRENCY:-16}
 IDLE_SESSIONS=${BENCH_IDLE_SESSIONS:-10000}
 STORE_REQUESTS=${BENCH_STORE_REQUESTS:-2000}
-SCENARIOS=${BENCH_SCENARIOS:-call-stateful call-stateless call-reuse list-fanout list-fanout-c1 list-fanout-cached call-modern list-fanout-modern list-fanout-modern-c1 list-fanout-modern-cached list-fanout-modern-cached-c1 list-fanout-modern-remote-c1 cpu-modern cpu-stateless cpu-reuse cpu-stateful list-scale-rss list-scale-10 list-scale-50 list-scale-10-cached list-scale-50-cached list-scale-first list-scale-first-cached list-scale-first-1000 list-scale-first-1000-cached}
+SCENARIOS=${BENCH_SCENARIOS:-call-stateful call-stateless call-reuse list-fanout list-fanout-c1 list-fanout-cached call-modern list-fanout-modern list-fanout-modern-c1 list-fanout-modern-cached list-fanout-modern-cached-c1 list-fanout-modern-remote-c1 cpu-modern cpu-stateless cpu-reuse cpu-stateful list-scale-rss list-scale-10 list-scale-50 list-scale-10-cached list-scale-50-cached list-scale-first list-scale-first-cached list-scale-first-1000 list-scale-first-1000-cached list-scale-proxy list-scale-proxy-1000}
 REMOTE_LATENCY=${BENCH_REMOTE_LATENCY:-10ms}
 LIST_TOOLS=${BENCH_LIST_TOOLS:-200}
 LIST_CONC=${BENCH_LIST_CONCURRENCY:-1}
@@ -292,6 +295,12 @@ case " $SCENARIOS " in *" list-scale"*)
   sleep 2 # discovery of every backend, then idle
   LS_RSS_IDLE=$(awk '$1=="VmRSS:"{print $2}' "/proc/$LSGW_PID/status")
   log "list-scale gateway on $LSGW (pid $LSGW_PID), idle RSS $((LS_RSS_IDLE / 1024)) MiB"
+  # The baseline of list-scale-proxy*: a bare reverse proxy in front of
+  # the one-backend vhosts' backends, relaying the same pages.
+  start bareproxy-lists "$BIN/bareproxy" --listen 127.0.0.1:0 --route "/ls1=${LS[0]}" --route "/ls1000=$LS_1000"
+  LSPROXY_PID=$LAST_PID
+  wait_for bareproxy-lists "$LSPROXY_PID" log_has bareproxy-lists "bareproxy: listening on http://"
+  LSPROXY=$(listen_url bareproxy-lists)
   ;;
 esac
 
@@ -355,7 +364,7 @@ list_rss() {
 ROWS=()
 for s in $SCENARIOS; do
   PROFILE_FROM=
-  case $s in cpu-*) PROFILE_FROM=${GATEWAY_DEBUG:-} ;; list-scale-[0-9f]*) PROFILE_FROM=${LSGW_DEBUG:-} ;; esac
+  case $s in cpu-*) PROFILE_FROM=${GATEWAY_DEBUG:-} ;; list-scale-[0-9fp]*) PROFILE_FROM=${LSGW_DEBUG:-} ;; esac
   case $s in
   call-stateful) compare "$s" "$B_STATEFUL" "$GW/servers/stateful/mcp" ;;
   call-stateless) compare "$s" "$B_STATELESS" "$GW/servers/stateless/mcp" ;;
@@ -380,6 +389,10 @@ for s in $SCENARIOS; do
     case $n in first-1000) a=1000 ;& first) n=$LIST_MAX; flags=(-pages 1) ;; esac
     compare "$s" "$LSGW/servers/${c}ls$a/mcp" "$LSGW/servers/${c}ls$n/mcp" -workload list -proto "$MODERN" -c "$LIST_CONC" \
       -cpu-pid-a "$LSGW_PID" -cpu-pid-b "$LSGW_PID" "${flags[@]}" ;;
+  list-scale-proxy | list-scale-proxy-1000)
+    n=1; case $s in *-1000) n=1000 ;; esac
+    compare "$s" "$LSPROXY/ls$n" "$LSGW/servers/ls$n/mcp" -workload list -proto "$MODERN" -c "$LIST_CONC" \
+      -cpu-pid-a "$LSPROXY_PID" -cpu-pid-b "$LSGW_PID" ;;
   *) die "unknown scenario $s (BENCH_SCENARIOS)" ;;
   esac
 done
@@ -492,6 +505,10 @@ fi
   case " $SCENARIOS " in *" list-scale-"[0-9f]*)
     echo
     echo "list-scale-*: $MODERN tools/list walks through a gateway of their own (max_page_items 1000), c=$LIST_CONC; A = a vhost of 1 stateless backend, B = of 10 or $LIST_MAX; each backend lists $LIST_TOOLS extra tools and the demo's 3; -cached: list_cache: 1m on every backend; -first: the first page only, -first-1000 with A one backend of 1,000 tools; figures A → B, gateway CPU per item from /proc/<pid>/stat over each measured window." ;;
+  esac
+  case " $SCENARIOS " in *" list-scale-proxy"*)
+    echo
+    echo "list-scale-proxy*: the same walks, A = a bare net/http/httputil.ReverseProxy (flushing every write), B = the list-scale gateway, each in front of the same one backend of $((LIST_TOOLS + 3)) (-1000: 1,000) tools; CPU per item of each middle process." ;;
   esac
   if [ -n "$LIST_RSS_LINE" ]; then
     echo

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpgw/gateway/internal/bufpool"
 )
 
 // defaultMaxMessageBytes bounds one SSE event and one JSON body from a
@@ -56,6 +58,9 @@ type sseReader struct {
 	// shift is what the last fill dropped from the buffer's start; moved
 	// is minus what the last line call's fills dropped in all.
 	shift, moved int
+	// given is the buffer the last event's data lies in when take handed
+	// it over in place (nil when the data is a copy): see Given.
+	given []byte
 }
 
 // newSSEReader reads events of at most maxEvent bytes (0: the default)
@@ -124,6 +129,7 @@ func (r *sseReader) Retry() (time.Duration, bool) { return r.retry, r.hasRetry }
 // at the end of the stream; an event cut off by EOF is discarded, as the
 // event-stream rules require.
 func (r *sseReader) Next() (sseEvent, error) {
+	r.given = nil
 	var (
 		name    string
 		data    []byte // the data lines joined, once there are two
@@ -218,12 +224,27 @@ func (r *sseReader) Next() (sseEvent, error) {
 func (r *sseReader) take(from, to int) []byte {
 	data := r.buf[from:to:to]
 	rest := r.buf[r.pos:r.end]
+	r.given = r.buf
 	r.buf, r.pos, r.end, r.scanned = nil, 0, 0, 0
 	if len(rest) > 0 {
-		r.buf = make([]byte, max(lineBuffer(r.hint), 2*len(rest)))
+		r.buf = bufpool.Get(max(lineBuffer(r.hint), 2*len(rest)))
 		r.end = copy(r.buf, rest)
 	}
 	return data
+}
+
+// Given is the buffer the data of the event Next returned last lies in,
+// handed over whole (nil when the data is a copy). The reader never uses
+// it again; it came from bufpool, so whoever ends up owning the event
+// may give it back there once nothing reads the data (upstream.Answer).
+func (r *sseReader) Given() []byte { return r.given }
+
+// Recycle gives the reader's own buffer back to bufpool: the reader must
+// not be used again. Events already returned are not affected (their
+// data is a copy, or lies in a buffer handed over with it).
+func (r *sseReader) Recycle() {
+	bufpool.Put(r.buf)
+	r.buf, r.pos, r.end, r.scanned = nil, 0, 0, 0
 }
 
 // line returns the next line, without its end, as buf[from:to]. Bytes
@@ -287,11 +308,14 @@ func (r *sseReader) fill(keep int) error {
 		next := r.buf
 		switch live := r.end - keep; {
 		case len(r.buf) == 0:
-			next = make([]byte, lineBuffer(r.hint))
+			next = bufpool.Get(lineBuffer(r.hint))
 		case live > len(r.buf)/2:
-			next = make([]byte, 2*len(r.buf))
+			next = bufpool.Get(2 * len(r.buf))
 		}
 		n := copy(next, r.buf[keep:r.end])
+		if len(r.buf) > 0 && &next[0] != &r.buf[0] {
+			bufpool.Put(r.buf) // the reader's alone: events' data is elsewhere
+		}
 		r.buf, r.shift = next, keep
 		r.pos, r.end, r.scanned = r.pos-keep, n, r.scanned-keep
 		r.moved -= keep

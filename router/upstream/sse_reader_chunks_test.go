@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"github.com/mcpgw/gateway/internal/bufpool"
 )
 
 // referenceEvents parses a whole event stream the plain way the rules
@@ -75,7 +78,10 @@ func referenceEvents(stream []byte) (events []sseEvent, lastID string, retry tim
 
 // readAllEvents reads stream n bytes at a time into a reader whose first
 // buffer expects lines of hint bytes. Events are checked only at the end,
-// so a reader that wrote into an event it had handed on is caught.
+// so a reader that wrote into an event it had handed on is caught; and
+// the reader's buffers are given back (Recycle) and whatever bufpool
+// lends next is overwritten first, so a reader that gave back a buffer an
+// event lies in is caught too.
 func readAllEvents(t testing.TB, stream []byte, n, hint int) (events []sseEvent, lastID string, retry time.Duration) {
 	r := newSSEReader(&chunkReader{b: stream, n: n}, 1<<20, hint)
 	for {
@@ -86,10 +92,32 @@ func readAllEvents(t testing.TB, stream []byte, n, hint int) (events []sseEvent,
 		if err != nil {
 			t.Fatalf("Next: %v", err)
 		}
+		if g := r.Given(); g != nil && !within(ev.Data, g) {
+			t.Fatalf("Given is not the buffer the event's data lies in")
+		}
 		events = append(events, ev)
 	}
 	retry, _ = r.Retry()
-	return events, r.LastEventID(), retry
+	lastID = r.LastEventID()
+	r.Recycle()
+	for size := 4 << 10; size <= 64<<10; size *= 2 {
+		b := bufpool.Get(size)
+		for i := range b {
+			b[i] = '#'
+		}
+		bufpool.Put(b)
+	}
+	return events, lastID, retry
+}
+
+// within reports whether data lies in buf's backing array.
+func within(data, buf []byte) bool {
+	if len(data) == 0 {
+		return true
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(buf[:cap(buf)])))
+	p := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	return p >= start && p+uintptr(len(data)) <= start+uintptr(cap(buf))
 }
 
 func sameEvents(a, b []sseEvent) bool {

@@ -198,8 +198,10 @@ func (s *streamable) readStream(ctx context.Context, req *jsonrpc.Request, body 
 		metered, m := meter(ctx, body)
 		r := newSSEReader(metered, c.cfg.MaxMessageBytes, c.sizes.hint(op))
 		resp, progressed, fatal, err := s.consume(ctx, r, m, req, handle)
+		r.Recycle()
 		if resp != nil {
 			c.sizes.note(op, r.Longest())
+			claimAnswerBuffer(ctx, r.Given())
 			drain(body, endReq)
 			body.Close()
 			return resp, nil
