@@ -68,6 +68,7 @@ type pageResult struct {
 	// once the gateway's page is built (release): answer, the backend's
 	// answer; arena, its renamed items.
 	pooled bool
+	expect int // items the backend's latest page held (0: unknown)
 	answer upstream.AnswerBuffer
 	arena  bufpool.Lease
 }
@@ -196,10 +197,11 @@ func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, ac
 	for len(todo) > 0 && have < r.opts.MaxPageItems {
 		var wg sync.WaitGroup
 		var wave []int
+		full := false // a backend known not to fit whole waits for the next page
 		rest := todo[:0]
 		for _, i := range todo {
 			key := v.keys[i]
-			if have >= r.opts.MaxPageItems {
+			if full || have >= r.opts.MaxPageItems {
 				rest = append(rest, i)
 				continue
 			}
@@ -211,10 +213,17 @@ func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, ac
 				have += left(p)
 				continue
 			}
-			if n, ok := v.lists.SizeHint(key, op.method); ok {
-				have += max(n-pos.Offset, 1) // not done: at least one more
-			} else {
+			if n, ok := v.lists.SizeHint(key, op.method); !ok {
 				have += max(r.opts.MaxPageItems/unseenShare, 1)
+			} else if expect := max(n-pos.Offset, 1); have > 0 && have+expect > r.opts.MaxPageItems {
+				// Asked now, its page would be cut and asked for again
+				// on the next page, which sends the rest: a page of
+				// fewer items costs less than a page fetched twice.
+				full = true
+				rest = append(rest, i)
+				continue
+			} else {
+				have += expect // not done: at least one more
 			}
 			wave = append(wave, i)
 			wg.Go(func() { results[i] = r.listCached(ctx, v, c, op, key, pos.Cursor, ck) })
@@ -222,6 +231,9 @@ func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, ac
 		wg.Wait()
 		todo = rest
 		if len(wave) == 0 {
+			if full {
+				break // the next page starts with it
+			}
 			continue // cached pages only: have is exact
 		}
 		for _, i := range wave {
@@ -315,10 +327,15 @@ func (r *Router) listOneInto(ctx context.Context, res *pageResult, v *vhost, c *
 		res.failed = true
 		return
 	}
+	res.expect, _ = v.lists.SizeHint(key, op.method)
 	if !res.decode(resp.Result, op) {
 		res.failed = true
 	}
 }
+
+// maxExpectedItems bounds the items a page's decode makes room for
+// ahead (pageResult.expect): 8,192 items is 416 kB of room.
+const maxExpectedItems = 8192
 
 // size is the number of items of the page.
 func (res *pageResult) size() int {
@@ -352,8 +369,14 @@ func (res *pageResult) dropRaw(op listOp) {
 // fails.
 func (res *pageResult) decode(result json.RawMessage, op listOp) bool {
 	res.result = map[string]json.RawMessage{}
-	var items []json.RawMessage // the latest array's, until its member is seen
-	var scans []itemScan
+	// The latest array's, until its member is seen; sized for the items
+	// the backend's latest page held, so that they are not grown by
+	// doubling, copied at every step.
+	// (At most maxExpectedItems: one huge page does not size every later
+	// one.)
+	n := min(res.expect, maxExpectedItems)
+	items := make([]json.RawMessage, 0, n)
+	scans := make([]itemScan, 0, n)
 	var scan itemScan // the element being crossed
 	return wire.MembersElementMembers(result, op.field, func(k string, v []byte) bool {
 		res.result[k] = v
@@ -361,6 +384,9 @@ func (res *pageResult) decode(result json.RawMessage, op listOp) bool {
 		case op.field:
 			res.items, items = items, nil // nil when not an array
 			res.scans, scans = scans, nil
+			if len(res.items) == 0 {
+				res.items, res.scans = nil, nil // as for none
+			}
 		case "nextCursor":
 			res.next, _ = wire.String(v)
 		}

@@ -371,6 +371,63 @@ func TestPagination_PageAsksOnlyTheBackendsThatFillIt(t *testing.T) {
 	}
 }
 
+// A backend whose page is known not to fit whole in what is left of a
+// gateway page waits for the next gateway page rather than being asked
+// now, cut, and asked again for the rest: backends of 4 tools under
+// max_page_items 10 make pages of 8, 8 and 4, each backend asked once a
+// walk (the first walk, sizes unknown, asks all five at once and cuts).
+func TestPagination_BackendThatWouldNotFitWaitsWhole(t *testing.T) {
+	opts := router.Options{MaxPageItems: 10}
+	keys := []string{"a", "b", "c", "d", "e"}
+	var specs []backendSpec
+	for _, k := range keys {
+		specs = append(specs, backendSpec{Key: k, Opts: testsupport.BackendOptions{PageSize: 50, ExtraTools: 1}})
+	}
+	f := newFixtureOpts(t, opts, specs...)
+	sid, _ := f.Initialize(nil)
+	asked := func() (n int) {
+		for _, k := range keys {
+			n += int(f.Backends[k].Count("tools/list"))
+		}
+		return n
+	}
+	walk := func() (sizes []int, all []string) {
+		cursor := ""
+		for range 20 {
+			var params map[string]any
+			if cursor != "" {
+				params = map[string]any{"cursor": cursor}
+			}
+			page := result(t, f.Call(sid, "tools/list", params))
+			got := names(t, page, "tools")
+			sizes, all = append(sizes, len(got)), append(all, got...)
+			next, ok := cursorOf(page)
+			if !ok {
+				return sizes, all
+			}
+			cursor = next
+		}
+		t.Fatal("pagination does not end")
+		return nil, nil
+	}
+	for i := range 3 {
+		before := asked()
+		sizes, all := walk()
+		if len(all) != 20 || len(slices.Compact(slices.Sorted(slices.Values(all)))) != 20 {
+			t.Fatalf("walk %d: %d tools, want each of 20 once: %v", i+1, len(all), all)
+		}
+		if i == 0 {
+			continue
+		}
+		if !slices.Equal(sizes, []int{8, 8, 4}) {
+			t.Errorf("walk %d: pages of %v items, want [8 8 4]", i+1, sizes)
+		}
+		if got := asked() - before; got != 5 {
+			t.Errorf("walk %d asked the backends %d times, want 5 (once each)", i+1, got)
+		}
+	}
+}
+
 // On a fresh instance no backend's page size is known: each is expected
 // to fill an eighth of the page, so a first page asks eight of ten
 // backends, not all of them (concurrent walks would otherwise hold every
