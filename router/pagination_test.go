@@ -317,20 +317,8 @@ func TestPagination_PagesBoundedByMaxPageItemsAcrossInstances(t *testing.T) {
 // and both list every item once.
 func TestPagination_PageAsksOnlyTheBackendsThatFillIt(t *testing.T) {
 	opts := router.Options{MaxPageItems: 6}
-	keys := []string{"a", "b", "c", "d", "e"}
-	var specs []backendSpec
-	for _, k := range keys {
-		specs = append(specs, backendSpec{Key: k, Opts: testsupport.BackendOptions{PageSize: 50, ExtraTools: 3}})
-	}
-	f := newFixtureOpts(t, opts, specs...)
+	f, asked := countedBackends(t, opts, []string{"a", "b", "c", "d", "e"}, 3)
 	sid, _ := f.Initialize(nil)
-	asked := func() int {
-		n := 0
-		for _, k := range keys {
-			n += int(f.Backends[k].Count("tools/list"))
-		}
-		return n
-	}
 	walk := func() (pages int, all []string) {
 		cursor := ""
 		for pages = 1; ; pages++ {
@@ -378,19 +366,8 @@ func TestPagination_PageAsksOnlyTheBackendsThatFillIt(t *testing.T) {
 // walk (the first walk, sizes unknown, asks all five at once and cuts).
 func TestPagination_BackendThatWouldNotFitWaitsWhole(t *testing.T) {
 	opts := router.Options{MaxPageItems: 10}
-	keys := []string{"a", "b", "c", "d", "e"}
-	var specs []backendSpec
-	for _, k := range keys {
-		specs = append(specs, backendSpec{Key: k, Opts: testsupport.BackendOptions{PageSize: 50, ExtraTools: 1}})
-	}
-	f := newFixtureOpts(t, opts, specs...)
+	f, asked := countedBackends(t, opts, []string{"a", "b", "c", "d", "e"}, 1)
 	sid, _ := f.Initialize(nil)
-	asked := func() (n int) {
-		for _, k := range keys {
-			n += int(f.Backends[k].Count("tools/list"))
-		}
-		return n
-	}
 	walk := func() (sizes []int, all []string) {
 		cursor := ""
 		for range 20 {
@@ -434,21 +411,12 @@ func TestPagination_BackendThatWouldNotFitWaitsWhole(t *testing.T) {
 // backend's page at once), and the walk still lists everything once.
 func TestPagination_FreshInstanceAsksEightUnseenBackends(t *testing.T) {
 	opts := router.Options{MaxPageItems: 16}
-	var specs []backendSpec
 	var keys []string
 	for i := range 10 {
-		k := string(rune('a' + i))
-		keys = append(keys, k)
-		specs = append(specs, backendSpec{Key: k, Opts: testsupport.BackendOptions{PageSize: 50, ExtraTools: 3}})
+		keys = append(keys, string(rune('a'+i)))
 	}
-	f := newFixtureOpts(t, opts, specs...)
+	f, asked := countedBackends(t, opts, keys, 3)
 	sid, _ := f.Initialize(nil)
-	asked := func() (n int) {
-		for _, k := range keys {
-			n += int(f.Backends[k].Count("tools/list"))
-		}
-		return n
-	}
 	page := result(t, f.Call(sid, "tools/list", nil))
 	if got := asked(); got != 8 {
 		t.Errorf("the first page asked %d backends, want 8", got)
@@ -467,5 +435,22 @@ func TestPagination_FreshInstanceAsksEightUnseenBackends(t *testing.T) {
 	}
 	if len(all) != 60 || len(slices.Compact(slices.Sorted(slices.Values(all)))) != 60 {
 		t.Fatalf("%d tools, want each of 60 once: %v", len(all), all)
+	}
+}
+
+// countedBackends is a fixture of one backend per key, each listing the
+// demo's 3 tools and extra more on one page, and how many tools/list
+// requests the backends have had so far.
+func countedBackends(t *testing.T, opts router.Options, keys []string, extra int) (*fixture, func() int) {
+	var specs []backendSpec
+	for _, k := range keys {
+		specs = append(specs, backendSpec{Key: k, Opts: testsupport.BackendOptions{PageSize: 50, ExtraTools: extra}})
+	}
+	f := newFixtureOpts(t, opts, specs...)
+	return f, func() (n int) {
+		for _, k := range keys {
+			n += int(f.Backends[k].Count("tools/list"))
+		}
+		return n
 	}
 }

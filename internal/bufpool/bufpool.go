@@ -76,18 +76,10 @@ type Lease struct {
 // Get is bufpool.Get, the buffer recorded for Release.
 func (l *Lease) Get(n int) []byte {
 	b := Get(n)
-	l.Keep(b)
-	return b
-}
-
-// Keep records b, lent by Get, to be given back by Release.
-func (l *Lease) Keep(b []byte) {
-	if b == nil {
-		return
-	}
 	l.mu.Lock()
 	l.bufs = append(l.bufs, b)
 	l.mu.Unlock()
+	return b
 }
 
 // Release gives every buffer recorded back. A nil Lease has nothing.

@@ -32,8 +32,11 @@ func WithAnswerBuffer(ctx context.Context, a *AnswerBuffer) context.Context {
 // keeps its first answer's buffer; the second goes to the collector). It
 // reports whether b was taken.
 func claimAnswerBuffer(ctx context.Context, b []byte) bool {
+	if b == nil {
+		return false
+	}
 	a, _ := ctx.Value(answerBufferKey{}).(*AnswerBuffer)
-	if a == nil || a.b != nil || b == nil {
+	if a == nil || a.b != nil {
 		return false
 	}
 	a.b = b
