@@ -68,7 +68,6 @@ type pageResult struct {
 	// once the gateway's page is built (release): answer, the backend's
 	// answer; arena, its renamed items.
 	pooled bool
-	expect int // items the backend's latest page held (0: unknown)
 	answer upstream.AnswerBuffer
 	arena  bufpool.Lease
 }
@@ -275,16 +274,18 @@ func pageHints(results []*pageResult) envelope.Hints {
 	return h
 }
 
-// listOne fetches one page from one backend.
-func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor string) *pageResult {
-	res := &pageResult{key: key}
-	r.listOneInto(ctx, res, v, c, op, cursor)
+// listOne fetches one page from one backend. A pooled page is the
+// caller's alone and is read into a buffer lent for it, given back by
+// pageResult.release; a page others may share (the list cache's) is not.
+func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor string, pooled bool) *pageResult {
+	res := &pageResult{key: key, pooled: pooled}
+	r.fetchPage(ctx, res, v, c, op, cursor)
 	return res
 }
 
-// listOneInto is listOne into res, whose key is set; a pooled res gets
-// its answer's buffer (pageResult.release).
-func (r *Router) listOneInto(ctx context.Context, res *pageResult, v *vhost, c *Call, op listOp, cursor string) {
+// fetchPage asks res's backend for the page at cursor and decodes it
+// into res.
+func (r *Router) fetchPage(ctx context.Context, res *pageResult, v *vhost, c *Call, op listOp, cursor string) {
 	key := res.key
 	if res.signIn = r.signInNeeded(ctx, v, key); res.signIn != nil {
 		res.queried, res.failed = true, true
@@ -327,14 +328,14 @@ func (r *Router) listOneInto(ctx context.Context, res *pageResult, v *vhost, c *
 		res.failed = true
 		return
 	}
-	res.expect, _ = v.lists.SizeHint(key, op.method)
-	if !res.decode(resp.Result, op) {
+	expect, _ := v.lists.SizeHint(key, op.method)
+	if !res.decode(resp.Result, op, expect) {
 		res.failed = true
 	}
 }
 
 // maxExpectedItems bounds the items a page's decode makes room for
-// ahead (pageResult.expect): 8,192 items is 416 kB of room.
+// ahead (decode's expect): 8,192 items is 416 kB of room.
 const maxExpectedItems = 8192
 
 // size is the number of items of the page.
@@ -366,15 +367,16 @@ func (res *pageResult) dropRaw(op listOp) {
 // (wire.MembersElementMembers: the items, and their members, are found
 // while the array is crossed). An item array or cursor of another type
 // reads as none, as encoding/json's would; a result that is not an object
-// fails.
-func (res *pageResult) decode(result json.RawMessage, op listOp) bool {
+// fails. expect is how many items the backend's latest page held (0:
+// unknown).
+func (res *pageResult) decode(result json.RawMessage, op listOp, expect int) bool {
 	res.result = map[string]json.RawMessage{}
 	// The latest array's, until its member is seen; sized for the items
 	// the backend's latest page held, so that they are not grown by
 	// doubling, copied at every step.
 	// (At most maxExpectedItems: one huge page does not size every later
 	// one.)
-	n := min(res.expect, maxExpectedItems)
+	n := min(expect, maxExpectedItems)
 	items := make([]json.RawMessage, 0, n)
 	scans := make([]itemScan, 0, n)
 	var scan itemScan // the element being crossed
@@ -435,18 +437,16 @@ func (r *Router) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) (p
 // (from cachedPage; "" for a backend without one).
 func (r *Router) listCached(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor, ck string) *pageResult {
 	if ck == "" {
-		res := &pageResult{key: key, pooled: true} // this request's alone: see release
-		r.listOneInto(ctx, res, v, c, op, cursor)
-		return res
+		return r.listOne(ctx, v, c, op, key, cursor, true) // this request's alone
 	}
 	return v.lists.Page(ck, key, v.backends[key].ListCacheTTL, func() (*pageResult, bool) {
 		// Shared by every caller waiting on this key: not cancelled by
 		// the first one leaving (the backend timeout still bounds it).
-		p := r.listOne(context.WithoutCancel(ctx), v, c, op, key, cursor)
+		p := r.listOne(context.WithoutCancel(ctx), v, c, op, key, cursor, false)
 		if p.queried && !p.failed {
 			// Rename once for every request the entry serves; a page
 			// that cannot be renamed is left to fail in the merge.
-			p.named, _ = r.renameAll(v, op, key, p.items, p.scans)
+			p.named, _ = r.renameAll(nil, v, op, key, p.items, p.scans)
 			if p.named != nil && !v.single() {
 				p.dropRaw(op)
 			}

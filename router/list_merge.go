@@ -91,7 +91,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			if res.pooled {
 				lease = &res.arena // given back with the page (pageResult.release)
 			}
-			if named, err = r.renameAllInto(lease, v, op, res.key, res.items, res.scans); err != nil {
+			if named, err = r.renameAll(lease, v, op, res.key, res.items, res.scans); err != nil {
 				return nil, err
 			}
 		}
@@ -287,15 +287,9 @@ func quoteAll(keys []string) []string {
 // allocation each: a page of 200 tools is one object for the collector
 // to track, also for as long as the list cache keeps it. scans, when
 // set, are the items' members as decode found them (else each item is
-// walked here).
-func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMessage, scans []itemScan) ([]namedItem, error) {
-	return r.renameAllInto(nil, v, op, key, items, scans)
-}
-
-// renameAllInto is renameAll with the renamed items' buffer lent by
-// lease when it is not nil: the items are then read only until the lease
-// is released.
-func (r *Router) renameAllInto(lease *bufpool.Lease, v *vhost, op listOp, key string, items []json.RawMessage, scans []itemScan) ([]namedItem, error) {
+// walked here). When lease is set, the buffer is lent by it: the items
+// are then read only until the lease is released.
+func (r *Router) renameAll(lease *bufpool.Lease, v *vhost, op listOp, key string, items []json.RawMessage, scans []itemScan) ([]namedItem, error) {
 	named := make([]namedItem, len(items))
 	tasks := r.taskPolicy(v, op, key)
 	arena := newItemArena(items, key)

@@ -49,7 +49,7 @@ func BenchmarkMergePages(b *testing.B) {
 				results := make([]*pageResult, n)
 				for i := range results {
 					res := &pageResult{key: fmt.Sprintf("b%d", i), queried: true}
-					if !res.decode(pages[i], op) {
+					if !res.decode(pages[i], op, 0) {
 						b.Fatal("page does not decode")
 					}
 					results[i] = res

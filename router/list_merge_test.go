@@ -83,11 +83,11 @@ func TestPageResultDropRaw(t *testing.T) {
 	op := listOps["tools/list"]
 	answer := []byte(`{"tools":[{"name":"b"},{"name":"a"}],"nextCursor":"c2","ttlMs":5}`)
 	p := &pageResult{key: "one", queried: true}
-	if !p.decode(answer, op) {
+	if !p.decode(answer, op, 0) {
 		t.Fatal("page does not decode")
 	}
 	var err error
-	if p.named, err = r.renameAll(v, op, "one", p.items, p.scans); err != nil {
+	if p.named, err = r.renameAll(nil, v, op, "one", p.items, p.scans); err != nil {
 		t.Fatal(err)
 	}
 	p.dropRaw(op)
@@ -117,7 +117,7 @@ func TestRenameAll_SharedRoom(t *testing.T) {
 			// Names that escape grow past the estimate: new chunks.
 			items = append(items, json.RawMessage(fmt.Sprintf(`{"name":"t%d%s","uri":"u:%d","d":"%s"}`, i, strings.Repeat(`\u00e9`, i%7), i, strings.Repeat("x", i%50))))
 		}
-		named, err := r.renameAll(v, op, "one", items, nil)
+		named, err := r.renameAll(nil, v, op, "one", items, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestWithPageBuffer(t *testing.T) {
 	op := listOps["tools/list"]
 	page := func(ctx context.Context) json.RawMessage {
 		res := &pageResult{key: "one", queried: true}
-		if !res.decode([]byte(`{"tools":[{"name":"b"},{"name":"a"}]}`), op) {
+		if !res.decode([]byte(`{"tools":[{"name":"b"},{"name":"a"}]}`), op, 0) {
 			t.Fatal("page does not decode")
 		}
 		out, err := r.mergePages(ctx, v, op, "alice", v.access.Decide("v", nil), map[string]sealed.BackendCursor{}, []*pageResult{res}, false, nil)
@@ -183,14 +183,14 @@ func TestRenameAll_PassThroughAllocatesNoRoom(t *testing.T) {
 		items[i] = json.RawMessage(fmt.Sprintf(`{"name":"t%d","description":"%s"}`, i, strings.Repeat("x", 700)))
 	}
 	allocated := testing.AllocsPerRun(5, func() {
-		if _, err := r.renameAll(v, listOps["tools/list"], "one", items, nil); err != nil {
+		if _, err := r.renameAll(nil, v, listOps["tools/list"], "one", items, nil); err != nil {
 			t.Fatal(err)
 		}
 	})
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc
-	_, _ = r.renameAll(v, listOps["tools/list"], "one", items, nil)
+	_, _ = r.renameAll(nil, v, listOps["tools/list"], "one", items, nil)
 	runtime.ReadMemStats(&ms)
 	if grew := ms.TotalAlloc - before; grew > 200<<10 {
 		t.Fatalf("renaming 1,000 passed-through items allocated %d bytes (%v allocations)", grew, allocated)
@@ -215,14 +215,14 @@ func TestRenameAll_DecodedScansAgree(t *testing.T) {
 	for _, op := range []listOp{listOps["tools/list"], listOps["resources/list"], listOps["resources/templates/list"]} {
 		answer := []byte(`{"` + op.field + `":[` + strings.Join(items, ",") + `],"nextCursor":"n"}`)
 		p := &pageResult{key: "one"}
-		if !p.decode(answer, op) || len(p.scans) != len(items) {
+		if !p.decode(answer, op, 0) || len(p.scans) != len(items) {
 			t.Fatalf("%s: decode: %d items, %d scans", op.method, len(p.items), len(p.scans))
 		}
-		got, err := r.renameAll(v, op, "one", p.items, p.scans)
+		got, err := r.renameAll(nil, v, op, "one", p.items, p.scans)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := r.renameAll(v, op, "one", p.items, nil)
+		want, err := r.renameAll(nil, v, op, "one", p.items, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -118,7 +118,7 @@ func (r *Router) walkToolSchemas(ctx context.Context, v *vhost, c *Call, backend
 	schemas := map[string]json.RawMessage{}
 	cursor := ""
 	for range toolSchemaMaxPages {
-		p := r.listOne(ctx, v, c, op, backend, cursor)
+		p := r.listOne(ctx, v, c, op, backend, cursor, false)
 		if !p.queried || p.failed {
 			return nil, errToolListFailed
 		}

@@ -153,6 +153,19 @@ func pick[T any](xs []T, f func(T) float64) float64 {
 	return median(v)
 }
 
+// measured keeps the rounds that have a figure: a list round with an
+// error has no CPU per item (its failed walks' items are unknown), and
+// counting it as 0 would pull the median down to nothing.
+func measured(rs []*Result, has func(*Result) bool) []*Result {
+	var out []*Result
+	for _, r := range rs {
+		if has(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 func medianFigures(rs []*Result) Figures {
 	var ok []*Result
 	for _, r := range rs {
@@ -161,14 +174,15 @@ func medianFigures(rs []*Result) Figures {
 		}
 	}
 	return Figures{
-		RPS:              pick(ok, func(r *Result) float64 { return r.RPS }),
-		P50Ms:            pick(ok, func(r *Result) float64 { return r.LatencyMs.P50 }),
-		P99Ms:            pick(ok, func(r *Result) float64 { return r.LatencyMs.P99 }),
-		CPUMicros:        pick(ok, func(r *Result) float64 { return r.CPUMicrosPerRequest }),
-		CPUMicrosPerItem: pick(ok, func(r *Result) float64 { return r.CPUMicrosPerItem }),
-		Pages:            pick(ok, func(r *Result) float64 { return listOf(r).PagesPerRequest }),
-		Tools:            pick(ok, func(r *Result) float64 { return listOf(r).ToolsPerRequest }),
-		MaxPageBytes:     pick(ok, func(r *Result) float64 { return float64(listOf(r).MaxPageBytes) }),
+		RPS:       pick(ok, func(r *Result) float64 { return r.RPS }),
+		P50Ms:     pick(ok, func(r *Result) float64 { return r.LatencyMs.P50 }),
+		P99Ms:     pick(ok, func(r *Result) float64 { return r.LatencyMs.P99 }),
+		CPUMicros: pick(ok, func(r *Result) float64 { return r.CPUMicrosPerRequest }),
+		CPUMicrosPerItem: pick(measured(ok, func(r *Result) bool { return r.CPUMicrosPerItem > 0 }),
+			func(r *Result) float64 { return r.CPUMicrosPerItem }),
+		Pages:        pick(ok, func(r *Result) float64 { return listOf(r).PagesPerRequest }),
+		Tools:        pick(ok, func(r *Result) float64 { return listOf(r).ToolsPerRequest }),
+		MaxPageBytes: pick(ok, func(r *Result) float64 { return float64(listOf(r).MaxPageBytes) }),
 	}
 }
 

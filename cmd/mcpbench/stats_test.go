@@ -170,3 +170,19 @@ func TestMedian(t *testing.T) {
 		t.Error("median of nothing is not NaN")
 	}
 }
+
+// A list round with errors has no CPU per item; the median is of the
+// rounds that have one, not pulled to 0 by the others.
+func TestMedianFigures_CPUPerItemOfCleanRounds(t *testing.T) {
+	rs := []*Result{
+		{OK: 10, CPUMicrosPerItem: 2},
+		{OK: 9, Errors: 1}, // a failed walk: no per-item figure
+		{OK: 10, CPUMicrosPerItem: 4},
+	}
+	if got := medianFigures(rs).CPUMicrosPerItem; got != 3 {
+		t.Errorf("CPU per item = %v, want 3 (the median of the clean rounds)", got)
+	}
+	if got := medianFigures(rs[1:2]).CPUMicrosPerItem; got != 0 {
+		t.Errorf("CPU per item with no clean round = %v, want 0 (unknown)", got)
+	}
+}
