@@ -304,15 +304,26 @@ func (r *Router) fetchPage(ctx context.Context, res *pageResult, v *vhost, c *Ca
 	if cursor != "" {
 		params, _ = json.Marshal(map[string]string{"cursor": cursor})
 	}
+	// The page is decoded, and checked, as the answer is read
+	// (upstream.WithResultCheck): walked is the result that walk took.
+	expect, _ := v.lists.SizeHint(key, op.method)
+	var walked json.RawMessage
+	check := func(data []byte, i int) int {
+		end := res.decodeAt(data, i, op, expect)
+		if end >= 0 {
+			walked = data[i:end]
+		}
+		return end
+	}
 	var lacks bool
 	resp, err := r.withBackend(ctx, v, key, op.method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		if init := conn.Init(); init != nil && !snap.OK() && !capability.Has(snapshotFrom(key, init), op.capability) {
 			lacks = true // re-probed just now: it does not have this list
 			return &jsonrpc.Response{}, nil
 		}
-		callCtx := ctx
+		callCtx := upstream.WithResultCheck(ctx, check)
 		if res.pooled {
-			callCtx = upstream.WithAnswerBuffer(ctx, &res.answer)
+			callCtx = upstream.WithAnswerBuffer(callCtx, &res.answer)
 		}
 		return conn.Call(callCtx, op.method, params, nil)
 	})
@@ -328,8 +339,9 @@ func (r *Router) fetchPage(ctx context.Context, res *pageResult, v *vhost, c *Ca
 		res.failed = true
 		return
 	}
-	expect, _ := v.lists.SizeHint(key, op.method)
-	if !res.decode(resp.Result, op, expect) {
+	// Not the result walked (none was, or another answer was: a retried
+	// call's first one): decoded now.
+	if !sameBytes(walked, resp.Result) && !res.decode(resp.Result, op, expect) {
 		res.failed = true
 	}
 }
@@ -361,16 +373,37 @@ func (res *pageResult) dropRaw(op listOp) {
 	res.result, res.items, res.scans = small, nil, nil
 }
 
+// sameBytes reports whether a and b are the same bytes in memory.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
+}
+
 // decode reads a backend's list result into res: its members, its items,
 // what renaming needs of each item (itemScan) and its next cursor, in one
-// pass over bytes the upstream decoder has checked
-// (wire.MembersElementMembers: the items, and their members, are found
-// while the array is crossed). An item array or cursor of another type
-// reads as none, as encoding/json's would; a result that is not an object
-// fails. expect is how many items the backend's latest page held (0:
-// unknown).
+// pass that also checks the result is valid JSON, as strictly as
+// encoding/json (wire.ValidMembersElementMembers: the items, and their
+// members, are found while the array is crossed). An item array or cursor
+// of another type reads as none, as encoding/json's would; a result that
+// is not an object, or not valid, fails. expect is how many items the
+// backend's latest page held (0: unknown). What an earlier decode of res
+// found is replaced.
 func (res *pageResult) decode(result json.RawMessage, op listOp, expect int) bool {
-	res.result = map[string]json.RawMessage{}
+	fn, member, elem := res.walker(op, expect)
+	return wire.ValidMembersElementMembers(result, 1, op.field, fn, member, elem)
+}
+
+// decodeAt is decode of the result starting at data[i] (a backend's
+// whole answer, as upstream.WithResultCheck hands it over): the index
+// just past it, or -1.
+func (res *pageResult) decodeAt(data []byte, i int, op listOp, expect int) int {
+	fn, member, elem := res.walker(op, expect)
+	return wire.ValidMembersElementMembersAt(data, i, 1, op.field, fn, member, elem)
+}
+
+// walker is what decode's walk calls back: with each member of the
+// result, each member of an item, and each item.
+func (res *pageResult) walker(op listOp, expect int) (fn func(string, []byte), member func([]byte, int, int), elem func([]byte)) {
+	res.result, res.items, res.scans, res.next = map[string]json.RawMessage{}, nil, nil, ""
 	// The latest array's, until its member is seen; sized for the items
 	// the backend's latest page held, so that they are not grown by
 	// doubling, copied at every step.
@@ -380,7 +413,7 @@ func (res *pageResult) decode(result json.RawMessage, op listOp, expect int) boo
 	items := make([]json.RawMessage, 0, n)
 	scans := make([]itemScan, 0, n)
 	var scan itemScan // the element being crossed
-	return wire.MembersElementMembers(result, op.field, func(k string, v []byte) bool {
+	fn = func(k string, v []byte) {
 		res.result[k] = v
 		switch k {
 		case op.field:
@@ -392,15 +425,15 @@ func (res *pageResult) decode(result json.RawMessage, op listOp, expect int) boo
 		case "nextCursor":
 			res.next, _ = wire.String(v)
 		}
-		return true
-	}, func(k []byte, start, end int) {
-		scan.member(op, k, start, end)
-	}, func(item []byte) {
+	}
+	member = func(k []byte, start, end int) { scan.member(op, k, start, end) }
+	elem = func(item []byte) {
 		items = append(items, item)
 		scan.scanned = len(item) > 0 && item[0] == '{'
 		scans = append(scans, scan)
 		scan = itemScan{}
-	})
+	}
+	return fn, member, elem
 }
 
 // List pages of a backend with list_cache (package router/listcache says

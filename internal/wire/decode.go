@@ -130,9 +130,29 @@ const (
 // raw members are copied out of data, as encoding/json copies a
 // RawMessage; without, they are data's own bytes.
 func decodeMembers(data []byte, w *wireMessage, clone bool) bool {
+	return decodeMembersChecked(data, w, clone, nil)
+}
+
+// decodeMembersChecked is decodeMembers with the value of a member
+// "result" checked by check, when set, instead of by the scanner
+// (DecodeOwnedChecked).
+func decodeMembersChecked(data []byte, w *wireMessage, clone bool, check func(data []byte, i int) int) bool {
 	var sw wireMessage
 	seen, bail := 0, false
-	ok := ValidMembers(data, func(k, v []byte) bool {
+	value := func(_ []byte, i int) int { return validValue(data, i, 1) }
+	if check != nil {
+		value = func(k []byte, i int) int {
+			if string(k) != "result" {
+				return validValue(data, i, 1)
+			}
+			if end := check(data, i); end > i && end <= len(data) {
+				return end
+			}
+			return -1
+		}
+	}
+	ok := membersWith(data, validString, value, func(k []byte, start, end int) bool {
+		v := data[start:end]
 		i := wireKeyIndex(k)
 		if i < 0 {
 			for _, name := range wireKeys {

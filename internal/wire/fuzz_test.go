@@ -54,6 +54,7 @@ func FuzzDecode(f *testing.F) {
 		if diff := differsFromEncodingJSON([]byte(in)); diff != "" {
 			t.Fatalf("%q: %s", in, diff)
 		}
+		checkDecodeOwnedChecked(t, []byte(in))
 		want, err := Decode([]byte(in))
 		if err != nil {
 			return

@@ -83,6 +83,7 @@ func FuzzMembers(f *testing.F) {
 		checkValidScan(t, b)
 		checkMembersElements(t, b)
 		checkElementMembers(t, b)
+		checkValidElementMembers(t, b)
 		got := map[string][]byte{}
 		ok := Members(b, func(k string, v []byte) bool { got[k] = v; return true })
 		Elements(b, func([]byte) bool { return true })

@@ -167,7 +167,7 @@ func (s *streamable) readJSON(ctx context.Context, req *jsonrpc.Request, body io
 	}
 	var ours *jsonrpc.Response
 	for _, raw := range raws {
-		msg, err := wire.DecodeOwned(raw)
+		msg, err := decodeAnswer(ctx, raw)
 		if err != nil {
 			return nil, c.newError(op, 0, fmt.Errorf("malformed JSON-RPC message: %w", err))
 		}
@@ -251,7 +251,7 @@ func (s *streamable) consume(ctx context.Context, r *sseReader, m *meteredBody, 
 		if ev.Name != "message" || len(ev.Data) == 0 {
 			continue // e.g. a priming event that only carries an id
 		}
-		msg, err := wire.DecodeOwned(ev.Data)
+		msg, err := decodeAnswer(ctx, ev.Data)
 		if err != nil {
 			return nil, progressed, true, fmt.Errorf("malformed JSON-RPC message: %w", err)
 		}

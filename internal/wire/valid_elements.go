@@ -1,0 +1,103 @@
+package wire
+
+import "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+// A list page's answer was crossed twice: once whole, to check it is
+// JSON (DecodeOwned: ValidMembers), and once more by the router, to find
+// its items and their members (MembersElementMembers), which skips
+// values it trusts instead of checking them. The two were about a fifth
+// of the gateway's CPU per listed item (BENCHMARKS.md, issue 24).
+// ValidMembersElementMembers does the router's walk while it checks, and
+// DecodeOwnedChecked lets the decoder leave the result to such a walk,
+// so each byte of a page is crossed once.
+
+// ValidMembersElementMembers is MembersElementMembers that also checks b
+// as ValidMembers does, as strict as encoding/json: false when b is not
+// valid JSON or not an object, whatever the callbacks were called with on
+// the way. depth is the number of arrays and objects b lies in within its
+// message (1 for a JSON-RPC result), for encoding/json's nesting bound.
+// The walk does not stop early: fn, unlike MembersElementMembers', sees
+// every member.
+func ValidMembersElementMembers(b []byte, depth int, arrayKey string, fn func(key string, value []byte), member func(key []byte, start, end int), elem func(item []byte)) (ok bool) {
+	end := ValidMembersElementMembersAt(b, skipSpace(b, 0), depth, arrayKey, fn, member, elem)
+	return end >= 0 && skipSpace(b, end) == len(b)
+}
+
+// ValidMembersElementMembersAt is ValidMembersElementMembers on the
+// object starting at b[i], which need not end b: it returns the index
+// just past the object, or -1 when there is no valid object there. A
+// decoder hands a result to it in place (DecodeOwnedChecked).
+func ValidMembersElementMembersAt(b []byte, i, depth int, arrayKey string, fn func(key string, value []byte), member func(key []byte, start, end int), elem func(item []byte)) int {
+	if depth >= maxValidDepth {
+		return -1
+	}
+	return objectAt(b, i, validString, func(key []byte, i int) int {
+		if i < len(b) && b[i] == '[' && string(key) == arrayKey {
+			return validElementsAt(b, i, depth+1, member, elem)
+		}
+		return validValue(b, i, depth+1)
+	}, func(key []byte, start, end int) bool { fn(string(key), b[start:end]); return true })
+}
+
+// validElementsAt is elementsAt checking as it goes: the index just past
+// the array starting at b[i], which lies in depth containers, or -1 when
+// it is not valid JSON.
+func validElementsAt(b []byte, i, depth int, member func(key []byte, start, end int), elem func(item []byte)) int {
+	if depth >= maxValidDepth {
+		return -1
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1
+	}
+	for {
+		if i >= len(b) {
+			return -1
+		}
+		var end int
+		if member != nil && b[i] == '{' {
+			if depth+1 >= maxValidDepth {
+				return -1
+			}
+			at := i
+			end = objectAt(b, i, validString, func(_ []byte, j int) int { return validValue(b, j, depth+2) },
+				func(key []byte, start, end int) bool { member(key, start-at, end-at); return true })
+		} else {
+			end = validValue(b, i, depth+1)
+		}
+		if end < 0 {
+			return -1
+		}
+		elem(b[i:end])
+		i = skipSpace(b, end)
+		switch {
+		case i >= len(b):
+			return -1
+		case b[i] == ',':
+			i = skipSpace(b, i+1)
+		case b[i] == ']':
+			return i + 1
+		default:
+			return -1
+		}
+	}
+}
+
+// DecodeOwnedChecked is DecodeOwned for a caller that walks a response's
+// result itself and checks it in that walk: the decoder calls check with
+// the message and the index where the result starts, and check returns
+// the index just past the result, or -1 when it is not valid JSON, as
+// strictly as ValidMembers judges it at depth 1 (a
+// ValidMembersElementMembersAt walk). A message whose result check
+// refuses is decoded again by encoding/json, whose verdict and error the
+// caller gets, as with DecodeOwned. check is called for the result of any
+// response the message holds, before the message is known to be the one
+// awaited: it may be called for an answer the caller will not get.
+func DecodeOwnedChecked(data []byte, check func(data []byte, i int) (end int)) (jsonrpc.Message, error) {
+	var w wireMessage
+	if decodeMembersChecked(data, &w, false, check) {
+		msg, _, err := w.message()
+		return msg, err
+	}
+	return Decode(data)
+}
