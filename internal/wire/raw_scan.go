@@ -40,67 +40,6 @@ func MembersAt(b []byte, fn func(key []byte, start, end int) bool) (ok bool) {
 	return members(b, fn)
 }
 
-// MembersElements is Members that also walks the value of member
-// arrayKey, when it is an array, element by element in the same pass
-// that finds its end: elem is called with each element, then fn with the
-// member (a list result: its items found in one walk, not one to skip
-// the array and one to split it). A member of that name that is not an
-// array, or a second one, is passed to fn as any other.
-func MembersElements(b []byte, arrayKey string, fn func(key string, value []byte) bool, elem func(item []byte)) (ok bool) {
-	return MembersElementMembers(b, arrayKey, fn, nil, elem)
-}
-
-// MembersElementMembers is MembersElements that also walks each element
-// that is an object member by member, in the same pass: member is called
-// with each member of an element (its value's place in the element)
-// before elem is called with the element. A list page's items are then
-// read once, not once to find where each ends and again for the members
-// the gateway renames.
-func MembersElementMembers(b []byte, arrayKey string, fn func(key string, value []byte) bool, member func(key []byte, start, end int), elem func(item []byte)) (ok bool) {
-	return membersWith(b, skipString, func(key []byte, i int) int {
-		if i < len(b) && b[i] == '[' && string(key) == arrayKey {
-			return elementsAt(b, i, member, elem)
-		}
-		return skipValue(b, i)
-	}, func(key []byte, start, end int) bool { return fn(string(key), b[start:end]) })
-}
-
-// elementsAt returns the index just past the array starting at b[i] (a
-// bracket), calling elem with each element, or -1 when it does not end
-// well. With member set, an element that is an object is walked member by
-// member (member gets each, placed within the element) to find its end.
-func elementsAt(b []byte, i int, member func(key []byte, start, end int), elem func(item []byte)) int {
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == ']' {
-		return i + 1
-	}
-	for {
-		var end int
-		if member != nil && b[i] == '{' {
-			at := i
-			end = objectAt(b, i, skipString, func(_ []byte, j int) int { return skipValue(b, j) },
-				func(key []byte, start, end int) bool { member(key, start-at, end-at); return true })
-		} else {
-			end = skipValue(b, i)
-		}
-		if end < 0 {
-			return -1
-		}
-		elem(b[i:end])
-		i = skipSpace(b, end)
-		switch {
-		case i >= len(b):
-			return -1
-		case b[i] == ',':
-			i = skipSpace(b, i+1)
-		case b[i] == ']':
-			return i + 1
-		default:
-			return -1
-		}
-	}
-}
-
 // members is Members with each value's place in b.
 func members(b []byte, fn func(key []byte, start, end int) bool) (ok bool) {
 	return membersWith(b, skipString, func(_ []byte, i int) int { return skipValue(b, i) }, fn)

@@ -2,9 +2,7 @@ package wire
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
-	"strings"
 	"testing"
 )
 
@@ -81,8 +79,6 @@ func FuzzMembers(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		checkValidScan(t, b)
-		checkMembersElements(t, b)
-		checkElementMembers(t, b)
 		checkValidElementMembers(t, b)
 		got := map[string][]byte{}
 		ok := Members(b, func(k string, v []byte) bool { got[k] = v; return true })
@@ -108,88 +104,8 @@ func jsonEqual(a, b []byte) bool {
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
-// On valid JSON MembersElements sees the members Members sees, and for
-// each member "items" that is an array the elements Elements sees, in
-// order (on invalid JSON neither is exact: only that it ends, no panic).
-func checkMembersElements(t *testing.T, b []byte) {
-	t.Helper()
-	if !json.Valid(b) {
-		MembersElements(b, "items", func(string, []byte) bool { return true }, func([]byte) {})
-		return
-	}
-	var want, got []string
-	wantOK := Members(b, func(k string, v []byte) bool {
-		want = append(want, k+"="+string(v))
-		if k == "items" {
-			Elements(v, func(e []byte) bool { want = append(want, "item "+string(e)); return true })
-		}
-		return true
-	})
-	var pending []string
-	gotOK := MembersElements(b, "items", func(k string, v []byte) bool {
-		got = append(got, pending...)
-		pending = nil
-		got = append(got, k+"="+string(v))
-		return true
-	}, func(e []byte) { pending = append(pending, "item "+string(e)) })
-	if wantOK != gotOK || wantOK && !reflect.DeepEqual(reorder(want), got) {
-		t.Fatalf("MembersElements(%.80q) = %v %q, Members+Elements %v %q", b, gotOK, got, wantOK, want)
-	}
-}
-
-// On valid JSON MembersElementMembers sees the elements MembersElements
-// sees and, for each element that is an object, the members MembersAt
-// finds in it, at the same places.
-func checkElementMembers(t *testing.T, b []byte) {
-	t.Helper()
-	var got, want []string
-	var pending []string
-	gotOK := MembersElementMembers(b, "items", func(string, []byte) bool { return true },
-		func(k []byte, start, end int) { pending = append(pending, fmt.Sprintf("%s@%d-%d", k, start, end)) },
-		func(e []byte) {
-			got = append(got, "item "+string(e))
-			got = append(got, pending...)
-			pending = nil
-		})
-	if !json.Valid(b) {
-		return // only that it ends, no panic
-	}
-	wantOK := MembersElements(b, "items", func(string, []byte) bool { return true }, func(e []byte) {
-		want = append(want, "item "+string(e))
-		if len(e) > 0 && e[0] == '{' {
-			MembersAt(e, func(k []byte, start, end int) bool {
-				want = append(want, fmt.Sprintf("%s@%d-%d", k, start, end))
-				return true
-			})
-		}
-	})
-	if gotOK != wantOK || !reflect.DeepEqual(got, want) {
-		t.Fatalf("MembersElementMembers(%.80q) = %v %q, MembersElements+MembersAt %v %q", b, gotOK, got, wantOK, want)
-	}
-}
-
-// reorder puts each member's items before it, as MembersElements calls
-// elem before fn.
-func reorder(seen []string) []string {
-	var out, member []string
-	for _, s := range seen {
-		if strings.HasPrefix(s, "item ") {
-			out = append(out, s)
-			continue
-		}
-		out = append(out, member...)
-		member = []string{s}
-	}
-	return append(out, member...)
-}
-
-func TestMembersElements(t *testing.T) {
-	for _, in := range []string{`{"items":[1,{"a":"]"},[2,3],"x"],"next":"c"}`, `{"items":[]}`, ` { "items" : [ 1 , 2 ] } `, `{"items":"no"}`,
-		`{"items":[1],"items":[2,3]}`, `{"a":1,"items":[1,]}`, `{"items":[1 2]}`, `{"items":[1}`, `{"items":`, `[1]`, `{"Items":[1]}`} {
-		checkMembersElements(t, []byte(in))
-		checkElementMembers(t, []byte(in))
-	}
-	// Each value's place is where Members finds it.
+// Each value's place is where Members finds it.
+func TestMembersAt(t *testing.T) {
 	b := []byte(`{"name" : "x", "n":[1,{"a":2}]}`)
 	MembersAt(b, func(k []byte, start, end int) bool {
 		if v, _ := MemberValue(b, string(k)); string(v) != string(b[start:end]) {

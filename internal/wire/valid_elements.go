@@ -4,20 +4,25 @@ import "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 // A list page's answer was crossed twice: once whole, to check it is
 // JSON (DecodeOwned: ValidMembers), and once more by the router, to find
-// its items and their members (MembersElementMembers), which skips
-// values it trusts instead of checking them. The two were about a fifth
-// of the gateway's CPU per listed item (BENCHMARKS.md, issue 24).
-// ValidMembersElementMembers does the router's walk while it checks, and
-// DecodeOwnedChecked lets the decoder leave the result to such a walk,
-// so each byte of a page is crossed once.
+// its items and their members, in a walk that skipped what it crossed
+// instead of checking it. The two were about a fifth of the gateway's CPU
+// per listed item (BENCHMARKS.md, issue 24). ValidMembersElementMembers
+// is the router's walk checking as it goes, and DecodeOwnedChecked lets
+// the decoder leave the result to such a walk, so each byte of a page is
+// crossed once.
 
-// ValidMembersElementMembers is MembersElementMembers that also checks b
-// as ValidMembers does, as strict as encoding/json: false when b is not
-// valid JSON or not an object, whatever the callbacks were called with on
-// the way. depth is the number of arrays and objects b lies in within its
-// message (1 for a JSON-RPC result), for encoding/json's nesting bound.
-// The walk does not stop early: fn, unlike MembersElementMembers', sees
-// every member.
+// ValidMembersElementMembers reports whether b is valid JSON whose value
+// is an object, as strictly as encoding/json (ValidMembers), and walks it
+// on the way: fn is called with each of its members (key and value), and
+// the value of member arrayKey, when it is an array, is split in the same
+// pass: elem is called with each element, and before that, for an element
+// that is an object, member with each of its members (its key, and where
+// its value lies within the element); fn is called with the array's member
+// after its elements. A second member arrayKey is walked as the first.
+// On invalid input the callbacks may have been called before false is
+// returned. depth is the number of arrays and objects b lies in within
+// its message (1 for a JSON-RPC result), for encoding/json's nesting
+// bound.
 func ValidMembersElementMembers(b []byte, depth int, arrayKey string, fn func(key string, value []byte), member func(key []byte, start, end int), elem func(item []byte)) (ok bool) {
 	end := ValidMembersElementMembersAt(b, skipSpace(b, 0), depth, arrayKey, fn, member, elem)
 	return end >= 0 && skipSpace(b, end) == len(b)

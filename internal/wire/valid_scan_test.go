@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -118,22 +117,4 @@ func BenchmarkValid_ListPage(b *testing.B) {
 func listPage(n int) []byte {
 	item := `{"name":"search_issues","title":"search issues","description":"Use this tool to search issues in the workspace the user is signed in to. Results are paginated.","inputSchema":{"type":"object","properties":{"query":{"type":"string","description":"Free text matched against the issues' title"}},"required":["query"]},"annotations":{"readOnlyHint":true}}`
 	return []byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[` + strings.Repeat(item+",", n-1) + item + `]}}`)
-}
-
-// BenchmarkMembersElementMembers_ListPage is the walk a list page's
-// result takes after its check (router's pageResult.decode): the items,
-// and the top-level members of each.
-func BenchmarkMembersElementMembers_ListPage(b *testing.B) {
-	in := listPage(200)
-	_, result, _ := bytes.Cut(in, []byte(`"result":`))
-	result = result[:len(result)-1]
-	b.SetBytes(int64(len(result)))
-	b.ReportAllocs()
-	for b.Loop() {
-		n := 0
-		if !MembersElementMembers(result, "tools", func(string, []byte) bool { return true },
-			func([]byte, int, int) {}, func([]byte) { n++ }) || n != 200 {
-			b.Fatal("walk failed")
-		}
-	}
 }
