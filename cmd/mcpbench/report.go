@@ -37,7 +37,7 @@ type Result struct {
 	// CPUMicrosPerRequest is the CPU (user + system) Config.CPUPID spent
 	// per request of the measured window; 0 when not sampled.
 	CPUMicrosPerRequest float64 `json:"cpu_us_per_request,omitempty"`
-	// CPUMicrosPerItem is, for a list workload without errors, the same
+	// CPUMicrosPerItem is, for a list workload with at most 1% errors, the same
 	// CPU per tool listed (pages of every measured walk).
 	CPUMicrosPerItem float64 `json:"cpu_us_per_item,omitempty"`
 	Interrupted      bool    `json:"interrupted,omitempty"`

@@ -186,3 +186,28 @@ func TestMedianFigures_CPUPerItemOfCleanRounds(t *testing.T) {
 		t.Errorf("CPU per item with no clean round = %v, want 0 (unknown)", got)
 	}
 }
+
+// A list run's CPU per item: none past 1% of failed walks; below, the
+// failed walks' CPU is spread over the items of the others.
+func TestCPUPerItem(t *testing.T) {
+	run := func(ok, errs int64) *Result {
+		return &Result{Requests: ok + errs, OK: ok, Errors: errs,
+			Ops: map[string]*OpResult{WorkloadList: {OK: ok, ToolsPerRequest: 10}}}
+	}
+	for _, c := range []struct {
+		ok, errs int64
+		want     float64
+	}{
+		{100, 0, 1},           // 1,000 µs over 1,000 items
+		{99, 1, 1000.0 / 990}, // 1% failed: counted
+		{98, 2, 0},            // 2%: none
+		{0, 0, 0},
+	} {
+		if got := cpuPerItem(1000, run(c.ok, c.errs)); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("%d ok, %d failed: %v µs per item, want %v", c.ok, c.errs, got, c.want)
+		}
+	}
+	if got := cpuPerItem(1000, &Result{Requests: 1, OK: 1}); got != 0 {
+		t.Errorf("a call run has %v µs per item, want none", got)
+	}
+}
