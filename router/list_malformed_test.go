@@ -24,9 +24,9 @@ import (
 func TestList_BackendAnswerNotJSONInsideAnItemIsSkipped(t *testing.T) {
 	for name, corrupt := range map[string][2]string{
 		"control character in a string": {`"description":"`, "\"description\":\"\x01"},
-		"comma opening an object":        {`"inputSchema":{`, `"inputSchema":{,`},
-		"bad literal":                    {`"inputSchema":{`, `"inputSchema":{"x":tru,`},
-		"bad escape":                     {`"description":"`, `"description":"\q`},
+		"comma opening an object":       {`"inputSchema":{`, `"inputSchema":{,`},
+		"bad literal":                   {`"inputSchema":{`, `"inputSchema":{"x":tru,`},
+		"bad escape":                    {`"description":"`, `"description":"\q`},
 	} {
 		for _, modern := range []bool{true, false} {
 			t.Run(name+"/modern="+strconv.FormatBool(modern), func(t *testing.T) {
