@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -93,4 +94,16 @@ func corruptingFront(t *testing.T, backend, match string, old, new []byte) strin
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL + u.Path
+}
+
+// A backend on the 2024-11-05 transport answers through a decoder that
+// does not hand the result to the list walk (upstream.WithResultCheck):
+// the router walks the result it gets, and its tools are listed.
+func TestList_LegacyTransportBackendIsWalkedAfterTheCall(t *testing.T) {
+	f := newFixture(t, backendSpec{Key: "legacy", Opts: testsupport.BackendOptions{LegacySSE: true}}, backendSpec{Key: "plain"})
+	sid, _ := f.Initialize(nil)
+	tools := names(t, result(t, f.Call(sid, "tools/list", nil)), "tools")
+	if !slices.Contains(tools, "legacy-echo") || !slices.Contains(tools, "plain-echo") {
+		t.Fatalf("tools %v: want both backends' echo", tools)
+	}
 }

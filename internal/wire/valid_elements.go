@@ -44,9 +44,10 @@ func ValidMembersElementMembersAt(b []byte, i, depth int, arrayKey string, fn fu
 	}, func(key []byte, start, end int) bool { fn(string(key), b[start:end]); return true })
 }
 
-// validElementsAt is elementsAt checking as it goes: the index just past
-// the array starting at b[i], which lies in depth containers, or -1 when
-// it is not valid JSON.
+// validElementsAt returns the index just past the array starting at b[i]
+// (a bracket), which lies in depth containers, or -1 when it is not valid
+// JSON, calling elem with each element and, when member is set, member
+// with each member of an element that is an object, placed within it.
 func validElementsAt(b []byte, i, depth int, member func(key []byte, start, end int), elem func(item []byte)) int {
 	if depth >= maxValidDepth {
 		return -1
