@@ -11,7 +11,6 @@ import (
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/mcpgw/gateway/internal/bufpool"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/envelope"
@@ -64,31 +63,71 @@ type pageResult struct {
 	// (sign_in.go); it counts as failed.
 	signIn *credentials.SignInRequired
 	// pooled: the page is this request's alone (not the list cache's),
-	// and the buffers it was read and renamed into go back to bufpool
-	// once the gateway's page is built (release): answer, the backend's
-	// answer; arena, its renamed items.
+	// and the buffer its answer was read into goes back to bufpool once
+	// the gateway's page is built (release).
 	pooled bool
 	answer upstream.AnswerBuffer
-	arena  bufpool.Lease
 }
 
-// release gives a page's buffers back (pooled pages only): its items,
-// result and renamed items must not be read afterwards.
+// release gives a page's buffer back (pooled pages only): its items,
+// result and named items must not be read afterwards.
 func (res *pageResult) release() {
 	if res == nil || !res.pooled {
 		return
 	}
 	res.answer.Release()
-	res.arena.Release()
 	res.items, res.scans, res.result, res.named = nil, nil, nil, nil
 }
 
 // namedItem is a list item as published downstream, with its name and
 // the identifier access rules judge (the name, or for resources and
 // templates the published URI or URI template).
+//
+// An item whose new name (and URI) only replace the values in place is
+// kept as the backend sent it, with where those values lie (edit): the
+// page writes it renamed (appendTo), so an uncached page copies each item
+// it sends once, into the page, and renames none it does not send. Until
+// then item is the backend's bytes, and read only while they are.
 type namedItem struct {
 	name, id string
 	item     json.RawMessage
+	// edit: item is the backend's; nameAt (and uriAt, when its count is
+	// not 0) are replaced by name (and id) as it is written.
+	edit          bool
+	nameAt, uriAt span32
+}
+
+// appendTo appends the item as published to b.
+func (n *namedItem) appendTo(b []byte) []byte {
+	if !n.edit {
+		return append(b, n.item...)
+	}
+	a, av, c, cv := n.nameAt, n.name, n.uriAt, n.id
+	if c.count == 0 {
+		b = append(b, n.item[:a.start]...)
+		b = wire.AppendQuoted(b, av)
+		return append(b, n.item[a.end:]...)
+	}
+	if c.start < a.start {
+		a, av, c, cv = c, cv, a, av
+	}
+	b = append(b, n.item[:a.start]...)
+	b = wire.AppendQuoted(b, av)
+	b = append(b, n.item[a.end:c.start]...)
+	b = wire.AppendQuoted(b, cv)
+	return append(b, n.item[c.end:]...)
+}
+
+// size is the number of bytes appendTo writes.
+func (n *namedItem) size() int {
+	if !n.edit {
+		return len(n.item)
+	}
+	size := len(n.item) - int(n.nameAt.end-n.nameAt.start) + wire.QuotedLen(n.name)
+	if n.uriAt.count > 0 {
+		size += wire.QuotedLen(n.id) - int(n.uriAt.end-n.uriAt.start)
+	}
+	return size
 }
 
 // list fans a list method out to every eligible backend concurrently and
@@ -479,7 +518,7 @@ func (r *Router) listCached(ctx context.Context, v *vhost, c *Call, op listOp, k
 		if p.queried && !p.failed {
 			// Rename once for every request the entry serves; a page
 			// that cannot be renamed is left to fail in the merge.
-			p.named, _ = r.renameAll(nil, v, op, key, p.items, p.scans)
+			p.named, _ = r.renameAll(v, op, key, p.items, p.scans, true)
 			if p.named != nil && !v.single() {
 				p.dropRaw(op)
 			}

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/mcpgw/gateway/internal/bufpool"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/policy"
@@ -86,12 +85,10 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		}
 		named := res.named
 		if named == nil {
+			// Renamed as the page is written: the items stay the
+			// backend's bytes until then.
 			var err error
-			var lease *bufpool.Lease
-			if res.pooled {
-				lease = &res.arena // given back with the page (pageResult.release)
-			}
-			if named, err = r.renameAll(lease, v, op, res.key, res.items, res.scans); err != nil {
+			if named, err = r.renameAll(v, op, res.key, res.items, res.scans, false); err != nil {
 				return nil, err
 			}
 		}
@@ -166,12 +163,15 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			}
 		}
 	}
-	items := make([]json.RawMessage, 0, sent)
+	items, size := make([]*namedItem, 0, sent), 0
 	for _, e := range entries[:cut] {
 		if e.visible {
-			items = append(items, lists[e.res][e.idx].item)
+			it := &lists[e.res][e.idx]
+			items = append(items, it)
+			size += it.size()
 		}
 	}
+	appendItem := func(b []byte, i int) []byte { return items[i].appendTo(b) }
 	delete(out, op.field) // the page's own: RawObjectArray below
 	delete(out, "nextCursor")
 	// More pages exist when a backend said so. When none does but a backend
@@ -210,9 +210,9 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 	}
 	pb := lentPage(ctx)
 	if pb == nil {
-		return wire.RawObjectArray(out, op.field, items), nil
+		return wire.AppendRawObjectArrayFunc(nil, out, op.field, len(items), size, appendItem), nil
 	}
-	pb.b = wire.AppendRawObjectArray(pb.b[:0], out, op.field, items)
+	pb.b = wire.AppendRawObjectArrayFunc(pb.b[:0], out, op.field, len(items), size, appendItem)
 	return pb.b, nil
 }
 
@@ -282,18 +282,20 @@ func quoteAll(keys []string) []string {
 	return out
 }
 
-// renameAll applies the publishing rule to a page's items. The renamed
-// items are written end to end into one buffer (itemArena), not one
-// allocation each: a page of 200 tools is one object for the collector
-// to track, also for as long as the list cache keeps it. scans, when
+// renameAll applies the publishing rule to a page's items. scans, when
 // set, are the items' members as decode found them (else each item is
-// walked here). When lease is set, the buffer is lent by it: the items
-// are then read only until the lease is released.
-func (r *Router) renameAll(lease *bufpool.Lease, v *vhost, op listOp, key string, items []json.RawMessage, scans []itemScan) ([]namedItem, error) {
+// walked here). An item renamed in place is left to be written renamed
+// (namedItem.edit) unless copies is set: the list cache keeps a page's
+// renamed items, written end to end into one buffer (itemArena), not one
+// allocation each, so that a page of 200 tools is one object for the
+// collector to track for as long as the entry lives.
+func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMessage, scans []itemScan, copies bool) ([]namedItem, error) {
 	named := make([]namedItem, len(items))
 	tasks := r.taskPolicy(v, op, key)
-	arena := newItemArena(items, key)
-	arena.lease = lease
+	var arena *itemArena
+	if copies {
+		arena = newItemArena(items, key)
+	}
 	for i, item := range items {
 		var scan *itemScan
 		switch {
@@ -302,24 +304,26 @@ func (r *Router) renameAll(lease *bufpool.Lease, v *vhost, op listOp, key string
 		case len(scans) == len(items) && scans[i].scanned:
 			scan = &scans[i]
 		}
-		renamed, name, id, err := r.renameItemInto(arena, v, op, key, item, scan)
+		n, err := r.nameItem(v, op, key, item, scan)
 		if err != nil {
 			return nil, err
 		}
-		named[i] = namedItem{name: name, id: id, item: renamed}
+		if copies && n.edit {
+			n.item, n.edit = n.appendTo(arena.take(n.size())), false
+		}
+		named[i] = n
 	}
 	return named, nil
 }
 
 // itemArena hands out room for renamed items from one buffer: each gets
-// exactly the bytes it needs (a full slice, so no item can grow into the
-// next), and a page that outgrows the estimate continues in a new chunk.
+// the bytes it needs (a full slice, so no item can grow into the next),
+// and a page that outgrows the estimate continues in a new chunk.
 // The buffer is allocated at the first item renamed: a single-backend
 // vhost passes its items through and needs none.
 type itemArena struct {
-	buf   []byte
-	size  int            // of the first chunk
-	lease *bufpool.Lease // lends the chunks, when set
+	buf  []byte
+	size int // of the first chunk
 }
 
 // newItemArena is room for items renamed with key's prefix (and, for
@@ -334,15 +338,8 @@ func newItemArena(items []json.RawMessage, key string) *itemArena {
 
 // take returns an empty slice with room for n bytes.
 func (a *itemArena) take(n int) []byte {
-	if a == nil {
-		return make([]byte, 0, n)
-	}
 	if cap(a.buf)-len(a.buf) < n {
-		if size := max(n, a.size, 64<<10); a.lease != nil {
-			a.buf = a.lease.Get(size)[:0]
-		} else {
-			a.buf = make([]byte, 0, size)
-		}
+		a.buf = make([]byte, 0, max(n, a.size, 64<<10))
 		a.size = 0
 	}
 	at := len(a.buf)
@@ -355,7 +352,14 @@ func (a *itemArena) take(n int) []byte {
 // name; for resources and templates the published URI or URI template).
 // Items whose name does not change pass through byte-for-byte.
 func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, string, error) {
-	return r.renameItemInto(nil, v, op, key, item, nil)
+	n, err := r.nameItem(v, op, key, item, nil)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if n.edit {
+		n.item = n.appendTo(make([]byte, 0, n.size()))
+	}
+	return n.item, n.name, n.id, nil
 }
 
 // span is where a member's value lies in an item; end 0: absent.
@@ -395,10 +399,11 @@ func (s *itemScan) member(op listOp, k []byte, start, end int) {
 	}
 }
 
-// renameItemInto is renameItem writing a renamed item into arena's room
-// (nil: an allocation of its own). scan, when set, is where the item's
-// members lie (else the item is walked here).
-func (r *Router) renameItemInto(arena *itemArena, v *vhost, op listOp, key string, item json.RawMessage, scan *itemScan) (json.RawMessage, string, string, error) {
+// nameItem is the item's published name and identifier and how it is
+// published: as it is, with its name (and URI) replaced in place when it
+// is written (edit), or rewritten now (the rare items below). scan, when
+// set, is where the item's members lie (else the item is walked here).
+func (r *Router) nameItem(v *vhost, op listOp, key string, item json.RawMessage, scan *itemScan) (namedItem, error) {
 	// One pass over the item's top level (or none: decode's): its bytes
 	// were checked when the backend's answer was decoded, and all but two
 	// members pass as they are, copied around the new values in one go.
@@ -408,7 +413,7 @@ func (r *Router) renameItemInto(arena *itemArena, v *vhost, op listOp, key strin
 			scan.member(op, k, start, end)
 			return true
 		}) {
-			return nil, "", "", errMalformedItem
+			return namedItem{}, errMalformedItem
 		}
 	}
 	nameAt, uriAt := scan.name.span(), scan.uri.span()
@@ -422,7 +427,7 @@ func (r *Router) renameItemInto(arena *itemArena, v *vhost, op listOp, key strin
 		uri, bad = stringMember(item[uriAt.start:uriAt.end])
 	}
 	if bad {
-		return nil, "", "", errMalformedItem
+		return namedItem{}, errMalformedItem
 	}
 	if scan.meta.count > 0 {
 		meta = item[scan.meta.start:scan.meta.end]
@@ -440,7 +445,7 @@ func (r *Router) renameItemInto(arena *itemArena, v *vhost, op listOp, key strin
 		}
 	}
 	if v.single() && !aliased {
-		return item, name, id, nil
+		return namedItem{name: name, id: id, item: item}, nil
 	}
 	switch {
 	case aliased:
@@ -451,16 +456,22 @@ func (r *Router) renameItemInto(arena *itemArena, v *vhost, op listOp, key strin
 	if op.uriField == "" {
 		id = name
 	}
+	newURI := op.uriField != "" && !v.single() && uri != ""
+	rare := !hasName || op.field == "tools" && !v.single() && meta != nil && naming.MayNameURIs(meta)
+	if !rare && nameAt.count == 1 && uriAt.count <= 1 {
+		n := namedItem{name: name, id: id, item: item, edit: true, nameAt: scan.name}
+		if newURI {
+			n.uriAt = scan.uri
+		}
+		return n, nil
+	}
 	quotedName := wire.Quoted(name)
 	var quotedURI []byte
-	if op.uriField != "" && !v.single() && uri != "" {
+	if newURI {
 		quotedURI = wire.Quoted(id)
 	}
-	rare := !hasName || op.field == "tools" && !v.single() && meta != nil && naming.MayNameURIs(meta)
 	var out []byte
 	switch {
-	case !rare && nameAt.count == 1 && uriAt.count <= 1:
-		out = spliceInto(arena, item, nameAt, quotedName, uriAt, quotedURI)
 	case quotedURI != nil:
 		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName}, wire.Member{Key: op.uriField, Value: quotedURI})
 	default:
@@ -471,7 +482,7 @@ func (r *Router) renameItemInto(arena *itemArena, v *vhost, op listOp, key strin
 		// _meta is renamed too. Both need the members decoded.
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(out, &fields); err != nil {
-			return nil, "", "", err
+			return namedItem{}, err
 		}
 		fields["name"] = quotedName
 		if op.field == "tools" && !v.single() {
@@ -479,28 +490,7 @@ func (r *Router) renameItemInto(arena *itemArena, v *vhost, op listOp, key strin
 		}
 		out = wire.RawObject(fields)
 	}
-	return out, name, id, nil
-}
-
-// spliceInto is item with the value at a replaced by av and, when bv is
-// not nil, the value at b by bv (wire.Splice for members found already),
-// written into arena's room.
-func spliceInto(arena *itemArena, item []byte, a span, av []byte, b span, bv []byte) []byte {
-	if bv == nil || b.count == 0 {
-		out := arena.take(len(item) - (a.end - a.start) + len(av))
-		out = append(out, item[:a.start]...)
-		out = append(out, av...)
-		return append(out, item[a.end:]...)
-	}
-	if b.start < a.start {
-		a, av, b, bv = b, bv, a, av
-	}
-	out := arena.take(len(item) - (a.end - a.start) - (b.end - b.start) + len(av) + len(bv))
-	out = append(out, item[:a.start]...)
-	out = append(out, av...)
-	out = append(out, item[a.end:b.start]...)
-	out = append(out, bv...)
-	return append(out, item[b.end:]...)
+	return namedItem{name: name, id: id, item: out}, nil
 }
 
 // errMalformedItem: a backend's list item is not an object, or its name or

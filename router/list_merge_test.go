@@ -87,7 +87,7 @@ func TestPageResultDropRaw(t *testing.T) {
 		t.Fatal("page does not decode")
 	}
 	var err error
-	if p.named, err = r.renameAll(nil, v, op, "one", p.items, p.scans); err != nil {
+	if p.named, err = r.renameAll(v, op, "one", p.items, p.scans, true); err != nil {
 		t.Fatal(err)
 	}
 	p.dropRaw(op)
@@ -117,7 +117,7 @@ func TestRenameAll_SharedRoom(t *testing.T) {
 			// Names that escape grow past the estimate: new chunks.
 			items = append(items, json.RawMessage(fmt.Sprintf(`{"name":"t%d%s","uri":"u:%d","d":"%s"}`, i, strings.Repeat(`\u00e9`, i%7), i, strings.Repeat("x", i%50))))
 		}
-		named, err := r.renameAll(nil, v, op, "one", items, nil)
+		named, err := r.renameAll(v, op, "one", items, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -183,14 +183,14 @@ func TestRenameAll_PassThroughAllocatesNoRoom(t *testing.T) {
 		items[i] = json.RawMessage(fmt.Sprintf(`{"name":"t%d","description":"%s"}`, i, strings.Repeat("x", 700)))
 	}
 	allocated := testing.AllocsPerRun(5, func() {
-		if _, err := r.renameAll(nil, v, listOps["tools/list"], "one", items, nil); err != nil {
+		if _, err := r.renameAll(v, listOps["tools/list"], "one", items, nil, true); err != nil {
 			t.Fatal(err)
 		}
 	})
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc
-	_, _ = r.renameAll(nil, v, listOps["tools/list"], "one", items, nil)
+	_, _ = r.renameAll(v, listOps["tools/list"], "one", items, nil, true)
 	runtime.ReadMemStats(&ms)
 	if grew := ms.TotalAlloc - before; grew > 200<<10 {
 		t.Fatalf("renaming 1,000 passed-through items allocated %d bytes (%v allocations)", grew, allocated)
@@ -205,6 +205,7 @@ func TestRenameAll_DecodedScansAgree(t *testing.T) {
 	r := New(nil, Options{})
 	items := []string{
 		`{"name":"a","inputSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`,
+		`{"uri":"file:///x<y>","name":"i<&>\u2028"}`,
 		`{"description":"x","name":"b\u00e9","uri":"file:///b"}`,
 		`{ "name" : "c" , "_meta" : {"ui":{"resourceUri":"ui://one/app"}} }`,
 		`{"name":"d","name":"e"}`,
@@ -218,13 +219,23 @@ func TestRenameAll_DecodedScansAgree(t *testing.T) {
 		if !p.decode(answer, op, 0) || len(p.scans) != len(items) {
 			t.Fatalf("%s: decode: %d items, %d scans", op.method, len(p.items), len(p.scans))
 		}
-		got, err := r.renameAll(nil, v, op, "one", p.items, p.scans)
+		got, err := r.renameAll(v, op, "one", p.items, p.scans, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := r.renameAll(nil, v, op, "one", p.items, nil)
+		want, err := r.renameAll(v, op, "one", p.items, nil, true)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// Renamed as the page is written (uncached pages), the same bytes.
+		later, err := r.renameAll(v, op, "one", p.items, p.scans, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range later {
+			if out := later[i].appendTo(nil); string(out) != string(want[i].item) || len(out) != later[i].size() {
+				t.Errorf("%s item %d written renamed: %s (size %d), want %s", op.method, i, out, later[i].size(), want[i].item)
+			}
 		}
 		for i := range want {
 			if got[i].name != want[i].name || got[i].id != want[i].id || string(got[i].item) != string(want[i].item) {

@@ -1,14 +1,12 @@
 package bufpool
 
-import (
-	"sync"
-	"testing"
-)
+import "testing"
 
-func TestGet_SizesArePowersOfTwo(t *testing.T) {
+func TestGet_Sizes(t *testing.T) {
 	for _, tc := range []struct{ n, want int }{
-		{0, 4096}, {1, 4096}, {4096, 4096}, {4097, 8192},
-		{155_000, 256 << 10}, {256 << 10, 256 << 10}, {MaxSize, MaxSize},
+		{0, 4096}, {1, 4096}, {4096, 4096}, {4097, 6144}, {6144, 6144}, {6145, 8192},
+		{155_000, 192 << 10}, {200_000, 256 << 10}, {256 << 10, 256 << 10}, {256<<10 + 1, 384 << 10},
+		{768 << 10, 768 << 10}, {768<<10 + 1, MaxSize}, {MaxSize, MaxSize},
 		{MaxSize + 1, MaxSize + 1}, // past the pools: exactly what was asked
 	} {
 		b := Get(tc.n)
@@ -16,6 +14,12 @@ func TestGet_SizesArePowersOfTwo(t *testing.T) {
 			t.Errorf("Get(%d): len %d cap %d, want %d", tc.n, len(b), cap(b), tc.want)
 		}
 		Put(b)
+	}
+	// Every size lends at least what is asked and at most half as much again.
+	for n := 4097; n <= MaxSize; n += 997 {
+		if c, _ := class(n); size(c) < n || 2*size(c) > 3*n+3 || c > 0 && size(c-1) >= n {
+			t.Fatalf("class(%d) = %d of size %d", n, c, size(c))
+		}
 	}
 }
 
@@ -37,35 +41,12 @@ func TestPut_BufferIsLentAgain(t *testing.T) {
 }
 
 func TestPut_ForeignBuffersAreDropped(t *testing.T) {
-	for _, b := range [][]byte{nil, make([]byte, 100), make([]byte, 5000), make([]byte, 2*MaxSize)} {
+	for _, b := range [][]byte{nil, make([]byte, 100), make([]byte, 5000), make([]byte, 7000), make([]byte, 2*MaxSize)} {
 		Put(b) // must not panic, and must not be lent
 	}
 	for range 100 {
-		if b := Get(5000); cap(b) != 8192 {
+		if b := Get(5000); cap(b) != 6144 {
 			t.Fatalf("Get(5000) lent a buffer of capacity %d", cap(b))
 		}
 	}
-}
-
-func TestLease_ReleaseGivesEveryBufferBack(t *testing.T) {
-	var l Lease
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for range 10 {
-				l.Get(20_000)
-			}
-		})
-	}
-	wg.Wait()
-	if len(l.bufs) != 80 {
-		t.Fatalf("lease holds %d buffers, want 80", len(l.bufs))
-	}
-	l.Release()
-	if l.bufs != nil {
-		t.Fatalf("lease still holds %d buffers after Release", len(l.bufs))
-	}
-	l.Release() // twice: nothing left
-	var none *Lease
-	none.Release()
 }

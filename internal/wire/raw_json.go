@@ -41,24 +41,36 @@ func RawObjectArray(m map[string]json.RawMessage, key string, items []json.RawMe
 // once, to the object's size, when it lacks the room: a list page can be
 // built into a buffer reused from page to page.
 func AppendRawObjectArray(dst []byte, m map[string]json.RawMessage, key string, items []json.RawMessage) json.RawMessage {
+	size := 0
+	for _, it := range items {
+		size += len(it)
+	}
+	return AppendRawObjectArrayFunc(dst, m, key, len(items), size, func(b []byte, i int) []byte {
+		return appendRaw(b, items[i])
+	})
+}
+
+// AppendRawObjectArrayFunc is AppendRawObjectArray of n items that
+// appendItem writes (item i appended to b, valid JSON), about size bytes
+// of them in all (what dst is grown by ahead): a list page's renamed
+// items are written straight into the page, not copied there from
+// copies of their own.
+func AppendRawObjectArrayFunc(dst []byte, m map[string]json.RawMessage, key string, n, size int, appendItem func(b []byte, i int) []byte) json.RawMessage {
 	keys := make([]string, 0, len(m)+1)
-	n := 2
+	room := 2
 	for k, v := range m {
 		if key != "" && k == key {
 			continue
 		}
 		keys = append(keys, k)
-		n += len(k) + len(v) + 4
+		room += len(k) + len(v) + 4
 	}
 	if key != "" {
 		keys = append(keys, key)
-		n += len(key) + 6
-		for _, it := range items {
-			n += len(it) + 1
-		}
+		room += len(key) + 6 + size + n
 	}
 	sort.Strings(keys)
-	b := slices.Grow(dst, n)
+	b := slices.Grow(dst, room)
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -78,11 +90,11 @@ func AppendRawObjectArray(dst []byte, m map[string]json.RawMessage, key string, 
 			continue
 		}
 		b = append(b, '[')
-		for j, it := range items {
+		for j := range n {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = appendRaw(b, it)
+			b = appendItem(b, j)
 		}
 		b = append(b, ']')
 	}

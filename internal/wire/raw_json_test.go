@@ -53,4 +53,11 @@ func TestAppendRawObjectArray(t *testing.T) {
 	if string(got) != want || &got[:1][0] != &room[:1][0] {
 		t.Fatalf("into room: %s (same memory: %v)", got, &got[:1][0] == &room[:1][0])
 	}
+	// Items written by a function: the same bytes, whatever the size hint.
+	for _, size := range []int{0, 24, 1 << 20} {
+		got := AppendRawObjectArrayFunc(nil, m, "tools", len(items), size, func(b []byte, i int) []byte { return append(b, items[i]...) })
+		if string(got) != want {
+			t.Fatalf("items written by a function (size %d): %s, want %s", size, got, want)
+		}
+	}
 }

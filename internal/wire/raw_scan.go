@@ -312,14 +312,29 @@ func skipValue(b []byte, i int) int {
 
 // Quoted is the JSON string token of s.
 func Quoted(s string) []byte {
+	return AppendQuoted(make([]byte, 0, len(s)+2), s)
+}
+
+// AppendQuoted appends the JSON string token of s to b: Quoted written
+// where it goes (a renamed list item's name, straight into the page).
+func AppendQuoted(b []byte, s string) []byte {
 	if plainString(s) {
-		b := make([]byte, 0, len(s)+2)
 		b = append(b, '"')
 		b = append(b, s...)
 		return append(b, '"')
 	}
-	b, _ := json.Marshal(s)
-	return b
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}
+
+// QuotedLen is len(Quoted(s)), without writing it when s needs no
+// escaping.
+func QuotedLen(s string) int {
+	if plainString(s) {
+		return len(s) + 2
+	}
+	q, _ := json.Marshal(s)
+	return len(q)
 }
 
 // plainString: s needs no escaping in JSON (nor encoding/json's HTML

@@ -56,6 +56,23 @@ func TestRawScan_AgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
+// Quoted, AppendQuoted and QuotedLen agree with json.Marshal on strings
+// that need no escaping and on every kind that does.
+func TestQuoted_AgreesWithMarshal(t *testing.T) {
+	for _, s := range []string{"", "plain-name_1", "x<y>&z", "é", "tab\t", "quote\"", `back\slash`, "\u2028\u2029", "\x00", "bad\xff"} {
+		want, _ := json.Marshal(s)
+		if got := Quoted(s); string(got) != string(want) {
+			t.Errorf("Quoted(%q) = %s, want %s", s, got, want)
+		}
+		if got := AppendQuoted([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("AppendQuoted(%q) = %s", s, got)
+		}
+		if n := QuotedLen(s); n != len(want) {
+			t.Errorf("QuotedLen(%q) = %d, want %d", s, n, len(want))
+		}
+	}
+}
+
 func normalize(t *testing.T, m map[string]json.RawMessage) map[string]any {
 	out := map[string]any{}
 	for k, v := range m {
