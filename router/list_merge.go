@@ -172,7 +172,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		}
 	}
 	appendItem := func(b []byte, i int) []byte { return items[i].appendTo(b) }
-	delete(out, op.field) // the page's own: RawObjectArray below
+	delete(out, op.field) // the page's own: written below
 	delete(out, "nextCursor")
 	// More pages exist when a backend said so. When none does but a backend
 	// that failed is mid-walk, its remaining pages exist too and only it
