@@ -78,9 +78,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	resp := s.opts.Router.Serve(ctx, call, decided)
 	noteOf(w).setResponse(resp)
 	if ps != nil && ps.streaming() {
-		if data, err := wire.EncodeResponseAs(resp, rawID); err == nil {
-			ps.finish(data)
-		}
+		ps.finish(encodeAnswer(resp, rawID))
 		return
 	}
 	if resp.Error != nil {

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"sync"
@@ -46,7 +47,8 @@ type postStream struct {
 	queue   []outgoing
 	wake    chan struct{} // capacity 1: the writer has work
 	done    chan struct{} // closed when the writer has returned
-	closed  bool          // the call has ended: nothing more is queued
+	closed  bool          // the call has ended: Send queues nothing more
+	last    bool          // finish or end has run: the writer returns once the queue is drained
 	writing bool          // the writer runs: the answer is an event stream
 	failed  error         // the write that failed: the client has gone
 }
@@ -95,21 +97,23 @@ func (p *postStream) queueLocked(o outgoing) {
 	}
 }
 
-// run is the writer: it writes what is queued, in order, until the call
-// has ended and the queue is empty. Its owner is the call: finish waits
-// for it.
+// run is the writer: it writes what is queued, in order, until finish
+// or end has run and the queue is empty. Its owner is the call: finish
+// waits for it. (It does not stop when the call has merely ended, closed:
+// the answer is queued after that, by finish, and a writer gone by then
+// would leave the stream without it.)
 func (p *postStream) run(wake <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	for {
 		p.mu.Lock()
-		for len(p.queue) == 0 && !p.closed {
+		for len(p.queue) == 0 && !p.last {
 			p.mu.Unlock()
 			<-wake
 			p.mu.Lock()
 		}
 		if len(p.queue) == 0 {
 			p.mu.Unlock()
-			return // closed and drained
+			return // finished and drained
 		}
 		o := p.queue[0]
 		p.queue = p.queue[1:]
@@ -163,7 +167,8 @@ func (p *postStream) write(o outgoing) error {
 
 // streaming closes the stream to new events and reports whether the
 // answer is an event stream (something was queued): then the answer must
-// be sent with finish; else the call answers plainly.
+// be sent with finish, which the writer waits for; else the call answers
+// plainly.
 func (p *postStream) streaming() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -175,11 +180,22 @@ func (p *postStream) streaming() bool {
 // until the writer has written everything.
 func (p *postStream) finish(data []byte) {
 	p.mu.Lock()
-	p.closed = true
+	p.closed, p.last = true, true
 	p.queueLocked(outgoing{data: data, final: true})
 	done := p.done
 	p.mu.Unlock()
 	<-done
+}
+
+// encodeAnswer is a call's answer encoded with the client's id: one that
+// cannot be encoded becomes a -32603 error for that id, so that the client
+// never goes without an answer (a stream never ends without one).
+func encodeAnswer(resp *jsonrpc.Response, rawID json.RawMessage) []byte {
+	data, err := wire.EncodeResponseAs(resp, rawID)
+	if err != nil {
+		data, _ = wire.EncodeResponseAs(&jsonrpc.Response{Error: &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode response"}}, rawID)
+	}
+	return data
 }
 
 // resumable reports whether the client holds an id to resume the call with.
@@ -202,14 +218,14 @@ func (p *postStream) Begin() { p.begin() }
 // stream. Every path out of a call that may have streamed runs it.
 func (p *postStream) end() {
 	p.mu.Lock()
-	p.closed = true
+	p.closed, p.last = true, true
 	writing, done, wake := p.writing, p.done, p.wake
 	p.mu.Unlock()
 	if !writing {
 		return
 	}
 	select {
-	case wake <- struct{}{}: // a writer waiting for work sees closed
+	case wake <- struct{}{}: // a writer waiting for work sees last
 	default:
 	}
 	<-done

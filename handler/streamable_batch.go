@@ -257,10 +257,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 			an.setResponse(resp)
 			s.opts.Audit.record(r, http.Header{}, an, r.PathValue("vhost"), http.StatusOK, start, s.opts.Router.RouteOf)
 		}
-		data, err := wire.EncodeResponseAs(resp, calls[i].rawID)
-		if err != nil {
-			data, _ = wire.EncodeResponseAs(&jsonrpc.Response{Error: &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode response"}}, calls[i].rawID)
-		}
+		data := encodeAnswer(resp, calls[i].rawID)
 		if ps != nil {
 			ps.finish(data) // after the call's other events, on the shared stream
 			return

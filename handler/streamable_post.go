@@ -232,9 +232,7 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, call *router.
 	noteOf(w).setResponse(resp)
 	if ps != nil {
 		if ps.streaming() {
-			if data, err := wire.EncodeResponseAs(resp, rawID); err == nil {
-				ps.finish(data)
-			}
+			ps.finish(encodeAnswer(resp, rawID))
 			return
 		}
 	}
