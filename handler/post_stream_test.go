@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -9,18 +8,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // gatedWriter is a ResponseWriter whose first Write waits for gate (and
 // says so on entered): a client, or a store, slow at the wrong moment.
 type gatedWriter struct {
+	testsupport.SyncBuffer
 	h       http.Header
 	gate    chan struct{}
 	entered chan struct{}
 	once    sync.Once
-	mu      sync.Mutex
-	buf     bytes.Buffer
 }
 
 func (w *gatedWriter) Header() http.Header { return w.h }
@@ -30,15 +29,7 @@ func (w *gatedWriter) Write(b []byte) (int, error) {
 		close(w.entered)
 		<-w.gate
 	})
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(b)
-}
-
-func (w *gatedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
+	return w.SyncBuffer.Write(b)
 }
 
 // A call's answer is queued after the call has ended (streaming, then

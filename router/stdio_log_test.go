@@ -1,11 +1,9 @@
 package router
 
 import (
-	"bytes"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,30 +12,12 @@ import (
 	"github.com/mcpgw/gateway/store"
 )
 
-// syncBuffer is a log destination shared with a pool's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // The router tells each stdio backend's pool which vhost it serves, so
 // its log lines name it: the same backend key under two vhosts is two
 // pools, and an operator must tell their lines apart. A command that
 // cannot start makes the pool log at once, with no process to build.
 func TestStdio_PoolLogLinesNameTheirVHost(t *testing.T) {
-	var out syncBuffer
+	var out testsupport.SyncBuffer
 	missing := filepath.Join(t.TempDir(), "no-such-server")
 	backends := func() map[string]*Backend {
 		return map[string]*Backend{"files": {Config: upstream.Config{Key: "files", Transport: upstream.TransportStdio, Timeout: 5 * time.Second,

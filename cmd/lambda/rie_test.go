@@ -26,7 +26,7 @@ type rieProcess struct {
 	t         testing.TB
 	invokeURL string
 	cmd       *exec.Cmd
-	out       *lockedBuffer
+	out       *testsupport.SyncBuffer
 	exited    chan struct{}
 
 	mu sync.Mutex // one invocation at a time
@@ -64,7 +64,7 @@ func tryStartRIE(t testing.TB, rie, bootstrap string, env []string) (*rieProcess
 	cmd.Env = append(cleanEnv(), "AWS_LAMBDA_FUNCTION_TIMEOUT="+strconv.Itoa(int(functionTimeout.Seconds())))
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Dir = t.TempDir()
-	out := &lockedBuffer{}
+	out := &testsupport.SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 2 * time.Second
 	setProcessGroup(cmd) // the bootstrap is RIE's child: end both together
@@ -182,22 +182,4 @@ func (p *rieProcess) initDurations() (platform, function float64, ok bool) {
 	platform, _ = strconv.ParseFloat(m1[1], 64)
 	function, _ = strconv.ParseFloat(m2[1], 64)
 	return platform, function, true
-}
-
-// lockedBuffer collects process output written from two goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

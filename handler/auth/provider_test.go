@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcpgw/gateway/internal/config"
+	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/internal/testsupport/oidcop"
 )
 
@@ -27,29 +28,11 @@ func discovered(issuer string) *config.JWTSettings {
 	return &config.JWTSettings{Issuer: issuer, Audience: opAudience, Discover: true, Algorithms: asymmetricAlgs, Leeway: 30 * time.Second}
 }
 
-// logBuffer collects what the verifier logs.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // startVerifier builds a verifier for a, closed when the test ends; its
 // log goes to the returned buffer.
-func startVerifier(t *testing.T, a config.Auth, opts ...Option) (Verifier, *logBuffer) {
+func startVerifier(t *testing.T, a config.Auth, opts ...Option) (Verifier, *testsupport.SyncBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testsupport.SyncBuffer{}
 	v, err := New(a, append([]Option{WithLogger(slog.New(slog.NewTextHandler(logs, nil)))}, opts...)...)
 	if err != nil {
 		t.Fatal(err)

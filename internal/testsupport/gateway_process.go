@@ -105,7 +105,7 @@ type GatewayProcess struct {
 	URL string
 
 	cmd     *exec.Cmd
-	out     *syncBuffer
+	out     *SyncBuffer
 	exited  chan struct{} // closed once the process has been waited for
 	waitErr error         // set before exited is closed
 }
@@ -117,7 +117,7 @@ type GatewayProcess struct {
 func StartGateway(t testing.TB, bin string, args []string, env []string) *GatewayProcess {
 	SkipShort(t)
 	t.Helper()
-	out := &syncBuffer{}
+	out := &SyncBuffer{}
 	ready := make(chan string, 1)
 	var once sync.Once
 	announce := func(url string) { once.Do(func() { ready <- url }) }
@@ -201,31 +201,12 @@ func (p *GatewayProcess) Output() string { return p.out.String() }
 // to exit on its own.
 func (p *GatewayProcess) Exited() <-chan struct{} { return p.exited }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of exec's
-// stdout and stderr copiers and the reads of Output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // readyWatcher passes one output stream through to the buffer and reports
 // the URL of the first complete ready line. exec copies each stream from a
 // single goroutine, so line assembly needs no lock; announce is shared by
 // both streams and must tolerate being called twice.
 type readyWatcher struct {
-	out      *syncBuffer
+	out      *SyncBuffer
 	announce func(url string)
 	partial  []byte
 	found    bool

@@ -1,35 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcpgw/gateway/internal/testsupport"
 )
-
-// syncBuffer is run's output, written by its goroutine and read by the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // The command prints the URL it serves once ready (what
 // scripts/conformance.sh waits for), refuses a GET there, and stops when
@@ -37,7 +17,7 @@ func (b *syncBuffer) String() string {
 func TestRunServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out syncBuffer
+	var out testsupport.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-http", "127.0.0.1:0", "-watch-interval", "0"}, &out) }()
 
@@ -76,7 +56,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 
 func TestRunRefusesBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"-watch-interval", "-1s"}, {"extra"}, {"-nope"}} {
-		if err := run(t.Context(), args, &syncBuffer{}); err == nil {
+		if err := run(t.Context(), args, &testsupport.SyncBuffer{}); err == nil {
 			t.Errorf("run %q: no error", args)
 		}
 	}
