@@ -98,6 +98,9 @@ func startRedis(bin string) (*RedisServer, error) {
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// A test binary that panics never reaches the TestMain that stops
+	// this server: the kernel stops it instead.
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("testsupport: start redis-server: %w", err)
