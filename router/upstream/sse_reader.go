@@ -82,11 +82,28 @@ const maxHeldAfterData = 64 << 10
 // holds at every step, so a 155 kB list page read into the default 4 KiB
 // took seven allocations and 300 kB of copies. Past maxLineHint it grows
 // as before.
+//
+// A small answer (a tool call's few hundred bytes) gets a buffer of about
+// its own size, not bufpool's smallest (4 KiB): the buffer an answer lies
+// in goes with it, and most callers leave it to the collector: 4 KiB a
+// call was the largest allocation of a relayed call (15% of its bytes).
 func lineBuffer(hint int) int {
 	if hint <= 0 {
 		return 4096
 	}
-	return min(max(hint+hint/8+64, 4096), maxLineHint)
+	return min(max(hint+hint/8+64, minLineBuffer), maxLineHint)
+}
+
+// minLineBuffer is the smallest buffer a hint asks for.
+const minLineBuffer = 512
+
+// newBuffer is a buffer of at least n bytes: lent by bufpool from its
+// smallest size up, made below it (bufpool.Put drops such a buffer).
+func newBuffer(n int) []byte {
+	if n < 4096 {
+		return make([]byte, n)
+	}
+	return bufpool.Get(n)
 }
 
 // maxLineHint bounds the buffer a hint allocates up front: a backend
@@ -227,7 +244,7 @@ func (r *sseReader) take(from, to int) []byte {
 	r.given = r.buf
 	r.buf, r.pos, r.end, r.scanned = nil, 0, 0, 0
 	if len(rest) > 0 {
-		r.buf = bufpool.Get(max(lineBuffer(r.hint), 2*len(rest)))
+		r.buf = newBuffer(max(lineBuffer(r.hint), 2*len(rest)))
 		r.end = copy(r.buf, rest)
 	}
 	return data
@@ -308,9 +325,9 @@ func (r *sseReader) fill(keep int) error {
 		next := r.buf
 		switch live := r.end - keep; {
 		case len(r.buf) == 0:
-			next = bufpool.Get(lineBuffer(r.hint))
+			next = newBuffer(lineBuffer(r.hint))
 		case live > len(r.buf)/2:
-			next = bufpool.Get(2 * len(r.buf))
+			next = newBuffer(2 * len(r.buf))
 		}
 		n := copy(next, r.buf[keep:r.end])
 		if len(r.buf) > 0 && &next[0] != &r.buf[0] {

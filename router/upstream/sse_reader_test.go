@@ -166,23 +166,62 @@ func BenchmarkSSEReader_ListPage(b *testing.B) {
 	}
 }
 
+// BenchmarkSSEReader_CallAnswer reads a tool call's answer of a few
+// hundred bytes, the event and the end of its stream, as a relayed call
+// does: with no size known, and with the hint of the previous answer. The
+// answer's buffer goes with it (take), so B/op is what each call leaves
+// to the collector.
+func BenchmarkSSEReader_CallAnswer(b *testing.B) {
+	data := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + strings.Repeat("hi ", 60) + `"}]}}`
+	body := []byte("event: message\nid: 1_0\ndata: " + data + "\n\n")
+	for _, hint := range []int{0, len(data) + 6} {
+		name := "unknown-size"
+		if hint > 0 {
+			name = "size-hint"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := newSSEReader(&chunkReader{b: body, n: 4096}, 0, hint)
+				ev, err := r.Next()
+				if err != nil || len(ev.Data) != len(data) {
+					b.Fatal(err)
+				}
+				if _, err := r.Next(); err != io.EOF {
+					b.Fatal(err)
+				}
+				r.Recycle()
+			}
+		})
+	}
+}
+
 // A hint sizes the first line buffer, within bounds, and is only a
 // hint: a longer line than hinted is read whole, and the longest line is
 // what the client notes for the next answer.
 func TestSSEReader_SizeHint(t *testing.T) {
-	for hint, want := range map[int]int{0: 4096, 100: 4096, 100000: 112564, 8 << 20: maxLineHint} {
+	for hint, want := range map[int]int{0: 4096, 100: minLineBuffer, 1000: 1189, 100000: 112564, 8 << 20: maxLineHint} {
 		if got := lineBuffer(hint); got != want {
 			t.Errorf("lineBuffer(%d) = %d, want %d", hint, got, want)
 		}
 	}
-	data := strings.Repeat("x", 50000)
-	r := newSSEReader(strings.NewReader("id: 1\ndata: "+data+"\n\n"), 0, 10000)
-	ev, err := r.Next()
-	if err != nil || string(ev.Data) != data {
-		t.Fatalf("event of %d bytes, %v", len(ev.Data), err)
-	}
-	if r.Longest() != len(data)+6 {
-		t.Errorf("Longest %d, want %d", r.Longest(), len(data)+6)
+	// Lines longer than hinted, from below bufpool's sizes and from
+	// within them, in reads of every size.
+	for _, tc := range []struct{ hint, size int }{{10000, 50000}, {300, 3000}, {300, 300}} {
+		data := strings.Repeat("x", tc.size)
+		for _, n := range []int{1, 7, 512, 1 << 20} {
+			r := newSSEReader(&chunkReader{b: []byte("id: 1\ndata: " + data + "\n\nid: 2\ndata: [2]\n\n"), n: n}, 0, tc.hint)
+			ev, err := r.Next()
+			if err != nil || string(ev.Data) != data {
+				t.Fatalf("hint %d, reads of %d: event of %d bytes, %v", tc.hint, n, len(ev.Data), err)
+			}
+			if r.Longest() != len(data)+6 {
+				t.Errorf("Longest %d, want %d", r.Longest(), len(data)+6)
+			}
+			if ev, err := r.Next(); err != nil || string(ev.Data) != "[2]" {
+				t.Fatalf("hint %d, reads of %d: second event %q, %v", tc.hint, n, ev.Data, err)
+			}
+		}
 	}
 	var sizes eventSizes
 	if sizes.hint("tools/list") != 0 {
