@@ -147,23 +147,25 @@ func BenchmarkSSEReader_ListPage(b *testing.B) {
 	item := `{"name":"search_issues","title":"search issues","description":"Use this tool to search issues in the workspace the user is signed in to. Results are paginated.","inputSchema":{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}}`
 	data := `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + strings.Repeat(item+",", 600) + item + `]}}`
 	body := []byte("event: message\nid: 1\ndata: " + data + "\n\n")
-	for _, hint := range []int{0, len(data) + 6} {
-		name := "unknown-size"
-		if hint > 0 {
-			name = "size-hint"
-		}
-		b.Run(name, func(b *testing.B) {
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			for b.Loop() {
-				r := newSSEReader(&chunkReader{b: body, n: 16 << 10}, 0, hint)
-				ev, err := r.Next()
-				if err != nil || len(ev.Data) != len(data) {
-					b.Fatal(err)
-				}
+	forHints(b, len(data), func(b *testing.B, hint int) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for b.Loop() {
+			r := newSSEReader(&chunkReader{b: body, n: 16 << 10}, 0, hint)
+			ev, err := r.Next()
+			if err != nil || len(ev.Data) != len(data) {
+				b.Fatal(err)
 			}
-		})
-	}
+		}
+	})
+}
+
+// forHints runs bench for an event of size bytes twice: with no size
+// known (hint 0), and with the hint the client keeps from the previous
+// answer (eventSizes: the data line's length).
+func forHints(b *testing.B, size int, bench func(b *testing.B, hint int)) {
+	b.Run("unknown-size", func(b *testing.B) { bench(b, 0) })
+	b.Run("size-hint", func(b *testing.B) { bench(b, size+len("data: ")) })
 }
 
 // BenchmarkSSEReader_CallAnswer reads a tool call's answer of a few
@@ -174,26 +176,20 @@ func BenchmarkSSEReader_ListPage(b *testing.B) {
 func BenchmarkSSEReader_CallAnswer(b *testing.B) {
 	data := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + strings.Repeat("hi ", 60) + `"}]}}`
 	body := []byte("event: message\nid: 1_0\ndata: " + data + "\n\n")
-	for _, hint := range []int{0, len(data) + 6} {
-		name := "unknown-size"
-		if hint > 0 {
-			name = "size-hint"
-		}
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				r := newSSEReader(&chunkReader{b: body, n: 4096}, 0, hint)
-				ev, err := r.Next()
-				if err != nil || len(ev.Data) != len(data) {
-					b.Fatal(err)
-				}
-				if _, err := r.Next(); err != io.EOF {
-					b.Fatal(err)
-				}
-				r.Recycle()
+	forHints(b, len(data), func(b *testing.B, hint int) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r := newSSEReader(&chunkReader{b: body, n: 4096}, 0, hint)
+			ev, err := r.Next()
+			if err != nil || len(ev.Data) != len(data) {
+				b.Fatal(err)
 			}
-		})
-	}
+			if _, err := r.Next(); err != io.EOF {
+				b.Fatal(err)
+			}
+			r.Recycle()
+		}
+	})
 }
 
 // A hint sizes the first line buffer, within bounds, and is only a
