@@ -85,8 +85,8 @@ const maxHeldAfterData = 64 << 10
 //
 // A small answer (a tool call's few hundred bytes) gets a buffer of about
 // its own size, not bufpool's smallest (4 KiB): the buffer an answer lies
-// in goes with it, and most callers leave it to the collector: 4 KiB a
-// call was the largest allocation of a relayed call (15% of its bytes).
+// in goes with it, and most callers leave it to the collector, so those
+// 4 KiB were a relayed call's largest allocation (15% of its bytes).
 func lineBuffer(hint int) int {
 	if hint <= 0 {
 		return 4096
