@@ -20,17 +20,23 @@ import (
 // visible to the request: false only when none can, so a list need not
 // ask the backend (and never names it, not even as skipped). On a
 // multi-backend vhost every published name of the backend starts with
-// "key-", except its tool aliases, which are checked one by one.
+// "key-", except its tool aliases, which are checked one by one, and its
+// ui:// and skill:// URIs, which start with "ui://key/" and "skill://key/".
 func (v *vhost) backendVisible(a policy.View, key string, tools bool) bool {
-	p := ""
-	if !v.single() {
-		p = key + "-"
+	if v.single() {
+		return a.PrefixVisible("", nil)
 	}
-	var aliases map[string]string
 	if tools {
-		aliases = v.aliases.Of(key)
+		return a.PrefixVisible(naming.Prefix(key, ""), v.aliases.Of(key))
 	}
-	return a.PrefixVisible(p, aliases)
+	// Resources, templates and skills: "key-…", or a scheme-keeping URI
+	// ("ui://key/…", "skill://key/…").
+	for _, p := range naming.URIPrefixes(key) {
+		if a.PrefixVisible(p, nil) {
+			return true
+		}
+	}
+	return false
 }
 
 // accessOf is the access decision for a caller with these claims.

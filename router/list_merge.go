@@ -404,6 +404,9 @@ func (s *itemScan) member(op listOp, k []byte, start, end int) {
 // is written (edit), or rewritten now (the rare items below). scan, when
 // set, is where the item's members lie (else the item is walked here).
 func (r *Router) nameItem(v *vhost, op listOp, key string, item json.RawMessage, scan *itemScan) (namedItem, error) {
+	if op.field == "skills" {
+		return nameSkill(v, key, item, scan) // skills.go: no name member to rename
+	}
 	// One pass over the item's top level (or none: decode's): its bytes
 	// were checked when the backend's answer was decoded, and all but two
 	// members pass as they are, copied around the new values in one go.

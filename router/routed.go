@@ -61,6 +61,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if rerr == nil && method == "resources/subscribe" && c.Session != nil { // (a 2026-07-28 request has no session to hold it)
 		rerr = subscribeRefusal(c.Session, t.public)
 	}
+	if rerr == nil {
+		rerr = r.skillsRefusal(v, c, t) // skills.go
+	}
 	if rerr != nil {
 		return errorResponse(c.Request.ID, rerr)
 	}
@@ -203,6 +206,9 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 	if !v.single() {
 		result = naming.PublishResultURIs(t.backend, method, result)
 	}
+	if method == "resources/directory/read" {
+		result = visibleChildren(result, c.d.access) // skills.go
+	}
 	if c.Modern == nil && modernSnapshot(c.peer.backends[t.backend]) && !isTask { // a task keeps its fields
 		result = envelope.Strip(result) // only a 2026-07-28 backend writes the envelope
 	}
@@ -302,7 +308,7 @@ func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target,
 		params["ref"], _ = json.Marshal(t.params)
 		t.params = params
 		return t, nil
-	default: // resources/read, resources/subscribe, resources/unsubscribe
+	default: // resources/read, resources/subscribe, resources/unsubscribe, skills/get, resources/directory/read
 		return routeField(v, params, "uri", kind, method)
 	}
 }
@@ -352,7 +358,7 @@ func (v *vhost) route(kind, id string) (backend, name string, err *jsonrpc.Error
 		return v.keys[0], id, nil
 	}
 	split := v.split.Split
-	if kind == "resource" {
+	if kind == "resource" || kind == "skill" {
 		split = v.split.SplitURI
 	}
 	if k, rest, ok := split(id); ok {

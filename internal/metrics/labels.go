@@ -36,6 +36,12 @@ func rpcLabel(method string) string {
 		return "server/discover"
 	case "subscriptions/listen":
 		return "subscriptions/listen"
+	case "skills/list":
+		return "skills/list"
+	case "skills/get":
+		return "skills/get"
+	case "resources/directory/read":
+		return "resources/directory/read"
 	case "logging/setLevel":
 		return "logging/setLevel"
 	case "notifications/initialized":

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/demobackend"
+	"github.com/mcpgw/gateway/internal/testsupport/skillserver"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -61,6 +63,10 @@ type BackendOptions struct {
 	// answered 401 and never reaches the server) and adds the tool
 	// "whoami", which answers the UserID of the token its request carried.
 	TokenVerifier auth.TokenVerifier
+	// Skills, when set, makes the backend a skills server instead of the
+	// demo (package skillserver): this tree's skills under the Skills
+	// extension, and nothing else.
+	Skills fs.FS
 }
 
 // Backend is a real go-sdk MCP server on an httptest server, with a
@@ -137,7 +143,13 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 	getServer := func(*http.Request) *mcp.Server { return srv }
 	path := demobackend.Path
 	var h http.Handler
-	if opts.LegacySSE {
+	if opts.Skills != nil {
+		cat, err := skillserver.Load(opts.Skills)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, b.Server = skillserver.Handler(name, cat, skillserver.Options{PageSize: opts.PageSize, Stateful: !opts.Stateless})
+	} else if opts.LegacySSE {
 		path = "/sse"
 		h = mcp.NewSSEHandler(getServer, nil)
 	} else {

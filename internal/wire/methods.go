@@ -51,10 +51,19 @@ var methods = map[string]Method{
 	"tasks/get":                {NameField: "taskId", Modern: true, Task: true},
 	"tasks/update":             {NameField: "taskId", Modern: true, Task: true},
 	"tasks/cancel":             {NameField: "taskId", Modern: true, Task: true},
+	// The Skills extension (SEP-2640): skills/list fans out like the
+	// lists above; skills/get and resources/directory/read route by URI
+	// like resources/read (no Mcp-Name: the revision mirrors none for them).
+	"skills/list":              {Modern: true, Cacheable: true},
+	"skills/get":               {Routed: "skill", Modern: true, Cacheable: true},
+	"resources/directory/read": {Routed: "resource", Modern: true},
 }
 
 // ExtensionTasks is the Tasks extension's id (SEP-2663).
 const ExtensionTasks = "io.modelcontextprotocol/tasks"
+
+// ExtensionSkills is the Skills extension's id (SEP-2640).
+const ExtensionSkills = "io.modelcontextprotocol/skills"
 
 // LookupMethod is method's row; ok is false for a method the gateway does
 // not serve (notifications are not in the table).

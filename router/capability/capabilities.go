@@ -61,7 +61,7 @@ func Of(s *store.BackendSnapshot) Set {
 
 // Has reports whether a top-level capability is advertised, by its name
 // in ServerCapabilities ("tools", "prompts", "resources", "completions",
-// "logging").
+// "logging"), or an extension, by its id.
 func (c Set) Has(name string) bool {
 	switch name {
 	case "tools":
@@ -75,7 +75,20 @@ func (c Set) Has(name string) bool {
 	case "logging":
 		return c.Logging != nil
 	}
-	return false
+	// An extension, by its id ("io.modelcontextprotocol/skills"):
+	// declared with settings that are not null.
+	settings, ok := c.Extensions[name]
+	return ok && len(settings) > 0 && string(settings) != "null"
+}
+
+// ExtensionFlag reports whether an extension is declared with the
+// boolean setting flag true (the Skills extension's directoryRead).
+func (c Set) ExtensionFlag(id, flag string) bool {
+	var settings map[string]json.RawMessage
+	if json.Unmarshal(c.Extensions[id], &settings) != nil {
+		return false
+	}
+	return string(settings[flag]) == "true"
 }
 
 // SendsUnsolicited reports whether the backend can send a session

@@ -17,11 +17,12 @@ import (
 // list_changed and emits its own when a vhost's config changes.
 // capabilities.extensions is the union of the backends' extensions that
 // the gateway routes what they need of (routed: Session- or
-// ModernExtensions). With no capable backend the result is the empty
-// object.
+// ModernExtensions); the Skills extension's directoryRead is on when any
+// backend's is. With no capable backend the result is the empty object.
 func Merged(snaps map[string]*store.BackendSnapshot, routed map[string]bool) map[string]any {
 	out := map[string]any{}
 	extensionOwner := map[string]string{}
+	directoryRead := false // a backend's skills declare directoryRead
 	for _, s := range snaps {
 		c := Of(s)
 		if c.Tools != nil {
@@ -51,6 +52,9 @@ func Merged(snaps map[string]*store.BackendSnapshot, routed map[string]bool) map
 				ext[id] = settings
 				extensionOwner[id] = s.Key
 			}
+			if id == Skills && c.ExtensionFlag(Skills, DirectoryRead) {
+				directoryRead = true
+			}
 		}
 		if c.Resources != nil {
 			r, _ := out["resources"].(map[string]any)
@@ -62,6 +66,30 @@ func Merged(snaps map[string]*store.BackendSnapshot, routed map[string]bool) map
 				r["subscribe"] = true
 			}
 		}
+	}
+	if ext, _ := out["extensions"].(map[string]json.RawMessage); directoryRead && ext != nil {
+		ext[Skills] = withDirectoryRead(ext[Skills])
+	}
+	return out
+}
+
+// withDirectoryRead is Skills extension settings with directoryRead true:
+// the vhost implements resources/directory/read when any of its backends
+// does (the gateway routes each read to the backend owning the URI, and
+// answers -32602 for a backend that does not). Settings that already say
+// so pass byte for byte (a single backend's, for one).
+func withDirectoryRead(settings json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(settings, &m) != nil || m == nil {
+		m = map[string]json.RawMessage{}
+	}
+	if string(m[DirectoryRead]) == "true" {
+		return settings
+	}
+	m[DirectoryRead] = json.RawMessage("true")
+	out, err := json.Marshal(m)
+	if err != nil {
+		return settings
 	}
 	return out
 }
@@ -98,9 +126,20 @@ func JoinedInstructions(keys []string, snaps map[string]*store.BackendSnapshot) 
 //     backends only: their tasks/get, tasks/update and tasks/cancel are
 //     routed by the gateway's sealed task id (router/tasks.go). A
 //     2025-era session is not told of it yet.
+//   - Skills (io.modelcontextprotocol/skills, SEP-2640), for both
+//     generations: skills/list fans out, skills/get and
+//     resources/directory/read are routed by URI, and skill:// resources
+//     are published unambiguously (router/naming/skills.go).
 var (
-	SessionExtensions = map[string]bool{"io.modelcontextprotocol/ui": true}
-	ModernExtensions  = map[string]bool{"io.modelcontextprotocol/ui": true, "io.modelcontextprotocol/tasks": true}
+	SessionExtensions = map[string]bool{"io.modelcontextprotocol/ui": true, Skills: true}
+	ModernExtensions  = map[string]bool{"io.modelcontextprotocol/ui": true, "io.modelcontextprotocol/tasks": true, Skills: true}
+)
+
+// Skills is the Skills extension's id, and DirectoryRead its setting that
+// says the server implements resources/directory/read.
+const (
+	Skills        = "io.modelcontextprotocol/skills"
+	DirectoryRead = "directoryRead"
 )
 
 // ForwardedClient is a client's capabilities as a backend is told them:

@@ -3,11 +3,14 @@ package naming
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // A backend's results name its own resources: resource_link and embedded
 // resource content blocks (tools/call, prompts/get), the contents of a
-// resources/read, and the UI resource an MCP Apps tool renders with
+// resources/read, the children of a resources/directory/read and the skill
+// of a skills/get (skills.go), and the UI resource an MCP Apps tool renders with
 // (_meta.ui.resourceUri, the deprecated flat _meta["ui/resourceUri"], and
 // OpenAI Apps SDK's _meta["openai/outputTemplate"]). On a multi-backend
 // vhost each is published by the renaming rule (naming.go), so a client
@@ -54,9 +57,16 @@ func PublishResultURIs(key, method string, result json.RawMessage) json.RawMessa
 		}
 	case "resources/read":
 		changed = publishEach(key, res, "contents", func(c map[string]json.RawMessage) bool { return publishField(key, c, "uri") })
+	case "resources/directory/read": // SEP-2640: a directory's children
+		changed = publishEach(key, res, "resources", func(c map[string]json.RawMessage) bool { return publishField(key, c, "uri") })
+	case "skills/get":
+		changed = publishSkillResult(key, res)
 	}
 	if !changed {
 		return result
+	}
+	if method == "skills/get" {
+		return wire.RawObject(res) // the skill's frontmatter byte for byte (skills.go)
 	}
 	out, err := json.Marshal(res)
 	if err != nil {
