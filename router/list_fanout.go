@@ -177,6 +177,10 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		hints := v.accessHints(op.method, &h)
 		private = hints.Private
 		decorate = func(m map[string]json.RawMessage) { envelope.DecorateFields(m, hints, r.clientInfo()) }
+	} else if v.single() {
+		// A single-backend vhost's page keeps the backend's own members:
+		// a 2026-07-28 backend's envelope is not a 2025-era session's.
+		decorate = envelope.StripFields
 	}
 	raw, err := r.mergePages(ctx, v, op, c.Principal, access, positions, results, private, decorate)
 	for _, res := range results {

@@ -255,6 +255,28 @@ func Strip(result json.RawMessage) json.RawMessage {
 	return out
 }
 
+// StripFields is Strip of a result decoded into its members: a list page
+// of a single-backend vhost, built from the backend's own members, on its
+// way to a 2025-era session.
+func StripFields(m map[string]json.RawMessage) {
+	for _, f := range modernEnvelopeFields {
+		delete(m, f)
+	}
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(m["_meta"], &meta) != nil || meta == nil {
+		return
+	}
+	if _, ok := meta[MetaServerInfo]; !ok {
+		return
+	}
+	delete(meta, MetaServerInfo)
+	if len(meta) == 0 {
+		delete(m, "_meta")
+		return
+	}
+	m["_meta"], _ = json.Marshal(meta)
+}
+
 // stripRaw is Strip on the result's bytes: every member but the envelope's
 // copied as it is, _meta losing only serverInfo (and going when nothing
 // else is left in it). ok is false for a result that is not a
