@@ -77,6 +77,9 @@ type Options struct {
 	ResourceMetadata *config.ResourceMetadata
 	// Audit, when set, writes the audit trail (audit_trail.go).
 	Audit *Audit
+	// Cards, when set, serves each vhost's Server Card and the domain's AI
+	// Catalog (server_card.go); nil serves none.
+	Cards *Cards
 	// SignIn, when set, serves the user_oauth sign-in pages under
 	// /oauth/ (handler/connect), and UserTokens gives user_oauth
 	// backends' requests the caller's own token (user_tokens.go).
@@ -126,6 +129,9 @@ func New(opts Options) http.Handler {
 
 	if opts.SignIn != nil {
 		mux.Handle("/oauth/", checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins)(opts.SignIn))
+	}
+	if opts.Cards != nil {
+		s.routeCards(mux) // public documents, outside the MCP chain
 	}
 
 	mcp := chain(http.HandlerFunc(s.serveMCP),

@@ -3,6 +3,7 @@ package router
 import (
 	"time"
 
+	"github.com/mcpgw/gateway/internal/servercard"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/upstream"
@@ -75,4 +76,9 @@ type VirtualHost struct {
 	// RateLimits, when set, count this vhost's tools/call requests in the
 	// store (CompileRateLimits); nil: no limits.
 	RateLimits *policy.RateLimitPolicy
+	// Card is the vhost's Server Card settings (SEP-2127; config
+	// virtual_hosts.X.card): nil for the defaults, Off to publish none.
+	// The router only keeps them with the vhost (CardOf), so a reload
+	// changes cards with the routing table they describe.
+	Card *servercard.Config
 }

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"github.com/mcpgw/gateway/internal/servercard"
 	"maps"
 	"reflect"
 	"slices"
@@ -42,6 +43,8 @@ type vhost struct {
 	// health is what the instance learned of each backend (status.go);
 	// the map is fixed at construction, so reading it needs no lock.
 	health map[string]*backendHealth
+	// card is the vhost's Server Card settings (cards.go).
+	card *servercard.Config
 }
 
 // single reports whether identifiers pass through unchanged.
@@ -70,6 +73,7 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 			aliases:  naming.NewAliases(toolAliases(vh.Backends)),
 			lists:    listcache.New[*pageResult](slices.Collect(maps.Keys(vh.Backends))),
 			health:   map[string]*backendHealth{},
+			card:     vh.Card,
 
 			discovered: newDiscoveryCache(),
 			access:     vh.Access,

@@ -384,6 +384,7 @@ type rawVHost struct {
 	Access     []*rawAccessRule       `yaml:"access"`
 	Plugins    []*rawPlugin           `yaml:"plugins"`
 	RateLimits []*rawRateLimit        `yaml:"rate_limits"`
+	Card       *rawCard               `yaml:"card"` // card.go
 }
 
 type rawBackend struct {

@@ -35,6 +35,9 @@ func (v *validator) checkShape(n *yaml.Node, t reflect.Type, path string, depth 
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if t == rawCardType && n.Kind == yaml.ScalarNode && n.Tag == "!!bool" {
+		return // card: false (card.go)
+	}
 	switch t.Kind() {
 	case reflect.Struct, reflect.Map:
 		if n.Kind != yaml.MappingNode {

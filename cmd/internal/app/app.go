@@ -246,9 +246,20 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		// Only with JWT auth: validation refuses it otherwise.
 		ResourceMetadata: cfg.Auth.ResourceMetadata,
 		Audit:            aud,
+		Cards:            cards(cfg, bo.build.Version),
 	})
 	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st, Audit: aw, tracing: tr, auth: verifier, tasks: tasks,
 		parks: parks, userTokens: userTokens}, nil
+}
+
+// cards configures the Server Cards: the base URL clients reach (public_url,
+// else resource_metadata's), the gateway's version, whether tokens are asked.
+func cards(cfg *config.Config, version string) *handler.Cards {
+	c := &handler.Cards{PublicURL: cfg.PublicURL, Version: version, BearerAuth: cfg.Auth.Mode == config.ModeJWT}
+	if rm := cfg.Auth.ResourceMetadata; c.PublicURL == "" && rm != nil {
+		c.PublicURL = rm.PublicURL
+	}
+	return c
 }
 
 // RunTask runs a task this gateway's TaskLauncher launched
