@@ -97,6 +97,15 @@ conformance-translation: ## conformance suite with the gateway translating: 2026
 # of the suite, run directly against tests/cmd/tasks-backend, the SEP-2663
 # fixture the gateway's task pass-through is tested with. A baseline: it
 # proves the fixture, so a failure through the gateway is the gateway's.
+# The suite's SEP-2640 (Skills) server scenarios: the go-sdk skills fixture
+# directly, through two gateway instances (a single-backend vhost passes it
+# through), and two of them behind one vhost (skill://{key}/... URIs).
+.PHONY: conformance-skills
+conformance-skills: ## the suite's sep-2640-* (Skills) scenarios: the fixture directly, through two gateways, and two fixtures behind one vhost
+	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=skills DIRECT=1 SCENARIO='sep-2640-*' ./scripts/conformance.sh
+	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=skills SCENARIO='sep-2640-*' ./scripts/conformance.sh
+	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=skills-multi SCENARIO='sep-2640-*' ./scripts/conformance.sh
+
 .PHONY: conformance-tasks
 conformance-tasks: ## the suite's tasks-* scenarios: the SEP-2663 fixture directly and through two gateway instances, then gateway-run tasks on go-sdk backends (stateless, stateful)
 	MCPGW_CACHE=$(MCPGW_CACHE) GO=$(GO) REQUIREMENTS=2026-07-28 BACKEND_MODE=tasks DIRECT=1 SCENARIO='tasks-*' ./scripts/conformance.sh

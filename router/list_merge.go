@@ -453,6 +453,8 @@ func (r *Router) nameItem(v *vhost, op listOp, key string, item json.RawMessage,
 	switch {
 	case aliased:
 		name = alias
+	case op.uriField != "" && naming.KeepsName(uri):
+		// A skill:// resource keeps its name (naming/skills.go).
 	default:
 		name = naming.Prefix(key, name)
 	}

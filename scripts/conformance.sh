@@ -28,7 +28,11 @@
 #                        input_required), so a 2025-11-25 run needs the gateway to
 #                        translate; or tasks: tests/cmd/tasks-backend, a 2026-07-28
 #                        server implementing the Tasks extension (SEP-2663) with
-#                        every fixture tool of the suite's tasks-* scenarios
+#                        every fixture tool of the suite's tasks-* scenarios; or
+#                        skills: tests/cmd/skills-backend, a go-sdk server of the
+#                        Skills extension (SEP-2640) for the sep-2640-* scenarios;
+#                        skills-multi: two of them (other skill trees) behind one
+#                        vhost, so skill URIs are published skill://{key}/...
 #   SCENARIO             run only these scenarios, space-separated; a glob such as
 #                        'tasks-*' names every server scenario of the suite it
 #                        matches (default: the whole requirement set)
@@ -69,7 +73,8 @@ case $BACKEND_MODE in
   tasks) BACKEND_NAME=tasks-backend BACKEND_ARGS=() ;;
   tasks-tools) BACKEND_NAME=tasks-tools-backend BACKEND_ARGS=(-stateless=true) ;;
   tasks-tools-stateful) BACKEND_NAME=tasks-tools-backend BACKEND_ARGS=(-stateless=false) ;;
-  *) echo "BACKEND_MODE must be stateful, stateless, modern-only, tasks, tasks-tools or tasks-tools-stateful, not $BACKEND_MODE" >&2; exit 2 ;;
+  skills|skills-multi) BACKEND_NAME=skills-backend BACKEND_ARGS=(-fixture two) ;;
+  *) echo "BACKEND_MODE must be stateful, stateless, modern-only, tasks, tasks-tools, tasks-tools-stateful, skills or skills-multi, not $BACKEND_MODE" >&2; exit 2 ;;
 esac
 if [ "${DIRECT:-}" = 1 ] && [[ $BACKEND_MODE == tasks-tools* ]]; then
   echo "DIRECT=1 with BACKEND_MODE=$BACKEND_MODE makes no sense: the backend has no tasks of its own; the gateway runs them" >&2
@@ -164,6 +169,7 @@ if [ -z "${BACKEND_BIN:-}" ]; then
     modern-everything) build "$BACKEND_BIN" ./tests/cmd/modern-everything ;;
     tasks-backend) build "$BACKEND_BIN" ./tests/cmd/tasks-backend ;;
     tasks-tools-backend) build "$BACKEND_BIN" ./tests/cmd/tasks-tools-backend ;;
+    skills-backend) build "$BACKEND_BIN" ./tests/cmd/skills-backend ;;
   esac
 fi
 if [ -z "${RRPROXY_BIN:-}" ]; then RRPROXY_BIN=$BIN_DIR/rrproxy; build "$RRPROXY_BIN" ./localdev/cmd/rrproxy; fi
@@ -211,6 +217,14 @@ virtual_hosts:
         url: http://127.0.0.1:$BACKEND_PORT/mcp
         session: $BACKEND_SESSION
 EOF
+if [ "$BACKEND_MODE" = skills-multi ]; then
+  # A second skills server, another tree, under the key "one": the
+  # suite then sees skill://one/... and skill://conformance/... URIs.
+  BACKEND2_PORT=$(free_port)
+  start backend2 "$BACKEND_BIN" -fixture one -http "127.0.0.1:$BACKEND2_PORT"
+  wait_for backend2 "$LAST_PID" port_open "$BACKEND2_PORT"
+  printf '      one:\n        url: http://127.0.0.1:%s/mcp\n        session: %s\n' "$BACKEND2_PORT" "$BACKEND_SESSION" >>"$RUN/gateway.yaml"
+fi
 if [[ $BACKEND_MODE == tasks-tools* ]]; then
   # The gateway runs the tools' tasks: the backend's tasks: block.
   "$BACKEND_BIN" -print-config | sed 's/^/        /' >>"$RUN/gateway.yaml"

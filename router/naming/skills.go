@@ -41,6 +41,12 @@ func PublishSkill(key string, entry json.RawMessage) (json.RawMessage, string, e
 	return wire.RawObject(fields), published, nil
 }
 
+// KeepsName reports whether a resource (or template) at uri keeps its
+// name on a multi-backend vhost: a skill:// resource, whose name the SEP
+// has be the skill's own (a SKILL.md's is its frontmatter name), and
+// whose published URI already tells backends apart.
+func KeepsName(uri string) bool { return keptScheme(uri) == skillScheme }
+
 // SkillURI is a skill entry's uri, unchanged ("" when it has none).
 func SkillURI(entry json.RawMessage) string {
 	var e struct {
