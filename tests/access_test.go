@@ -1,10 +1,7 @@
 package tests
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,33 +52,11 @@ func (c *cluster) groupToken(sub string, groups ...string) string {
 	return testsupport.MintJWT(c.t, jwtSecret, claims)
 }
 
-// modernCall sends one 2026-07-28 request (no session) with token.
+// modernCall sends one 2026-07-28 request (no session) with token to
+// the demo vhost.
 func modernCall(t *testing.T, ep testsupport.Endpoint, token, method string, params map[string]any) *testsupport.Reply {
 	t.Helper()
-	if params == nil {
-		params = map[string]any{}
-	}
-	params["_meta"] = map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "/servers/demo/mcp", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	switch method {
-	case "tools/call", "prompts/get":
-		req.Header.Set("Mcp-Name", params["name"].(string))
-	case "resources/read":
-		req.Header.Set("Mcp-Name", params["uri"].(string))
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	return testsupport.ReadReply(t, ep.Do(t, req))
+	return modernPost(t, ep, "demo", token, method, params)
 }
 
 // walkTools pages through tools/list, each page on the next endpoint, and

@@ -101,7 +101,8 @@ func (sc *skillsClient) result(method string, params map[string]any) map[string]
 	return res
 }
 
-// modernPost sends one 2026-07-28 request to vhost.
+// modernPost sends one 2026-07-28 request (no session) with token to
+// vhost, Mcp-Name mirroring the body where the revision asks for it.
 func modernPost(t *testing.T, ep testsupport.Endpoint, vhost, token, method string, params map[string]any) *testsupport.Reply {
 	t.Helper()
 	p := map[string]any{"_meta": map[string]any{
@@ -120,7 +121,10 @@ func modernPost(t *testing.T, ep testsupport.Endpoint, vhost, token, method stri
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
 	req.Header.Set("Mcp-Method", method)
-	if method == "resources/read" {
+	switch method {
+	case "tools/call", "prompts/get":
+		req.Header.Set("Mcp-Name", params["name"].(string))
+	case "resources/read":
 		req.Header.Set("Mcp-Name", params["uri"].(string))
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
