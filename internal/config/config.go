@@ -405,6 +405,8 @@ type rawBackend struct {
 	Env     map[string]string `yaml:"env"`
 	Cwd     string            `yaml:"cwd"`
 	Pool    *rawPool          `yaml:"pool"`
+	// a REST API described by OpenAPI (openapi.go)
+	OpenAPI *rawOpenAPI `yaml:"openapi"`
 }
 
 // rawCredentials is a backend's outbound credentials: one grant.

@@ -321,7 +321,7 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 	}
 	stdio := raw.Transport == string(upstream.TransportStdio)
 	var url string
-	if !stdio {
+	if !stdio && raw.OpenAPI == nil {
 		url = v.backendURL(joinPath(path, "url"), strings.TrimSpace(raw.URL))
 	}
 	b := &router.Backend{
@@ -360,6 +360,9 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 	b.RemoveHeaders = v.headerList(joinPath(path, "remove_headers"), raw.RemoveHeaders, false)
 	v.addHeaders(joinPath(path, "add_headers"), raw.AddHeaders, b)
 	v.backendCredentials(path, raw, b)
+	if raw.OpenAPI != nil {
+		v.openAPI(path, raw, b) // openapi.go: after the credentials it is checked against
+	}
 
 	// A header may be both passed through and added (add overrides) or
 	// removed as well (remove wins: removed last), so none of these

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/router/openapi"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -39,6 +40,10 @@ const (
 	// TransportStdio runs the backend as a local process speaking MCP on
 	// its stdin and stdout (Config.Stdio; see stdio.go).
 	TransportStdio Transport = "stdio"
+	// TransportOpenAPI is a REST API the gateway calls itself, its tools
+	// made from an OpenAPI description (Config.OpenAPI; see openapi.go).
+	// Config sets it for a backend with an `openapi` block.
+	TransportOpenAPI Transport = "openapi"
 )
 
 const (
@@ -88,6 +93,9 @@ type Config struct {
 	// Stdio says how to run the backend when Transport is TransportStdio
 	// (URL and the header policy then have no use).
 	Stdio *StdioConfig
+	// OpenAPI is the compiled API of a TransportOpenAPI backend (URL then
+	// has no use: each tool knows its base URL).
+	OpenAPI *openapi.API
 }
 
 // Client talks to one backend. It is safe for concurrent use and holds one
@@ -168,6 +176,13 @@ func New(cfg Config, opts ...Option) *Client {
 			c.urlErr = errors.New("no command to run")
 		} else {
 			c.pool = newStdioPool(c, o.log, o.clientInfo)
+		}
+		return c
+	}
+	if cfg.Transport == TransportOpenAPI {
+		c.hc.CheckRedirect = sameOriginRedirects
+		if cfg.OpenAPI == nil {
+			c.urlErr = errors.New("no OpenAPI description")
 		}
 		return c
 	}
@@ -253,6 +268,9 @@ type InitResult struct {
 func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) (*Conn, error) {
 	if c.urlErr != nil {
 		return nil, c.newError("open", 0, c.urlErr)
+	}
+	if c.cfg.Transport == TransportOpenAPI {
+		return c.openREST(ctx, h, downstream)
 	}
 	openCtx, cancel := c.withTimeout(ctx)
 	defer cancel()

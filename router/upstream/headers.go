@@ -178,9 +178,10 @@ func (e credentialsError) Is(target error) bool { return target == ErrCredential
 // Authorize resolves the per-caller headers of a request made in ctx
 // without sending anything: a discovery shared by every caller uses it to
 // tell one caller's credential failure from the backend's, so the former
-// is never remembered for the others.
+// is never remembered for the others. An OpenAPI backend is discovered
+// without credentials (its calls need them, not its tool list).
 func (c *Client) Authorize(ctx context.Context) error {
-	if len(c.cfg.HeaderTemplates) == 0 && c.tokens == nil {
+	if len(c.cfg.HeaderTemplates) == 0 && c.tokens == nil || c.cfg.Transport == TransportOpenAPI {
 		return nil
 	}
 	_, err := c.callerHeaders(ctx)
