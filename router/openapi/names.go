@@ -26,7 +26,7 @@ var invalidNameRun = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 func baseName(operationID, method, path string) string {
 	src := operationID
 	if src == "" {
-		src = strings.ToLower(method) + "_" + strings.NewReplacer("{", "", "}", "").Replace(path)
+		src = strings.ToLower(method) + "_" + strings.Trim(strings.NewReplacer("{", "", "}", "").Replace(path), "/")
 	}
 	n := strings.Trim(invalidNameRun.ReplaceAllString(src, "_"), "_")
 	if n == "" {
