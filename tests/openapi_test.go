@@ -248,3 +248,84 @@ func TestOpenAPI_Swagger2AndCircularSchemasOnPrism(t *testing.T) {
 		t.Errorf("the circular body: %+v; the API got %+v", r, got)
 	}
 }
+
+func TestOpenAPI_GatewayCheckNamesEachBadDescription(t *testing.T) {
+	testsupport.SkipShort(t)
+	bin := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
+	pets := specPath(t, petstoreSpec)
+	notes, _ := filepath.Abs(filepath.Join("openapi", "notes.yaml"))
+	dir := t.TempDir()
+	invalid := filepath.Join(dir, "invalid.yaml")
+	if err := os.WriteFile(invalid, []byte("openapi: 3.0.3\ninfo: {title: x, version: '1'}\npaths: {/a: {get: {responses: {'200': {$ref: '#/components/responses/Gone'}}}}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, block string
+		says        []string
+	}{
+		{"unreadable", `{spec: missing.json, base_url: "http://127.0.0.1:9"}`, []string{"backends.api.openapi.spec", "cannot read the description", "(line 13)"}},
+		{"invalid", fmt.Sprintf(`{spec: %q, base_url: "http://127.0.0.1:9"}`, invalid), []string{"backends.api.openapi.spec", "Gone"}},
+		{"glob matching nothing", fmt.Sprintf(`{spec: %q, operations: ["notes/*", "issues/*"]}`, notes), []string{"backends.api.openapi.operations", `"issues/*" match no operation`}},
+		{"unsatisfied scheme", fmt.Sprintf(`{spec: %q, base_url: "http://127.0.0.1:9"}`, pets), []string{"backends.api.openapi", `security scheme "petstore_auth"`, "addPet"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(dir, "gateway-"+strings.ReplaceAll(c.name, " ", "-")+".yaml")
+			cfg := configHead() + "  demo:\n    backends:\n      api:\n        openapi: " + c.block + "\n"
+			if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, stderr, code := runBinary(t, bin, []string{jwtSecretEnv + "=" + string(jwtSecret)}, "check", "--config", path)
+			if code != 1 || !strings.Contains(stderr, path) {
+				t.Fatalf("exit %d, stderr %s", code, stderr)
+			}
+			for _, s := range c.says {
+				if !strings.Contains(stderr, s) {
+					t.Errorf("stderr does not say %q:\n%s", s, stderr)
+				}
+			}
+		})
+	}
+}
+
+// The largest description served: GitHub's REST API (1,223 operations),
+// mocked by Prism. Every operation is a tool, listed page by page on the
+// gateway's cursors, and a call reaches the mock as described.
+func TestOpenAPI_GitHubsDescriptionOnPrism(t *testing.T) {
+	testsupport.SkipShort(t)
+	spec := specPath(t, "@octokit/openapi/generated/api.github.com.json")
+	rec := startRecorder(t, startPrism(t, spec))
+	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"), config: filepath.Join(t.TempDir(), "gateway.yaml")}
+	c.writeConfig(fmt.Sprintf("%s  demo:\n    backends:\n      gh:\n        openapi: {spec: %q, base_url: %q}\n", configHead(), spec, rec.URL))
+	started := time.Now()
+	gw := testsupport.StartGatewayWithin(t, 3*time.Minute, c.bin, []string{"--config", c.config, "--redis-url", redisSrv.URL()},
+		[]string{jwtSecretEnv + "=" + string(jwtSecret)})
+	t.Logf("a gateway with GitHub's description started in %s", time.Since(started).Round(time.Millisecond))
+	m := c.client("carol")
+	var names []string
+	started = time.Now()
+	pages := 0
+	for cursor := ""; ; pages++ {
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		r := m.ModernRequest(gw, "tools/list", params, nil)
+		names = append(names, r.ToolNames()...)
+		next, _ := r.Result()["nextCursor"].(string)
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	t.Logf("tools/list: %d tools in %d pages, %s", len(names), pages+1, time.Since(started).Round(time.Millisecond))
+	if ids := operationIDs(t, spec); len(names) != len(ids) || !slices.Contains(names, "repos_get") || !slices.Contains(names, "issues_list-for-repo") {
+		t.Fatalf("%d tools for %d operations", len(names), len(ids))
+	}
+	r := asToolResult(t, m.ModernRequest(gw, "tools/call", map[string]any{"name": "repos_get", "arguments": map[string]any{"owner": "octo cat", "repo": "hello"}}, nil))
+	if got := rec.last(t, "/repos/"); r.IsError || got.Path != "/repos/octo%20cat/hello" || !strings.Contains(string(r.StructuredContent), `"full_name"`) {
+		t.Errorf("repos_get: %+v; the API got %+v", r, got)
+	}
+	r = asToolResult(t, m.ModernRequest(gw, "tools/call", map[string]any{"name": "issues_list-for-repo", "arguments": map[string]any{"owner": "o", "repo": "r", "state": "closed", "per_page": 5}}, nil))
+	if got := rec.last(t, "/repos/o/r/issues"); r.IsError || got.RawQuery != "state=closed&per_page=5" {
+		t.Errorf("issues_list-for-repo: %+v; the API got %+v", r, got)
+	}
+}

@@ -115,6 +115,14 @@ type GatewayProcess struct {
 // that it is listening. The process is killed when the test ends; if the
 // test failed, its output is logged.
 func StartGateway(t testing.TB, bin string, args []string, env []string) *GatewayProcess {
+	t.Helper()
+	return StartGatewayWithin(t, readyTimeout, bin, args, env)
+}
+
+// StartGatewayWithin is StartGateway for a gateway that may take up to
+// timeout to listen (one whose config loads a large OpenAPI description,
+// say, under the race detector).
+func StartGatewayWithin(t testing.TB, timeout time.Duration, bin string, args []string, env []string) *GatewayProcess {
 	SkipShort(t)
 	t.Helper()
 	out := &SyncBuffer{}
@@ -145,7 +153,7 @@ func StartGateway(t testing.TB, bin string, args []string, env []string) *Gatewa
 		}
 	})
 
-	timer := time.NewTimer(readyTimeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case p.URL = <-ready:
@@ -154,7 +162,7 @@ func StartGateway(t testing.TB, bin string, args []string, env []string) *Gatewa
 		t.Fatalf("testsupport: %s exited before listening (%v):\n%s", bin, p.waitErr, p.Output())
 	case <-timer.C:
 		p.Kill()
-		t.Fatalf("testsupport: %s did not print %q within %v:\n%s", bin, readyMarker, readyTimeout, p.Output())
+		t.Fatalf("testsupport: %s did not print %q within %v:\n%s", bin, readyMarker, timeout, p.Output())
 	}
 	return nil
 }
