@@ -47,20 +47,7 @@ func (v *validator) openAPI(path string, raw *rawBackend, b *router.Backend) {
 	p := joinPath(path, "openapi")
 	o := raw.OpenAPI
 	errsBefore := len(v.errs)
-	for _, f := range []struct {
-		name string
-		set  bool
-	}{
-		{"url", strings.TrimSpace(raw.URL) != ""},
-		{"transport", raw.Transport != ""},
-	} {
-		if f.set {
-			v.errf(joinPath(path, f.name), "has no use with openapi: the backend is the REST API the description describes")
-		}
-	}
-	if raw.Session == string(router.SessionReuse) {
-		v.errf(joinPath(path, "session"), "reuse has no meaning with openapi: a REST API keeps no MCP session")
-	}
+	v.openAPIRefusals(path, raw)
 	b.Transport, b.URL = upstream.TransportOpenAPI, ""
 	opts := openapi.Options{Backend: b.Key, BaseURL: strings.TrimSpace(o.BaseURL), MaxResponseBytes: openapi.DefaultMaxResponseBytes,
 		Credentials: openapi.Credentials{Bearer: b.Credentials != nil}}
@@ -127,4 +114,22 @@ func (v *validator) openAPI(path string, raw *rawBackend, b *router.Backend) {
 		return
 	}
 	b.OpenAPI = api
+}
+
+// openAPIRefusals refuses what only an MCP backend has.
+func (v *validator) openAPIRefusals(path string, raw *rawBackend) {
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"url", strings.TrimSpace(raw.URL) != ""},
+		{"transport", raw.Transport != ""},
+	} {
+		if f.set {
+			v.errf(joinPath(path, f.name), "has no use with openapi: the backend is the REST API the description describes")
+		}
+	}
+	if raw.Session == string(router.SessionReuse) {
+		v.errf(joinPath(path, "session"), "reuse has no meaning with openapi: a REST API keeps no MCP session")
+	}
 }
