@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/openapi"
@@ -175,7 +174,7 @@ func (r *rest) call(ctx context.Context, req *jsonrpc.Request) (*jsonrpc.Respons
 		hresp, err := r.request(ctx, t, args)
 		if err != nil {
 			if errors.Is(err, openapi.ErrInvalidArguments) {
-				return rpcErrorResponse(req, wire.CodeInvalidParams, fmt.Sprintf("invalid arguments for tool %s: %s", wire.Quote(t.Name()), clip(err.Error()))), nil
+				return rpcErrorResponse(req, wire.CodeInvalidParams, fmt.Sprintf("invalid arguments for tool %s: %s", wire.Quote(t.Name()), wire.Clip(err.Error()))), nil
 			}
 			return nil, err
 		}
@@ -209,7 +208,7 @@ func (r *rest) arguments(req *jsonrpc.Request, t *openapi.Tool, raw json.RawMess
 		return nil, rpcErrorResponse(req, wire.CodeInvalidParams, fmt.Sprintf("tool %s: arguments must be an object", wire.Quote(t.Name())))
 	}
 	if err := t.Validate(inst); err != nil {
-		return nil, rpcErrorResponse(req, wire.CodeInvalidParams, fmt.Sprintf("invalid arguments for tool %s: %s", wire.Quote(t.Name()), clip(err.Error())))
+		return nil, rpcErrorResponse(req, wire.CodeInvalidParams, fmt.Sprintf("invalid arguments for tool %s: %s", wire.Quote(t.Name()), wire.Clip(err.Error())))
 	}
 	return args, nil
 }
@@ -270,19 +269,6 @@ func withResultType(result json.RawMessage) json.RawMessage {
 		out = append(out, ',')
 	}
 	return append(out, result[1:]...)
-}
-
-// clip keeps a message that may quote the client's input short.
-func clip(s string) string {
-	const limit = 200
-	if len(s) <= limit {
-		return s
-	}
-	cut := limit
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return strings.TrimSpace(s[:cut]) + "…"
 }
 
 // send has nothing to deliver: notifications (initialized, cancelled)
