@@ -129,7 +129,7 @@ func operations(doc *openapi3.T) ([]*operation, error) {
 // relative one is taken from the description's URL.
 func serverBase(op *operation, doc *openapi3.T, root *url.URL) (*url.URL, error) {
 	servers := doc.Servers
-	if op.item.Servers != nil && len(op.item.Servers) > 0 {
+	if len(op.item.Servers) > 0 {
 		servers = op.item.Servers
 	}
 	if op.op.Servers != nil && len(*op.op.Servers) > 0 {
