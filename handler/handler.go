@@ -75,6 +75,11 @@ type Options struct {
 	// ResourceMetadata, when set, is served as OAuth 2.0 Protected
 	// Resource Metadata and named in 401 challenges (resource_metadata.go).
 	ResourceMetadata *config.ResourceMetadata
+	// ResourceBaseURL, when set, is the gateway's public URL: each vhost's
+	// canonical resource URL, {ResourceBaseURL}/servers/{vhost}/mcp, is an
+	// audience every issuer's tokens are accepted for (handler/auth
+	// audience.go). Empty: only the configured audiences.
+	ResourceBaseURL string
 	// Audit, when set, writes the audit trail (audit_trail.go).
 	Audit *Audit
 	// Cards, when set, serves each vhost's Server Card and the domain's AI
@@ -138,6 +143,7 @@ func New(opts Options) http.Handler {
 		opts.Metrics.Middleware(opts.Router.HasVHost), // first: refusals count too
 		checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins),
 		s.requireVHost,
+		withResource(opts.ResourceBaseURL),
 		auth.Middleware(opts.Auth, "mcpgw", challenge),
 		withBackendCaller,
 		withUserTokens(opts.UserTokens),

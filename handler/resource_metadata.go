@@ -67,3 +67,18 @@ func (s *server) challengeParams(r *http.Request) string {
 	}
 	return params
 }
+
+// withResource names the vhost's canonical resource URL in the request's
+// context, for the audience rule (auth.WithResource); nothing when the
+// gateway's public URL is not configured.
+func withResource(base string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if base == "" {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			u := base + "/servers/" + r.PathValue("vhost") + "/mcp"
+			next.ServeHTTP(w, r.WithContext(auth.WithResource(r.Context(), u)))
+		})
+	}
+}

@@ -410,7 +410,8 @@ func TestAuth_PrincipalContext(t *testing.T) {
 func TestAuth_KeyFuncRefusesMismatchedKeyTypes(t *testing.T) {
 	k := newKeys(t)
 	all := []string{"HS256", "RS256", "PS256", "ES256", "ES384", "EdDSA", "none"}
-	v := &jwtVerifier{parser: jwt.NewParser(jwt.WithValidMethods(all), jwt.WithExpirationRequired()), pub: &k.rsa.PublicKey}
+	v := &jwtVerifier{parser: jwt.NewParser(jwt.WithValidMethods(all), jwt.WithExpirationRequired()), pub: &k.rsa.PublicKey,
+		aud: audienceRule{list: []string{audience}}, audClaim: "aud"}
 	cases := map[string]string{
 		"HS256 signed with the RSA public key PEM": sign(t, jwt.SigningMethodHS256, k.rsaPEM, claims()),
 		"alg none": sign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, claims()),

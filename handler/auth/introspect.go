@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -76,7 +77,7 @@ func (in *introspector) verify(ctx context.Context, raw string) (string, Claims,
 	}
 	in.mu.Unlock()
 	if ok {
-		return e.sub, e.claims, nil
+		return in.forResource(ctx, e)
 	}
 	res, err, _ := in.flight.Do(string(key[:]), func() (any, error) {
 		claims, err := in.ask(ctx, raw)
@@ -99,7 +100,15 @@ func (in *introspector) verify(ctx context.Context, raw string) (string, Claims,
 	if err != nil {
 		return "", nil, err
 	}
-	e = res.(introspected)
+	return in.forResource(ctx, res.(introspected))
+}
+
+// forResource checks an answer's audience for the resource being called:
+// per request, since an answer is cached for every vhost alike.
+func (in *introspector) forResource(ctx context.Context, e introspected) (string, Claims, error) {
+	if !audienceOf(in.s).accepts(ctx, e.claims[cmp.Or(in.s.AudienceClaim, "aud")]) {
+		return "", nil, &tokenError{cause: jwt.ErrTokenInvalidAudience}
+	}
 	return e.sub, e.claims, nil
 }
 
@@ -148,7 +157,8 @@ func (in *introspector) failed(err error) error {
 }
 
 // check applies the issuer's rules to an introspection answer: active,
-// not expired, this issuer, this audience, a usable subject.
+// not expired, this issuer, a usable subject (the audience is checked
+// per request: forResource).
 func (in *introspector) check(c Claims, now time.Time) (string, error) {
 	if active, _ := c["active"].(bool); !active {
 		return "", &tokenError{cause: ownError("token not active")}
@@ -163,13 +173,6 @@ func (in *introspector) check(c Claims, now time.Time) (string, error) {
 		}
 	} else {
 		c["iss"] = in.s.Issuer // access rules see claims.iss as for a JWT
-	}
-	claim := in.s.AudienceClaim
-	if claim == "" {
-		claim = "aud"
-	}
-	if !claimHas(c[claim], in.s.Audience) {
-		return "", &tokenError{cause: jwt.ErrTokenInvalidAudience}
 	}
 	sub, _ := c["sub"].(string)
 	if !validSubject(sub) {

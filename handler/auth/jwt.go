@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -31,9 +32,9 @@ type jwtVerifier struct {
 	hmac   []byte
 	pub    crypto.PublicKey
 	remote *remoteKeys // nil for configured keys
-	// audClaim is the claim checked for audience when it is not "aud"
-	// (the parser checks "aud"); "" otherwise.
-	audClaim, audience string
+	// aud is the issuer's audience rule, checked in audClaim.
+	aud      audienceRule
+	audClaim string
 }
 
 // checkJWT validates one issuer's settings without starting anything.
@@ -86,12 +87,7 @@ func newJWT(s *config.JWTSettings, o *options) (*jwtVerifier, error) {
 		jwt.WithIssuedAt(),
 		jwt.WithLeeway(s.Leeway),
 	}
-	v := &jwtVerifier{hmac: slices.Clone(s.HMACSecret), pub: s.PublicKey, audience: s.Audience}
-	if c := s.AudienceClaim; c != "" && c != "aud" {
-		v.audClaim = c
-	} else {
-		popts = append(popts, jwt.WithAudience(s.Audience))
-	}
+	v := &jwtVerifier{hmac: slices.Clone(s.HMACSecret), pub: s.PublicKey, aud: audienceOf(s), audClaim: cmp.Or(s.AudienceClaim, "aud")}
 	v.parser = jwt.NewParser(popts...)
 	if s.RemoteKeys() && o != nil {
 		v.remote = newRemoteKeys(s.Issuer, s.JWKSURL, o.httpClient, o.logger, o.timing)
@@ -143,7 +139,7 @@ func (v *jwtVerifier) verify(ctx context.Context, raw string) (string, Claims, e
 			return "", nil, &tokenError{cause: ownError("token type is not an access token")}
 		}
 	}
-	if v.audClaim != "" && !claimHas(claims[v.audClaim], v.audience) {
+	if !v.aud.accepts(ctx, claims[v.audClaim]) {
 		return "", nil, &tokenError{cause: jwt.ErrTokenInvalidAudience}
 	}
 	sub, err := claims.GetSubject()

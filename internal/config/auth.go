@@ -102,16 +102,13 @@ func (v *validator) auth(raw *rawAuth, baseDir string) Auth {
 func (v *validator) issuer(path string, j *rawJWT, baseDir string) *JWTSettings {
 	s := &JWTSettings{
 		Issuer:        strings.TrimSpace(j.Issuer),
-		Audience:      strings.TrimSpace(j.Audience),
 		AudienceClaim: strings.TrimSpace(j.AudienceClaim),
 		Leeway:        v.duration(path+".leeway", j.Leeway, DefaultLeeway, 0),
 	}
 	if s.Issuer == "" {
 		v.errf(path+".issuer", "required when auth.mode is jwt")
 	}
-	if s.Audience == "" {
-		v.errf(path+".audience", "required when auth.mode is jwt")
-	}
+	v.audiences(path+".audience", j.Audience, s)
 	if j.AudienceClaim != "" && (s.AudienceClaim == "" || strings.ContainsAny(s.AudienceClaim, " \t\"")) {
 		v.errf(path+".audience_claim", "%q is not a claim name", j.AudienceClaim)
 	}
@@ -181,6 +178,41 @@ func (v *validator) issuer(path string, j *rawJWT, baseDir string) *JWTSettings 
 		}
 	}
 	return s
+}
+
+// audiences validates an issuer's audience: one string, a list, or
+// "resource" (alone: it means only the vhost's own URL).
+func (v *validator) audiences(path string, raw stringList, s *JWTSettings) {
+	if len(raw) == 0 {
+		v.errf(path, "required when auth.mode is jwt (a string, a list, or %q for the vhost's own URL)", AudienceResource)
+		return
+	}
+	seen := map[string]bool{}
+	for i, a := range raw {
+		a = strings.TrimSpace(a)
+		p := path
+		if len(raw) > 1 {
+			p = indexPath(path, i)
+		}
+		switch {
+		case a == "":
+			v.errf(p, "an audience is a non-empty string")
+		case a == AudienceResource && len(raw) > 1:
+			v.errf(p, "%q stands alone: it accepts only the vhost's own URL, and any token for the vhost's URL is accepted anyway", AudienceResource)
+		case seen[a]:
+			v.errf(p, "audience %q is listed twice", a)
+		default:
+			seen[a] = true
+			if a != AudienceResource {
+				s.Audiences = append(s.Audiences, a)
+			}
+		}
+	}
+	if len(s.Audiences) > 0 {
+		s.Audience = s.Audiences[0]
+	} else if seen[AudienceResource] {
+		s.Audience = AudienceResource
+	}
 }
 
 // introspection validates an issuer's RFC 7662 endpoint and its client.
@@ -278,4 +310,35 @@ func (v *validator) resourceMetadata(raw *rawResourceMetadata, issuers []*JWTSet
 		}
 	}
 	return rm
+}
+
+// ResourceBaseURL is the base of every vhost's canonical resource URL
+// ({base}/servers/{vhost}/mcp): auth.resource_metadata.public_url, else
+// public_url; "" when neither is set (the gateway then knows its URL only
+// from each request's Host, which a caller chooses, so no token is
+// accepted for its resource URL).
+func (a *Auth) ResourceBaseURL(publicURL string) string {
+	if rm := a.ResourceMetadata; rm != nil && rm.PublicURL != "" {
+		return rm.PublicURL
+	}
+	return publicURL
+}
+
+// resourceAudience refuses audience: resource where the gateway does not
+// know its own URL.
+func (v *validator) resourceAudience(raw *rawAuth, cfg *Config) {
+	if raw == nil || cfg.Auth.Mode != ModeJWT || cfg.Auth.ResourceBaseURL(cfg.PublicURL) != "" {
+		return
+	}
+	for i, s := range cfg.Auth.Issuers {
+		if s.Audience != AudienceResource {
+			continue
+		}
+		path := "auth.jwt.audience"
+		if raw.JWT == nil {
+			path = indexPath("auth.issuers", i) + ".audience"
+		}
+		v.errf(path, "%q needs public_url: a vhost's resource URL is {public_url}/servers/{vhost}/mcp, "+
+			"and a URL taken from the request's Host could be any", AudienceResource)
+	}
 }

@@ -156,3 +156,28 @@ func TestConfig_ReadmeIdentityProviderExamples(t *testing.T) {
 		t.Errorf("%d recipes, want 5 (Cognito, Entra ID, Okta, Auth0, Keycloak)", recipes)
 	}
 }
+
+// auth.jwt.audience: one string, a list, or "resource" (issue 41).
+func TestConfig_AudienceListAndResource(t *testing.T) {
+	j := mustParse(t, withJWT("issuer: https://i.example/\naudience: [api-one, api-two]\n")).Auth.JWT
+	if j.Audience != "api-one" || !reflect.DeepEqual(j.Audiences, []string{"api-one", "api-two"}) {
+		t.Fatalf("list: %q %v", j.Audience, j.Audiences)
+	}
+	j = mustParse(t, withJWT("issuer: https://i.example/\naudience: mcpgw\n")).Auth.JWT
+	if j.Audience != "mcpgw" || !reflect.DeepEqual(j.Audiences, []string{"mcpgw"}) {
+		t.Fatalf("string: %q %v", j.Audience, j.Audiences)
+	}
+	cfg := mustParse(t, "public_url: https://gw.example/\n"+withJWT("issuer: https://i.example/\naudience: resource\n"))
+	if j := cfg.Auth.JWT; j.Audience != AudienceResource || len(j.Audiences) != 0 || cfg.Auth.ResourceBaseURL(cfg.PublicURL) != "https://gw.example" {
+		t.Fatalf("resource: %q %v %q", j.Audience, j.Audiences, cfg.Auth.ResourceBaseURL(cfg.PublicURL))
+	}
+	for name, c := range map[string]struct{ yaml, want string }{
+		"resource without public_url": {withJWT("issuer: https://i.example/\naudience: resource\n"), `auth.jwt.audience: "resource" needs public_url`},
+		"resource in a list":          {withJWT("issuer: https://i.example/\naudience: [a, resource]\n"), `auth.jwt.audience[1]: "resource" stands alone`},
+		"twice":                       {withJWT("issuer: https://i.example/\naudience: [a, a]\n"), `auth.jwt.audience[1]: audience "a" is listed twice`},
+		"empty list":                  {withJWT("issuer: https://i.example/\naudience: []\n"), "auth.jwt.audience: required"},
+		"a mapping":                   {withJWT("issuer: https://i.example/\naudience: {a: b}\n"), "auth.jwt.audience: must be a list"},
+	} {
+		t.Run(name, func(t *testing.T) { checkErr(t, c.yaml, c.want) })
+	}
+}

@@ -224,10 +224,24 @@ type ResourceMetadata struct {
 	PublicURL string
 }
 
+// AudienceResource is the audience value that accepts a token only for
+// the resource being called: the canonical URL of the vhost
+// ({public_url}/servers/{vhost}/mcp), as its RFC 9728 document names it.
+const AudienceResource = "resource"
+
 // JWTSettings configure bearer-token verification.
 type JWTSettings struct {
-	Issuer   string
+	Issuer string
+	// Audience is the configured audience (auth.jwt.audience; with a
+	// list, its first entry), or AudienceResource. A token is accepted
+	// when its aud (or AudienceClaim) holds one of Audiences or, where
+	// the gateway knows its public URL, the URL of the vhost being
+	// called; with AudienceResource only the latter. Code that builds
+	// settings by hand may set Audience alone.
 	Audience string
+	// Audiences are every configured audience (one string or a list);
+	// empty when Audience is AudienceResource.
+	Audiences []string
 	// HMACSecret verifies HS256/384/512 tokens; nil when not configured. Never log it.
 	HMACSecret []byte
 	// PublicKey (*rsa.PublicKey, *ecdsa.PublicKey or ed25519.PublicKey)
@@ -360,14 +374,14 @@ type rawResourceMetadata struct {
 }
 
 type rawJWT struct {
-	Issuer        string   `yaml:"issuer"`
-	Audience      string   `yaml:"audience"`
-	HSSecretEnv   string   `yaml:"hs_secret_env"`
-	PublicKeyFile string   `yaml:"public_key_file"`
-	JWKSURL       string   `yaml:"jwks_url"`
-	AudienceClaim string   `yaml:"audience_claim"`
-	Algorithms    []string `yaml:"algorithms"`
-	Leeway        *string  `yaml:"leeway"`
+	Issuer        string     `yaml:"issuer"`
+	Audience      stringList `yaml:"audience"`
+	HSSecretEnv   string     `yaml:"hs_secret_env"`
+	PublicKeyFile string     `yaml:"public_key_file"`
+	JWKSURL       string     `yaml:"jwks_url"`
+	AudienceClaim string     `yaml:"audience_claim"`
+	Algorithms    []string   `yaml:"algorithms"`
+	Leeway        *string    `yaml:"leeway"`
 	// Introspection checks opaque tokens (RFC 7662).
 	Introspection *rawIntrospection `yaml:"introspection"`
 }

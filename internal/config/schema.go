@@ -9,6 +9,30 @@ import (
 
 var rawConfigType = reflect.TypeFor[rawConfig]()
 
+// stringListType is a field that takes one string or a list of them.
+var stringListType = reflect.TypeFor[stringList]()
+
+// stringList is a YAML string or a list of strings (auth.jwt.audience).
+type stringList []string
+
+// UnmarshalYAML takes a scalar as a list of one.
+func (l *stringList) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var s string
+		if err := n.Decode(&s); err != nil {
+			return err
+		}
+		*l = stringList{s}
+		return nil
+	}
+	var ss []string
+	if err := n.Decode(&ss); err != nil {
+		return err
+	}
+	*l = ss
+	return nil
+}
+
 // checkShape walks the YAML node tree against the raw types: it reports
 // unknown fields, duplicate keys and wrong node kinds by field path, and
 // records the line of every path for later messages. Values are never
@@ -37,6 +61,9 @@ func (v *validator) checkShape(n *yaml.Node, t reflect.Type, path string, depth 
 	}
 	if t == rawCardType && n.Kind == yaml.ScalarNode && n.Tag == "!!bool" {
 		return // card: false (card.go)
+	}
+	if t == stringListType && n.Kind == yaml.ScalarNode {
+		return // one string stands for a list of one
 	}
 	switch t.Kind() {
 	case reflect.Struct, reflect.Map:

@@ -98,6 +98,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 	if rm := cfg.Auth.ResourceMetadata; rm != nil && rm.PublicURL == "" {
 		rm.PublicURL = cfg.PublicURL
 	}
+	v.resourceAudience(raw.Auth, cfg)
 	cfg.Audit = v.audit(raw.Audit, cfg)
 	if st := raw.Streams; st != nil {
 		if st.EventLogSize != nil {

@@ -245,6 +245,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		KeepAlive: cfg.Streams.KeepAlive,
 		// Only with JWT auth: validation refuses it otherwise.
 		ResourceMetadata: cfg.Auth.ResourceMetadata,
+		ResourceBaseURL:  cfg.Auth.ResourceBaseURL(cfg.PublicURL),
 		Audit:            aud,
 		Cards:            cards(cfg, bo.build.Version),
 	})
