@@ -143,6 +143,7 @@ func New(opts Options) http.Handler {
 		opts.Metrics.Middleware(opts.Router.HasVHost), // first: refusals count too
 		checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins),
 		s.requireVHost,
+		s.noteChallenge,
 		withResource(opts.ResourceBaseURL),
 		auth.Middleware(opts.Auth, "mcpgw", challenge),
 		withBackendCaller,

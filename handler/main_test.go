@@ -87,6 +87,9 @@ type gwOptions struct {
 	// rateLimit, a per-principal rate limit of rateLimitN calls an hour
 	// (default: more than any test makes).
 	policy, rateLimit bool
+	// stepUp gives vhost other rules that show increment only to tokens
+	// granting scope admin, and echo and get_stats to everyone.
+	stepUp bool
 	rateLimitN        int64
 	rateLimitBatch    int64 // the limit's batch (router.RateLimit.Batch)
 	// audit writes the audit trail to a file of the test's.
@@ -134,6 +137,15 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 				{Per: policy.RatePerPrincipal, Limit: cmp.Or(o.rateLimitN, 1_000_000_000), Window: time.Hour, Batch: o.rateLimitBatch}}); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	if o.stepUp {
+		var err error
+		if vhosts["other"].Access, err = policy.CompileAccess([]policy.AccessRule{
+			{Allow: []string{"increment"}, Scopes: []string{"admin"}},
+			{Allow: []string{"echo", "get_stats"}},
+		}); err != nil {
+			t.Fatal(err)
 		}
 	}
 	opts := router.Options{Store: st}

@@ -103,6 +103,11 @@ type requestNote struct {
 	errData   json.RawMessage // the error's data (which limit refused)
 	toolError bool
 	audit     *router.AuditNote // nil: the trail is off
+
+	// challenge is the auth-params naming the vhost's metadata, for a
+	// 403 insufficient_scope challenge (refusal.go); "" when none is
+	// published.
+	challenge string
 }
 
 // noteOf finds the note of the request w answers, through the writers

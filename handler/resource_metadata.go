@@ -3,6 +3,7 @@ package handler
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/mcpgw/gateway/handler/auth"
@@ -48,8 +49,12 @@ func (s *server) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
 		}
 		resource += "/servers/" + vhost + "/mcp"
 	}
+	scopes := rm.ScopesSupported
+	if vhost := r.PathValue("vhost"); vhost != "" {
+		scopes = s.scopesOf(vhost)
+	}
 	doc, _ := json.Marshal(prmDocument{Resource: resource, AuthorizationServers: rm.AuthorizationServers,
-		ScopesSupported: rm.ScopesSupported, BearerMethodsSupported: []string{"header"}})
+		ScopesSupported: scopes, BearerMethodsSupported: []string{"header"}})
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "public, max-age=300")
@@ -61,11 +66,48 @@ func (s *server) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
 // in a 401's WWW-Authenticate challenge.
 func (s *server) challengeParams(r *http.Request) string {
 	rm := s.opts.ResourceMetadata
-	params := auth.ChallengeParam("resource_metadata", baseURL(rm, r)+wellKnownPRM+"/servers/"+r.PathValue("vhost")+"/mcp")
-	if len(rm.ScopesSupported) > 0 {
+	params := s.metadataParam(r)
+	if scopes := s.scopesOf(r.PathValue("vhost")); len(scopes) > 0 {
+		params += ", " + auth.ChallengeParam("scope", strings.Join(scopes, " "))
+	} else if len(rm.ScopesSupported) > 0 {
 		params += ", " + auth.ChallengeParam("scope", strings.Join(rm.ScopesSupported, " "))
 	}
 	return params
+}
+
+// metadataParam is the resource_metadata auth-param of the vhost's
+// document.
+func (s *server) metadataParam(r *http.Request) string {
+	return auth.ChallengeParam("resource_metadata", baseURL(s.opts.ResourceMetadata, r)+wellKnownPRM+"/servers/"+r.PathValue("vhost")+"/mcp")
+}
+
+// scopesOf are the scopes a vhost's metadata lists: the configured
+// scopes_supported, then those its access rules ask for.
+func (s *server) scopesOf(vhost string) []string {
+	var out []string
+	if rm := s.opts.ResourceMetadata; rm != nil {
+		out = append(out, rm.ScopesSupported...)
+	}
+	for _, sc := range s.opts.Router.AccessScopes(vhost) {
+		if !slices.Contains(out, sc) {
+			out = append(out, sc)
+		}
+	}
+	return out
+}
+
+// noteChallenge keeps the vhost's metadata parameter for a later 403
+// insufficient_scope challenge (refusal.go).
+func (s *server) noteChallenge(next http.Handler) http.Handler {
+	if s.opts.ResourceMetadata == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := noteOf(w); n != nil {
+			n.challenge = s.metadataParam(r)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // withResource names the vhost's canonical resource URL in the request's

@@ -3,6 +3,8 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"strings"
 
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/envelope"
@@ -120,12 +122,33 @@ func updateVisible(a policy.View, n *jsonrpc.Request) bool {
 // routedVisible reports whether a routed request's target is visible to
 // the request. resources/unsubscribe is never refused: a client must be
 // able to drop a subscription to a resource that has become hidden.
+// A name that only a rule needing more scopes shows counts as visible
+// here (it is listed); routedStepUp then refuses it.
 func (v *vhost) routedVisible(a policy.View, method string, t *target) bool {
 	switch {
 	case a.All() || method == "resources/unsubscribe":
 		return true
 	case method == "tools/call":
-		return a.Visible(v.publishedTool(t.backend, t.name))
+		return a.Listed(v.publishedTool(t.backend, t.name))
 	}
-	return a.Visible(t.public)
+	return a.Listed(t.public)
+}
+
+// routedStepUp refuses a routed request whose target the caller's token
+// lacks the scopes for (HTTP 403, insufficient_scope with the scopes to
+// ask for: a client re-authorizes and retries); nil when it may go on.
+func (v *vhost) routedStepUp(a policy.View, req *jsonrpc.Request, t *target) *jsonrpc.Response {
+	if a.All() || req.Method == "resources/unsubscribe" {
+		return nil
+	}
+	name := t.public
+	if req.Method == "tools/call" {
+		name = v.publishedTool(t.backend, t.name)
+	}
+	scopes := a.StepUp(name)
+	if scopes == nil {
+		return nil
+	}
+	return &jsonrpc.Response{ID: req.ID, Error: &Failure{Status: http.StatusForbidden, Scopes: scopes,
+		RPC: rpcError(CodeInsufficientScope, "insufficient scope: %s needs a token that grants %s", name, strings.Join(scopes, " "))}}
 }

@@ -100,6 +100,11 @@ func (r *Router) Admit(ctx context.Context, c *Call) (d *Decisions, refusal *jso
 // count counts c's call, decided by d, against the rate limits once.
 func (r *Router) count(ctx context.Context, d *Decisions, c *Call) *jsonrpc.Response {
 	v, t := d.v, d.t
+	if t != nil && d.rerr == nil && v.routedVisible(d.access, c.Request.Method, t) {
+		if refusal := v.routedStepUp(d.access, c.Request, t); refusal != nil {
+			return refusal // before the answer begins: a 403 status
+		}
+	}
 	if d.counted || v.limits == nil || c.Request.Method != "tools/call" || t == nil || !v.routedVisible(d.access, c.Request.Method, t) {
 		return nil
 	}

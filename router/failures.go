@@ -21,13 +21,14 @@ import (
 // JSON-RPC error codes the router answers with, from the one table in
 // internal/wire/codes.go.
 const (
-	CodeInvalidRequest   = wire.CodeInvalidRequest
-	CodeMethodNotFound   = wire.CodeMethodNotFound
-	CodeInvalidParams    = wire.CodeInvalidParams
-	CodeInternalError    = wire.CodeInternalError
-	CodeRequestCancelled = wire.CodeRequestCancelled
-	CodeRateLimited      = wire.CodeRateLimited
-	CodePolicyDenied     = wire.CodePolicyDenied
+	CodeInvalidRequest    = wire.CodeInvalidRequest
+	CodeMethodNotFound    = wire.CodeMethodNotFound
+	CodeInvalidParams     = wire.CodeInvalidParams
+	CodeInternalError     = wire.CodeInternalError
+	CodeRequestCancelled  = wire.CodeRequestCancelled
+	CodeRateLimited       = wire.CodeRateLimited
+	CodePolicyDenied      = wire.CodePolicyDenied
+	CodeInsufficientScope = wire.CodeInsufficientScope
 )
 
 // rpcError builds a JSON-RPC error object.
@@ -72,6 +73,20 @@ type Failure struct {
 	RPC        *jsonrpc.Error
 	Status     int
 	RetryAfter time.Duration
+	// Scopes, with Status 403, are the scopes the caller's token lacks
+	// (step-up authorization): the transport names them in an
+	// insufficient_scope challenge.
+	Scopes []string
+}
+
+// InsufficientScope reports the scopes a 403 refusal names (nil for any
+// other answer).
+func InsufficientScope(resp *jsonrpc.Response) []string {
+	var f *Failure
+	if resp == nil || !errors.As(resp.Error, &f) {
+		return nil
+	}
+	return f.Scopes
 }
 
 func (f *Failure) Error() string { return f.RPC.Error() }

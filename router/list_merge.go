@@ -95,7 +95,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		lists[ri] = named
 		from := len(entries)
 		for i, n := range named {
-			entries = append(entries, entry{res: int32(ri), idx: int32(i), visible: access.Visible(n.id)})
+			entries = append(entries, entry{res: int32(ri), idx: int32(i), visible: access.Listed(n.id)})
 		}
 		own := entries[from:]
 		if !v.single() {

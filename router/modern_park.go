@@ -154,8 +154,8 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respo
 		return nil
 	}
 	t := c.d.t
-	if c.d.rerr != nil || !v.routedVisible(c.d.access, c.Request.Method, t) {
-		return nil // the ordinary path answers it (a hidden name: as unknown)
+	if c.d.rerr != nil || !v.routedVisible(c.d.access, c.Request.Method, t) || v.routedStepUp(c.d.access, c.Request, t) != nil {
+		return nil // the ordinary path answers it (a hidden name: as unknown; a scope lacking: 403)
 	}
 	if r.gatewayTaskTool(v, c.Request.Method, t, declaresExtension(c.Modern.ClientCapabilities, wire.ExtensionTasks)) {
 		return nil // run as a task, or refused, by the ordinary path (tasks_run.go)

@@ -58,6 +58,12 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	} else if rerr == nil {
 		noteRouted(ctx, t)
 	}
+	if rerr == nil {
+		if refusal := v.routedStepUp(c.d.access, c.Request, t); refusal != nil {
+			noteDenied(ctx, c.d.access.DenialReason(t.public)+" without the scopes of the rule ahead")
+			return refusal
+		}
+	}
 	if rerr == nil && method == "resources/subscribe" && c.Session != nil { // (a 2026-07-28 request has no session to hold it)
 		rerr = subscribeRefusal(c.Session, t.public)
 	}

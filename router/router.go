@@ -245,6 +245,16 @@ func (r *Router) HasVHost(name string) bool {
 	return ok
 }
 
+// AccessScopes lists the scopes virtual host name's access rules ask for
+// (step-up authorization), sorted; nil for none or an unknown vhost.
+func (r *Router) AccessScopes(name string) []string {
+	v, ok := r.table.Load().vhosts[name]
+	if !ok {
+		return nil
+	}
+	return v.access.Scopes()
+}
+
 // SessionTTL is the sliding lifetime of a session in the store.
 func (r *Router) SessionTTL() time.Duration { return r.opts.SessionTTL }
 

@@ -12,6 +12,10 @@ type rawAccessRule struct {
 	When  string   `yaml:"when"`
 	Allow []string `yaml:"allow"`
 	Deny  []string `yaml:"deny"`
+	// Scopes the caller's token must grant for the rule to decide
+	// (step-up: a name only this rule shows is refused with 403 and the
+	// scopes to ask for).
+	Scopes []string `yaml:"scopes"`
 }
 
 // access compiles a virtual host's access rules (router.CompileAccess:
@@ -30,7 +34,7 @@ func (v *validator) access(vhostPath string, raw []*rawAccessRule) *policy.Acces
 			v.errf(indexPath(path, i), "empty rule: give allow (and when, deny)")
 			return nil
 		}
-		rules[i] = policy.AccessRule{When: r.When, Allow: r.Allow, Deny: r.Deny}
+		rules[i] = policy.AccessRule{When: r.When, Allow: r.Allow, Deny: r.Deny, Scopes: r.Scopes}
 	}
 	p, err := policy.CompileAccess(rules)
 	if err == nil {

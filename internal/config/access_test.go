@@ -88,7 +88,7 @@ func TestConfig_AccessErrorsNameTheRule(t *testing.T) {
 		{"unknown field", `
 - when: "true"
   allowed: ["*"]
-`, []string{"virtual_hosts.demo.access[0].allowed: unknown field (valid fields: when, allow, deny)"}},
+`, []string{"virtual_hosts.demo.access[0].allowed: unknown field (valid fields: when, allow, deny, scopes)"}},
 		{"not a list", `
   when: "true"
 `, []string{"virtual_hosts.demo.access: must be a list"}},

@@ -29,6 +29,10 @@ const (
 	// connection errors), -32020..-32022 (2026-07-28 header, capability and
 	// version errors) and -32042 (URL elicitation required).
 	CodeUnauthorized = -32010
+	// CodeInsufficientScope answers HTTP 403 with an insufficient_scope
+	// challenge: an access rule shows the name only to a token that
+	// grants more scopes (step-up authorization, RFC 6750 §3.1).
+	CodeInsufficientScope = -32011
 
 	// Protocol 2026-07-28's own codes, each answered with HTTP 400.
 	//

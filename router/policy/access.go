@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,6 +53,12 @@ type AccessRule struct {
 	When string
 	// Allow and Deny are name patterns: '*' matches any run of characters.
 	Allow, Deny []string
+	// Scopes, when set, are what the caller's token must grant (its scope
+	// or scp claim) for the rule to decide: a caller the rule's When
+	// holds for but whose token lacks one is decided by a later rule, and
+	// a name only this rule would show it is listed but refused with the
+	// scopes to ask for (step-up authorization).
+	Scopes []string
 }
 
 // AccessPolicy is a virtual host's compiled access rules (CompileAccess).
@@ -68,6 +75,7 @@ type AccessPolicy struct {
 type accessRule struct {
 	when        cel.Program // nil: always holds
 	allow, deny []nameGlob
+	scopes      []string
 }
 
 // AccessRuleError is one problem of one rule. Field is "when",
@@ -118,7 +126,7 @@ func CompileAccess(rules []AccessRule) (*AccessPolicy, error) {
 			}
 			p.rules[i].when = prg
 			p.claims = p.claims || claims
-		} else if i < len(rules)-1 {
+		} else if i < len(rules)-1 && len(r.Scopes) == 0 {
 			fail(i+1, "", "can never apply: rule %d has no `when`, so it decides for every caller", i)
 		}
 		for j, src := range r.Allow {
@@ -134,6 +142,15 @@ func CompileAccess(rules []AccessRule) (*AccessPolicy, error) {
 				fail(i, "deny["+strconv.Itoa(j)+"]", "%v", err)
 			}
 			p.rules[i].deny = append(p.rules[i].deny, g)
+		}
+		p.rules[i].scopes = slices.Clone(r.Scopes)
+		for j, sc := range r.Scopes {
+			if sc == "" || strings.ContainsAny(sc, " \t\"\\") {
+				fail(i, "scopes["+strconv.Itoa(j)+"]", "%q is not a scope (a word without spaces, quotes or backslashes)", sc)
+			}
+		}
+		if len(r.Scopes) > 0 && len(r.Allow) == 0 {
+			fail(i, "scopes", "has no effect without allow: the scopes grant what allow names")
 		}
 		if len(r.Deny) > 0 && len(r.Allow) == 0 {
 			fail(i, "deny", "has no effect without allow: a name must match allow to be visible (add allow: [\"*\"] to show everything else)")
@@ -182,7 +199,7 @@ func compileWhen(env *cel.Env, src string) (prg cel.Program, claims bool, msg st
 func cloneRules(rules []AccessRule) []AccessRule {
 	out := make([]AccessRule, len(rules))
 	for i, r := range rules {
-		out[i] = AccessRule{When: r.When, Allow: append([]string(nil), r.Allow...), Deny: append([]string(nil), r.Deny...)}
+		out[i] = AccessRule{When: r.When, Allow: slices.Clone(r.Allow), Deny: slices.Clone(r.Deny), Scopes: slices.Clone(r.Scopes)}
 	}
 	return out
 }
@@ -214,6 +231,9 @@ func (p *AccessPolicy) Equal(o *AccessPolicy) bool {
 type View struct {
 	policy *AccessPolicy // nil: everything is visible
 	rule   *accessRule   // the rule that decided; nil under a policy: nothing is visible
+	// stepUp is the first rule that held for the caller but needs scopes
+	// its token lacks (ahead of the deciding rule); nil when none did.
+	stepUp *accessRule
 }
 
 // Decide runs the rules' conditions for one caller, first to last, until
@@ -226,23 +246,98 @@ func (p *AccessPolicy) Decide(vhost string, claims map[string]any) View {
 		claims = map[string]any{}
 	}
 	var act interpreter.Activation
+	view := View{policy: p}
 	for i := range p.rules {
 		r := &p.rules[i]
-		if r.when == nil {
-			return View{policy: p, rule: r}
-		}
-		if act == nil {
-			var err error
-			if act, err = interpreter.NewActivation(map[string]any{"claims": claims, "vhost": vhost}); err != nil {
-				return View{policy: p}
+		holds := r.when == nil
+		if !holds {
+			if act == nil {
+				var err error
+				if act, err = interpreter.NewActivation(map[string]any{"claims": claims, "vhost": vhost}); err != nil {
+					return view
+				}
 			}
+			out, _, err := r.when.Eval(act)
+			holds = err == nil && out.Value() == true
 		}
-		if out, _, err := r.when.Eval(act); err == nil && out.Value() == true {
-			return View{policy: p, rule: r}
+		switch {
+		case !holds:
+		case !grants(claims, r.scopes):
+			if view.stepUp == nil {
+				view.stepUp = r
+			}
+		default:
+			view.rule = r
+			return view
 		}
 	}
-	return View{policy: p}
+	return view
 }
+
+// grants reports whether claims grant every scope: the token's scope
+// claim (space-separated, RFC 9068 and 8693) or scp (a list or a string,
+// as Entra ID and Okta spell it).
+func grants(claims map[string]any, scopes []string) bool {
+	if len(scopes) == 0 {
+		return true
+	}
+	var have []string
+	for _, name := range []string{"scope", "scp"} {
+		switch c := claims[name].(type) {
+		case string:
+			have = append(have, strings.Fields(c)...)
+		case []any:
+			for _, e := range c {
+				if s, ok := e.(string); ok {
+					have = append(have, s)
+				}
+			}
+		}
+	}
+	for _, sc := range scopes {
+		if !slices.Contains(have, sc) {
+			return false
+		}
+	}
+	return true
+}
+
+// Scopes lists every scope a rule of the policy asks for, sorted: what
+// the vhost's metadata tells clients they may request.
+func (p *AccessPolicy) Scopes() []string {
+	if p == nil {
+		return nil
+	}
+	var out []string
+	for _, r := range p.rules {
+		for _, sc := range r.scopes {
+			if !slices.Contains(out, sc) {
+				out = append(out, sc)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Listed reports whether a name is shown to the request: visible, or
+// visible once the token grants the scopes of the rule ahead of the
+// deciding one (StepUp names them). A name not listed is answered as
+// unknown.
+func (a View) Listed(id string) bool {
+	return a.Visible(id) || (a.stepUp != nil && a.stepUp.shows(id))
+}
+
+// StepUp returns the scopes the caller's token needs for a listed name it
+// may not use yet, or nil when it may (or when nothing would show it).
+func (a View) StepUp(id string) []string {
+	if a.stepUp == nil || a.Visible(id) || !a.stepUp.shows(id) {
+		return nil
+	}
+	return slices.Clone(a.stepUp.scopes)
+}
+
+func (r *accessRule) shows(id string) bool { return anyMatch(r.allow, id) && !anyMatch(r.deny, id) }
 
 // All reports whether nothing is hidden from the request.
 func (a View) All() bool { return a.policy == nil }
@@ -256,7 +351,7 @@ func (a View) Visible(id string) bool {
 	case a.rule == nil:
 		return false
 	}
-	return anyMatch(a.rule.allow, id) && !anyMatch(a.rule.deny, id)
+	return a.rule.shows(id)
 }
 
 func anyMatch(globs []nameGlob, s string) bool {
@@ -280,32 +375,40 @@ func (a View) PrefixVisible(prefix string, aliases map[string]string) bool {
 	switch {
 	case a.policy == nil:
 		return true
+	case a.stepUp != nil && a.stepUp.prefixVisible(prefix):
+		return true
 	case a.rule == nil:
 		return false
 	}
+	if a.rule.prefixVisible(prefix) {
+		return true
+	}
+	for _, alias := range aliases {
+		if a.Listed(alias) {
+			return true
+		}
+	}
+	return false
+}
+
+// prefixVisible reports whether the rule could show a name beginning with
+// prefix.
+func (r *accessRule) prefixVisible(prefix string) bool {
 	allowed := false
-	for _, g := range a.rule.allow {
+	for _, g := range r.allow {
 		if g.canPrefix(prefix) {
 			allowed = true
 			break
 		}
 	}
 	covered := false
-	for _, g := range a.rule.deny {
+	for _, g := range r.deny {
 		if g.coversPrefix(prefix) {
 			covered = true
 			break
 		}
 	}
-	if allowed && !covered {
-		return true
-	}
-	for _, alias := range aliases {
-		if a.Visible(alias) {
-			return true
-		}
-	}
-	return false
+	return allowed && !covered
 }
 
 // DenialReason names what the view refused a name with, for the audit
