@@ -89,9 +89,9 @@ type gwOptions struct {
 	policy, rateLimit bool
 	// stepUp gives vhost other rules that show increment only to tokens
 	// granting scope admin, and echo and get_stats to everyone.
-	stepUp bool
-	rateLimitN        int64
-	rateLimitBatch    int64 // the limit's batch (router.RateLimit.Batch)
+	stepUp         bool
+	rateLimitN     int64
+	rateLimitBatch int64 // the limit's batch (router.RateLimit.Batch)
 	// audit writes the audit trail to a file of the test's.
 	audit bool
 }
