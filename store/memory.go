@@ -37,6 +37,7 @@ type Memory struct {
 	tasks  map[string]map[string]*memTask // gateway-run tasks, by owner and id
 
 	userTokens memoryUserTokens // user_oauth tokens, once-ids and refresh locks
+	oauth      memoryOAuth      // the authorization server's records
 
 	instanceID string
 	bus        memBus
@@ -91,6 +92,7 @@ func (m *Memory) purge(now time.Time) {
 	m.purgeLeases(now)
 	m.purgeRates(now)
 	m.purgeTasks(now)
+	m.purgeOAuth(now)
 }
 
 // Ping reports whether the store is still open.

@@ -18,7 +18,9 @@
 //   - RateLimits (rate_limits.go): request counters every instance shares;
 //   - Tasks (tasks.go): the tasks the gateway runs itself, their leases,
 //     input rounds and results;
-//   - UserTokens (user_tokens.go): users' sealed third-party tokens.
+//   - UserTokens (user_tokens.go): users' sealed third-party tokens;
+//   - OAuthRecords (oauth_records.go): the gateway's own authorization
+//     server's clients, codes, consents, grants and signing keys.
 //
 // Store is all of them. Redis (redis.go, redis_<role>.go) and Memory
 // (memory.go, memory_<role>.go) each implement the whole Store, since
@@ -43,6 +45,7 @@ type Store interface {
 	RateLimits
 	Tasks
 	UserTokens
+	OAuthRecords
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error

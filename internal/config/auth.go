@@ -288,6 +288,7 @@ func (v *validator) resourceMetadata(raw *rawResourceMetadata, issuers []*JWTSet
 	}
 	const path = "auth.resource_metadata"
 	rm := &ResourceMetadata{ScopesSupported: raw.ScopesSupported}
+	v.rawAuthServers = raw.AuthorizationServers
 	if len(raw.AuthorizationServers) == 0 {
 		if len(fromIssuers) == 0 {
 			v.errf(path+".authorization_servers", "at least one authorization server (its issuer URL) is required")

@@ -209,6 +209,10 @@ type Auth struct {
 	// Login (auth.login) is the gateway's OIDC client at its own issuer,
 	// for the per-user sign-in pages; nil when absent.
 	Login *Login
+	// AuthorizationServer (auth.authorization_server) makes the gateway
+	// the OAuth 2.1 authorization server MCP clients sign in at; nil when
+	// off (authorization_server.go).
+	AuthorizationServer *AuthorizationServer
 }
 
 // ResourceMetadata tells OAuth clients where to get tokens for the gateway.
@@ -365,6 +369,8 @@ type rawAuth struct {
 	Issuers          []*rawJWT            `yaml:"issuers"`
 	ResourceMetadata *rawResourceMetadata `yaml:"resource_metadata"`
 	Login            *rawLogin            `yaml:"login"`
+	// AuthorizationServer: authorization_server.go.
+	AuthorizationServer *rawAuthorizationServer `yaml:"authorization_server"`
 }
 
 type rawResourceMetadata struct {

@@ -23,6 +23,9 @@ type validator struct {
 	errs    []error
 	aliases map[aliasKey]bool // anchors already shape-checked
 	baseDir string            // relative paths in the file are taken from here
+	// rawAuthServers are auth.resource_metadata.authorization_servers as
+	// written (the authorization server keeps an explicit list).
+	rawAuthServers []string
 	// stdioPaths are the `transport` fields of stdio backends, for
 	// Config.CheckLambda.
 	stdioPaths []string
@@ -94,9 +97,14 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 	cfg.UserTokens = v.userTokens(raw.UserTokens)
 	if raw.Auth != nil && cfg.Auth.Mode == ModeJWT {
 		cfg.Auth.Login = v.login(raw.Auth.Login)
+	} else if raw.Auth != nil && raw.Auth.AuthorizationServer != nil && raw.Auth.AuthorizationServer.Enabled {
+		v.errf("auth.authorization_server", "needs auth.mode jwt: the gateway signs users in at auth.jwt's issuer")
 	}
 	if rm := cfg.Auth.ResourceMetadata; rm != nil && rm.PublicURL == "" {
 		rm.PublicURL = cfg.PublicURL
+	}
+	if raw.Auth != nil && cfg.Auth.Mode == ModeJWT {
+		cfg.Auth.AuthorizationServer = v.authorizationServer(raw.Auth.AuthorizationServer, cfg)
 	}
 	v.resourceAudience(raw.Auth, cfg)
 	cfg.Audit = v.audit(raw.Audit, cfg)
