@@ -186,3 +186,10 @@ func noteAudit(a *Audit, r *http.Request, n *requestNote) *http.Request {
 // audited reports whether a method's requests are audited: the routed
 // ones (internal/wire/methods.go).
 func audited(method string) bool { return wire.MethodOf(method).Routed != "" }
+
+// ClientAddr returns the function that names a request's client address
+// as the audit trail does (through the trusted proxies), for other
+// per-source bounds (the authorization server's registration limit).
+func ClientAddr(trusted []netip.Prefix) func(*http.Request) string {
+	return (&Audit{TrustedProxies: trusted}).remoteAddr
+}

@@ -90,6 +90,11 @@ type Options struct {
 	// backends' requests the caller's own token (user_tokens.go).
 	SignIn     http.Handler
 	UserTokens credentials.UserTokenSource
+	// AuthServer, when set, is the gateway's own OAuth authorization
+	// server (handler/authserver), served on the paths AuthServerPaths
+	// lists (its metadata's well-known URLs and /oauth2/).
+	AuthServer      http.Handler
+	AuthServerPaths []string
 }
 
 // New returns the gateway's http.Handler: the one handler that runs under
@@ -132,6 +137,11 @@ func New(opts Options) http.Handler {
 		challenge = s.challengeParams
 	}
 
+	if opts.AuthServer != nil {
+		for _, p := range opts.AuthServerPaths {
+			mux.Handle(p, checkHost(opts.AllowedHosts)(opts.AuthServer))
+		}
+	}
 	if opts.SignIn != nil {
 		mux.Handle("/oauth/", checkHostOrigin(opts.AllowedHosts, opts.AllowedOrigins)(opts.SignIn))
 	}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -253,6 +254,21 @@ func (r *Router) AccessScopes(name string) []string {
 		return nil
 	}
 	return v.access.Scopes()
+}
+
+// AllAccessScopes lists the scopes any vhost's access rules ask for,
+// sorted: what the gateway's own authorization server grants.
+func (r *Router) AllAccessScopes() []string {
+	var out []string
+	for _, v := range r.table.Load().vhosts {
+		for _, sc := range v.access.Scopes() {
+			if !slices.Contains(out, sc) {
+				out = append(out, sc)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // SessionTTL is the sliding lifetime of a session in the store.

@@ -28,6 +28,7 @@ type options struct {
 	httpClient       *http.Client // key and discovery fetches
 	noRedirectClient *http.Client // introspection: the token and secret go nowhere else
 	timing           keyTiming
+	own              *OwnIssuer
 }
 
 // WithLogger logs key fetch and introspection failures to l (default
@@ -57,10 +58,13 @@ func New(a config.Auth, opts ...Option) (Verifier, error) {
 	o.noRedirectClient = &http.Client{Transport: o.httpClient.Transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	list := issuersOf(a)
-	if len(list) == 1 && list[0].Introspection == nil && !a.QualifiedPrincipals {
+	if len(list) == 1 && list[0].Introspection == nil && !a.QualifiedPrincipals && o.own == nil {
 		return newJWT(list[0], o) // auth.jwt: the one-issuer verifier as before
 	}
 	v := &issuersVerifier{byIssuer: map[string]*jwtVerifier{}, qualify: a.QualifiedPrincipals}
+	if o.own != nil {
+		v.byIssuer[o.own.Issuer], v.ownIssuer = newOwnJWT(o.own), o.own.Issuer
+	}
 	for _, s := range list {
 		jv, err := newJWT(s, o)
 		if err != nil {
@@ -72,7 +76,7 @@ func New(a config.Auth, opts ...Option) (Verifier, error) {
 			v.intro, v.introIssuer = newIntrospector(s, o), s.Issuer
 		}
 	}
-	if len(list) == 1 {
+	if len(list) == 1 && o.own == nil {
 		v.only = v.byIssuer[list[0].Issuer]
 	}
 	return v, nil
@@ -142,6 +146,7 @@ type issuersVerifier struct {
 	qualify     bool
 	intro       *introspector
 	introIssuer string
+	ownIssuer   string // the gateway's own authorization server, if on
 }
 
 // Close stops every issuer's key fetcher and drops idle connections.
@@ -191,7 +196,7 @@ func (v *issuersVerifier) principal(iss, sub string) Principal {
 	if sub == "" {
 		return ""
 	}
-	if v.qualify {
+	if v.qualify && iss != v.ownIssuer {
 		return Principal(iss + "#" + sub)
 	}
 	return Principal(sub)

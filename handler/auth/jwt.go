@@ -35,6 +35,7 @@ type jwtVerifier struct {
 	// aud is the issuer's audience rule, checked in audClaim.
 	aud      audienceRule
 	audClaim string
+	own      *OwnIssuer // the gateway's own authorization server (own_issuer.go)
 }
 
 // checkJWT validates one issuer's settings without starting anything.
@@ -122,8 +123,11 @@ func (v *jwtVerifier) VerifyClaims(r *http.Request) (Principal, Claims, error) {
 func (v *jwtVerifier) verify(ctx context.Context, raw string) (string, Claims, error) {
 	claims := jwt.MapClaims{}
 	keyf := v.key
-	if v.remote != nil {
+	switch {
+	case v.remote != nil:
 		keyf = v.remoteKey(ctx)
+	case v.own != nil:
+		keyf = v.ownKey(ctx)
 	}
 	tok, err := v.parser.ParseWithClaims(raw, claims, keyf)
 	if err != nil {
@@ -138,6 +142,9 @@ func (v *jwtVerifier) verify(ctx context.Context, raw string) (string, Claims, e
 		default:
 			return "", nil, &tokenError{cause: ownError("token type is not an access token")}
 		}
+	}
+	if jti, _ := claims["jti"].(string); v.own != nil && jti == "" {
+		return "", nil, &tokenError{cause: ownError("token type is not an access token")}
 	}
 	if !v.aud.accepts(ctx, claims[v.audClaim]) {
 		return "", nil, &tokenError{cause: jwt.ErrTokenInvalidAudience}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/mcpgw/gateway/handler"
 	"github.com/mcpgw/gateway/handler/auth"
+	"github.com/mcpgw/gateway/handler/authserver"
 	"github.com/mcpgw/gateway/internal/audit"
 	"github.com/mcpgw/gateway/internal/buildinfo"
 	"github.com/mcpgw/gateway/internal/config"
@@ -194,7 +195,11 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	if tasks != nil {
 		undo = append(undo, tasks.Close) // before the router: its runs use the router's backend clients
 	}
-	verifier, err := auth.New(cfg.Auth, auth.WithLogger(log))
+	as, asAuth, err := authServer(cfg, st, rt, log) // auth_server.go
+	if err != nil {
+		return fail(fmt.Errorf("auth.authorization_server: %w", err))
+	}
+	verifier, err := auth.New(cfg.Auth, append([]auth.Option{auth.WithLogger(log)}, asAuth...)...)
 	if err != nil {
 		return fail(fmt.Errorf("auth: %w", err))
 	}
@@ -225,21 +230,27 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 			return fail(fmt.Errorf("parking: %w", err))
 		}
 	}
+	var asHandler http.Handler
+	if as != nil {
+		asHandler = as.Handler()
+	}
 	h := handler.New(handler.Options{
-		SignIn:         signInPages,
-		UserTokens:     userTokens,
-		Router:         rt,
-		Sessions:       sessions,
-		Parks:          parks,
-		Auth:           verifier,
-		AllowedHosts:   cfg.AllowedHosts,
-		AllowedOrigins: cfg.AllowedOrigins,
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		MaxBatch:       cfg.MaxBatch,
-		ReadTimeout:    cmp.Or(cfg.Server.ReadTimeout, config.DefaultReadTimeout),
-		ResponseBudget: upstream.NewBudget(cmp.Or(cfg.Limits.InflightResponseBytes, config.DefaultInflightResponseBytes)),
-		Logger:         log,
-		Metrics:        m,
+		AuthServer:      asHandler,
+		AuthServerPaths: authserver.Paths(),
+		SignIn:          signInPages,
+		UserTokens:      userTokens,
+		Router:          rt,
+		Sessions:        sessions,
+		Parks:           parks,
+		Auth:            verifier,
+		AllowedHosts:    cfg.AllowedHosts,
+		AllowedOrigins:  cfg.AllowedOrigins,
+		MaxBodyBytes:    cfg.MaxBodyBytes,
+		MaxBatch:        cfg.MaxBatch,
+		ReadTimeout:     cmp.Or(cfg.Server.ReadTimeout, config.DefaultReadTimeout),
+		ResponseBudget:  upstream.NewBudget(cmp.Or(cfg.Limits.InflightResponseBytes, config.DefaultInflightResponseBytes)),
+		Logger:          log,
+		Metrics:         m,
 		// GET /status goes where GET /metrics goes, under the same rules.
 		Status:    !bo.noMetrics,
 		KeepAlive: cfg.Streams.KeepAlive,

@@ -242,6 +242,13 @@ func (s *Server) Introspect(ctx context.Context, token string) (active bool, sub
 	return v.Active, v.Sub, nil
 }
 
+// SetGroups makes the ID tokens s issues to the browser whose jar this is
+// carry a groups claim (names without dots).
+func (s *Server) SetGroups(jar http.CookieJar, groups ...string) {
+	u, _ := url.Parse(s.LoginApp)
+	jar.SetCookies(u, []*http.Cookie{{Name: s.cookie + "_groups", Value: strings.Join(groups, "."), Path: "/"}})
+}
+
 // SetSubject makes the browser whose jar this is sign in at s as sub.
 func (s *Server) SetSubject(jar http.CookieJar, sub string) {
 	u, _ := url.Parse(s.LoginApp)

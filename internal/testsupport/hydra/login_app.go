@@ -3,6 +3,7 @@ package hydra
 import (
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // loginApp is Hydra's login and consent UI for tests: it signs the
@@ -32,8 +33,12 @@ func (a *loginApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
-		a.accept(w, r, "/admin/oauth2/auth/requests/consent/accept?consent_challenge="+url.QueryEscape(ch),
-			map[string]any{"grant_scope": req.Scope, "grant_access_token_audience": req.Audience, "remember": false})
+		body := map[string]any{"grant_scope": req.Scope, "grant_access_token_audience": req.Audience, "remember": false}
+		if c, err := r.Cookie(a.cookie + "_groups"); err == nil && c.Value != "" {
+			// The ID token carries the groups the test named (SetGroups).
+			body["session"] = map[string]any{"id_token": map[string]any{"groups": strings.Split(c.Value, ".")}}
+		}
+		a.accept(w, r, "/admin/oauth2/auth/requests/consent/accept?consent_challenge="+url.QueryEscape(ch), body)
 	default:
 		http.NotFound(w, r)
 	}
