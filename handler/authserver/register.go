@@ -185,7 +185,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
-
 // writeJSONPublic writes a cacheable public document.
 func writeJSONPublic(w http.ResponseWriter, v any) {
 	b, err := json.Marshal(v)

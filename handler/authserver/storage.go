@@ -281,4 +281,3 @@ func (st *storage) ValidateJWTProfileScopes(context.Context, string, []string) (
 	return nil, errors.New("not supported")
 }
 func (st *storage) Health(context.Context) error { return nil }
-
