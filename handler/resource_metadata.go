@@ -63,13 +63,14 @@ func (s *server) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
 }
 
 // challengeParams names the vhost's metadata (and the scopes to ask for)
-// in a 401's WWW-Authenticate challenge.
+// in a 401's WWW-Authenticate challenge. The scopes are the configured
+// ones only: a client asks for them first, and for an access rule's
+// scopes when a 403 names them (step-up), rather than for everything
+// the metadata lists.
 func (s *server) challengeParams(r *http.Request) string {
 	rm := s.opts.ResourceMetadata
 	params := s.metadataParam(r)
-	if scopes := s.scopesOf(r.PathValue("vhost")); len(scopes) > 0 {
-		params += ", " + auth.ChallengeParam("scope", strings.Join(scopes, " "))
-	} else if len(rm.ScopesSupported) > 0 {
+	if len(rm.ScopesSupported) > 0 {
 		params += ", " + auth.ChallengeParam("scope", strings.Join(rm.ScopesSupported, " "))
 	}
 	return params

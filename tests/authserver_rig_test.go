@@ -42,9 +42,11 @@ type asRig struct {
 	lb   string // public_url
 }
 
-// startAuthServer runs the rig: vhosts a and b over one backend, vhost a
-// with a step-up rule (increment needs scope admin) and a group rule.
-func startAuthServer(t *testing.T) *asRig {
+// startAuthServer runs the rig: vhosts a, b and c over one backend;
+// on vhost a, group ops sees everything with scope admin (step-up),
+// everyone else echo and get_stats. Clients are told to ask for scope
+// read first.
+func startAuthServer(t *testing.T, tokenTTL string) *asRig {
 	t.Helper()
 	r := &asRig{t: t, idp: hydra.Start(t, hydra.Options{})}
 	r.rr = testsupport.StartRoundRobin(t)
@@ -60,21 +62,22 @@ auth:
   mode: jwt
   jwt: {issuer: %q, audience: mcpgw}
   login: {client_id: mcpgw-login, client_secret_env: E2E_AS_LOGIN_SECRET}
+  resource_metadata: {scopes_supported: [read]}
   authorization_server:
     enabled: true
-    access_token_ttl: 10m
+    access_token_ttl: %s
     claims: [groups]
 virtual_hosts:
   a:
     backends: {one: {url: %q}}
     access:
-      - {when: "'ops' in claims.groups", allow: [increment], scopes: [admin]}
+      - {when: "'ops' in claims.groups", allow: ["*"], scopes: [admin]}
       - {allow: [echo, get_stats]}
   b:
     backends: {one: {url: %q}}
   c:
     backends: {one: {url: %q}}
-`, r.lb, r.idp.Issuer, backend.URL, backend.URL, backend.URL)
+`, r.lb, r.idp.Issuer, tokenTTL, backend.URL, backend.URL, backend.URL)
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

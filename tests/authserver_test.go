@@ -15,7 +15,7 @@ import (
 // Hydra, consent), token, calls on the vhost the token names and not on
 // another, refresh, revocation; then the attacks.
 func TestAuthServer_FlowAndAttacks(t *testing.T) {
-	r := startAuthServer(t)
+	r := startAuthServer(t, "10m")
 	cb := callbackServer(t)
 	c := r.register(cb)
 	alice := r.browser("alice", "ops")

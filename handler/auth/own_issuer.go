@@ -33,7 +33,7 @@ var ownAlgorithms = []string{"ES256"}
 func newOwnJWT(o *OwnIssuer) *jwtVerifier {
 	return &jwtVerifier{
 		parser: jwt.NewParser(jwt.WithValidMethods(ownAlgorithms), jwt.WithIssuer(o.Issuer), jwt.WithExpirationRequired(),
-			jwt.WithIssuedAt(), jwt.WithLeeway(30*time.Second)),
+			jwt.WithIssuedAt(), jwt.WithLeeway(5*time.Second)),
 		aud: audienceRule{resourceOnly: true}, audClaim: "aud", own: o,
 	}
 }

@@ -111,6 +111,8 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e := q.Get("error"); e != "" {
+		s.o.Log.Info("authorization server: the identity provider refused the sign-in", "error", truncate(e, 64),
+			"error_description", truncate(q.Get("error_description"), 200))
 		s.deny(w, r, a, "access_denied")
 		return
 	}

@@ -26,7 +26,7 @@ const (
 type AuthorizationServer struct {
 	// AccessTokenTTL (access_token_ttl) is the life of an access token
 	// (a JWT the resource side checks without the store: it stays valid
-	// until then, even after its grant is revoked). Default 1h; 1m..24h.
+	// until then, even after its grant is revoked). Default 1h; 10s..24h.
 	AccessTokenTTL time.Duration
 	// RefreshTokenTTL (refresh_token_ttl) is how long a grant lives
 	// unused: each refresh rotates its token and starts it again.
@@ -67,7 +67,7 @@ func (v *validator) authorizationServer(raw *rawAuthorizationServer, cfg *Config
 	}
 	const path = "auth.authorization_server"
 	as := &AuthorizationServer{
-		AccessTokenTTL:            v.duration(path+".access_token_ttl", raw.AccessTokenTTL, DefaultAccessTokenTTL, time.Minute),
+		AccessTokenTTL:            v.duration(path+".access_token_ttl", raw.AccessTokenTTL, DefaultAccessTokenTTL, 10*time.Second),
 		RefreshTokenTTL:           v.duration(path+".refresh_token_ttl", raw.RefreshTokenTTL, DefaultRefreshTokenTTL, time.Hour),
 		DynamicRegistration:       true,
 		ClientIDMetadataDocuments: true,
