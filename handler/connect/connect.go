@@ -208,6 +208,11 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		h.page(w, status, "Sign-in failed", msg)
 		return
 	}
+	if msg := h.checkIss(r, st); msg != "" {
+		h.o.Log.Warn("sign-in refused: the authorization response names another issuer (RFC 9207)", "vhost", st.VHost, "backend", st.Backend)
+		h.page(w, http.StatusBadRequest, "Sign-in failed", msg)
+		return
+	}
 	if e := r.URL.Query().Get("error"); e != "" {
 		h.page(w, http.StatusForbidden, "Sign-in was not completed", "The authorization server answered: "+truncate(e, 64)+".")
 		return
@@ -225,6 +230,48 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.page(w, http.StatusBadRequest, "Sign-in failed", "Unknown step.")
 	}
+}
+
+// checkIss is the mix-up defence of RFC 9207: an authorization
+// response that names its issuer must name the one the step was sent to,
+// and one whose server advertises authorization_response_iss_parameter_supported
+// must name it. It returns why the response is refused, or "".
+func (h *Handler) checkIss(r *http.Request, st state) string {
+	iss := r.URL.Query().Get("iss")
+	var want string
+	var required bool
+	switch st.Step {
+	case stepBackend:
+		s := h.o.Backend(st.VHost, st.Backend)
+		if s == nil {
+			return ""
+		}
+		e, err := h.o.Vault.Endpoints(r.Context(), s)
+		if err != nil {
+			return ""
+		}
+		want, required = e.Issuer, e.IssParameter
+	default:
+		want = h.o.Issuer
+		h.mu.Lock()
+		p := h.provider
+		h.mu.Unlock()
+		var md struct {
+			IssParameter bool `json:"authorization_response_iss_parameter_supported"`
+		}
+		if p != nil && p.Claims(&md) == nil {
+			required = md.IssParameter
+		}
+	}
+	switch {
+	case want == "":
+		return ""
+	case iss == "" && required:
+		return "The authorization server's answer does not name it, though it says it always does."
+	case iss != "" && iss != want:
+		return "The answer came from another authorization server than the one this sign-in was sent to."
+	}
+	return ""
 }
 
 // loginDone checks who signed in at the gateway's issuer. For a connect

@@ -276,3 +276,42 @@ func revokeAll(t *testing.T, h *hydra.Server, sub string) {
 	}
 	resp.Body.Close()
 }
+
+// RFC 9207: the third party's answer, carried to the callback with an
+// iss naming another server (a mix-up), is refused before its code is
+// exchanged; nothing is stored. The same answer with the right issuer
+// would have connected.
+func TestConnect_IssuerMixUpRefused(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	_, err := r.vaults[0].UserToken(ctx, "alice", r.settings)
+	sr := err.(*credentials.SignInRequired)
+	alice := r.browser("alice", "alice-gh")
+	var answer *url.URL
+	alice.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		// Stop at the third party's redirect back to the gateway.
+		if req.URL.Path == "/oauth/callback" && len(via) > 0 && strings.HasPrefix(via[len(via)-1].URL.String(), r.third.Public) {
+			answer = req.URL
+			return http.ErrUseLastResponse
+		}
+		return nil
+	}
+	get(t, alice, sr.URL)
+	if answer == nil {
+		t.Fatal("the flow never reached the third party's answer")
+	}
+	q := answer.Query()
+	if iss := q.Get("iss"); iss != "" && iss != r.third.Issuer {
+		t.Fatalf("the third party names itself %q, want %q", iss, r.third.Issuer)
+	}
+	q.Set("iss", "https://evil.example/")
+	answer.RawQuery = q.Encode()
+	alice.CheckRedirect = nil
+	status, body, _ := get(t, alice, answer.String())
+	if status != http.StatusBadRequest || !strings.Contains(body, "another authorization server") {
+		t.Fatalf("mixed-up answer: %d %s", status, body)
+	}
+	if names, _ := r.vaults[0].Names(ctx, "alice"); len(names) != 0 {
+		t.Fatalf("a mixed-up answer stored %v", names)
+	}
+}

@@ -21,6 +21,11 @@ import (
 // configured, or discovered from its issuer.
 type Endpoints struct {
 	Authorization, Token, Revocation string
+	// Issuer is the discovered issuer ("" for configured endpoints), and
+	// IssParameter whether its metadata says it names itself in every
+	// authorization response (RFC 9207): the callback checks both.
+	Issuer       string
+	IssParameter bool
 }
 
 // metadata is the part of an OIDC discovery document or RFC 8414
@@ -30,6 +35,7 @@ type metadata struct {
 	Authorization string `json:"authorization_endpoint"`
 	Token         string `json:"token_endpoint"`
 	Revocation    string `json:"revocation_endpoint"`
+	IssParameter  bool   `json:"authorization_response_iss_parameter_supported"`
 }
 
 // providers caches discovered endpoints per issuer (a cache: any instance
@@ -67,7 +73,7 @@ func (p *providers) endpoints(ctx context.Context, s *credentials.Settings) (End
 		if m.Authorization == "" || m.Token == "" {
 			return Endpoints{}, fmt.Errorf("the metadata of %s has no authorization or token endpoint", u.Issuer)
 		}
-		e = Endpoints{Authorization: m.Authorization, Token: m.Token, Revocation: m.Revocation}
+		e = Endpoints{Authorization: m.Authorization, Token: m.Token, Revocation: m.Revocation, Issuer: m.Issuer, IssParameter: m.IssParameter}
 		if u.RevocationURL != "" {
 			e.Revocation = u.RevocationURL
 		}
