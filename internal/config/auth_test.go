@@ -181,3 +181,35 @@ func TestConfig_AudienceListAndResource(t *testing.T) {
 		t.Run(name, func(t *testing.T) { checkErr(t, c.yaml, c.want) })
 	}
 }
+
+// auth.authorization_server: defaults, the vhosts' metadata naming the
+// gateway, and what it needs.
+func TestConfig_AuthorizationServer(t *testing.T) {
+	t.Setenv("MCPGW_TEST_AS_KEY", "c2VhbGluZy1rZXktZm9yLXRoZS1lMmUtdGVzdHMtMzI=")
+	t.Setenv("MCPGW_TEST_AS_LOGIN", "login-secret")
+	head := "public_url: https://gw.example\nuser_tokens: {key_env: MCPGW_TEST_AS_KEY}\nauth:\n  mode: jwt\n" +
+		"  jwt: {issuer: \"https://idp.example/\", audience: mcpgw}\n  login: {client_id: gw, client_secret_env: MCPGW_TEST_AS_LOGIN}\n"
+	cfg := mustParse(t, head+"  authorization_server: {enabled: true, claims: [groups, email]}\n"+vhostsTail)
+	as := cfg.Auth.AuthorizationServer
+	if as == nil || as.AccessTokenTTL != DefaultAccessTokenTTL || as.RefreshTokenTTL != DefaultRefreshTokenTTL ||
+		!as.DynamicRegistration || !as.ClientIDMetadataDocuments || !reflect.DeepEqual(as.Claims, []string{"groups", "email"}) {
+		t.Fatalf("authorization server %+v", as)
+	}
+	if rm := cfg.Auth.ResourceMetadata; rm == nil || !reflect.DeepEqual(rm.AuthorizationServers, []string{"https://gw.example"}) {
+		t.Fatalf("the vhosts' metadata does not name the gateway: %+v", rm)
+	}
+	if cfg := mustParse(t, head+"  authorization_server: {enabled: false}\n"+vhostsTail); cfg.Auth.AuthorizationServer != nil {
+		t.Fatal("off is on")
+	}
+	for name, c := range map[string]struct{ yaml, want string }{
+		"no login": {"public_url: https://gw.example\nuser_tokens: {key_env: MCPGW_TEST_AS_KEY}\nauth:\n  mode: jwt\n  jwt: {issuer: \"https://idp.example/\", audience: a}\n" +
+			"  authorization_server: {enabled: true}\n" + vhostsTail, "auth.authorization_server: needs auth.login"},
+		"reserved claim": {head + "  authorization_server: {enabled: true, claims: [sub]}\n" + vhostsTail, `auth.authorization_server.claims[0]: "sub" is the gateway's own claim`},
+		"ttl":            {head + "  authorization_server: {enabled: true, access_token_ttl: 48h}\n" + vhostsTail, "auth.authorization_server.access_token_ttl: must be at most 24h0m0s"},
+		"no registration": {head + "  authorization_server: {enabled: true, registration: {dynamic: false, client_id_metadata_documents: false}}\n" + vhostsTail,
+			"auth.authorization_server.registration: turns off both"},
+		"mode none": {"auth:\n  mode: none\n  authorization_server: {enabled: true}\n" + vhostsTail, "auth.authorization_server: needs auth.mode jwt"},
+	} {
+		t.Run(name, func(t *testing.T) { checkErr(t, c.yaml, c.want) })
+	}
+}
