@@ -113,12 +113,11 @@ func (k *keyring) load(ctx context.Context) ([]*signingKey, error) {
 		}
 		var rec keyRecord
 		if ok {
-			plain, err := k.sealer.Open("as-"+kindKeys, keyRecordID, blob)
-			if err != nil {
-				return nil, errors.New("authorization server: the signing keys in the store are sealed under another user_tokens key")
-			}
-			if err := json.Unmarshal(plain, &rec); err != nil {
-				return nil, err
+			// Keys sealed under another user_tokens key (it was rotated)
+			// are unusable: they are replaced below, and the tokens they
+			// signed are refused from now on.
+			if plain, err := k.sealer.Open("as-"+kindKeys, keyRecordID, blob); err != nil || json.Unmarshal(plain, &rec) != nil {
+				rec = keyRecord{}
 			}
 		}
 		now := time.Now()
