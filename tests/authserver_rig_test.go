@@ -160,7 +160,6 @@ func (b *browser) visit(u string) (status int, location, body string) {
 type oauthClient struct {
 	r        *asRig
 	id       string
-	secret   string
 	redirect string
 }
 

@@ -132,12 +132,10 @@ func (k *keyring) load(ctx context.Context) ([]*signingKey, error) {
 		if ok {
 			old = blob
 		}
-		won, err := k.st.SwapOAuthRecord(ctx, kindKeys, keyRecordID, old, next, keyRotateEvery+k.keep+24*time.Hour)
-		if err != nil {
+		// Won or lost to another instance's rotation, the next round
+		// reads what the store holds now and adopts it.
+		if _, err := k.st.SwapOAuthRecord(ctx, kindKeys, keyRecordID, old, next, keyRotateEvery+k.keep+24*time.Hour); err != nil {
 			return nil, err
-		}
-		if !won {
-			continue // another instance rotated: read what it wrote
 		}
 	}
 	return nil, errors.New("authorization server: the signing keys keep changing")
