@@ -37,25 +37,6 @@ func checkHostOrigin(hosts, origins []string) func(http.Handler) http.Handler {
 	}
 }
 
-// checkHost is the Host check alone, for the authorization server's
-// endpoints: browser clients of any origin call them (CORS), and its one
-// form (consent) carries a token of its own against cross-site posts.
-func checkHost(hosts []string) func(http.Handler) http.Handler {
-	allowedHost := map[string]bool{}
-	for _, h := range hosts {
-		allowedHost[strings.ToLower(h)] = true
-	}
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if len(allowedHost) > 0 && !hostAllowed(allowedHost, r.Host) {
-				writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, "host not allowed")
-				return
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-}
-
 // hostAllowed matches the Host header with or without its port: an entry
 // "localhost" allows "localhost:8080", an entry "example.com:443" only that.
 func hostAllowed(allowed map[string]bool, host string) bool {

@@ -45,7 +45,8 @@ func (s *server) routeCards(mux *http.ServeMux) {
 }
 
 // checkHost is checkHostOrigin's Host check alone: any Origin may read
-// the discovery documents.
+// the discovery documents and call the authorization server's endpoints
+// (its one form, consent, carries a token of its own).
 func checkHost(hosts []string) func(http.Handler) http.Handler {
 	allowed := map[string]bool{}
 	for _, h := range hosts {
