@@ -9,15 +9,42 @@ import (
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
-// SessionMode says how a backend's own MCP session is handled.
+// SessionMode says how a backend's own MCP session is handled: who a
+// backend session belongs to, and so whose calls share the state a
+// stateful backend keeps in it. Whatever the mode, a backend session is
+// never shared by two principals (see backend_session_owner.go).
 type SessionMode string
 
 const (
-	// SessionPerRequest opens a fresh backend session for each routed request (default).
+	// SessionAuto (the default) makes a backend behave as it does for a
+	// client connected DIRECT: a 2026-07-28 backend gets one exchange per
+	// request; a backend that hands out session ids at initialize gets one
+	// backend session per gateway session (as SessionReuse), so a stateful
+	// server keeps its state across a 2025 client's calls and only the
+	// first call pays its initialize; a sessionless (2026-07-28) caller
+	// gets a backend session of its own per request. It is the default
+	// because it is what the backend's author tested against, and because
+	// a per-request session costs a stateful server's initialize (about a
+	// second for FastMCP) on every call and loses the state between them.
+	SessionAuto SessionMode = "auto"
+	// SessionPerRequest opens a fresh backend session for each routed
+	// request and closes it (DELETE) after: nothing is kept.
 	SessionPerRequest SessionMode = "per-request"
-	// SessionReuse keeps the backend's session id in the store and reuses it.
+	// SessionReuse keeps one backend session per gateway session, its id
+	// in the session's snapshot in the store, and always opens it with the
+	// session handshake, even on a backend that also speaks 2026-07-28. A
+	// sessionless caller gets a per-request backend session.
 	SessionReuse SessionMode = "reuse"
+	// SessionPerPrincipal keeps one backend session per principal, vhost
+	// and backend, its id in the store, opened with that principal's
+	// credentials, and used by every client of the principal, sessionless
+	// or not: the backend's state is shared by all of them (and by no one
+	// else).
+	SessionPerPrincipal SessionMode = "per-principal"
 )
+
+// SessionModes lists the modes in the order config errors name them.
+var SessionModes = []SessionMode{SessionAuto, SessionPerRequest, SessionReuse, SessionPerPrincipal}
 
 // Backend is one configured upstream MCP server of a virtual host.
 type Backend struct {
@@ -27,7 +54,9 @@ type Backend struct {
 	upstream.Config
 	// ToolNameAliases maps a downstream alias to the backend's tool name.
 	ToolNameAliases map[string]string
-	Session         SessionMode
+	// Session is who the backend's own sessions belong to (SessionMode);
+	// "" is SessionAuto.
+	Session SessionMode
 	// ListCacheTTL, when positive, caches this backend's list pages on
 	// each instance for that long (see router/listcache); 0 turns it off.
 	ListCacheTTL time.Duration

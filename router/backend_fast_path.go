@@ -19,9 +19,11 @@ import (
 //
 //   - a backend that issued no session id at initialize (a stateless
 //     server) gets requests directly, with the snapshot's protocol version;
-//   - a backend configured with `session: reuse` keeps one backend session
-//     per gateway session, its id stored in the snapshot, so any instance
-//     sends on it.
+//   - a backend whose sessions the gateway keeps (`session: auto`, the
+//     default, and `reuse`: one backend session per gateway session, its id
+//     stored in the snapshot; `per-principal`: one per principal, its id in
+//     the principal's record) gets requests on the kept session, so any
+//     instance sends on it (backend_session_owner.go).
 //
 // Either way a refusal (the backend forgot the session, or wants a
 // handshake after all) falls back to the full handshake once, and the
@@ -71,14 +73,19 @@ func (r *Router) forgetRefusedToken(ctx context.Context, v *vhost, key string, e
 
 // exchange is withBackend without the observation.
 func (r *Router) exchange(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
-	snap := p.backends[key]
-	reuse := v.backends[key].Session == SessionReuse
-	if h, ok := r.fastHandshake(v, key, p, snap, reuse); ok {
+	orig := p.backends[key]
+	k := r.keeperFor(ctx, v, key, p)
+	snap := r.principalSnapshot(ctx, k, orig)
+	keep := k.kind != keepNone
+	if keep {
+		r.maybeSweep()
+	}
+	if h, ok := r.fastHandshake(v, key, p, snap, keep); ok {
 		conn, err := v.clients[key].Open(ctx, h, hdr) // no round trip: nothing to shake hands about
 		if err == nil {
 			r.applyLogLevel(ctx, conn, p, key)
 			resp, err := fn(conn)
-			r.release(conn, reuse)
+			r.release(conn, keep)
 			if !refusedFastPath(err) {
 				return resp, err
 			}
@@ -106,19 +113,29 @@ func (r *Router) exchange(ctx context.Context, v *vhost, key string, p *peer, hd
 		}
 		return nil, err
 	}
+	kept := false
 	if init := conn.Init(); init != nil {
+		kept = r.adopt(ctx, v, key, p, k, keptID(snap), conn)
 		next := snapshotFrom(key, init)
-		if reuse {
+		if kept && k.kind == keepSession {
 			next.SessionID = store.BackendSessionID(conn.SessionID())
 		}
-		if snapshotChanged(snap, next) {
+		if snapshotChanged(orig, next) {
 			r.persistSnapshots(ctx, p, []*store.BackendSnapshot{next})
 		}
 	}
 	r.applyLogLevel(ctx, conn, p, key)
 	resp, err := fn(conn)
-	r.release(conn, reuse && conn.SessionID() != "")
+	r.release(conn, kept)
 	return resp, err
+}
+
+// keptID is the backend session a snapshot names, if it is healthy.
+func keptID(snap *store.BackendSnapshot) store.BackendSessionID {
+	if !snap.OK() {
+		return ""
+	}
+	return snap.SessionID
 }
 
 // release closes a connection after its exchange. The backend's DELETE
@@ -135,7 +152,7 @@ func (r *Router) release(conn *upstream.Conn, keep bool) {
 
 // fastHandshake returns the handshake that skips initialize, if the
 // snapshot allows one.
-func (r *Router) fastHandshake(v *vhost, key string, p *peer, snap *store.BackendSnapshot, reuse bool) (upstream.Handshake, bool) {
+func (r *Router) fastHandshake(v *vhost, key string, p *peer, snap *store.BackendSnapshot, keep bool) (upstream.Handshake, bool) {
 	if !snap.OK() || v.backends[key].Transport == upstream.TransportSSE {
 		return upstream.Handshake{}, false // legacy SSE: the stream is the session
 	}
@@ -143,9 +160,9 @@ func (r *Router) fastHandshake(v *vhost, key string, p *peer, snap *store.Backen
 	switch {
 	case modernSnapshot(snap):
 		// A 2026-07-28 backend: one exchange per request, never a session
-		// (not even with `session: reuse`: it has none to keep).
+		// (whatever the session mode: it has none to keep).
 		h.ProtocolVersion, h.SkipInitialize = wire.ModernProtocolVersion, true
-	case reuse && snap.SessionID != "":
+	case keep && snap.SessionID != "":
 		h.SessionID = string(snap.SessionID)
 	case snap.Stateless:
 		h.SkipInitialize = true
@@ -174,7 +191,8 @@ func snapshotChanged(old, next *store.BackendSnapshot) bool {
 }
 
 // EndBackendSessions ends the backend sessions a gateway session kept
-// (`session: reuse`), best effort, when the client deletes its session.
+// (`session: auto` or `reuse`), best effort, when the client deletes its
+// session. A principal's backend sessions are the principal's: they stay.
 func (r *Router) EndBackendSessions(ctx context.Context, sess *store.Session) {
 	p := sessionPeer(sess)
 	v, ok := r.table.Load().vhosts[p.vhost]

@@ -80,7 +80,7 @@ func (r *Router) listenBackend(ctx context.Context, p *peer, hdr http.Header, t 
 		return r.listenModern(ctx, v, p, hdr, t, access, emit, up)
 	}
 	notice := r.unsolicited(ctx, v, key, emit)
-	if v.backends[key].Session == SessionReuse {
+	if p.backends[key].OK() && p.backends[key].SessionID != "" {
 		// The client's own backend session: what the backend sends it
 		// unprompted (updates of the subscriptions its calls made there,
 		// log messages, list changes) arrives on that session's stream, so

@@ -172,8 +172,11 @@ func (r *Router) reprobeDue(snap *store.BackendSnapshot) bool {
 // A backend in `session: reuse` mode keeps the legacy handshake: its
 // operator asked for a backend session that lives with the client's.
 //
-// In `session: reuse` mode the backend session opened by the probe is kept
-// and its id stored, so later requests, on any instance, send on it.
+// The backend session opened by the handshake is kept when the backend's
+// mode keeps one for this session (keeperFor: `auto`, the default, and
+// `reuse` in the session's snapshot, so later requests, on any instance,
+// send on it; `per-principal` in the principal's record, unless the
+// principal has one already); otherwise it is closed.
 func (r *Router) probe(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header) *store.BackendSnapshot {
 	reuse := v.backends[key].Session == SessionReuse
 	legacyKnown := false
@@ -208,11 +211,12 @@ func (r *Router) probe(ctx context.Context, v *vhost, key string, p *peer, hdr h
 	if !reuse {
 		r.rememberLegacy(v, snap)
 	}
-	keep := reuse && conn.SessionID() != ""
-	if keep {
+	k := r.keeperFor(ctx, v, key, p)
+	keep := r.adopt(ctx, v, key, p, k, "", conn)
+	if keep && k.kind == keepSession {
 		snap.SessionID = store.BackendSessionID(conn.SessionID())
 	}
-	_ = conn.Close(keep)
+	r.release(conn, keep)
 	return snap
 }
 
@@ -262,7 +266,8 @@ func (r *Router) persistSnapshots(ctx context.Context, p *peer, snaps []*store.B
 	}
 	if p.sessionID == "" {
 		// A 2026-07-28 request's view: what it learned goes to the
-		// instance's discovery cache, never to the store.
+		// instance's discovery cache, never to the store (and never a
+		// backend session id: rememberDiscovery drops it).
 		if ok {
 			for _, snap := range snaps {
 				r.rememberDiscovery(v, snap)

@@ -145,8 +145,15 @@ func (r *Router) probeDiscovery(ctx context.Context, v *vhost, key string, hdr h
 }
 
 // rememberDiscovery replaces a backend's cached snapshot with one a
-// request learned (a backend that changed generation, or recovered).
+// request learned (a backend that changed generation, or recovered). The
+// cache serves every principal, so it never holds a backend session id:
+// one is dropped here, whoever passed it.
 func (r *Router) rememberDiscovery(v *vhost, snap *store.BackendSnapshot) {
+	if snap.SessionID != "" {
+		cp := *snap
+		cp.SessionID = ""
+		snap = &cp
+	}
 	ttl := r.opts.DiscoveryMinTTL
 	if !snap.OK() {
 		ttl = r.opts.ReprobeInterval

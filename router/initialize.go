@@ -52,6 +52,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	if !wire.ServesProtocolVersion(version) {
 		version = wire.LatestProtocolVersion
 	}
+	r.maybeSweep() // backend sessions kept for sessions gone since
 	id := store.NewSessionID()
 	sess := &store.Session{
 		ID:                 id,

@@ -37,12 +37,14 @@ type Implementation struct {
 
 // Store is what the router uses of the shared store: session records and
 // backend snapshots, the bus (list changes between instances), request
-// counters (rate limits) and the keys its tokens are signed with.
+// counters (rate limits), the keys its tokens are signed with, and the
+// backend sessions it keeps (backend_session_owner.go).
 type Store interface {
 	store.Sessions
 	store.Bus
 	store.RateLimits
 	store.SigningKeys
+	store.BackendSessions
 }
 
 // Options configure a Router.
@@ -109,6 +111,9 @@ type Router struct {
 	// backend calls of gateway-run tasks (taskConversation), which unwind
 	// a little after their runs end.
 	cleanup sync.WaitGroup
+	// lastSweep is when this instance last swept the index of kept
+	// backend sessions (UnixNano; backend_session_owner.go).
+	lastSweep atomic.Int64
 
 	mu      sync.Mutex
 	stopBus func() // set by Start

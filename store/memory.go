@@ -39,6 +39,8 @@ type Memory struct {
 	userTokens memoryUserTokens // user_oauth tokens, once-ids and refresh locks
 	oauth      memoryOAuth      // the authorization server's records
 
+	backendSessions memBackendSessions // per-principal backend sessions, kept-session index; under mu
+
 	instanceID string
 	bus        memBus
 
@@ -93,6 +95,7 @@ func (m *Memory) purge(now time.Time) {
 	m.purgeRates(now)
 	m.purgeTasks(now)
 	m.purgeOAuth(now)
+	m.purgeBackendSessions(now)
 }
 
 // Ping reports whether the store is still open.

@@ -20,7 +20,9 @@
 //     input rounds and results;
 //   - UserTokens (user_tokens.go): users' sealed third-party tokens;
 //   - OAuthRecords (oauth_records.go): the gateway's own authorization
-//     server's clients, codes, consents, grants and signing keys.
+//     server's clients, codes, consents, grants and signing keys;
+//   - BackendSessions (backend_sessions.go): backend sessions kept per
+//     principal, and the index that closes those no longer kept.
 //
 // Store is all of them. Redis (redis.go, redis_<role>.go) and Memory
 // (memory.go, memory_<role>.go) each implement the whole Store, since
@@ -46,6 +48,7 @@ type Store interface {
 	Tasks
 	UserTokens
 	OAuthRecords
+	BackendSessions
 
 	// Ping checks the store is reachable.
 	Ping(ctx context.Context) error

@@ -415,10 +415,15 @@ type rawBackend struct {
 	AddHeaders         map[string]string `yaml:"add_headers"`
 	RemoveHeaders      []string          `yaml:"remove_headers"`
 	ToolNameAliases    map[string]string `yaml:"tool_name_aliases"`
-	Session            string            `yaml:"session"`
-	ListCache          *string           `yaml:"list_cache"`
-	Credentials        *rawCredentials   `yaml:"credentials"`
-	Tasks              *rawTasks         `yaml:"tasks"` // tasks.go
+	// Session is who the backend's own MCP sessions belong to: auto
+	// (default: as DIRECT, one per gateway session for a backend that
+	// hands out session ids, none kept for a sessionless caller),
+	// per-request, reuse or per-principal (router.SessionMode;
+	// docs/reference/backend-sessions.md).
+	Session     string          `yaml:"session"`
+	ListCache   *string         `yaml:"list_cache"`
+	Credentials *rawCredentials `yaml:"credentials"`
+	Tasks       *rawTasks       `yaml:"tasks"` // tasks.go
 	// transport stdio (stdio.go)
 	Command string            `yaml:"command"`
 	Args    []string          `yaml:"args"`

@@ -148,7 +148,7 @@ func TestConfig_FullExampleParsesWithDefaults(t *testing.T) {
 				Key: "gateway-two", URL: "http://127.0.0.1:9002/mcp", Transport: upstream.TransportStreamableHTTP,
 				Timeout: DefaultTimeout, PassthroughHeaders: []string{}, AddHeaders: map[string]string{}, RemoveHeaders: []string{},
 			},
-			ToolNameAliases: map[string]string{}, Session: router.SessionPerRequest,
+			ToolNameAliases: map[string]string{}, Session: router.SessionAuto,
 		},
 	}}
 	if !reflect.DeepEqual(demo, want) {
@@ -169,7 +169,7 @@ func TestConfig_AppliesDefaults(t *testing.T) {
 	case cfg.SessionTTL != DefaultSessionTTL, cfg.MaxBodyBytes != DefaultMaxBodyBytes, cfg.CursorSecret != nil,
 		len(cfg.AllowedHosts) != 0, len(cfg.AllowedOrigins) != 0, cfg.Auth.Mode != ModeNone, cfg.Auth.JWT != nil:
 		t.Errorf("top-level defaults: %+v", cfg)
-	case b.Key != "one", b.Transport != upstream.TransportStreamableHTTP, b.Session != router.SessionPerRequest,
+	case b.Key != "one", b.Transport != upstream.TransportStreamableHTTP, b.Session != router.SessionAuto,
 		b.Timeout != DefaultTimeout, b.AddHeaders == nil, b.ToolNameAliases == nil, b.ListCacheTTL != 0:
 		t.Errorf("backend defaults: %+v", *b)
 	}
@@ -330,7 +330,7 @@ func TestConfig_RejectsBadEnumsAndDurations(t *testing.T) {
 	b := func(field string) string { return withBackends("one:\n  url: http://h/mcp\n  " + field + "\n") }
 	cases := map[string]struct{ yaml, want string }{
 		"transport":       {b("transport: websocket"), `virtual_hosts.demo.backends.one.transport: "websocket" is not a transport`},
-		"session":         {b("session: sticky"), `virtual_hosts.demo.backends.one.session: "sticky" is not a session mode`},
+		"session":         {b("session: sticky"), `virtual_hosts.demo.backends.one.session: "sticky" is not a session mode (want one of auto, per-request, reuse, per-principal)`},
 		"timeout syntax":  {b("timeout: 30"), `virtual_hosts.demo.backends.one.timeout: "30" is not a duration`},
 		"timeout zero":    {b("timeout: 0s"), "virtual_hosts.demo.backends.one.timeout: must be positive"},
 		"timeout neg":     {b("timeout: -1s"), "virtual_hosts.demo.backends.one.timeout: must be positive"},

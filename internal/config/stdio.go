@@ -84,8 +84,8 @@ func (v *validator) stdio(path string, raw *rawBackend, b *router.Backend) {
 			v.errf(joinPath(path, f.name), "has no use with transport stdio: the process gets no HTTP request (pass values in env)")
 		}
 	}
-	if raw.Session == string(router.SessionReuse) {
-		v.errf(joinPath(path, "session"), "reuse has no meaning with transport stdio: processes are shared by requests in turn, never kept for one client")
+	if m := router.SessionMode(raw.Session); m == router.SessionReuse || m == router.SessionPerPrincipal {
+		v.errf(joinPath(path, "session"), "%s has no meaning with transport stdio: processes are shared by requests in turn, never kept for one client", m)
 	}
 	b.Stdio = s
 	v.stdioPaths = append(v.stdioPaths, joinPath(path, "transport"))

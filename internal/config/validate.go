@@ -341,7 +341,7 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 			Timeout:    v.duration(joinPath(path, "timeout"), raw.Timeout, DefaultTimeout, time.Nanosecond),
 			AddHeaders: map[string]string{},
 		},
-		Session:         router.SessionPerRequest,
+		Session:         router.SessionAuto,
 		ListCacheTTL:    v.duration(joinPath(path, "list_cache"), raw.ListCache, 0, 0),
 		ToolNameAliases: map[string]string{},
 	}
@@ -357,13 +357,7 @@ func (v *validator) backend(path, key string, raw *rawBackend) *router.Backend {
 	} else {
 		v.stdioOnly(path, raw)
 	}
-	switch s := router.SessionMode(raw.Session); s {
-	case "":
-	case router.SessionPerRequest, router.SessionReuse:
-		b.Session = s
-	default:
-		v.errf(joinPath(path, "session"), "%q is not a session mode (want per-request or reuse)", raw.Session)
-	}
+	v.sessionMode(joinPath(path, "session"), raw.Session, b)
 
 	b.PassthroughHeaders = v.headerList(joinPath(path, "passthrough_headers"), raw.PassthroughHeaders, true)
 	b.RemoveHeaders = v.headerList(joinPath(path, "remove_headers"), raw.RemoveHeaders, false)
@@ -463,3 +457,21 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func contains(list []string, s string) bool { return slices.Contains(list, s) }
+
+// sessionMode reads a backend's session: mode (router.SessionMode; empty:
+// auto).
+func (v *validator) sessionMode(path, raw string, b *router.Backend) {
+	if raw == "" {
+		return
+	}
+	mode := router.SessionMode(raw)
+	if !slices.Contains(router.SessionModes, mode) {
+		names := make([]string, len(router.SessionModes))
+		for i, m := range router.SessionModes {
+			names[i] = string(m)
+		}
+		v.errf(path, "%q is not a session mode (want one of %s)", raw, strings.Join(names, ", "))
+		return
+	}
+	b.Session = mode
+}
