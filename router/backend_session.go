@@ -182,7 +182,7 @@ func (r *Router) probe(ctx context.Context, v *vhost, key string, p *peer, hdr h
 	legacyKnown := false
 	if !reuse {
 		var snap *store.BackendSnapshot
-		if snap, legacyKnown = r.cachedGeneration(v, key); snap != nil {
+		if snap, legacyKnown = r.cachedGeneration(ctx, v, key, hdr); snap != nil {
 			return snap
 		}
 		if !legacyKnown {

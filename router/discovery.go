@@ -30,11 +30,27 @@ import (
 // generations alike: a modern backend's snapshot says protocol 2026-07-28
 // and stateless, so every request to it is one exchange.
 
+// Stale-while-revalidate (issue 36): an entry past its TTL still serves
+// while one background refresh per backend and instance runs, so a
+// request never waits on the discovery of a backend it does not use, nor
+// on the refresh of one it does. A request waits only for backends it
+// needs and of which nothing is known yet (modernPeer says which). A
+// refresh that fails keeps the entry it was refreshing (a healthy
+// snapshot is not demoted by one failed probe, as for a session's
+// requests), remembers the failure in the backend's status, and is tried
+// again after ReprobeInterval: no request waits for it. A backend known
+// only by a failure is re-probed by the requests that need it
+// (withBackend), as before. On Lambda the refresh runs in the invocation
+// that found the entry stale and, if the runtime freezes it there, in the
+// next one; a refresh that fails that way changes nothing.
+
 // discovery is one backend's cached discovery.
 type discovery struct {
 	snap    *store.BackendSnapshot
 	ttlMs   int64 // the backend's own ttlMs (0 for a legacy backend)
 	expires time.Time
+	// refreshing: a background refresh of this entry is running.
+	refreshing bool
 }
 
 // discoveryCache holds a vhost's discoveries; it dies with the routing table.
@@ -48,50 +64,69 @@ func newDiscoveryCache() *discoveryCache {
 	return &discoveryCache{entries: map[string]discovery{}}
 }
 
-// backendDiscovery returns backend key's discovery, probing it (once for
-// every request waiting) when none is fresh.
+// backendDiscovery returns backend key's discovery: what is known, fresh
+// or stale (a stale one refreshed in the background), or, when nothing
+// is, a probe's (once for every request waiting).
 func (r *Router) backendDiscovery(ctx context.Context, v *vhost, key string, hdr http.Header) discovery {
-	c := v.discovered
-	c.mu.Lock()
-	d, ok := c.entries[key]
-	c.mu.Unlock()
-	if ok && time.Now().Before(d.expires) {
-		return d
+	found, missing := r.knownDiscoveries(ctx, v, []string{key}, hdr)
+	if len(missing) == 0 {
+		return found[key]
 	}
 	return r.probeDiscovery(ctx, v, key, hdr)
 }
 
-// freshDiscoveries returns the fresh cached discovery of each of keys,
-// under one lock and with no goroutine, and the keys that have none: a
-// request's usual case is that every backend's is fresh, and spawning a
-// goroutine per backend to learn that cost a vhost of 8 more than the
-// lookups.
-func (c *discoveryCache) freshDiscoveries(keys []string) (map[string]discovery, []string) {
+// knownDiscoveries returns the cached discovery of each of keys, fresh or
+// stale, under one lock and with no goroutine unless one is stale, and
+// the keys of which nothing is known. Each stale entry gets one
+// background refresh (refreshDiscovery), started here.
+func (r *Router) knownDiscoveries(ctx context.Context, v *vhost, keys []string, hdr http.Header) (map[string]discovery, []string) {
+	c := v.discovered
 	now := time.Now()
 	found := make(map[string]discovery, len(keys))
-	var missing []string
+	var missing, stale []string
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, key := range keys {
-		if d, ok := c.entries[key]; ok && now.Before(d.expires) {
-			found[key] = d
-		} else {
+		d, ok := c.entries[key]
+		switch {
+		case !ok:
 			missing = append(missing, key)
+			continue
+		case !now.Before(d.expires) && !d.refreshing:
+			d.refreshing = true
+			c.entries[key] = d
+			stale = append(stale, key)
 		}
+		found[key] = d
+	}
+	c.mu.Unlock()
+	for _, key := range stale {
+		r.refreshDiscovery(ctx, v, key, hdr)
 	}
 	return found, missing
 }
 
-// allDiscoveries returns every backend's discovery of the vhost: the fresh
-// ones from the cache, the others probed concurrently (backendDiscovery).
+// allDiscoveries returns every backend's discovery of the vhost, waiting
+// for the probes of those of which nothing is known.
 func (r *Router) allDiscoveries(ctx context.Context, v *vhost, hdr http.Header) map[string]discovery {
-	found, missing := v.discovered.freshDiscoveries(v.keys)
+	return r.discoveries(ctx, v, hdr, nil)
+}
+
+// discoveries returns what is known of the vhost's backends. Of a backend
+// of which nothing is known it waits for a probe when need is nil or
+// need(key) holds; any other is probed in the background and left out, so
+// a request never waits on a backend it does not use.
+func (r *Router) discoveries(ctx context.Context, v *vhost, hdr http.Header, need func(string) bool) map[string]discovery {
+	found, missing := r.knownDiscoveries(ctx, v, v.keys, hdr)
 	if len(missing) == 0 {
 		return found
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, key := range missing {
+		if need != nil && !need(key) {
+			r.refreshDiscovery(ctx, v, key, hdr)
+			continue
+		}
 		wg.Go(func() {
 			d := r.probeDiscovery(ctx, v, key, hdr)
 			mu.Lock()
@@ -101,6 +136,20 @@ func (r *Router) allDiscoveries(ctx context.Context, v *vhost, hdr http.Header) 
 	}
 	wg.Wait()
 	return found
+}
+
+// refreshDiscovery probes backend key in the background (probeDiscovery,
+// detached from the request, which does not wait). Router.Close waits for
+// it.
+func (r *Router) refreshDiscovery(ctx context.Context, v *vhost, key string, hdr http.Header) {
+	if !r.holdOpen() {
+		return
+	}
+	ctx, hdr = context.WithoutCancel(ctx), hdr.Clone()
+	go func() {
+		defer r.cleanup.Done()
+		r.probeDiscovery(ctx, v, key, hdr)
+	}()
 }
 
 // probeDiscovery discovers backend key, once for every request waiting,
@@ -126,15 +175,13 @@ func (r *Router) probeDiscovery(ctx context.Context, v *vhost, key string, hdr h
 		pctx, cancel := upstream.WithTimeout(context.WithoutCancel(ctx), 2*r.backendTimeout(v, key))
 		defer cancel()
 		if err := v.clients[key].Authorize(pctx); err != nil {
+			c.settle(key, discovery{}, false)
 			return discovery{snap: failedSnapshot(key, err)}, nil
 		}
 		pctx, span := r.startBackend(pctx, v, key, "discover", nil)
 		d := r.probeGeneration(pctx, v, key, hdr)
 		endProbe(span, d.snap)
-		c.mu.Lock()
-		c.entries[key] = d
-		c.mu.Unlock()
-		return d, nil
+		return c.settle(key, d, true), nil
 	})
 	select {
 	case res := <-ch:
@@ -142,6 +189,31 @@ func (r *Router) probeDiscovery(ctx context.Context, v *vhost, key string, hdr h
 	case <-ctx.Done():
 		return discovery{snap: failedSnapshot(key, ctx.Err())}
 	}
+}
+
+// settle records a probe's outcome d (when learned) and returns what the
+// cache holds for key afterwards. A failure does not replace a healthy
+// entry: that one serves on, due for another try when d says (the
+// failure is in the backend's status). A probe that learned nothing (the
+// caller's credentials failed) only ends the entry's refresh.
+func (c *discoveryCache) settle(key string, d discovery, learned bool) discovery {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.entries[key]
+	switch {
+	case !learned:
+		if ok {
+			old.refreshing = false
+			c.entries[key] = old
+		}
+		return old
+	case ok && old.snap.OK() && !d.snap.OK():
+		old.refreshing, old.expires = false, d.expires
+		c.entries[key] = old
+		return old
+	}
+	c.entries[key] = d
+	return d
 }
 
 // rememberDiscovery replaces a backend's cached snapshot with one a
@@ -167,13 +239,12 @@ func (r *Router) rememberDiscovery(v *vhost, snap *store.BackendSnapshot) {
 // cachedGeneration reads the vhost's discovery cache for a 2025 session's
 // probe: a copy of the snapshot of a backend known to speak 2026-07-28, or
 // legacy when the backend is known to speak only the session protocol.
-// Neither when nothing fresh is known.
-func (r *Router) cachedGeneration(v *vhost, key string) (modern *store.BackendSnapshot, legacy bool) {
-	c := v.discovered
-	c.mu.Lock()
-	d, ok := c.entries[key]
-	c.mu.Unlock()
-	if !ok || !time.Now().Before(d.expires) || !d.snap.OK() {
+// Neither when nothing is known, or only a failure. A stale entry serves
+// (and is refreshed in the background) as for a 2026-07-28 request.
+func (r *Router) cachedGeneration(ctx context.Context, v *vhost, key string, hdr http.Header) (modern *store.BackendSnapshot, legacy bool) {
+	found, _ := r.knownDiscoveries(ctx, v, []string{key}, hdr)
+	d, ok := found[key]
+	if !ok || !d.snap.OK() {
 		return nil, false
 	}
 	if modernSnapshot(d.snap) {

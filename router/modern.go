@@ -92,10 +92,17 @@ func (r *Router) finishModern(ctx context.Context, resp *jsonrpc.Response, metho
 }
 
 // modernPeer is a 2026-07-28 request's peer: its own _meta, and the
-// discovery cache's snapshots of the vhost's backends; no session.
+// discovery cache's snapshots of the vhost's backends; no session. A
+// routed request waits only for its target's discovery (when nothing is
+// known of it yet): the others serve as known or are left out.
 func (r *Router) modernPeer(ctx context.Context, v *vhost, c *Call) *peer {
 	p := newPeer("", v.name, c.Modern.ClientCapabilities, c.Modern.LogLevel, make(map[string]*store.BackendSnapshot, len(v.keys)))
-	for key, d := range r.allDiscoveries(ctx, v, c.Header) {
+	var need func(string) bool
+	if c.d != nil && c.d.t != nil {
+		target := c.d.t.backend
+		need = func(key string) bool { return key == target }
+	}
+	for key, d := range r.discoveries(ctx, v, c.Header, need) {
 		p.backends[key] = d.snap
 	}
 	return p

@@ -82,6 +82,9 @@ type Config struct {
 	MaxBatch int
 	// Limits bound what clients can make one instance hold.
 	Limits Limits
+	// Discovery bounds how long a backend's discovery is trusted
+	// (discovery.go).
+	Discovery Discovery
 	// BackendTasks are the backends' `tasks:` blocks (tasks.go), by vhost
 	// and backend key; a backend without one is absent. Each is also its
 	// router.Backend's Tasks.
@@ -328,6 +331,7 @@ type rawConfig struct {
 	MaxBatch        *int64               `yaml:"max_batch"`
 	MaxPageItems    *int64               `yaml:"max_page_items"`
 	Limits          *rawLimits           `yaml:"limits"`
+	Discovery       *rawDiscovery        `yaml:"discovery"`
 	Tracing         *rawTracing          `yaml:"tracing"`
 	Audit           *rawAudit            `yaml:"audit"`
 	Auth            *rawAuth             `yaml:"auth"`

@@ -67,6 +67,14 @@ type BackendOptions struct {
 	// demo (package skillserver): this tree's skills under the Skills
 	// extension, and nothing else.
 	Skills fs.FS
+	// SessionCounter adds the tool "count", which counts its calls per
+	// backend session and names the session (session_tools.go).
+	SessionCounter bool
+	// DelayInitialize holds every initialize that long before the server
+	// sees it (FastMCP answers initialize after about a second);
+	// DelayDiscovery holds every server/discover and initialize: a backend
+	// slow in each discovery answer.
+	DelayInitialize, DelayDiscovery time.Duration
 }
 
 // Backend is a real go-sdk MCP server on an httptest server, with a
@@ -100,6 +108,9 @@ type Backend struct {
 	down     bool
 	deletes  int
 	rounds   map[string]int // modern tools' rounds served, by name or URI
+	counters map[string]int // the count tool's calls, by backend session
+	deleted  []string       // the session ids DELETE named, in order
+	opts     BackendOptions
 	changed  chan struct{}  // closed and replaced whenever a request or round is recorded
 }
 
@@ -117,7 +128,10 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		NoPrompts:            opts.NoPrompts,
 		NoResources:          opts.NoResources,
 	})
-	b := &Backend{Server: srv, rounds: map[string]int{}}
+	b := &Backend{Server: srv, rounds: map[string]int{}, counters: map[string]int{}, opts: opts}
+	if opts.SessionCounter {
+		addSessionCounter(srv, b)
+	}
 	if opts.StreamingTools {
 		b.Cancelled = make(chan string, 16)
 		b.Started = make(chan string, 16)
@@ -272,6 +286,7 @@ func (b *Backend) ResetCounts() {
 	clear(b.headers)
 	clear(b.rounds)
 	b.deletes = 0
+	b.deleted = nil
 }
 
 // FailMethod makes the next n POSTs of method answer HTTP 503; n = -1
@@ -315,6 +330,7 @@ func (b *Backend) middleware(next http.Handler) http.Handler {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			methods := jsonrpcMethods(body)
+			b.delay(r, methods)
 			fail = b.recordPost(methods, r.Header)
 			if slices.Contains(methods, "subscriptions/listen") {
 				w = &ackWatcher{ResponseWriter: w, onAck: func() { b.bump(ListenAcknowledged) }}
@@ -322,6 +338,7 @@ func (b *Backend) middleware(next http.Handler) http.Handler {
 		case http.MethodDelete:
 			b.mu.Lock()
 			b.deletes++
+			b.deleted = append(b.deleted, r.Header.Get("Mcp-Session-Id"))
 			fail = b.down
 			b.notifyLocked()
 			b.mu.Unlock()

@@ -187,6 +187,8 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		ListensPerPrincipal: cfg.Limits.ListensPerPrincipal,
 		ListenURIs:          cfg.Limits.ListenURIs,
 		MaxPageItems:        cfg.MaxPageItems,
+		DiscoveryMinTTL:     cfg.Discovery.MinTTL,
+		DiscoveryMaxTTL:     cfg.Discovery.MaxTTL,
 	})
 	m.ObservePools(func() []metrics.PoolSample { return poolSamples(rt.Status()) })
 	// Keys of identity providers are fetched in the background from now
