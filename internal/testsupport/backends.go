@@ -111,7 +111,7 @@ type Backend struct {
 	counters map[string]int // the count tool's calls, by backend session
 	deleted  []string       // the session ids DELETE named, in order
 	opts     BackendOptions
-	changed  chan struct{}  // closed and replaced whenever a request or round is recorded
+	changed  chan struct{} // closed and replaced whenever a request or round is recorded
 }
 
 // StartBackend starts a backend that is closed when the test ends.
