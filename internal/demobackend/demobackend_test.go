@@ -418,3 +418,20 @@ func TestLatencyHoldsEveryPost(t *testing.T) {
 		t.Fatalf("three POSTs took %s, want at least %s", took, 3*latency)
 	}
 }
+
+// InitDelay holds initialize only: the handshake waits at least that
+// long, a call after it does not (bounds generous either way).
+func TestInitDelayHoldsOnlyInitialize(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	url := start(t, "slow-init", demobackend.Options{InitDelay: delay})
+	began := time.Now()
+	cs := connect(t, url, nil)
+	if took := time.Since(began); took < delay {
+		t.Fatalf("the handshake took %s, want at least %s", took, delay)
+	}
+	began = time.Now()
+	callTool(t, cs, "echo", map[string]any{"text": "x"})
+	if took := time.Since(began); took >= delay {
+		t.Fatalf("a call took %s: it was held like initialize", took)
+	}
+}

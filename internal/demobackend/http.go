@@ -1,7 +1,10 @@
 package demobackend
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -43,6 +46,38 @@ func withLatency(d time.Duration, next http.Handler) http.Handler {
 	})
 }
 
+// withInitDelay holds every POST that carries an initialize request d
+// before next serves it (d 0: next), as FastMCP answers initialize only
+// after about a second; other requests are not held.
+func withInitDelay(d time.Duration, next http.Handler) http.Handler {
+	if d <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if err != nil {
+				http.Error(w, "demo backend: reading body: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var msg struct {
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(body, &msg) == nil && msg.Method == "initialize" {
+				t := time.NewTimer(d)
+				defer t.Stop()
+				select {
+				case <-t.C:
+				case <-r.Context().Done():
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // Start serves a new demo server named name on addr ("127.0.0.1:0" picks a
 // free port) and returns the URL of its MCP endpoint. The server stops when
 // stop is called or ctx is done, whichever comes first; stop waits until
@@ -55,7 +90,7 @@ func Start(ctx context.Context, addr, name string, opts Options) (url string, st
 	}
 	srv := NewServer(name, opts)
 	mux := http.NewServeMux()
-	mux.Handle(Path, withLatency(opts.Latency, Handler(srv, opts.Stateless)))
+	mux.Handle(Path, withLatency(opts.Latency, withInitDelay(opts.InitDelay, Handler(srv, opts.Stateless))))
 	url, stop = localserve.Serve(ctx, ln, mux, localserve.Options{
 		Path: Path,
 		OnServeError: func(err error) {

@@ -43,6 +43,10 @@ type Options struct {
 	// is served: a backend that is far away or does I/O, whose time is not
 	// spent on the machine's cores (make bench's list-fanout-modern-remote).
 	Latency time.Duration
+	// InitDelay, only read by [Start], holds every initialize that long
+	// before it is served, as FastMCP answers initialize after about a
+	// second (make bench's call-slow-init).
+	InitDelay time.Duration
 	// Logger receives the SDK's own activity log; nil discards it.
 	Logger *slog.Logger
 	// PrivateFirstListPage marks the first page of every list (a request

@@ -21,6 +21,7 @@ func main() {
 	stateless := flag.Bool("stateless", false, "serve Streamable HTTP without Mcp-Session-Id")
 	pageSize := flag.Int("page-size", 0, "maximum items per list page (0: SDK default)")
 	latency := flag.Duration("latency", 0, "hold every POST this long before serving it, as a backend far away would (make bench)")
+	initDelay := flag.Duration("init-delay", 0, "hold every initialize this long before serving it, as FastMCP does (make bench)")
 	extraTools := flag.Int("extra-tools", 0, "serve this many more tools of realistic size (names, descriptions, input schemas), for list benchmarks (make bench)")
 	flag.Parse()
 	log.SetPrefix("demo-backend: ")
@@ -34,6 +35,9 @@ func main() {
 	if *latency < 0 {
 		log.Fatalf("--latency must not be negative, got %s", *latency)
 	}
+	if *initDelay < 0 {
+		log.Fatalf("--init-delay must not be negative, got %s", *initDelay)
+	}
 
 	// SIGTERM is what docker sends on `compose down`; handling it lets
 	// in-flight requests finish instead of being cut after the grace period.
@@ -44,6 +48,7 @@ func main() {
 		PageSize:   *pageSize,
 		Stateless:  *stateless,
 		Latency:    *latency,
+		InitDelay:  *initDelay,
 		ExtraTools: *extraTools,
 		Logger:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
