@@ -85,8 +85,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		}
 		cfg.MaxBodyBytes = *raw.MaxBodyBytes
 	}
-	cfg.Limits = v.limits(raw.Limits)
-	cfg.Discovery = v.discovery(raw.Discovery)
+	cfg.Limits, cfg.Discovery = v.limits(raw.Limits), v.discovery(raw.Discovery)
 	cfg.MaxPageItems = v.countLimit("max_page_items", raw.MaxPageItems, DefaultMaxPageItems, 100_000)
 	cfg.AllowedHosts = v.hosts(raw.AllowedHosts)
 	cfg.AllowedOrigins = v.origins(raw.AllowedOrigins)
