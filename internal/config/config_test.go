@@ -349,6 +349,8 @@ func TestConfig_RejectsBadEnumsAndDurations(t *testing.T) {
 		"origin path":     {"allowed_origins: [\"https://a.example/x\"]\n" + minimal, "allowed_origins[0]: "},
 		"origin bare":     {"allowed_origins: [a.example]\n" + minimal, "allowed_origins[0]: "},
 		"origin star":     {"allowed_origins: [\"*\"]\n" + minimal, "allowed_origins[0]: "},
+		"discovery min":   {"discovery: {min_ttl: 10ms}\n" + minimal, "discovery.min_ttl: must be at least 1s"},
+		"discovery max":   {"discovery: {min_ttl: 1m, max_ttl: 30s}\n" + minimal, "discovery.max_ttl: must be at least 1m0s"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) { checkErr(t, c.yaml, c.want) })
@@ -584,5 +586,21 @@ func TestConfig_YAMLErrorsNameTheLineOfTheMistake(t *testing.T) {
 				t.Fatalf("message %q does not end with %q", err, want)
 			}
 		})
+	}
+}
+
+// Every session mode reads back; discovery bounds default and parse.
+func TestConfig_SessionModesAndDiscovery(t *testing.T) {
+	for _, m := range router.SessionModes {
+		cfg := mustParse(t, withBackends("one:\n  url: http://h/mcp\n  session: "+string(m)+"\n"))
+		if got := cfg.VirtualHosts["demo"].Backends["one"].Session; got != m {
+			t.Errorf("session: %s read as %q", m, got)
+		}
+	}
+	if d := mustParse(t, minimal).Discovery; d.MinTTL != DefaultDiscoveryMinTTL || d.MaxTTL != DefaultDiscoveryMaxTTL {
+		t.Errorf("discovery defaults %+v", d)
+	}
+	if d := mustParse(t, "discovery: {min_ttl: 2s, max_ttl: 5s}\n"+minimal).Discovery; d.MinTTL != 2*time.Second || d.MaxTTL != 5*time.Second {
+		t.Errorf("discovery %+v, want 2s and 5s", d)
 	}
 }

@@ -68,6 +68,7 @@ func TestStdio_RefusesBadFieldsNamingThem(t *testing.T) {
 		{"headers", "transport: stdio\ncommand: x\nadd_headers: {X-A: b}", []string{"backends.files.add_headers", "pass values in env"}},
 		{"credentials", "transport: stdio\ncommand: x\ncredentials: {client_credentials: {token_url: https://sts.example.com/t, client_id: a, client_secret_env: PATH}}", []string{"backends.files.credentials", "no use with transport stdio"}},
 		{"session reuse", "transport: stdio\ncommand: x\nsession: reuse", []string{"backends.files.session", "shared by requests"}},
+		{"session per-principal", "transport: stdio\ncommand: x\nsession: per-principal", []string{"backends.files.session", "per-principal has no meaning"}},
 		{"bad env name", "transport: stdio\ncommand: x\nenv: {1BAD: v}", []string{"backends.files.env.1BAD", "not an environment variable name"}},
 		{"unset env ref", "transport: stdio\ncommand: x\nenv: {A: \"${MCPGW_TEST_UNSET_VAR}\"}", []string{"backends.files.env.A", "MCPGW_TEST_UNSET_VAR is not set"}},
 		{"max zero", "transport: stdio\ncommand: x\npool: {max: 0}", []string{"backends.files.pool.max", "between 1 and 64"}},
