@@ -255,9 +255,11 @@ func TestStream_CloseLeavesNoGoroutines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Per-request backend sessions, as the fixture's: a backend session
+	// kept open would be the backend's goroutine, not the instance's.
 	vhosts := map[string]*router.VirtualHost{f.VHost: {Name: f.VHost, Backends: map[string]*router.Backend{
-		"gateway-one": {Config: upstream.Config{Key: "gateway-one", URL: f.Backends["gateway-one"].URL, Timeout: waitFor}},
-		"gateway-two": {Config: upstream.Config{Key: "gateway-two", URL: f.Backends["gateway-two"].URL, Timeout: waitFor}},
+		"gateway-one": {Config: upstream.Config{Key: "gateway-one", URL: f.Backends["gateway-one"].URL, Timeout: waitFor}, Session: router.SessionPerRequest},
+		"gateway-two": {Config: upstream.Config{Key: "gateway-two", URL: f.Backends["gateway-two"].URL, Timeout: waitFor}, Session: router.SessionPerRequest},
 	}}}
 	in := &instance{Store: st, Router: router.New(vhosts, router.Options{Store: st})}
 	in.Sessions = session.New(st, in.Router, session.Options{})

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"time"
@@ -301,6 +302,11 @@ func (c *Client) Open(ctx context.Context, h Handshake, downstream http.Header) 
 		switch {
 		case h.SessionID != "":
 			conn.sessionID, conn.protocolVersion = h.SessionID, h.ProtocolVersion
+			// A kept backend session may carry several of the gateway
+			// session's requests at once (a batch, concurrent calls), each
+			// on its own Conn: their request ids must differ within the
+			// session, so a joining Conn numbers from a random base.
+			conn.nextID.Store(rand.Int64N(1 << 50))
 		case h.SkipInitialize && h.ProtocolVersion == wire.ModernProtocolVersion:
 			conn.protocolVersion = h.ProtocolVersion
 			conn.meta = modernMeta(h)

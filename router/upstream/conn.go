@@ -34,8 +34,9 @@ type transport interface {
 }
 
 // Conn is one per-request connection to a backend. It is safe for
-// concurrent use; upstream request ids are numbered per Conn (1, 2, ...)
-// and never taken from the downstream request.
+// concurrent use; upstream request ids are numbered per Conn (1, 2, ...,
+// or from a random base on a kept backend session other Conns share) and
+// never taken from the downstream request.
 type Conn struct {
 	c       *Client
 	t       transport
