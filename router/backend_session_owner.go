@@ -92,8 +92,8 @@ func (r *Router) principalSnapshot(ctx context.Context, k keeper, snap *store.Ba
 // that is not kept is the request's own: the caller closes it after use.
 func (r *Router) adopt(ctx context.Context, v *vhost, key string, p *peer, k keeper, old store.BackendSessionID, conn *upstream.Conn) bool {
 	id := store.BackendSessionID(conn.SessionID())
-	if k.kind == keepNone || id == "" || conn.Modern() {
-		return false
+	if k.kind == keepNone || id == "" || conn.Modern() || v.backends[key].Transport == upstream.TransportSSE {
+		return false // legacy HTTP+SSE: the stream is the session, nothing to keep
 	}
 	kept := store.KeptBackendSession{VHost: v.name, Backend: key, ID: id}
 	switch k.kind {
