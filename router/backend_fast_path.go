@@ -117,8 +117,11 @@ func (r *Router) exchange(ctx context.Context, v *vhost, key string, p *peer, hd
 	if init := conn.Init(); init != nil {
 		kept = r.adopt(ctx, v, key, p, k, keptID(snap), conn)
 		next := snapshotFrom(key, init)
-		if kept && k.kind == keepSession {
+		switch {
+		case kept && k.kind == keepSession:
 			next.SessionID = store.BackendSessionID(conn.SessionID())
+		case k.kind == keepNone:
+			next.SessionID = keptID(orig) // not this request's to replace
 		}
 		if snapshotChanged(orig, next) {
 			r.persistSnapshots(ctx, p, []*store.BackendSnapshot{next})

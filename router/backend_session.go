@@ -37,6 +37,11 @@ type peer struct {
 	logLevel     string
 	backends     map[string]*store.BackendSnapshot
 	tasks        bool // the client declared the Tasks extension
+	// ownSessions: this peer's capabilities are not those its kept
+	// backend sessions were opened with (a gateway-run task's run, which
+	// answers elicitation for the client), so each of its exchanges opens
+	// a backend session of its own and leaves the kept ones alone.
+	ownSessions bool
 }
 
 // sessionPeer is a 2025-era session's peer. It shares the session's

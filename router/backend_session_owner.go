@@ -49,6 +49,9 @@ const (
 // A per-principal backend needs the caller (the handler puts it in every
 // request's context): without one, nothing is kept rather than shared.
 func (r *Router) keeperFor(ctx context.Context, v *vhost, key string, p *peer) keeper {
+	if p.ownSessions {
+		return keeper{}
+	}
 	switch v.backends[key].Session {
 	case SessionPerRequest:
 	case SessionPerPrincipal:

@@ -160,7 +160,9 @@ func (r *Router) adoptedConversation(ctx context.Context, task *store.Task) (*ta
 	}
 	c := &Call{VHost: run.VHost, Principal: run.Principal, Claims: run.Claims, Header: run.Header,
 		Request: &jsonrpc.Request{Method: "tools/call", Params: run.Params}, d: relayed(v, run.Claims, t)}
-	c = taskCall(c, newPeer(run.Session, v.name, run.Capabilities, run.LogLevel, backends))
+	p := newPeer(run.Session, v.name, run.Capabilities, run.LogLevel, backends)
+	p.ownSessions = true // a task's run, as taskPeer's
+	c = taskCall(c, p)
 	var hc *hook.Call
 	if run.Hooked && len(r.opts.Hooks)+len(v.hooks) > 0 {
 		// Post-hooks run on the result; the pre-hooks ran where the task

@@ -411,6 +411,7 @@ func taskPeer(p *peer) *peer {
 		caps["elicitation"] = json.RawMessage(`{}`)
 	}
 	cp.capabilities = wire.RawObject(caps)
+	cp.ownSessions = true // not the capabilities the kept backend sessions were opened with
 	return &cp
 }
 
