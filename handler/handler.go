@@ -68,6 +68,10 @@ type Options struct {
 	// backends, for operators. Like /metrics it has no auth: only where
 	// the listener is not public.
 	Status bool
+	// AdminElsewhere leaves the operator endpoints (/healthz, /readyz,
+	// /metrics, /status) off this handler, so the MCP port serves none of
+	// them: an admin listener serves Admin(opts) instead (operator.go).
+	AdminElsewhere bool
 	// KeepAlive is how often an idle SSE stream carries a comment, so
 	// proxies and load balancers with idle timeouts keep it open: the GET
 	// stream, and a call's answer while the call runs (default 15s).
@@ -115,18 +119,8 @@ func New(opts Options) http.Handler {
 	s := &server{opts: opts, log: opts.Logger}
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.HandleFunc("GET /readyz", s.readyz)
-	if opts.Metrics != nil {
-		// Outside the MCP chain, like the probes: a scraper sends no
-		// allowed Host, Origin or token. Exact path, so no vhost path
-		// reaches it; keep it off the public network (see docs).
-		mux.Handle("GET /metrics", opts.Metrics.Handler())
-	}
-	if opts.Status {
-		// Same exposure as /metrics: outside the MCP chain, exact path.
-		s.statusPage = newStatusPage()
-		mux.HandleFunc("GET /status", s.serveStatus)
+	if !opts.AdminElsewhere {
+		s.routeOperator(mux) // operator.go
 	}
 
 	var challenge func(*http.Request) string

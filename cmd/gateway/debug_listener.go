@@ -19,17 +19,29 @@ import (
 // startDebugListener serves the profiles on addr until ctx ends; it
 // returns the address it listens on (addr may ask for port 0).
 func startDebugListener(ctx context.Context, addr string) (net.Addr, func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, nil, err
-	}
 	mux := http.NewServeMux()
+	routeProfiles(mux)
+	return serveAside(ctx, addr, mux)
+}
+
+// routeProfiles registers Go's runtime profiles under /debug/pprof/.
+func routeProfiles(mux *http.ServeMux) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+}
+
+// serveAside serves h on a listener of its own at addr until ctx ends or
+// the returned stop is called (which waits for the server to end); it
+// returns the address it listens on.
+func serveAside(ctx context.Context, addr string, h http.Handler) (net.Addr, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	done := make(chan struct{})
 	go func() {

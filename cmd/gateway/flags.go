@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
 
 type options struct {
 	config, listen, redisURL, logLevel, logFormat string
-	debugListen                                   string
-	demo, version                                 bool
+	debugListen, adminListen                      string
+	demo, version, adminProfiles                  bool
 	reloadEvery                                   time.Duration
 }
 
@@ -28,6 +29,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.logLevel, "log-level", envOr("MCPGW_LOG_LEVEL", "info"), "log `level`: "+logLevels+" (env MCPGW_LOG_LEVEL); debug logs one line per request")
 	fs.StringVar(&o.logFormat, "log-format", envOr("MCPGW_LOG_FORMAT", "text"), "log `format`: "+logFormats+" (env MCPGW_LOG_FORMAT)")
 	fs.StringVar(&o.debugListen, "debug-listen", os.Getenv("MCPGW_DEBUG_LISTEN"), "serve Go's runtime profiles (/debug/pprof/) on this `address` (env MCPGW_DEBUG_LISTEN); off when empty; keep it on localhost")
+	fs.StringVar(&o.adminListen, "admin-listen", os.Getenv("MCPGW_ADMIN_LISTEN"), "serve /healthz, /readyz, /metrics and /status on this `address` instead of the MCP port, which then serves none of them (env MCPGW_ADMIN_LISTEN); keep it private")
+	fs.BoolVar(&o.adminProfiles, "admin-profiles", envBool("MCPGW_ADMIN_PROFILES"), "also serve Go's runtime profiles (/debug/pprof/) on the admin listener (env MCPGW_ADMIN_PROFILES=true); needs --admin-listen")
 	fs.DurationVar(&o.reloadEvery, "reload-interval", 5*time.Second, "how often to check the config file for changes (0: only on SIGHUP)")
 	fs.BoolVar(&o.demo, "demo", false, "run two in-process demo backends behind a \"demo\" vhost with no auth")
 	fs.BoolVar(&o.version, "version", false, "print version, commit and Go version, and exit")
@@ -48,6 +51,14 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.demo && o.config != "" {
 		return nil, errors.New("--demo and --config cannot be combined")
+	}
+	if v := os.Getenv("MCPGW_ADMIN_PROFILES"); v != "" {
+		if _, err := strconv.ParseBool(v); err != nil {
+			return nil, fmt.Errorf("MCPGW_ADMIN_PROFILES=%q: want true or false", v)
+		}
+	}
+	if o.adminProfiles && o.adminListen == "" {
+		return nil, errors.New("--admin-profiles needs --admin-listen (or MCPGW_ADMIN_LISTEN): profiles are never served on the MCP port")
 	}
 	if !o.demo && o.config == "" {
 		return nil, errors.New("--config (or MCPGW_CONFIG) is required; try --demo for a self-contained demo, or --help")

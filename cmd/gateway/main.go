@@ -20,8 +20,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -93,7 +95,11 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 		return err
 	}
 
-	a, err := app.Build(cfg, o.redisURL, log, app.WithBuildInfo(bi))
+	opts := []app.Option{app.WithBuildInfo(bi)}
+	if o.adminListen != "" {
+		opts = append(opts, app.WithAdminListener())
+	}
+	a, err := app.Build(cfg, o.redisURL, log, opts...)
 	if err != nil {
 		return err
 	}
@@ -125,15 +131,12 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	if o.debugListen != "" {
-		addr, stop, err := startDebugListener(runCtx, o.debugListen)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("--debug-listen: %w", err)
-		}
-		defer stop()
-		log.Info("debug listener started: Go runtime profiles at /debug/pprof/", "listen", "http://"+displayAddr(addr))
+	stopAside, err := startAsideListeners(runCtx, o, a.Admin, log)
+	if err != nil {
+		ln.Close()
+		return err
 	}
+	defer stopAside()
 	srv := newHTTPServer(a.Handler, cfg.Server, log)
 	// GET streams never end on their own: end them first so Shutdown can
 	// drain; their clients resume on another instance.
@@ -187,6 +190,45 @@ func displayAddr(a net.Addr) string {
 		host = "localhost"
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// startAsideListeners starts the listeners beside the MCP port that the
+// flags ask for: the debug listener (--debug-listen) and the admin
+// listener (--admin-listen, serving admin). stop ends them; on an error
+// none is left running.
+func startAsideListeners(ctx context.Context, o *options, admin http.Handler, log *slog.Logger) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for _, s := range stops {
+			s()
+		}
+	}
+	if o.debugListen != "" {
+		addr, s, err := startDebugListener(ctx, o.debugListen)
+		if err != nil {
+			return nil, fmt.Errorf("--debug-listen: %w", err)
+		}
+		stops = append(stops, s)
+		log.Info("debug listener started: Go runtime profiles at /debug/pprof/", "listen", "http://"+displayAddr(addr))
+	}
+	if o.adminListen != "" {
+		addr, s, err := startAdminListener(ctx, o.adminListen, admin, o.adminProfiles)
+		if err != nil {
+			stop()
+			return nil, fmt.Errorf("--admin-listen: %w", err)
+		}
+		stops = append(stops, s)
+		log.Info("admin listener started: /healthz, /readyz, /metrics, /status; the MCP port serves none of them",
+			"listen", "http://"+displayAddr(addr), "profiles", o.adminProfiles)
+	}
+	return stop, nil
+}
+
+// envBool is a boolean environment variable: false when unset; a value
+// strconv.ParseBool does not take is refused by parseFlags.
+func envBool(name string) bool {
+	v, _ := strconv.ParseBool(os.Getenv(name))
+	return v
 }
 
 func envOr(name, def string) string {

@@ -34,7 +34,11 @@ import (
 
 // App is an assembled gateway.
 type App struct {
-	Handler  http.Handler
+	Handler http.Handler
+	// Admin serves the operator endpoints (/healthz, /readyz, /metrics,
+	// /status) when WithAdminListener asked for them apart; Handler then
+	// serves none of them. nil otherwise.
+	Admin    http.Handler
 	Router   *router.Router
 	Sessions *session.Runtime
 	Store    store.Store
@@ -62,6 +66,7 @@ type Option func(*buildOptions)
 
 type buildOptions struct {
 	noMetrics, noParking bool
+	admin                bool
 	build                buildinfo.Info
 	tracerProvider       trace.TracerProvider
 	taskLauncher         router.TaskLauncher
@@ -84,6 +89,11 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // points where the listener is public and scraping makes no sense (a Lambda
 // Function URL, whose execution environments come and go).
 func WithoutMetrics() Option { return func(o *buildOptions) { o.noMetrics = true } }
+
+// WithAdminListener moves the operator endpoints off Handler onto
+// App.Admin, which the caller serves on a listener of its own (gateway
+// --admin-listen): the MCP port then serves none of them.
+func WithAdminListener() Option { return func(o *buildOptions) { o.admin = true } }
 
 // WithoutParking leaves out parking 2026-07-28 calls to 2025-era backends
 // across the rounds in which the backend asks the client something: for
@@ -236,7 +246,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	if as != nil {
 		asHandler = as.Handler()
 	}
-	h := handler.New(handler.Options{
+	hopts := handler.Options{
 		AuthServer:      asHandler,
 		AuthServerPaths: authserver.Paths(),
 		SignIn:          signInPages,
@@ -261,8 +271,13 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		ResourceBaseURL:  cfg.Auth.ResourceBaseURL(cfg.PublicURL),
 		Audit:            aud,
 		Cards:            cards(cfg, bo.build.Version),
-	})
-	return &App{Handler: h, Router: rt, Sessions: sessions, Store: st, Audit: aw, tracing: tr, auth: verifier, tasks: tasks,
+		AdminElsewhere:   bo.admin,
+	}
+	var admin http.Handler
+	if bo.admin {
+		admin = handler.Admin(hopts)
+	}
+	return &App{Handler: handler.New(hopts), Admin: admin, Router: rt, Sessions: sessions, Store: st, Audit: aw, tracing: tr, auth: verifier, tasks: tasks,
 		parks: parks, userTokens: userTokens}, nil
 }
 
