@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -25,7 +26,7 @@ func checkHostOrigin(hosts, origins []string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if len(allowedHost) > 0 && !hostAllowed(allowedHost, r.Host) {
-				writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, "host not allowed")
+				writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, hostRefusal(r.Host))
 				return
 			}
 			if o := r.Header.Get("Origin"); o != "" && !allowedOrigin[strings.ToLower(o)] && !sameOrigin(o, requestScheme(r), r.Host) {
@@ -35,6 +36,17 @@ func checkHostOrigin(hosts, origins []string) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// hostRefusal is the 403's message: it names the Host that was refused
+// (cut to 100 bytes) and where the list is, since the usual cause is a
+// client reaching the gateway by a name the config does not list (a
+// port-forward's 127.0.0.1, a new ingress host).
+func hostRefusal(host string) string {
+	if len(host) > 100 {
+		host = host[:100] + "…"
+	}
+	return fmt.Sprintf("host not allowed: %q is not on the config's allowed_hosts (add it, or send a Host header that is)", host)
 }
 
 // hostAllowed matches the Host header with or without its port: an entry

@@ -31,3 +31,17 @@ func TestOrigin_SameOriginNeedsTheSameScheme(t *testing.T) {
 		})
 	}
 }
+
+// A refused Host is named in the 403, with where to allow it: through a
+// port-forward or a new ingress name the cause is otherwise a guess.
+func TestHost_RefusalNamesTheHost(t *testing.T) {
+	g := startGateway(t, gwOptions{hosts: []string{"mcpgw"}})
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	r := g.do(req{body: list, headers: map[string]string{"Host": "127.0.0.1:8080"}})
+	if r.status != 403 || r.rpc.Error == nil || r.rpc.Error.Message != `host not allowed: "127.0.0.1:8080" is not on the config's allowed_hosts (add it, or send a Host header that is)` {
+		t.Fatalf("status %d, body %s", r.status, r.body)
+	}
+	if r := g.do(req{body: list, headers: map[string]string{"Host": "mcpgw:8080"}}); r.status == 403 {
+		t.Fatalf("an allowed host was refused: %s", r.body)
+	}
+}
