@@ -179,6 +179,10 @@ func TestTemplate_CacheAndVPC(t *testing.T) {
 	want(t, "RedisUrlSecretName default", at(t, tpl, "Parameters", "RedisUrlSecretName", "Default"), "")
 	want(t, "RedisUrlSecretSource values", at(t, tpl, "Parameters", "RedisUrlSecretSource", "AllowedValues"), []any{"secretsmanager", "ssm"})
 
+	// The functions' egress is TCP: nothing they reach needs another protocol.
+	for _, e := range at(t, tpl, "Resources", "GatewaySecurityGroup", "Properties", "SecurityGroupEgress").([]any) {
+		want(t, "GatewaySecurityGroup egress protocol", e.(map[string]any)["IpProtocol"], "tcp")
+	}
 	ingress := at(t, tpl, "Resources", "CacheSecurityGroup", "Properties", "SecurityGroupIngress").([]any)[0].(map[string]any)
 	want(t, "cache ingress from", ingress["SourceSecurityGroupId"], getAtt("GatewaySecurityGroup", "GroupId"))
 	want(t, "cache ingress port", ingress["FromPort"], 6379)
@@ -421,7 +425,9 @@ func TestTemplate_FunctionsMayReadTheReferencedSecrets(t *testing.T) {
 		{"store URL in Secrets Manager", map[string]string{"RedisUrlSecretName": "mcpgw/redis", "RedisUrlSecretSource": "secretsmanager", "JwtSecretSource": "none"},
 			[][2]string{{"secretsmanager:GetSecretValue", acct + "mcpgw/redis-??????"}}},
 		{"store URL and JWT secret in SSM", map[string]string{"RedisUrlSecretName": "/mcpgw/redis", "RedisUrlSecretSource": "ssm", "JwtSecretSource": "ssm", "JwtSecretName": "/mcpgw/jwt"},
-			[][2]string{{"ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter*/mcpgw/redis"}, {"ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter*/mcpgw/jwt"}}},
+			[][2]string{{"ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter/mcpgw/redis"}, {"ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter/mcpgw/jwt"}}},
+		{"SSM names that are not paths", map[string]string{"RedisUrlSecretName": "mcpgw-redis", "RedisUrlSecretSource": "ssm", "JwtSecretSource": "ssm", "JwtSecretName": "mcpgw-jwt"},
+			[][2]string{{"ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter/mcpgw-redis"}, {"ssm:GetParameter", "arn:aws:ssm:eu-west-1:123456789012:parameter/mcpgw-jwt"}}},
 		{"JWT secret by name, one JSON key", map[string]string{"JwtSecretSource": "secretsmanager", "JwtSecretName": "mcpgw/app:SecretString:jwt"},
 			[][2]string{{"secretsmanager:GetSecretValue", acct + "mcpgw/app-??????"}}},
 		{"JWT secret and backend token by ARN", map[string]string{"JwtSecretSource": "secretsmanager", "JwtSecretName": acct + "mcpgw/app-AbCdEf:SecretString:jwt",
