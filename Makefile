@@ -1,5 +1,6 @@
 # Entry points. `make run` starts the demo gateway; `make test` runs every
-# test (needs redis-server on PATH: tests start their own instances).
+# test (its first step, scripts/test-deps.sh, installs redis-server, npm
+# and gcc when missing, as root on Debian/Ubuntu, or names what to install).
 GO      ?= go
 BIN     ?= bin
 GOFLAGS ?=
@@ -11,7 +12,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  = -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
-.PHONY: run test test-short build vet fmt clean conformance lint fuzz
+.PHONY: run test test-short build vet fmt clean conformance lint fuzz release release-check
+.PHONY: chart-check lint-workflows image-check deploy-check
 
 # run builds the gateway, then runs it as the terminal's foreground job: a
 # terminal sends Ctrl-C's SIGINT to its foreground process group, and make
@@ -23,7 +25,8 @@ run: ## demo gateway: in-memory store, two demo backends, no auth (Ctrl-C stops 
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gateway ./cmd/gateway
 	@if [ -t 0 ]; then set -m; $(BIN)/gateway --demo & fg >/dev/null; else exec $(BIN)/gateway --demo; fi
 
-test: ## all tests, race detector on (first installs the npm MCP software the interop tests run, cached in .cache/interop, and builds Ory Hydra for the user_oauth tests, cached in .cache/hydra)
+test: ## all tests, race detector on (first installs redis-server, npm and gcc if missing (root on Debian/Ubuntu) or names them, the npm MCP software the interop tests run, cached in .cache/interop, and builds Ory Hydra for the user_oauth tests, cached in .cache/hydra)
+	./scripts/test-deps.sh
 	./scripts/npm-fixtures.sh
 	GO=$(GO) ./scripts/hydra.sh
 	$(GO) vet ./...
@@ -67,6 +70,47 @@ build: ## binaries into ./bin: the gateway, and the demo backend and round-robin
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/demo-backend ./localdev/cmd/demo-backend
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/rrproxy ./localdev/cmd/rrproxy
 
+# ---- Releases (docs/guide/install.md) ---------------------------------------
+# Archives for linux and darwin (amd64, arm64), the Lambda zip for arm64 and
+# x86_64, a CycloneDX SBOM of each and SHA256SUMS, into DIST. Reproducible
+# and offline once the modules are cached:
+#   make release VERSION=v1.2.0
+DIST ?= dist
+
+release: ## release archives, Lambda zips, SBOMs and SHA256SUMS for VERSION into DIST (default dist/)
+	GO=$(GO) VERSION=$(VERSION) COMMIT=$(COMMIT) DIST=$(DIST) ./scripts/release.sh
+
+# What CI checks: the release built twice gives the same bytes, and
+# verify finds every artifact whole (checksums, file headers, build
+# settings, the SBOM against the modules each binary links; the binary
+# of this machine's platform is run with --version).
+release-check: ## make release twice (the same bytes?), then verify the result
+	GO=$(GO) VERSION=$(VERSION) COMMIT=$(COMMIT) DIST=$(DIST)-again ./scripts/release.sh >/dev/null
+	GO=$(GO) VERSION=$(VERSION) COMMIT=$(COMMIT) DIST=$(DIST) ./scripts/release.sh
+	@cmp $(DIST)/SHA256SUMS $(DIST)-again/SHA256SUMS || { echo "release: two builds of $(VERSION) differ: not reproducible"; diff $(DIST)/SHA256SUMS $(DIST)-again/SHA256SUMS; exit 1; }
+	@rm -rf $(DIST)-again
+	@echo "release: rebuilt $(VERSION): the same bytes"
+	$(GO) run ./scripts/release verify -version $(VERSION) -commit $(COMMIT) $(DIST)
+
+# The Helm chart (charts/mcpgw): helm lint --strict and helm template of
+# each values example, every object decoded strictly into its API type,
+# the rendered config through gateway check, the rendered Deployment run.
+# helm, actionlint and cyclonedx-gomod are pinned in tools/go.mod.
+chart-check: ## Helm chart: lint --strict, template each values example, strict decoding into the Kubernetes API types
+	cd tools && $(GO) vet ./... && $(GO) test -count=1 ./...
+
+lint-workflows: ## actionlint on .github/workflows
+	cd tools && $(GO) tool actionlint $(addprefix ../,$(wildcard .github/workflows/*.yml))
+
+# Container images from the release in DIST (make release first): built
+# with podman (installed as root on Debian when missing), inspected, and
+# run where the machine can run containers (scripts/image-check.sh).
+image-check: ## build the images (podman) from DIST's release, inspect and smoke-test them
+	GO=$(GO) VERSION=$(VERSION) COMMIT=$(COMMIT) DIST=$(DIST) ./scripts/image-check.sh
+
+# Everything about shipping it, as CI runs it.
+deploy-check: release-check image-check chart-check lint-workflows ## release-check, image-check, chart-check, lint-workflows
+
 vet:
 	$(GO) vet ./...
 
@@ -74,7 +118,7 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) $(DIST)
 
 MCPGW_CACHE ?= .cache/conformance
 
