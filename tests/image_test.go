@@ -220,13 +220,13 @@ func TestImage_MinimalIsOneStaticBinaryAndServes(t *testing.T) {
 
 	tag := tags[slices.IndexFunc(tags, func(s string) bool { return archOf(s) == runtime.GOARCH })]
 	canRun(t, tag, version)
-	backend := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "one"})
+	backend := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "one"}) // one backend: its tools pass unprefixed
 	config := writeImageConfig(t, fmt.Sprintf("      one: {url: %q}\n", backend.URL))
 	mcpURL, adminURL := startContainer(t, tag, config)
 	cl := &testsupport.Client{T: t}
 	ep := testsupport.BaseURL(mcpURL)
 	cl.Initialize(ep, nil)
-	r := cl.Request(ep, "tools/call", map[string]any{"name": "one-echo", "arguments": map[string]any{"text": "through the image"}})
+	r := cl.Request(ep, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "through the image"}})
 	if !strings.Contains(string(r.Body), "through the image") {
 		t.Fatalf("tools/call through the container: %d %s", r.Status, r.Body)
 	}
@@ -286,7 +286,7 @@ func TestImage_StdioRunsAnNpxServer(t *testing.T) {
 	cl := &testsupport.Client{T: t}
 	ep := testsupport.BaseURL(mcpURL)
 	cl.Initialize(ep, nil)
-	r := cl.Request(ep, "tools/call", map[string]any{"name": "everything-echo", "arguments": map[string]any{"message": "npx in the image"}})
+	r := cl.Request(ep, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"message": "npx in the image"}})
 	if !strings.Contains(string(r.Body), "npx in the image") {
 		t.Fatalf("tools/call of an npx stdio backend in the container: %d %s", r.Status, r.Body)
 	}
