@@ -27,6 +27,7 @@ LDFLAGS="-s -w -X main.version=$VERSION -X main.commit=$COMMIT"
 
 rm -rf "$DIST"
 mkdir -p "$DIST/.work"
+DIST=$(cd "$DIST" && pwd) # absolute: the SBOM step runs in tools/
 work=$DIST/.work
 artifacts=()
 
@@ -60,9 +61,9 @@ files=()
 for a in "${artifacts[@]}"; do
   art=${a%%:*} bin=${a#*:}
   (cd tools && "$GO" tool cyclonedx-gomod bin -json -noserial -notimestamp \
-      -version "$VERSION" -output "../$DIST/$art.cdx.json" "../$bin")
+      -version "$VERSION" -output "$DIST/$art.cdx.json" "$bin")
   files+=("$DIST/$art" "$DIST/$art.cdx.json")
 done
 "$GO" run ./scripts/release sums -o "$DIST/SHA256SUMS" "${files[@]}"
 rm -rf "$work"
-echo "release: $VERSION in $DIST/ ($(wc -l <"$DIST/SHA256SUMS") files, SHA256SUMS)"
+echo "release: $VERSION in $DIST/ ($(wc -l <"$DIST/SHA256SUMS") files and SHA256SUMS)"
