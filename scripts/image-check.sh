@@ -65,7 +65,7 @@ for arch in amd64 arm64; do
   build gateway "$IMG:$VERSION-$arch" "$arch"
 done
 P manifest rm "$IMG:$VERSION" >/dev/null 2>&1 || true
-P manifest create "$IMG:$VERSION" "$IMG:$VERSION-amd64" "$IMG:$VERSION-arm64" >/dev/null
+P manifest create "$IMG:$VERSION" "containers-storage:$IMG:$VERSION-amd64" "containers-storage:$IMG:$VERSION-arm64" >/dev/null
 say "multi-arch manifest $IMG:$VERSION: linux/amd64, linux/arm64"
 
 # The stdio image: real bases where the registry answers, else stand-ins.
