@@ -82,7 +82,7 @@ func imageFiles(t *testing.T, tag string) map[string]bool {
 		t.Fatal(err)
 	}
 	id = strings.TrimSpace(id)
-	defer podman(t, "rm", "-f", id) //nolint:errcheck
+	defer func() { _, _ = podman(t, "rm", "-f", id) }()
 	out, err := podman(t, "export", id)
 	if err != nil {
 		t.Fatal(err)
