@@ -19,6 +19,21 @@ type memTask struct {
 	runner      string    // "" once terminal
 	lease       time.Time // the runner's lease ends
 	expires     time.Time
+	budget      int64 // TaskLimits.FinishedBytes at creation
+	done        bool  // terminal: charge counts against the owner's budget until expires
+	charge      int64
+}
+
+// finishedBytes is what owner's finished tasks are charged by now,
+// leaving out skip. Called with m.taskMu held.
+func (m *Memory) finishedBytes(owner, skip string, now time.Time) int64 {
+	var sum int64
+	for id, t := range m.tasks[owner] {
+		if t.done && id != skip && t.expires.After(now) {
+			sum += t.charge
+		}
+	}
+	return sum
 }
 
 // liveTask returns owner's task id unless it has expired. Called with
@@ -28,8 +43,8 @@ func (m *Memory) liveTask(owner, id string, now time.Time) *memTask {
 }
 
 // CreateTask implements Tasks.
-func (m *Memory) CreateTask(_ context.Context, t *Task, limit int, leaseTTL, life time.Duration) error {
-	if err := checkNewTask(t, leaseTTL, life); err != nil {
+func (m *Memory) CreateTask(_ context.Context, t *Task, limits TaskLimits, leaseTTL, life time.Duration) error {
+	if err := checkNewTask(t, limits, leaseTTL, life); err != nil {
 		return err
 	}
 	rec, err := json.Marshal(t)
@@ -48,8 +63,11 @@ func (m *Memory) CreateTask(_ context.Context, t *Task, limit int, leaseTTL, lif
 			running++
 		}
 	}
-	if running >= limit {
+	if running >= limits.Running {
 		return ErrTaskLimit
+	}
+	if limits.FinishedBytes > 0 && m.finishedBytes(t.Owner, "", now) >= limits.FinishedBytes {
+		return ErrTaskBudget
 	}
 	if m.tasks == nil {
 		m.tasks = map[string]map[string]*memTask{}
@@ -58,7 +76,7 @@ func (m *Memory) CreateTask(_ context.Context, t *Task, limit int, leaseTTL, lif
 		m.tasks[t.Owner] = map[string]*memTask{}
 	}
 	mt := &memTask{rec: rec, version: 1, round: t.Round, outstanding: map[string]bool{},
-		runner: t.Runner, lease: now.Add(leaseTTL), expires: now.Add(life)}
+		runner: t.Runner, lease: now.Add(leaseTTL), expires: now.Add(life), budget: limits.FinishedBytes}
 	for k := range t.InputRequests {
 		mt.outstanding[k] = true
 	}
@@ -110,10 +128,14 @@ func (m *Memory) UpdateTask(_ context.Context, t *Task) (bool, error) {
 	case mt.version != t.Version:
 		return false, nil
 	}
+	done := TaskTerminal(t.Status)
+	charge := TaskCharge(len(rec))
+	if done && len(t.Result) > 0 && mt.budget > 0 && m.finishedBytes(t.Owner, t.ID, now)+charge > mt.budget {
+		return false, ErrTaskBudget
+	}
 	mt.rec = rec
 	mt.version++
 	t.Version = mt.version
-	done := TaskTerminal(t.Status)
 	if done || t.Round != mt.round {
 		mt.round, mt.answers, mt.outstanding = t.Round, nil, map[string]bool{}
 		if !done {
@@ -125,6 +147,7 @@ func (m *Memory) UpdateTask(_ context.Context, t *Task) (bool, error) {
 	if done {
 		mt.runner, mt.lease = "", time.Time{}
 		mt.expires = now.Add(t.TTL)
+		mt.done, mt.charge = true, charge
 	}
 	return true, nil
 }

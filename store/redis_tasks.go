@@ -19,8 +19,12 @@ import (
 // A task is a hash: v (version), rec (the Task as JSON, opaque to the
 // scripts), r (round), q:<key> per outstanding input key, qn (how many),
 // a:<key> per held answer, cancel, runner and lease (the runner's lease
-// end, ms on the server's clock; both gone once terminal). The owner's
-// live set is a sorted set of task ids scored by lease end.
+// end, ms on the server's clock; both gone once terminal), budget (the
+// owner's finished bytes it was created under). The owner's live set is a
+// sorted set of task ids scored by lease end. Its finished tasks are
+// accounted in three more keys that expire together: the done set (ids by
+// the end of their keeping), the charges (a hash, id to bytes) and their
+// sum (a counter); expired ids are subtracted as they are found.
 
 // TaskKey is the Redis hash of owner's task id.
 func TaskKey(prefix, owner, id string) string {
@@ -30,6 +34,30 @@ func TaskKey(prefix, owner, id string) string {
 // TasksLiveKey is the sorted set of owner's running tasks by lease end.
 func TasksLiveKey(prefix, owner string) string {
 	return prefix + ":{tasks:" + owner + "}:live"
+}
+
+// TasksDoneKey is the sorted set of owner's finished tasks by the end of
+// their keeping; TasksChargesKey the hash of what each is charged, and
+// TasksBytesKey their sum.
+func TasksDoneKey(prefix, owner string) string {
+	return prefix + ":{tasks:" + owner + "}:done"
+}
+
+// TasksChargesKey: see TasksDoneKey.
+func TasksChargesKey(prefix, owner string) string {
+	return prefix + ":{tasks:" + owner + "}:charges"
+}
+
+// TasksBytesKey: see TasksDoneKey.
+func TasksBytesKey(prefix, owner string) string {
+	return prefix + ":{tasks:" + owner + "}:bytes"
+}
+
+// taskKeys are the keys of owner's task id the scripts take: the task,
+// the live set, then the finished accounting (done, charges, bytes).
+func (r *Redis) taskKeys(owner, id string) []string {
+	return []string{TaskKey(r.prefix, owner, id), TasksLiveKey(r.prefix, owner),
+		TasksDoneKey(r.prefix, owner), TasksChargesKey(r.prefix, owner), TasksBytesKey(r.prefix, owner)}
 }
 
 // redisNow is the Lua preamble reading the server's clock in ms.
@@ -46,25 +74,52 @@ local function trimlive(key, now)
 end
 `
 
+// redisTrimDone subtracts the owner's finished tasks whose keeping has
+// ended (a bounded batch per call: a later call takes the rest, and until
+// then the sum only errs high), and keeps the three keys' TTL at the
+// latest end. KEYS[3] done, KEYS[4] charges, KEYS[5] bytes.
+const redisTrimDone = `
+local function trimdone(now)
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'LIMIT', 0, 256)
+  local freed = 0
+  for _, id in ipairs(gone) do
+    freed = freed + tonumber(redis.call('HGET', KEYS[4], id) or '0')
+    redis.call('HDEL', KEYS[4], id)
+    redis.call('ZREM', KEYS[3], id)
+  end
+  if freed > 0 then redis.call('DECRBY', KEYS[5], freed) end
+end
+local function keepdone(now)
+  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  if #last > 0 then
+    local ms = math.max(1, tonumber(last[2]) - now)
+    for i = 3, 5 do redis.call('PEXPIRE', KEYS[i], ms) end
+  end
+end
+local function finished() return tonumber(redis.call('GET', KEYS[5]) or '0') end
+`
+
 // CreateTask implements Tasks in one script.
-func (r *Redis) CreateTask(ctx context.Context, t *Task, limit int, leaseTTL, life time.Duration) error {
-	if err := checkNewTask(t, leaseTTL, life); err != nil {
+func (r *Redis) CreateTask(ctx context.Context, t *Task, limits TaskLimits, leaseTTL, life time.Duration) error {
+	if err := checkNewTask(t, limits, leaseTTL, life); err != nil {
 		return err
 	}
 	rec, err := json.Marshal(t)
 	if err != nil {
 		return err
 	}
-	args := []any{t.ID, limit, leaseTTL.Milliseconds(), life.Milliseconds(), rec, t.Runner, t.Round}
+	args := []any{t.ID, limits.Running, leaseTTL.Milliseconds(), life.Milliseconds(), rec, t.Runner, t.Round, limits.FinishedBytes}
 	for k := range t.InputRequests {
 		args = append(args, k)
 	}
-	n, err := createTask.Run(ctx, r.client, []string{TaskKey(r.prefix, t.Owner, t.ID), TasksLiveKey(r.prefix, t.Owner)}, args...).Int()
+	n, err := createTask.Run(ctx, r.client, r.taskKeys(t.Owner, t.ID), args...).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("store: create task: %w", err)
 	case n == -1:
 		return ErrTaskExists
+	case n == -2:
+		return ErrTaskBudget
 	case n == 0:
 		return ErrTaskLimit
 	}
@@ -72,15 +127,19 @@ func (r *Redis) CreateTask(ctx context.Context, t *Task, limit int, leaseTTL, li
 	return nil
 }
 
-// createTask: KEYS task, live; ARGV id, limit, lease ms, life ms, rec,
-// runner, round, the first round's input keys.
-var createTask = redis.NewScript(redisNow + redisTrimLive + `
+// createTask: KEYS task, live, done, charges, bytes; ARGV id, limit,
+// lease ms, life ms, rec, runner, round, finished budget, the first
+// round's input keys.
+var createTask = redis.NewScript(redisNow + redisTrimLive + redisTrimDone + `
 redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+trimdone(now)
 if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[2]) then return 0 end
+local budget = tonumber(ARGV[8])
+if budget > 0 and finished() >= budget then return -2 end
 local lease = now + tonumber(ARGV[3])
-redis.call('HSET', KEYS[1], 'v', 1, 'rec', ARGV[5], 'runner', ARGV[6], 'lease', lease, 'r', ARGV[7], 'qn', #ARGV - 7)
-for i = 8, #ARGV do redis.call('HSET', KEYS[1], 'q:' .. ARGV[i], 1) end
+redis.call('HSET', KEYS[1], 'v', 1, 'rec', ARGV[5], 'runner', ARGV[6], 'lease', lease, 'r', ARGV[7], 'qn', #ARGV - 8, 'budget', budget)
+for i = 9, #ARGV do redis.call('HSET', KEYS[1], 'q:' .. ARGV[i], 1) end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('ZADD', KEYS[2], lease, ARGV[1])
 trimlive(KEYS[2], now)
@@ -145,20 +204,25 @@ func (r *Redis) UpdateTask(ctx context.Context, t *Task) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	done, ttl := 0, int64(0)
+	done, ttl, result := 0, int64(0), 0
 	if TaskTerminal(t.Status) {
 		done, ttl = 1, t.TTL.Milliseconds()
 	}
-	args := []any{t.ID, t.Version, rec, t.Round, done, ttl}
+	if len(t.Result) > 0 {
+		result = 1
+	}
+	args := []any{t.ID, t.Version, rec, t.Round, done, ttl, TaskCharge(len(rec)), result}
 	for k := range t.InputRequests {
 		args = append(args, k)
 	}
-	n, err := updateTask.Run(ctx, r.client, []string{TaskKey(r.prefix, t.Owner, t.ID), TasksLiveKey(r.prefix, t.Owner)}, args...).Int64()
+	n, err := updateTask.Run(ctx, r.client, r.taskKeys(t.Owner, t.ID), args...).Int64()
 	switch {
 	case err != nil:
 		return false, fmt.Errorf("store: update task: %w", err)
 	case n == -1:
 		return false, ErrNotFound
+	case n == -2:
+		return false, ErrTaskBudget
 	case n == 0:
 		return false, nil
 	}
@@ -166,17 +230,27 @@ func (r *Redis) UpdateTask(ctx context.Context, t *Task) (bool, error) {
 	return true, nil
 }
 
-// updateTask: KEYS task, live; ARGV id, expected version, rec, round,
-// terminal (1/0), ttl ms once terminal, the round's input keys. Returns
-// the new version, 0 on a version mismatch, -1 when absent. The hash is
-// small (its input keys are bounded by the caller), so HKEYS is fine.
-var updateTask = redis.NewScript(`
+// updateTask: KEYS task, live, done, charges, bytes; ARGV id, expected
+// version, rec, round, terminal (1/0), ttl ms once terminal, the record's
+// charge, has a result (1/0), the round's input keys. Returns the new
+// version, 0 on a version mismatch, -1 when absent, -2 past the budget.
+// The hash is small (its input keys are bounded by the caller), so HKEYS
+// is fine.
+var updateTask = redis.NewScript(redisNow + redisTrimDone + `
 local v = redis.call('HGET', KEYS[1], 'v')
 if not v then return -1 end
 if tonumber(v) ~= tonumber(ARGV[2]) then return 0 end
+local done = ARGV[5] == '1'
+local charge, was = 0, 0
+if done then
+  trimdone(now)
+  charge = tonumber(ARGV[7])
+  was = tonumber(redis.call('HGET', KEYS[4], ARGV[1]) or '0')
+  local budget = tonumber(redis.call('HGET', KEYS[1], 'budget') or '0')
+  if ARGV[8] == '1' and budget > 0 and finished() - was + charge > budget then return -2 end
+end
 local nv = tonumber(v) + 1
 redis.call('HSET', KEYS[1], 'v', nv, 'rec', ARGV[3])
-local done = ARGV[5] == '1'
 if done or redis.call('HGET', KEYS[1], 'r') ~= ARGV[4] then
   for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
     local p = string.sub(f, 1, 2)
@@ -184,14 +258,18 @@ if done or redis.call('HGET', KEYS[1], 'r') ~= ARGV[4] then
   end
   redis.call('HSET', KEYS[1], 'r', ARGV[4], 'qn', 0)
   if not done then
-    for i = 7, #ARGV do redis.call('HSET', KEYS[1], 'q:' .. ARGV[i], 1) end
-    redis.call('HSET', KEYS[1], 'qn', #ARGV - 6)
+    for i = 9, #ARGV do redis.call('HSET', KEYS[1], 'q:' .. ARGV[i], 1) end
+    redis.call('HSET', KEYS[1], 'qn', #ARGV - 8)
   end
 end
 if done then
   redis.call('HDEL', KEYS[1], 'runner', 'lease')
   redis.call('ZREM', KEYS[2], ARGV[1])
   redis.call('PEXPIRE', KEYS[1], ARGV[6])
+  redis.call('ZADD', KEYS[3], now + tonumber(ARGV[6]), ARGV[1])
+  redis.call('HSET', KEYS[4], ARGV[1], charge)
+  redis.call('INCRBY', KEYS[5], charge - was)
+  keepdone(now)
 end
 return nv`)
 

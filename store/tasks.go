@@ -16,16 +16,20 @@ import (
 // A task belongs to an owner (a digest of the principal, which the sealed
 // task id also carries, so every call names it) and lives in the owner's
 // own keyspace (one Redis Cluster slot per owner), which is what makes the
-// fleet-wide bound on an owner's running tasks atomic with creating one.
+// fleet-wide bounds on an owner's tasks atomic with creating one.
 //
 //   - CreateTask stores a working task with its runner's lease, when the
-//     owner runs fewer than a limit of tasks: a task counts while its
-//     lease is live, so one whose instance died stops counting when its
-//     lease lapses.
+//     owner runs fewer than TaskLimits.Running tasks (a task counts while
+//     its lease is live, so one whose instance died stops counting when
+//     its lease lapses) and its finished tasks hold less than
+//     TaskLimits.FinishedBytes.
 //   - UpdateTask is compare-and-set on Task.Version: of two instances that
 //     both try to settle a task (the runner finishing, another settling a
 //     task whose lease lapsed), exactly one succeeds. A terminal status
-//     ends the lease and keeps the record Task.TTL longer, for tasks/get.
+//     ends the lease and keeps the record Task.TTL longer, for tasks/get;
+//     the record's size is charged to the owner's finished bytes while it
+//     is kept, and a result that would take them past the budget the task
+//     was created under is refused (ErrTaskBudget).
 //   - RenewTaskLease extends the runner's lease; it fails once the lease
 //     has lapsed or the task has been settled, and the runner stops.
 //   - PostTaskAnswers holds the client's answers to the current round's
@@ -37,10 +41,13 @@ import (
 // The clock of leases and expiries is the store's.
 type Tasks interface {
 	// CreateTask stores t (Version 1, with t.Runner's lease for leaseTTL)
-	// for life at most, unless t.Owner already runs limit live tasks
-	// (ErrTaskLimit) or t.ID exists (ErrTaskExists). The keys of
-	// t.InputRequests, if any, are its first round.
-	CreateTask(ctx context.Context, t *Task, limit int, leaseTTL, life time.Duration) error
+	// for life at most, unless t.Owner already runs limits.Running live
+	// tasks (ErrTaskLimit), its finished tasks already hold
+	// limits.FinishedBytes or more (ErrTaskBudget), or t.ID exists
+	// (ErrTaskExists). The keys of t.InputRequests, if any, are its first
+	// round. The task keeps limits.FinishedBytes as the budget its end is
+	// checked against (UpdateTask).
+	CreateTask(ctx context.Context, t *Task, limits TaskLimits, leaseTTL, life time.Duration) error
 	// LoadTask returns the task with what the store keeps beside the record:
 	// Version, Answers, CancelRequested, Runner and LeaseLapsed.
 	// ErrNotFound when absent or expired.
@@ -50,7 +57,12 @@ type Tasks interface {
 	// reload). It sets t.Version to the new version. A t.Round other than
 	// the stored one starts a new round: the held answers are dropped and
 	// the keys of t.InputRequests are the ones outstanding. A terminal
-	// t.Status drops the lease and the answers and keeps the task t.TTL.
+	// t.Status drops the lease and the answers and keeps the task t.TTL,
+	// charging TaskCharge(record) to the owner's finished bytes for as
+	// long; when t has a Result and the charge would take them past the
+	// task's budget (CreateTask), nothing is written: ErrTaskBudget. A
+	// terminal write without a Result (failed, cancelled: small) is
+	// charged but never refused, so a task can always end.
 	// ErrNotFound when absent.
 	UpdateTask(ctx context.Context, t *Task) (ok bool, err error)
 	// RenewTaskLease extends instance's lease on task id by leaseTTL. false
@@ -98,9 +110,28 @@ func TaskTerminal(status string) bool {
 	return status == TaskCompleted || status == TaskFailed || status == TaskCancelled
 }
 
+// TaskLimits bound what one owner's tasks may hold (CreateTask).
+type TaskLimits struct {
+	// Running bounds the owner's live tasks (those whose lease is live).
+	Running int
+	// FinishedBytes bounds what the owner's finished tasks hold while they
+	// are kept (TaskCharge of each record); 0: no bound.
+	FinishedBytes int64
+}
+
+// TaskOverhead is what a finished task is charged beyond its record's
+// JSON: the keys and entries the store keeps for it.
+const TaskOverhead = 512
+
+// TaskCharge is what a finished task whose record encodes to n bytes is
+// charged against its owner's TaskLimits.FinishedBytes.
+func TaskCharge(n int) int64 { return int64(n) + TaskOverhead }
+
 var (
 	// ErrTaskLimit: the owner runs as many tasks as it may.
 	ErrTaskLimit = errors.New("store: too many running tasks")
+	// ErrTaskBudget: the owner's finished tasks hold as much as they may.
+	ErrTaskBudget = errors.New("store: the owner's finished tasks hold their budget")
 	// ErrTaskExists: a task with that id exists already.
 	ErrTaskExists = errors.New("store: task exists")
 )
@@ -109,7 +140,11 @@ var (
 type Task struct {
 	ID    string `json:"id"`
 	Owner string `json:"owner"` // a digest of the principal
-	VHost string `json:"vhost"`
+	// Principal is the caller the task runs for, as the audit trail names
+	// it (a session's record holds it likewise); the store keys nothing
+	// by it.
+	Principal string `json:"principal,omitempty"`
+	VHost     string `json:"vhost"`
 	// Backend and Tool are the backend key and the backend's own tool
 	// name the task calls.
 	Backend string `json:"backend"`
@@ -121,6 +156,11 @@ type Task struct {
 	UpdatedAt     time.Time     `json:"updatedAt"`
 	TTL           time.Duration `json:"ttl"`          // kept this long once terminal
 	PollInterval  time.Duration `json:"pollInterval"` // pollIntervalMs
+
+	// FirstRoundWithin, when set, bounds how long the first input round
+	// waits for its answers (a round its client may never have learnt the
+	// task of); past it the run ends and the task fails.
+	FirstRoundWithin time.Duration `json:"firstRoundWithin,omitempty"`
 
 	// Round numbers the input rounds; InputRequests are the current
 	// round's requests, by key (keys unique over the task's life).
@@ -192,9 +232,12 @@ func checkTask(t *Task) error {
 }
 
 // checkNewTask checks CreateTask's arguments.
-func checkNewTask(t *Task, leaseTTL, life time.Duration) error {
+func checkNewTask(t *Task, limits TaskLimits, leaseTTL, life time.Duration) error {
 	if err := checkTask(t); err != nil {
 		return err
+	}
+	if limits.Running < 1 || limits.FinishedBytes < 0 {
+		return fmt.Errorf("store: task limits %+v: at least one running task, and no negative budget", limits)
 	}
 	if err := checkTaskNames(t.Runner); err != nil {
 		return err

@@ -3,6 +3,7 @@ package store_test
 // The Tasks contract (tasks.go), on every store.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,10 +24,13 @@ func sampleTask(owner, id, runner string) *store.Task {
 
 func mustCreateTask(t *testing.T, s store.Store, task *store.Task, limit int) {
 	t.Helper()
-	if err := s.CreateTask(context.Background(), task, limit, time.Minute, time.Hour); err != nil {
+	if err := s.CreateTask(context.Background(), task, running(limit), time.Minute, time.Hour); err != nil {
 		t.Fatalf("CreateTask(%s): %v", task.ID, err)
 	}
 }
+
+// running is a bound on running tasks only.
+func running(n int) store.TaskLimits { return store.TaskLimits{Running: n} }
 
 func loadTask(t *testing.T, s store.Store, owner, id string) *store.Task {
 	t.Helper()
@@ -48,11 +52,11 @@ func TestTasks_CreateLoadAndTheOwnersBound(t *testing.T) {
 			got.StatusMessage != "starting" || !got.CreatedAt.Equal(task.CreatedAt) || got.TTL != time.Hour || got.PollInterval != time.Second {
 			t.Fatalf("loaded %+v", got)
 		}
-		if err := s.CreateTask(ctx, sampleTask("alice", "t1", "inst-b"), 2, time.Minute, time.Hour); !errors.Is(err, store.ErrTaskExists) {
+		if err := s.CreateTask(ctx, sampleTask("alice", "t1", "inst-b"), running(2), time.Minute, time.Hour); !errors.Is(err, store.ErrTaskExists) {
 			t.Fatalf("a second t1: %v, want ErrTaskExists", err)
 		}
 		mustCreateTask(t, s, sampleTask("alice", "t2", "inst-a"), 2)
-		if err := s.CreateTask(ctx, sampleTask("alice", "t3", "inst-a"), 2, time.Minute, time.Hour); !errors.Is(err, store.ErrTaskLimit) {
+		if err := s.CreateTask(ctx, sampleTask("alice", "t3", "inst-a"), running(2), time.Minute, time.Hour); !errors.Is(err, store.ErrTaskLimit) {
 			t.Fatalf("a third running task over a limit of 2: %v, want ErrTaskLimit", err)
 		}
 		mustCreateTask(t, s, sampleTask("bob", "t3", "inst-a"), 2) // another owner's bound
@@ -127,7 +131,7 @@ func TestTasks_ALapsedLeaseIsSeenAndFreesItsPlace(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		task := sampleTask("carol", "lapse", "inst-a")
-		if err := s.CreateTask(ctx, task, 1, 200*time.Millisecond, time.Hour); err != nil {
+		if err := s.CreateTask(ctx, task, running(1), 200*time.Millisecond, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		if ok, err := s.RenewTaskLease(ctx, "carol", "lapse", "inst-b", time.Minute); err != nil || ok {
@@ -264,12 +268,12 @@ func TestTasks_RefusesBadInput(t *testing.T) {
 		settled := sampleTask("o", "x", "r")
 		settled.Status, settled.TTL = store.TaskCompleted, 0
 		for name, try := range map[string]func() error{
-			"empty owner": func() error { return s.CreateTask(ctx, sampleTask("", "x", "r"), 1, time.Minute, time.Hour) },
-			"long id":     func() error { return s.CreateTask(ctx, sampleTask("o", long, "r"), 1, time.Minute, time.Hour) },
-			"no runner":   func() error { return s.CreateTask(ctx, sampleTask("o", "x", ""), 1, time.Minute, time.Hour) },
-			"zero lease":  func() error { return s.CreateTask(ctx, sampleTask("o", "x", "r"), 1, 0, time.Hour) },
+			"empty owner": func() error { return s.CreateTask(ctx, sampleTask("", "x", "r"), running(1), time.Minute, time.Hour) },
+			"long id":     func() error { return s.CreateTask(ctx, sampleTask("o", long, "r"), running(1), time.Minute, time.Hour) },
+			"no runner":   func() error { return s.CreateTask(ctx, sampleTask("o", "x", ""), running(1), time.Minute, time.Hour) },
+			"zero lease":  func() error { return s.CreateTask(ctx, sampleTask("o", "x", "r"), running(1), 0, time.Hour) },
 			"zero ttl":    func() error { _, err := s.UpdateTask(ctx, settled); return err },
-			"many inputs": func() error { return s.CreateTask(ctx, manyInputs(), 1, time.Minute, time.Hour) },
+			"many inputs": func() error { return s.CreateTask(ctx, manyInputs(), running(1), time.Minute, time.Hour) },
 		} {
 			if err := try(); err == nil || errors.Is(err, store.ErrNotFound) {
 				t.Errorf("%s: %v, want refused", name, err)
@@ -295,7 +299,7 @@ func TestTasks_APlaceholderLeaseIsTakenOverOnce(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		task := sampleTask("dave", "handoff", "launch:inst-a")
 		task.Run = []byte("sealed run spec")
-		if err := s.CreateTask(ctx, task, 4, 100*time.Millisecond, time.Hour); err != nil {
+		if err := s.CreateTask(ctx, task, running(4), 100*time.Millisecond, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(150 * time.Millisecond) // the placeholder lapses: it may still be taken
@@ -335,6 +339,90 @@ func TestTasks_APlaceholderLeaseIsTakenOverOnce(t *testing.T) {
 		}
 		if ok, err := s.TakeTaskLease(ctx, "dave", "nosuch", "launch:inst-a", "inst-e", time.Minute); err != nil || ok {
 			t.Fatalf("a missing task's lease was taken: %v, %v", ok, err)
+		}
+	})
+}
+
+// An owner's finished tasks are charged what their records hold while
+// they are kept: a task with a result that would take them past the
+// budget is refused (and nothing written), one that fails or is
+// cancelled is charged but never refused, a new task is refused once
+// they hold the budget, another owner is not, and the charges leave with
+// the tasks when their keeping ends.
+func TestTasks_FinishedTasksHoldAtMostTheirBudget(t *testing.T) {
+	ctx := context.Background()
+	forEachStore(t, func(t *testing.T, s store.Store) {
+		const budget = 4000
+		limits := store.TaskLimits{Running: 5, FinishedBytes: budget}
+		create := func(owner, id string) error {
+			return s.CreateTask(ctx, sampleTask(owner, id, "inst-a"), limits, time.Minute, time.Hour)
+		}
+		settle := func(id, status string, result []byte) (int64, error) {
+			t.Helper()
+			got := loadTask(t, s, "gina", id)
+			got.Status, got.TTL = status, 3*time.Second
+			if result != nil {
+				got.Result = json.RawMessage(`{"content":[{"type":"text","text":"` + string(result) + `"}]}`)
+			}
+			rec, _ := json.Marshal(got)
+			ok, err := s.UpdateTask(ctx, got)
+			if err == nil && !ok {
+				t.Fatalf("settle %s: a version race nobody ran", id)
+			}
+			return store.TaskCharge(len(rec)), err
+		}
+		big := bytes.Repeat([]byte("x"), 1500)
+		for _, id := range []string{"t1", "t2"} {
+			if err := create("gina", id); err != nil {
+				t.Fatalf("create %s: %v", id, err)
+			}
+		}
+		c1, err := settle("t1", store.TaskCompleted, big)
+		if err != nil || c1 >= budget/2+budget/4 {
+			t.Fatalf("t1 (charged %d): %v", c1, err)
+		}
+		// t2's result would take the owner past its budget: refused, unwritten.
+		if _, err := settle("t2", store.TaskCompleted, big); !errors.Is(err, store.ErrTaskBudget) {
+			t.Fatalf("a result past the budget: %v, want ErrTaskBudget", err)
+		}
+		if got := loadTask(t, s, "gina", "t2"); got.Version != 1 || got.Status != store.TaskWorking || got.Runner == "" {
+			t.Fatalf("a refused settle wrote something: %+v", got)
+		}
+		// Failing it always passes, and is charged.
+		c2, err := settle("t2", store.TaskFailed, nil)
+		if err != nil {
+			t.Fatalf("failing t2: %v", err)
+		}
+		// Below the budget tasks start; each that ends is charged, past it too.
+		held := c1 + c2
+		for i := 3; held < budget; i++ {
+			id := fmt.Sprint("t", i)
+			if err := create("gina", id); err != nil {
+				t.Fatalf("%s with %d of %d bytes held: %v", id, held, budget, err)
+			}
+			c, err := settle(id, store.TaskCancelled, nil)
+			if err != nil {
+				t.Fatalf("cancelling %s: %v", id, err)
+			}
+			held += c
+		}
+		// Now at (past) the budget: no new task; another owner is not affected.
+		if err := create("gina", "next"); !errors.Is(err, store.ErrTaskBudget) {
+			t.Fatalf("a new task with %d of %d bytes held: %v, want ErrTaskBudget", held, budget, err)
+		}
+		if err := create("hank", "next"); err != nil {
+			t.Fatalf("another owner: %v", err)
+		}
+		if _, ok := s.(*store.Redis); ok {
+			for _, key := range []string{store.TasksDoneKey(testPrefix, "gina"), store.TasksChargesKey(testPrefix, "gina"), store.TasksBytesKey(testPrefix, "gina")} {
+				if d, ok := pttl(t, s, key); !ok || d <= 0 || d > 3*time.Second {
+					t.Fatalf("%s PTTL = %v, want the latest keeping (3s)", key, d)
+				}
+			}
+		}
+		// Their keeping ends: the charges go with them.
+		if !testsupport.Eventually(t, 20*time.Second, func() bool { return create("gina", "next") == nil }) {
+			t.Fatal("the budget was never freed once the finished tasks expired")
 		}
 	})
 }

@@ -2,7 +2,6 @@ package taskrun
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -54,8 +53,8 @@ func (r *Runner) Abandon(ctx context.Context, owner, id, message string) error {
 		if store.TaskTerminal(t.Status) || !strings.HasPrefix(t.Runner, placeholderPrefix) {
 			return nil
 		}
-		t.Status, t.StatusMessage, t.InputRequests, t.Run = store.TaskFailed, message, nil, nil
-		t.Error, _ = json.Marshal(&RPCError{Code: -32603, Message: message})
+		setEnd(t, store.TaskFailed, message, nil, &RPCError{Code: -32603, Message: message})
+		t.Run = nil
 		t.UpdatedAt = time.Now().UTC()
 		ok, err := r.opts.Store.UpdateTask(ctx, t)
 		if err != nil {
@@ -63,6 +62,7 @@ func (r *Runner) Abandon(ctx context.Context, owner, id, message string) error {
 		}
 		if ok {
 			r.announce(ctx, t)
+			r.finished(t)
 			return nil
 		}
 	}

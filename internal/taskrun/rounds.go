@@ -41,7 +41,7 @@ func (r *Runner) round(ctx context.Context, rn *run, t *store.Task, requests map
 	issued, asked := issue(round, requests)
 	t.InputRequests = asked
 	t.Round, t.Status, t.StatusMessage = round, store.TaskInputRequired, waitingMessage
-	if !r.write(rn, t) {
+	if r.write(rn, t) != nil {
 		return nil
 	}
 	return r.await(ctx, rn, t, issued)
@@ -58,9 +58,10 @@ func (r *Runner) await(ctx context.Context, rn *run, t *store.Task, issued map[s
 	round := t.Round
 	poll := time.NewTicker(r.opts.Lease / 3)
 	defer poll.Stop()
+	within, why := answerWithin(rn, t)
 	var deadline <-chan time.Time
-	if rn.answerWithin > 0 {
-		d := time.NewTimer(rn.answerWithin)
+	if within > 0 {
+		d := time.NewTimer(within)
 		defer d.Stop()
 		deadline = d.C
 	}
@@ -77,7 +78,7 @@ func (r *Runner) await(ctx context.Context, rn *run, t *store.Task, issued map[s
 				answers[issued[key]] = a
 			}
 			t.Status, t.StatusMessage, t.InputRequests = store.TaskWorking, "", nil
-			if !r.write(rn, t) {
+			if r.write(rn, t) != nil {
 				return nil
 			}
 			return answers
@@ -88,12 +89,23 @@ func (r *Runner) await(ctx context.Context, rn *run, t *store.Task, issued map[s
 		case <-rn.wake:
 		case <-poll.C:
 		case <-deadline:
-			why := rn.unanswered
-			if why == nil {
-				why = ErrUnanswered
-			}
 			rn.cancel(why)
 			return nil
 		}
 	}
+}
+
+// answerWithin is how long t's open round waits for its answers (0: no
+// bound) and why the run ends past it: the run's Spec.AnswerWithin, or
+// for a first round the record's FirstRoundWithin, whichever is shorter.
+func answerWithin(rn *run, t *store.Task) (time.Duration, error) {
+	within, why := rn.answerWithin, rn.unanswered
+	if why == nil {
+		why = ErrUnanswered
+	}
+	if first := t.FirstRoundWithin; t.Round == 1 && first > 0 && (within <= 0 || first < within) {
+		within = first
+		why = fmt.Errorf("the client did not answer the task's first question within %s (streams.client_request_timeout)", first)
+	}
+	return within, why
 }

@@ -31,7 +31,7 @@ import (
 // stops waiting ends the call. Spec.Changed is not called for the
 // creation, only for the run's later writes.
 func (r *Runner) StartOnInput(ctx context.Context, spec Spec, step Step) (*store.Task, Outcome, error) {
-	t, err := newTask(spec, r.opts.Store.InstanceID(), r.opts.PollInterval)
+	t, err := r.newTask(spec, r.opts.Store.InstanceID())
 	if err != nil {
 		return nil, Outcome{}, err
 	}

@@ -19,9 +19,9 @@ type countingStore struct {
 	created atomic.Int32
 }
 
-func (s *countingStore) CreateTask(ctx context.Context, t *store.Task, limit int, leaseTTL, life time.Duration) error {
+func (s *countingStore) CreateTask(ctx context.Context, t *store.Task, limits store.TaskLimits, leaseTTL, life time.Duration) error {
 	s.created.Add(1)
-	return s.Redis.CreateTask(ctx, t, limit, leaseTTL, life)
+	return s.Redis.CreateTask(ctx, t, limits, leaseTTL, life)
 }
 
 var askName = map[string]json.RawMessage{"name": json.RawMessage(`{"method":"elicitation/create","params":{"message":"name?"}}`)}

@@ -72,10 +72,13 @@ func (e *RPCError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Messag
 
 // Spec is the task to start.
 type Spec struct {
-	Owner   string // taskid.PrincipalDigest of the principal
-	VHost   string
-	Backend string
-	Tool    string
+	Owner string // taskid.PrincipalDigest of the principal
+	// Principal is the caller, kept in the record for the audit trail of
+	// the task's end (Options.Ended).
+	Principal string
+	VHost     string
+	Backend   string
+	Tool      string
 	// TTL is how long the task is kept once finished (default DefaultTTL).
 	TTL time.Duration
 	// Changed, when set, is called with the task after each status the
@@ -95,6 +98,12 @@ type Spec struct {
 	// need of it; a parked call's client may simply never retry.
 	AnswerWithin time.Duration
 	Unanswered   error
+	// FirstRoundBounded bounds the task's first input round by
+	// Options.FirstRoundWithin (kept in the record, so whichever instance
+	// runs the task honours it): a tool whose first question is asked
+	// before the task is handed out (input_before_task) leaves a client
+	// that never answers it without the task's id, to cancel it with.
+	FirstRoundBounded bool
 }
 
 // Store is what a Runner uses of the shared store: task records, and the
@@ -118,6 +127,20 @@ type Options struct {
 	PollInterval time.Duration
 	// MaxRun bounds a run; past it the task fails (default DefaultMaxRun).
 	MaxRun time.Duration
+	// FinishedBytes bounds what an owner's finished tasks hold in the
+	// store while they are kept (store.TaskLimits; default
+	// DefaultFinishedBytes): past it no task starts (ErrBudget), and a
+	// result that does not fit fails its task, saying so.
+	FinishedBytes int64
+	// FirstRoundWithin bounds the first round of a task started with
+	// Spec.FirstRoundBounded: the client's wait for a question
+	// (streams.client_request_timeout; default DefaultFirstRoundWithin).
+	FirstRoundWithin time.Duration
+	// Ended, when set, is called with each task this runner settles, as
+	// written (once per task, fleet-wide: the write is compare-and-set),
+	// on the settling goroutine: it must not block. The audit trail's
+	// record of a task's end.
+	Ended  func(t store.Task)
 	Logger *slog.Logger
 }
 
@@ -128,12 +151,21 @@ const (
 	DefaultPollInterval = time.Second
 	DefaultMaxRun       = time.Hour
 	DefaultTTL          = time.Hour
+	// DefaultFinishedBytes is Options.FinishedBytes's default
+	// (limits.finished_task_bytes_per_principal).
+	DefaultFinishedBytes = 64 << 20
+	// DefaultFirstRoundWithin is Options.FirstRoundWithin's default
+	// (streams.client_request_timeout).
+	DefaultFirstRoundWithin = 5 * time.Minute
 )
 
 // Errors of Runner's methods.
 var (
 	// ErrLimit: the owner runs as many tasks as it may.
 	ErrLimit = errors.New("taskrun: too many running tasks")
+	// ErrBudget: the owner's finished tasks hold as much as they may
+	// (Options.FinishedBytes) until some expire.
+	ErrBudget = errors.New("taskrun: the caller's finished tasks hold their budget")
 	// ErrUnknown: no such task (never created, expired, another owner's).
 	ErrUnknown = errors.New("taskrun: unknown task")
 	// ErrClosed: the runner is shutting down and starts no task.
@@ -193,12 +225,26 @@ func New(opts Options) (*Runner, error) {
 	if opts.MaxRun <= 0 {
 		opts.MaxRun = DefaultMaxRun
 	}
+	if opts.FinishedBytes <= 0 {
+		opts.FinishedBytes = DefaultFinishedBytes
+	}
+	if opts.FirstRoundWithin <= 0 {
+		opts.FirstRoundWithin = DefaultFirstRoundWithin
+	}
 	r := &Runner{opts: opts, logger: opts.Logger, running: map[string]*run{}}
 	if r.logger == nil {
 		r.logger = slog.New(slog.DiscardHandler)
 	}
 	return r, nil
 }
+
+// PerPrincipal is the bound on an owner's running tasks in force
+// (Options.PerPrincipal), for refusals to name.
+func (r *Runner) PerPrincipal() int { return r.opts.PerPrincipal }
+
+// FinishedBytes is the budget of an owner's finished tasks in force
+// (Options.FinishedBytes), for refusals to name.
+func (r *Runner) FinishedBytes() int64 { return r.opts.FinishedBytes }
 
 // Subscribe subscribes the runner to the store's bus, for the answers and
 // cancels of the tasks it runs, waiting at most until ctx ends. An error
@@ -289,7 +335,7 @@ func (r *Runner) Start(ctx context.Context, spec Spec, step Step) (*store.Task, 
 
 // create stores a new working task for spec, held by runner for lease.
 func (r *Runner) create(ctx context.Context, spec Spec, runner string, lease time.Duration) (*store.Task, error) {
-	t, err := newTask(spec, runner, r.opts.PollInterval)
+	t, err := r.newTask(spec, runner)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +359,7 @@ func (r *Runner) create(ctx context.Context, spec Spec, runner string, lease tim
 }
 
 // newTask is a new working task for spec, held by runner, not yet stored.
-func newTask(spec Spec, runner string, poll time.Duration) (*store.Task, error) {
+func (r *Runner) newTask(spec Spec, runner string) (*store.Task, error) {
 	if spec.TTL <= 0 {
 		spec.TTL = DefaultTTL
 	}
@@ -322,16 +368,25 @@ func newTask(spec Spec, runner string, poll time.Duration) (*store.Task, error) 
 		return nil, err
 	}
 	now := time.Now().UTC()
-	return &store.Task{ID: hex.EncodeToString(b[:]), Owner: spec.Owner, VHost: spec.VHost, Backend: spec.Backend,
-		Tool: spec.Tool, Status: store.TaskWorking, CreatedAt: now, UpdatedAt: now, TTL: spec.TTL,
-		PollInterval: poll, Runner: runner}, nil
+	t := &store.Task{ID: hex.EncodeToString(b[:]), Owner: spec.Owner, Principal: spec.Principal, VHost: spec.VHost,
+		Backend: spec.Backend, Tool: spec.Tool, Status: store.TaskWorking, CreatedAt: now, UpdatedAt: now, TTL: spec.TTL,
+		PollInterval: r.opts.PollInterval, Runner: runner}
+	if spec.FirstRoundBounded {
+		t.FirstRoundWithin = r.opts.FirstRoundWithin
+	}
+	return t, nil
 }
 
-// store creates t in the store, within the owner's bound (ErrLimit).
+// store creates t in the store, within the owner's bounds (ErrLimit,
+// ErrBudget).
 func (r *Runner) store(ctx context.Context, t *store.Task, spec Spec, lease time.Duration) error {
-	err := r.opts.Store.CreateTask(ctx, t, r.opts.PerPrincipal, lease, r.opts.MaxRun+t.TTL+r.opts.Lease+lease)
-	if errors.Is(err, store.ErrTaskLimit) {
+	limits := store.TaskLimits{Running: r.opts.PerPrincipal, FinishedBytes: r.opts.FinishedBytes}
+	err := r.opts.Store.CreateTask(ctx, t, limits, lease, r.opts.MaxRun+t.TTL+r.opts.Lease+lease)
+	switch {
+	case errors.Is(err, store.ErrTaskLimit):
 		return ErrLimit
+	case errors.Is(err, store.ErrTaskBudget):
+		return ErrBudget
 	}
 	return err
 }
@@ -439,60 +494,6 @@ func (r *Runner) keepLease(ctx context.Context, owner, id string, cancel context
 	}
 }
 
-// ended settles a run whose context ended, by why.
-func (r *Runner) ended(rn *run, t *store.Task, cause error) {
-	switch {
-	case errors.Is(cause, errCancelled):
-		r.settle(rn, t, store.TaskCancelled, "cancelled at the client's request", nil, nil)
-	case errors.Is(cause, errLost):
-		// Someone else settles it (a lapsed lease), or has.
-	default:
-		msg := "task run stopped"
-		if cause != nil {
-			msg = cause.Error()
-		}
-		r.settle(rn, t, store.TaskFailed, msg, nil, &RPCError{Code: -32603, Message: msg})
-	}
-}
-
-// settle writes the terminal status, unless someone else changed the task
-// first.
-func (r *Runner) settle(rn *run, t *store.Task, status, message string, result json.RawMessage, rpc *RPCError) {
-	t.Status, t.StatusMessage, t.Result, t.InputRequests = status, message, result, nil
-	if rpc != nil {
-		t.Error, _ = json.Marshal(rpc)
-	}
-	r.write(rn, t)
-	r.logger.Info("task settled", "task", t.ID, "status", status)
-}
-
-// write stores t (compare-and-set) and reports whether it did; a lost race
-// means another instance settled the task.
-func (r *Runner) write(rn *run, t *store.Task) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	t.UpdatedAt = time.Now().UTC()
-	ok, err := r.opts.Store.UpdateTask(ctx, t)
-	if err != nil || !ok {
-		r.logger.Warn("task update not written", "task", t.ID, "status", t.Status, "err", err)
-		return false
-	}
-	r.announce(ctx, t)
-	if rn.changed != nil {
-		rn.changed(*t)
-	}
-	return true
-}
-
-// announce tells every instance that t's status changed, for the
-// notifications/tasks of the listen streams they hold. Best effort: a
-// listener that misses it still has tasks/get.
-func (r *Runner) announce(ctx context.Context, t *store.Task) {
-	if err := r.opts.Store.Publish(ctx, busMessage(store.BusTaskStatus, t.Owner, t.ID)); err != nil {
-		r.logger.Warn("task status not announced", "task", t.ID, "err", err)
-	}
-}
-
 // StatusChanged decodes a bus message announcing that a task changed
 // status (store.BusTaskStatus): a listen stream of owner that asked for
 // id loads it (Get) and sends it as notifications/tasks.
@@ -518,8 +519,8 @@ func (r *Runner) Get(ctx context.Context, owner, id string) (*store.Task, error)
 		if strings.HasPrefix(t.Runner, placeholderPrefix) {
 			msg = NotStartedMessage
 		}
-		t.Status, t.StatusMessage, t.InputRequests, t.Run = store.TaskFailed, msg, nil, nil
-		t.Error, _ = json.Marshal(&RPCError{Code: -32603, Message: msg})
+		setEnd(t, store.TaskFailed, msg, nil, &RPCError{Code: -32603, Message: msg})
+		t.Run = nil
 		t.UpdatedAt = time.Now().UTC()
 		ok, err := r.opts.Store.UpdateTask(ctx, t)
 		if err != nil {
@@ -527,6 +528,7 @@ func (r *Runner) Get(ctx context.Context, owner, id string) (*store.Task, error)
 		}
 		if ok {
 			r.announce(ctx, t)
+			r.finished(t)
 			return t, nil
 		}
 	}
@@ -554,46 +556,4 @@ func (r *Runner) Cancel(ctx context.Context, owner, id string) error {
 		return ErrUnknown
 	}
 	return err
-}
-
-// Detailed is t's DetailedTask as tasks/get answers it (and
-// notifications/tasks carries it), under the client's taskID: ttlMs counts
-// from creation, so it is the time the task has run (until it ended) plus
-// its TTL.
-func Detailed(t *store.Task, taskID string, now time.Time) map[string]any {
-	end := now
-	if store.TaskTerminal(t.Status) {
-		end = t.UpdatedAt
-	}
-	d := map[string]any{
-		"taskId":         taskID,
-		"status":         t.Status,
-		"createdAt":      t.CreatedAt.UTC().Format(time.RFC3339Nano),
-		"lastUpdatedAt":  t.UpdatedAt.UTC().Format(time.RFC3339Nano),
-		"ttlMs":          (end.Sub(t.CreatedAt) + t.TTL).Milliseconds(),
-		"pollIntervalMs": t.PollInterval.Milliseconds(),
-	}
-	if t.StatusMessage != "" {
-		d["statusMessage"] = t.StatusMessage
-	}
-	switch t.Status {
-	case store.TaskInputRequired:
-		d["inputRequests"] = t.Outstanding()
-	case store.TaskCompleted:
-		d["result"] = t.Result
-	case store.TaskFailed:
-		d["error"] = t.Error
-	}
-	return d
-}
-
-// Created is the CreateTaskResult for a task Start returned (without the
-// result envelope's _meta, which the router adds).
-func Created(t *store.Task, taskID string, now time.Time) map[string]any {
-	d := Detailed(t, taskID, now)
-	for _, k := range []string{"inputRequests", "result", "error"} {
-		delete(d, k)
-	}
-	d["resultType"] = "task"
-	return d
 }
