@@ -168,8 +168,14 @@ func TestAudit_OneLinePerRoutedRequestAndRefusalOnTwoInstances(t *testing.T) {
 			t.Errorf("instance %d wrote the arguments in clear", i)
 		}
 	}
-	if mf := testsupport.ScrapeMetrics(t, gws[0].URL)["mcpgw_audit_dropped_total"]; mf == nil || len(mf.GetMetric()) != 1 || mf.GetMetric()[0].GetCounter().GetValue() != 0 {
-		t.Errorf("/metrics: mcpgw_audit_dropped_total %v, want 0", mf)
+	if mf := testsupport.ScrapeMetrics(t, gws[0].URL)["mcpgw_audit_dropped_total"]; mf == nil || len(mf.GetMetric()) != len(audit.DropReasons) {
+		t.Errorf("/metrics: mcpgw_audit_dropped_total %v, want a series per reason", mf)
+	} else {
+		for _, m := range mf.GetMetric() {
+			if m.GetCounter().GetValue() != 0 {
+				t.Errorf("/metrics: mcpgw_audit_dropped_total %v, want 0", m)
+			}
+		}
 	}
 }
 

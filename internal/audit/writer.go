@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -13,18 +12,35 @@ import (
 
 // Writer writes audit lines from a bounded buffer on a goroutine of its
 // own, to stdout, stderr or a file it can reopen (for log rotation).
+//
+// What it promises (docs/reference/audit.md): best effort with counted
+// loss. A request never waits for the output; every line is either
+// written whole or counted as dropped, by reason (Drops), and failures
+// are logged at most once per interval with how many lines they cost.
+// The output stays valid JSON lines: a line the output took only part of
+// is removed again (a regular file) or ended before the next one starts
+// (a pipe). Opening the output never blocks (a FIFO nobody reads is an
+// error at once), and Close waits for the output at most CloseWait.
 type Writer struct {
 	lines   chan item
 	closing sync.RWMutex // held to read by Write, to write by Close
 	closed  bool
 	log     *slog.Logger
-	dropped atomic.Uint64
-	lastLog atomic.Int64 // unix nanos of the last "dropped" log line
+	losses  losses
 
-	mu   sync.Mutex // guards out and file: Reopen against the writer
-	out  io.Writer
-	file *os.File
-	path string
+	mu      sync.Mutex // guards what follows: Reopen against the writer
+	out     io.Writer
+	file    *os.File   // out when it is a path's
+	retired []*os.File // files Reopen replaced, closed by the writer between lines
+	torn    bool       // the output ends mid-line: the next line starts with a newline
+	gen     int        // counts Reopens, so a write's outcome is kept for its own output only
+	shut    bool       // Close closed the output
+	path    string
+
+	// closeWait bounds Close's wait for the output (CloseWait).
+	closeWait time.Duration
+	// abandoned: Close stopped waiting; what is left is dropped.
+	abandoned atomic.Bool
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -37,16 +53,19 @@ type item struct {
 	done chan struct{}
 }
 
-// dropLogEvery bounds the log lines about dropped audit lines.
-const dropLogEvery = 10 * time.Second
+// CloseWait bounds how long Close waits for the output to take what is
+// queued: past it the rest is dropped and counted (DropShutdown), so a
+// stalled reader cannot hold a shutting-down gateway.
+const CloseWait = 5 * time.Second
 
 // Open starts a Writer for output ("stdout", "stderr" or a file path,
-// appended to and created 0600) with room for buffer lines.
+// appended to and created 0600) with room for buffer lines. Opening never
+// blocks: a FIFO without a reader is an error.
 func Open(output string, buffer int, log *slog.Logger) (*Writer, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	w := &Writer{lines: make(chan item, max(buffer, 1)), log: log, done: make(chan struct{})}
+	w := &Writer{lines: make(chan item, max(buffer, 1)), log: log, done: make(chan struct{}), closeWait: CloseWait}
 	switch output {
 	case "stdout":
 		w.out = os.Stdout
@@ -63,7 +82,8 @@ func Open(output string, buffer int, log *slog.Logger) (*Writer, error) {
 }
 
 // Write queues e's line; when the buffer is full the line is dropped and
-// counted (Dropped), and a warning logged at most every 10s.
+// counted (DropBufferFull), and a warning logged at most every
+// lossLogEvery. After Close a line is dropped and counted (DropShutdown).
 func (w *Writer) Write(e *Event) {
 	line := e.line()
 	if line == nil {
@@ -72,7 +92,8 @@ func (w *Writer) Write(e *Event) {
 	w.closing.RLock()
 	if w.closed {
 		w.closing.RUnlock()
-		return // a request that outlived the gateway's shutdown
+		w.drop(DropShutdown, nil) // a request that outlived the gateway's shutdown
+		return
 	}
 	select {
 	case w.lines <- item{line: line}:
@@ -81,11 +102,7 @@ func (w *Writer) Write(e *Event) {
 	default:
 	}
 	w.closing.RUnlock()
-	n := w.dropped.Add(1)
-	now := time.Now().UnixNano()
-	if last := w.lastLog.Load(); now-last >= int64(dropLogEvery) && w.lastLog.CompareAndSwap(last, now) {
-		w.log.Warn("audit lines dropped: the audit output does not keep up", "dropped_total", n)
-	}
+	w.drop(DropBufferFull, nil)
 }
 
 // Flush waits, within ctx, until every line queued so far is written: an
@@ -114,58 +131,80 @@ func (w *Writer) Flush(ctx context.Context) error {
 	}
 }
 
-// Dropped is how many lines found the buffer full.
-func (w *Writer) Dropped() uint64 { return w.dropped.Load() }
-
-// Reopen reopens the output file (after a log rotation moved it); a
-// no-op for stdout and stderr.
-func (w *Writer) Reopen() error {
-	if w.path == "" {
-		return nil
-	}
-	f, err := os.OpenFile(w.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return fmt.Errorf("audit output: %w", err)
-	}
-	w.mu.Lock()
-	old := w.file
-	w.file, w.out = f, f
-	w.mu.Unlock()
-	if old != nil {
-		_ = old.Close()
-	}
-	return nil
-}
-
 func (w *Writer) run() {
 	defer close(w.done)
 	for it := range w.lines {
-		if it.done != nil {
+		switch {
+		case it.done != nil:
 			close(it.done)
-			continue
-		}
-		w.mu.Lock()
-		_, err := w.out.Write(it.line)
-		w.mu.Unlock()
-		if err != nil {
-			w.log.Error("writing an audit line failed", "error", err)
+		case w.abandoned.Load():
+			w.drop(DropShutdown, nil)
+		default:
+			w.writeLine(it.line)
 		}
 	}
 }
 
-// Close writes what is queued, stops the writer and closes the file.
-// Writes after Close are not allowed.
+// Close writes what is queued, within CloseWait, stops the writer and
+// closes the file. Past CloseWait it interrupts a write in progress where
+// the output allows it (a pipe or a FIFO: not a regular file, nor stdout)
+// and drops and counts what is left; a writer stuck in a write that
+// cannot be interrupted is left to end with the process. Later Writes are
+// dropped and counted.
 func (w *Writer) Close() {
 	w.closeOnce.Do(func() {
 		w.closing.Lock()
 		w.closed = true
 		close(w.lines)
 		w.closing.Unlock()
-		<-w.done
+		wait := time.NewTimer(w.closeWait)
+		defer wait.Stop()
+		select {
+		case <-w.done:
+		case <-wait.C:
+			w.abandon()
+		}
 		w.mu.Lock()
+		w.shut = true
 		if w.file != nil {
 			_ = w.file.Close()
 		}
+		for _, f := range w.retired {
+			_ = f.Close()
+		}
+		w.retired = nil
 		w.mu.Unlock()
+		w.losses.summary(w.log)
 	})
+}
+
+// abandon stops waiting for an output that takes nothing: a write in
+// progress is interrupted where it can be, and what is still queued is
+// dropped and counted, alongside the writer goroutine.
+func (w *Writer) abandon() {
+	w.abandoned.Store(true)
+	w.mu.Lock()
+	f := w.file
+	w.mu.Unlock()
+	if f != nil {
+		_ = f.SetWriteDeadline(time.Now()) // os.ErrNoDeadline for a regular file: nothing to interrupt there
+	}
+	left := 0
+	for it := range w.lines {
+		if it.done != nil {
+			close(it.done)
+			continue
+		}
+		w.drop(DropShutdown, nil)
+		left++
+	}
+	w.log.Error("audit output took no line for the shutdown wait: the lines left were dropped",
+		"wait", w.closeWait.String(), "dropped", left)
+	grace := time.NewTimer(time.Second)
+	defer grace.Stop()
+	select {
+	case <-w.done:
+	case <-grace.C:
+		w.log.Warn("the audit writer is stuck in a write its output cannot interrupt; it ends with the process")
+	}
 }

@@ -202,6 +202,9 @@ func (p *GatewayProcess) Stop() error {
 	}
 }
 
+// Pid is the process's id (to set its resource limits, say).
+func (p *GatewayProcess) Pid() int { return p.cmd.Process.Pid }
+
 // Output returns everything the process wrote to stdout and stderr so far.
 func (p *GatewayProcess) Output() string { return p.out.String() }
 

@@ -225,7 +225,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	})
 	var aud *handler.Audit
 	if aw != nil {
-		m.ObserveAuditDropped(aw.Dropped)
+		m.ObserveAuditDropped(aw.DroppedFor, audit.DropReasons)
 		aud = &handler.Audit{Writer: aw, Arguments: cfg.Audit.Arguments, TrustedProxies: cfg.Audit.TrustedProxies}
 	}
 	signInPages, userTokens, err := signIn(cfg, st, log) // sign_in.go
