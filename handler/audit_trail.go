@@ -2,6 +2,7 @@ package handler
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -11,16 +12,19 @@ import (
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/audit"
 	"github.com/mcpgw/gateway/internal/config"
+	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/store"
 )
 
 // The audit trail: one line per routed request (tools/call, prompts/get,
 // resources/read, resources/subscribe and unsubscribe, completion/complete),
-// in both protocol generations, and per refusal on the MCP endpoint that
+// in both protocol generations, per refusal on the MCP endpoint that
 // names a caller or a target (a missing or bad token, an access rule, a
-// plugin, a rate limit, a hidden or unknown name). Lists, pings and
-// notifications are not audited (metrics count them).
+// plugin, a rate limit, a hidden or unknown name), and per end of a
+// gateway-run task (AuditTaskEnd). Lists, pings and notifications are not
+// audited (metrics count them).
 //
 // The line is written by the request-log middleware once the answer is
 // out, from what the handler noted (requestNote) and what the router
@@ -53,7 +57,7 @@ func (a *Audit) record(r *http.Request, hdr http.Header, n *requestNote, vhost s
 	}
 	e.Name = publishedName(n.method, n.params)
 	if rn := n.audit; rn != nil {
-		e.Backend, e.TraceID = rn.Backend, rn.TraceID
+		e.Backend, e.TraceID, e.TaskHash = rn.Backend, rn.TraceID, rn.Task
 		if rn.Name != "" {
 			e.Name = wire.Clip(rn.Name)
 		}
@@ -96,25 +100,68 @@ func (a *Audit) record(r *http.Request, hdr http.Header, n *requestNote, vhost s
 	a.Writer.Write(e)
 }
 
-// outcomeOf is a request's outcome and the reason for a refusal.
+// outcomeOf is a request's outcome and the reason for a refusal: every
+// refusal has one (what refused it, else the error's message).
 func outcomeOf(hdr http.Header, n *requestNote, status int) (outcome, reason string) {
 	switch {
 	case status == http.StatusUnauthorized:
 		return audit.OutcomeUnauthenticated, tokenRefusal(hdr.Get("WWW-Authenticate"))
 	case n.audit != nil && n.audit.Denied:
-		return audit.OutcomeDenied, n.audit.Reason
+		return audit.OutcomeDenied, refusalReason(n.audit.Reason, n)
 	case n.hasCode && n.code == wire.CodeRateLimited:
 		var d struct {
 			Limit string `json:"limit"`
 		}
 		_ = json.Unmarshal(n.errData, &d)
-		return audit.OutcomeRateLimited, wire.Clip(d.Limit)
+		return audit.OutcomeRateLimited, refusalReason(d.Limit, n)
 	case n.hasCode || status >= 400:
 		return audit.OutcomeError, ""
 	case n.toolError:
 		return audit.OutcomeToolError, ""
 	}
 	return audit.OutcomeOK, ""
+}
+
+// refusalReason is what refused a request, or when nothing named it the
+// error's message, or its code.
+func refusalReason(named string, n *requestNote) string {
+	switch {
+	case named != "":
+		return wire.Clip(named)
+	case n.errMsg != "":
+		return wire.Clip(n.errMsg)
+	}
+	return fmt.Sprintf("refused (%d)", n.code)
+}
+
+// AuditTaskEnd returns what records the end of each gateway-run task in
+// the trail w writes (taskrun.Options.Ended): its outcome, the reason of
+// a failure or a cancel, the digest of its id (the task_hash of the
+// tools/call line that created it) and how long it ran.
+func AuditTaskEnd(w *audit.Writer) func(store.Task) {
+	return func(t store.Task) {
+		e := &audit.Event{Time: t.UpdatedAt, Event: audit.EventTaskEnd, Principal: t.Principal, VHost: wire.Clip(t.VHost),
+			Method: "tools/call", Name: wire.Clip(t.Tool), Backend: t.Backend, TaskHash: taskrun.IDDigest(t.ID),
+			DurationMS: float64(t.UpdatedAt.Sub(t.CreatedAt).Microseconds()) / 1000}
+		switch t.Status {
+		case store.TaskCompleted:
+			e.Outcome = audit.OutcomeOK
+			if isToolError(t.Result) {
+				e.Outcome = audit.OutcomeToolError
+			}
+		case store.TaskCancelled:
+			e.Outcome, e.Reason = audit.OutcomeCancelled, wire.Clip(t.StatusMessage)
+		default:
+			e.Outcome, e.Reason = audit.OutcomeError, wire.Clip(t.StatusMessage)
+			var rpc struct {
+				Code *int64 `json:"code"`
+			}
+			if json.Unmarshal(t.Error, &rpc) == nil {
+				e.Code = rpc.Code
+			}
+		}
+		w.Write(e)
+	}
 }
 
 // tokenRefusal says why a token was refused, from the challenge the

@@ -101,6 +101,7 @@ type requestNote struct {
 	principal string
 	client    json.RawMessage // the clientInfo the client gave
 	errData   json.RawMessage // the error's data (which limit refused)
+	errMsg    string          // the error's message (a refusal's reason when its data names none)
 	toolError bool
 	audit     *router.AuditNote // nil: the trail is off
 
@@ -161,7 +162,7 @@ func (n *requestNote) setResponse(resp *jsonrpc.Response) {
 	var e *jsonrpc.Error
 	if errors.As(resp.Error, &e) {
 		code = e.Code
-		n.errData = e.Data
+		n.errData, n.errMsg = e.Data, e.Message
 	}
 	n.setError(code)
 }

@@ -81,7 +81,12 @@ type ParkOptions struct {
 	// and a retry for the call's next outcome
 	// (streams.client_request_timeout, default 5m).
 	AnswerWithin time.Duration
-	Logger       *slog.Logger
+	// FinishedBytes bounds what one principal's finished parked calls
+	// (answers not yet fetched by a retry) hold in the store
+	// (limits.finished_task_bytes_per_principal, default
+	// taskrun.DefaultFinishedBytes).
+	FinishedBytes int64
+	Logger        *slog.Logger
 }
 
 // DefaultParkedPerPrincipal is ParkOptions.PerPrincipal's default (config
@@ -103,7 +108,8 @@ func NewParking(opts ParkOptions) (*Parking, error) {
 	if opts.AnswerWithin <= 0 {
 		opts.AnswerWithin = 5 * time.Minute
 	}
-	runner, err := taskrun.New(taskrun.Options{Store: opts.Store, Lease: opts.Lease, PerPrincipal: opts.PerPrincipal, Logger: opts.Logger})
+	runner, err := taskrun.New(taskrun.Options{Store: opts.Store, Lease: opts.Lease, PerPrincipal: opts.PerPrincipal,
+		FinishedBytes: opts.FinishedBytes, Logger: opts.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +213,11 @@ func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, t *target) *j
 		return refuse(c.Request.ID, http.StatusTooManyRequests, parkRetryAfter, &jsonrpc.Error{Code: CodeRateLimited,
 			Message: fmt.Sprintf("too many calls waiting for this caller's input: %d are parked, the most one caller may have (limits.parked_calls_per_principal); answer or cancel one first", p.opts.PerPrincipal),
 			Data:    LimitData("limits.parked_calls_per_principal", p.opts.PerPrincipal)})
+	case errors.Is(err, taskrun.ErrBudget):
+		most := int(p.runner.FinishedBytes())
+		return refuse(c.Request.ID, http.StatusTooManyRequests, parkRetryAfter, &jsonrpc.Error{Code: CodeRateLimited,
+			Message: fmt.Sprintf("this caller's finished parked calls hold %d bytes, the most one caller may keep (limits.finished_task_bytes_per_principal): no call parks until some expire", most),
+			Data:    LimitData("limits.finished_task_bytes_per_principal", most)})
 	case errors.Is(err, taskrun.ErrClosed):
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "the gateway is shutting down"))
 	case err != nil && ctx.Err() != nil:

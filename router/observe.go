@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/store"
 )
@@ -283,6 +284,9 @@ type AuditNote struct {
 	Reason string
 	// TraceID is the request's trace, when traced.
 	TraceID string
+	// Task is the digest of the gateway-run task the request created or
+	// answered (taskrun.IDDigest), which the task's end is recorded under.
+	Task string
 }
 
 type auditNoteKey struct{}
@@ -296,6 +300,13 @@ func WithAuditNote(ctx context.Context, n *AuditNote) context.Context {
 func auditNote(ctx context.Context) *AuditNote {
 	n, _ := ctx.Value(auditNoteKey{}).(*AuditNote)
 	return n
+}
+
+// noteTask records the gateway-run task a request created or answered.
+func noteTask(ctx context.Context, id string) {
+	if n := auditNote(ctx); n != nil {
+		n.Task = taskrun.IDDigest(id)
+	}
 }
 
 // noteRouted records where a routed request went.

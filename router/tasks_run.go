@@ -156,8 +156,12 @@ func needsTasksExtension(what string) *jsonrpc.Error {
 func (r *Router) startTask(ctx context.Context, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	policy := v.backends[t.backend].Tasks
 	owner := taskid.PrincipalDigest(c.Principal)
-	spec := taskrun.Spec{Owner: owner, VHost: v.name, Backend: t.backend, Tool: t.public, TTL: policy.ResultTTL()}
 	inputFirst := policy.InputFirst(t.name)
+	// A first question answered before the task is handed out bounds its
+	// round by the client's wait: one never answered leaves a client
+	// without the task's id, to cancel it with.
+	spec := taskrun.Spec{Owner: owner, Principal: c.Principal, VHost: v.name, Backend: t.backend, Tool: t.public,
+		TTL: policy.ResultTTL(), FirstRoundBounded: inputFirst}
 	first := make(chan store.Task, 1)
 	if inputFirst {
 		spec.Changed = func(t store.Task) {
@@ -178,14 +182,14 @@ func (r *Router) startTask(ctx context.Context, v *vhost, c *Call, t *target, pa
 		}
 	}
 	switch {
-	case errors.Is(err, taskrun.ErrLimit):
-		return refuse(c.Request.ID, http.StatusTooManyRequests, time.Second, rpcError(CodeRateLimited,
-			"too many running tasks for this caller (limits.tasks_per_principal): wait for one to finish, or cancel one"))
+	case errors.Is(err, taskrun.ErrLimit), errors.Is(err, taskrun.ErrBudget):
+		return r.taskRefusal(c, err)
 	case errors.Is(err, errNotLaunched):
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "%v", err))
 	case err != nil:
 		return r.storeUnavailable(c.Request.ID, err)
 	}
+	noteTask(ctx, task.ID)
 	token, err := r.sealGatewayTask(ctx, v, c, t, task)
 	if err != nil {
 		return r.storeUnavailable(c.Request.ID, err)
@@ -202,6 +206,21 @@ func (r *Router) startTask(ctx context.Context, v *vhost, c *Call, t *target, pa
 		}
 	}
 	return r.createdTask(c, task, token)
+}
+
+// taskRefusal is the 429 of a task over one of its caller's bounds
+// (taskrun.ErrLimit or ErrBudget), naming the field that sets it.
+func (r *Router) taskRefusal(c *Call, err error) *jsonrpc.Response {
+	field, most, msg := "limits.tasks_per_principal", r.opts.Tasks.PerPrincipal(),
+		"too many running tasks for this caller: %d run, the most one caller may run (%s); wait for one to finish, or cancel one"
+	wait := time.Second
+	if errors.Is(err, taskrun.ErrBudget) {
+		field, most, msg = "limits.finished_task_bytes_per_principal", int(r.opts.Tasks.FinishedBytes()),
+			"this caller's finished tasks hold %d bytes, the most one caller may keep (%s): no task starts until some expire (their ttl)"
+		wait = 10 * time.Second
+	}
+	return refuse(c.Request.ID, http.StatusTooManyRequests, wait, &jsonrpc.Error{Code: CodeRateLimited,
+		Message: fmt.Sprintf(msg, most, field), Data: LimitData(field, most)})
 }
 
 // taskCall is the run's own view of c's call: no stream (it outlives the
@@ -345,6 +364,7 @@ func (r *Router) answerTaskInput(ctx context.Context, v *vhost, c *Call, t *targ
 	case err != nil:
 		return r.storeUnavailable(c.Request.ID, err)
 	}
+	noteTask(ctx, task.ID)
 	token, err := r.sealGatewayTask(ctx, v, c, t, task)
 	if err != nil {
 		return r.storeUnavailable(c.Request.ID, err)

@@ -185,6 +185,16 @@ type Limits struct {
 	// gateway-run tasks one principal has running at once, across every
 	// instance (counted in the store). Default 16.
 	TasksPerPrincipal int
+	// FinishedTaskBytesPerPrincipal
+	// (limits.finished_task_bytes_per_principal) bounds what one
+	// principal's finished gateway-run tasks hold in the store while they
+	// are kept for tasks/get (their ttl), across every instance: each is
+	// charged its record (result included) plus 512 bytes. At the budget
+	// no task starts (429); a result that would take the principal past
+	// it fails its task, saying so. Parked calls' answers waiting for
+	// their retry have a budget of the same size of their own. Bytes or
+	// with a unit (64MiB). Default 64MiB; at least 64KiB.
+	FinishedTaskBytesPerPrincipal int64
 	// TaskTTLMax (limits.task_ttl_max) caps a backend's tasks.ttl.
 	// Default 24h.
 	TaskTTLMax time.Duration
@@ -364,6 +374,7 @@ type rawLimits struct {
 	ListenURIs              *int64  `yaml:"listen_uris"`
 	ParkedCallsPerPrincipal *int64  `yaml:"parked_calls_per_principal"`
 	TasksPerPrincipal       *int64  `yaml:"tasks_per_principal"`
+	FinishedTaskBytes       *string `yaml:"finished_task_bytes_per_principal"`
 	TaskTTLMax              *string `yaml:"task_ttl_max"`
 }
 

@@ -4,7 +4,7 @@ import "time"
 
 // The limits section bounds what one client can make the gateway hold:
 // answers in flight, open listens, calls parked for client input, tasks
-// running and how long a finished one is kept. Each bound has a default,
+// running, what finished ones hold and how long one is kept. Each bound has a default,
 // so an absent section is a bounded gateway.
 
 func (v *validator) limits(raw *rawLimits) Limits {
@@ -18,6 +18,8 @@ func (v *validator) limits(raw *rawLimits) Limits {
 		ParkedCallsPerPrincipal: v.countLimit("limits.parked_calls_per_principal", raw.ParkedCallsPerPrincipal, DefaultParkedCallsPerPrincipal, 1000),
 		TasksPerPrincipal:       v.countLimit("limits.tasks_per_principal", raw.TasksPerPrincipal, DefaultTasksPerPrincipal, 10000),
 		TaskTTLMax:              v.duration("limits.task_ttl_max", raw.TaskTTLMax, DefaultTaskTTLMax, time.Second),
+		FinishedTaskBytesPerPrincipal: v.byteSize("limits.finished_task_bytes_per_principal", raw.FinishedTaskBytes,
+			DefaultFinishedTaskBytesPerPrincipal, 64<<10),
 	}
 }
 

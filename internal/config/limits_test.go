@@ -64,11 +64,21 @@ func TestConfig_LimitsSection(t *testing.T) {
 		"not a size":  {"limits:\n  inflight_response_bytes: lots\n", `limits.inflight_response_bytes: "lots" is not a size`},
 		"bad unit":    {"limits:\n  inflight_response_bytes: 5TiB\n", "is not a size"},
 		"overflow":    {"limits:\n  inflight_response_bytes: 9999999999GiB\n", "is too large"},
-		"unknown":     {"limits:\n  max_streams: 5\n", "limits.max_streams: unknown field (valid fields: inflight_response_bytes, listens_per_principal, listen_uris, parked_calls_per_principal, tasks_per_principal, task_ttl_max)"},
+		"unknown":     {"limits:\n  max_streams: 5\n", "limits.max_streams: unknown field (valid fields: inflight_response_bytes, listens_per_principal, listen_uris, parked_calls_per_principal, tasks_per_principal, finished_task_bytes_per_principal, task_ttl_max)"},
 		"not mapping": {"limits: 5\n", "limits: must be a mapping"},
 		"negative":    {"limits:\n  inflight_response_bytes: -5MiB\n", "must be at least"},
+		"tiny budget": {"limits:\n  finished_task_bytes_per_principal: 1KiB\n", "limits.finished_task_bytes_per_principal: must be at least 65536 bytes, not 1024 (line 2)"},
 	} {
 		t.Run(name, func(t *testing.T) { checkErr(t, c.yaml+minimal, c.want) })
+	}
+}
+
+func TestConfig_FinishedTaskBytes(t *testing.T) {
+	if got := mustParse(t, minimal).Limits.FinishedTaskBytesPerPrincipal; got != 64<<20 {
+		t.Fatalf("default finished_task_bytes_per_principal = %d, want 64MiB", got)
+	}
+	if got := mustParse(t, "limits:\n  finished_task_bytes_per_principal: 1GiB\n"+minimal).Limits.FinishedTaskBytesPerPrincipal; got != 1<<30 {
+		t.Fatalf("finished_task_bytes_per_principal 1GiB = %d", got)
 	}
 }
 

@@ -29,6 +29,9 @@ const (
 	DefaultTaskTTLMax = 24 * time.Hour
 	// DefaultTasksPerPrincipal is limits.tasks_per_principal when absent.
 	DefaultTasksPerPrincipal = 16
+	// DefaultFinishedTaskBytesPerPrincipal is
+	// limits.finished_task_bytes_per_principal when absent.
+	DefaultFinishedTaskBytesPerPrincipal = 64 << 20
 )
 
 // TaskMode is how the gateway runs one tool of a backend (the router's

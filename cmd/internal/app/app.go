@@ -175,9 +175,7 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	// runs them in another (Lambda's asynchronous invocation).
 	var tasks *taskrun.Runner
 	if !bo.noParking || bo.taskLauncher != nil {
-		tasks, err = taskrun.New(taskrun.Options{Store: st, Lease: cfg.Streams.CallLease,
-			PerPrincipal: cfg.Limits.TasksPerPrincipal, Logger: log})
-		if err != nil {
+		if tasks, err = taskRunner(cfg, st, aw, log); err != nil {
 			return fail(fmt.Errorf("tasks: %w", err))
 		}
 	}
@@ -237,7 +235,8 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 	var parks *router.Parking // nil: no parking
 	if !bo.noParking {
 		parks, err = router.NewParking(router.ParkOptions{Store: st, PerPrincipal: cfg.Limits.ParkedCallsPerPrincipal,
-			Lease: cfg.Streams.CallLease, AnswerWithin: cfg.Streams.ClientRequestTimeout, Logger: log})
+			Lease: cfg.Streams.CallLease, AnswerWithin: cfg.Streams.ClientRequestTimeout,
+			FinishedBytes: cfg.Limits.FinishedTaskBytesPerPrincipal, Logger: log})
 		if err != nil {
 			return fail(fmt.Errorf("parking: %w", err))
 		}
@@ -289,6 +288,17 @@ func cards(cfg *config.Config, version string) *handler.Cards {
 		c.PublicURL = rm.PublicURL
 	}
 	return c
+}
+
+// taskRunner is the runner of the tasks the gateway runs, within the
+// config's limits, each task's end in the audit trail aw writes (if any).
+func taskRunner(cfg *config.Config, st store.Store, aw *audit.Writer, log *slog.Logger) (*taskrun.Runner, error) {
+	opts := taskrun.Options{Store: st, Lease: cfg.Streams.CallLease, PerPrincipal: cfg.Limits.TasksPerPrincipal,
+		FinishedBytes: cfg.Limits.FinishedTaskBytesPerPrincipal, FirstRoundWithin: cfg.Streams.ClientRequestTimeout, Logger: log}
+	if aw != nil {
+		opts.Ended = handler.AuditTaskEnd(aw)
+	}
+	return taskrun.New(opts)
 }
 
 // RunTask runs a task this gateway's TaskLauncher launched
