@@ -158,6 +158,8 @@ func TestCLI_CheckValidatesLikeStartup(t *testing.T) {
 			"", []string{"virtual_hosts.demo.access[0].when", "(line 5)"}},
 		{"JWT secret variable unset", "auth:\n  mode: jwt\n  jwt: {issuer: i, audience: a, hs_secret_env: MCPGW_TEST_UNSET_SECRET}\nvirtual_hosts:\n  demo:\n    backends:\n      one: {url: 'http://127.0.0.1:9/mcp'}\n",
 			"", []string{"auth.jwt.hs_secret_env", "MCPGW_TEST_UNSET_SECRET"}},
+		{"issuers whose principals could be one", "auth:\n  mode: jwt\n  issuers:\n    - {issuer: rt3-x, audience: a, jwks_url: 'https://idp.example/keys'}\n    - {issuer: 'rt3-x#a', audience: a, jwks_url: 'https://idp.example/keys'}\nvirtual_hosts:\n  demo:\n    backends:\n      one: {url: 'http://127.0.0.1:9/mcp'}\n",
+			"", []string{`auth.issuers[1].issuer: issuer "rt3-x#a" holds a '#'`, "(line 5)"}},
 		{"Redis URL without scheme", valid, "localhost:6379", []string{`--redis-url: store: redis URL "localhost:6379": missing scheme`}},
 	}
 	for _, tc := range cases {

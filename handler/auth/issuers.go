@@ -101,6 +101,9 @@ func Check(a config.Auth) error {
 		if _, err := checkJWT(s); err != nil {
 			return err
 		}
+		if a.QualifiedPrincipals && strings.Contains(s.Issuer, "#") {
+			return fmt.Errorf("auth: issuer %q holds a '#': principals {iss}#{sub} would not name one caller each", s.Issuer)
+		}
 		if s.Introspection != nil {
 			intro++
 		}
@@ -191,7 +194,11 @@ func (v *issuersVerifier) VerifyClaims(r *http.Request) (Principal, Claims, erro
 	return "", nil, &tokenError{cause: jwt.ErrTokenMalformed}
 }
 
-// principal is sub, qualified by its issuer with several issuers.
+// principal is sub, qualified by its issuer with several issuers:
+// "{iss}#{sub}", which no two (issuer, subject) pairs share, since no
+// trusted issuer holds a '#' (Check): the first '#' ends the issuer. A
+// subject is taken as it is ('#' included), so every principal made
+// before stays the same.
 func (v *issuersVerifier) principal(iss, sub string) Principal {
 	if sub == "" {
 		return ""

@@ -77,6 +77,13 @@ func (v *validator) auth(raw *rawAuth, baseDir string) Auth {
 			if seen[s.Issuer] {
 				v.errf(p+".issuer", "issuer %q is listed twice", s.Issuer)
 			}
+			if strings.Contains(s.Issuer, "#") {
+				// The principal is {iss}#{sub}: split at the first '#', it
+				// names one issuer and one subject only when no issuer
+				// holds one (an OpenID issuer has no fragment).
+				v.errf(p+".issuer", "issuer %q holds a '#': with several issuers a caller is {issuer}#{subject}, "+
+					"and an issuer with '#' could make two callers one", s.Issuer)
+			}
 			seen[s.Issuer] = true
 			if s.Introspection != nil {
 				// An opaque token names no issuer: it can go to one

@@ -81,6 +81,7 @@ func TestConfig_RejectsBadIssuers(t *testing.T) {
 	cases := map[string]struct{ yaml, want string }{
 		"jwt and issuers": {"auth:\n  mode: jwt\n  jwt: {issuer: \"https://a.example/\", audience: a}\n  issuers:\n    - {issuer: \"https://b.example/\", audience: a}\n" + vhostsTail,
 			"auth.issuers: set auth.jwt (one issuer) or auth.issuers (several), not both"},
+		"hash in issuer":   {iss("- {issuer: \"rt3-x\", audience: a, hs_secret_env: MCPGW_TEST_INTROSPECT}\n", "- {issuer: \"rt3-x#a\", audience: a, hs_secret_env: MCPGW_TEST_INTROSPECT}\n"), `auth.issuers[1].issuer: issuer "rt3-x#a" holds a '#'`},
 		"duplicate":        {iss("- {issuer: \"https://a.example/\", audience: a}\n", "- {issuer: \"https://a.example/\", audience: b}\n"), `auth.issuers[1].issuer: issuer "https://a.example/" is listed twice (line 5)`},
 		"two introspect":   {iss("- issuer: https://a.example/\n  audience: a\n"+intro, "- issuer: https://b.example/\n  audience: a\n"+intro), "auth.issuers[1].introspection: only one issuer may configure introspection (auth.issuers[0] already does) (line 9)"},
 		"no audience":      {iss("- {issuer: \"https://a.example/\"}\n"), "auth.issuers[0].audience: required"},
