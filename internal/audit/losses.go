@@ -36,10 +36,11 @@ const lossLogEvery = 10 * time.Second
 type losses struct {
 	counts [3]atomic.Uint64 // by DropReasons' index
 
+	failing atomic.Bool // a write failed since the last success: the next success logs the recovery
+
 	mu      sync.Mutex
 	lastLog [3]time.Time
 	unseen  [3]uint64 // dropped since the last log line of the reason
-	failing bool      // the last write failed: a success logs the recovery
 }
 
 func reasonIndex(reason string) int {
@@ -63,7 +64,7 @@ func (l *losses) drop(log *slog.Logger, reason string, err error, now time.Time)
 	l.mu.Lock()
 	l.unseen[i]++
 	if reason == DropWriteFailed {
-		l.failing = true
+		l.failing.Store(true)
 	}
 	if !l.lastLog[i].IsZero() && now.Sub(l.lastLog[i]) < lossLogEvery {
 		l.mu.Unlock()
@@ -89,14 +90,17 @@ func (l *losses) drop(log *slog.Logger, reason string, err error, now time.Time)
 // recovered notes a line written: after failures, one log line says so
 // and how many lines the failures cost since they were last logged.
 func (l *losses) recovered(log *slog.Logger) {
+	if !l.failing.Load() { // the common case: no lock
+		return
+	}
 	l.mu.Lock()
-	if !l.failing {
+	if !l.failing.Swap(false) {
 		l.mu.Unlock()
 		return
 	}
 	i := reasonIndex(DropWriteFailed)
 	n := l.unseen[i]
-	l.failing, l.unseen[i] = false, 0
+	l.unseen[i] = 0
 	l.mu.Unlock()
 	log.Warn("the audit output takes lines again", "dropped_since_last_report", n, "dropped_total", l.counts[i].Load())
 }
