@@ -137,7 +137,9 @@ func refusalReason(named string, n *requestNote) string {
 // AuditTaskEnd returns what records the end of each gateway-run task in
 // the trail w writes (taskrun.Options.Ended): its outcome, the reason of
 // a failure or a cancel, the digest of its id (the task_hash of the
-// tools/call line that created it) and how long it ran.
+// tools/call line that created it) and how long it ran. The principal is
+// the run's: absent for a task settled by an instance that did not run it
+// (its runner died), which the task_hash still joins to its caller.
 func AuditTaskEnd(w *audit.Writer) func(store.Task) {
 	return func(t store.Task) {
 		e := &audit.Event{Time: t.UpdatedAt, Event: audit.EventTaskEnd, Principal: t.Principal, VHost: wire.Clip(t.VHost),

@@ -140,11 +140,7 @@ var (
 type Task struct {
 	ID    string `json:"id"`
 	Owner string `json:"owner"` // a digest of the principal
-	// Principal is the caller the task runs for, as the audit trail names
-	// it (a session's record holds it likewise); the store keys nothing
-	// by it.
-	Principal string `json:"principal,omitempty"`
-	VHost     string `json:"vhost"`
+	VHost string `json:"vhost"`
 	// Backend and Tool are the backend key and the backend's own tool
 	// name the task calls.
 	Backend string `json:"backend"`
@@ -174,6 +170,11 @@ type Task struct {
 	// creator does not run the task itself, dropped by the run that took
 	// it over.
 	Run []byte `json:"run,omitempty"`
+
+	// Principal is the caller the task runs for, as the audit trail names
+	// it: known to the instance that creates or runs the task, never
+	// stored (the store names callers by digest only).
+	Principal string `json:"-"`
 
 	// Kept by the store beside the record: set by LoadTask, never written
 	// from here (Runner is written by CreateTask).

@@ -73,8 +73,8 @@ func (e *RPCError) Error() string { return fmt.Sprintf("%d %s", e.Code, e.Messag
 // Spec is the task to start.
 type Spec struct {
 	Owner string // taskid.PrincipalDigest of the principal
-	// Principal is the caller, kept in the record for the audit trail of
-	// the task's end (Options.Ended).
+	// Principal is the caller, for the audit trail of the task's end
+	// (Options.Ended): held by the run, never stored.
 	Principal string
 	VHost     string
 	Backend   string
@@ -139,7 +139,9 @@ type Options struct {
 	// Ended, when set, is called with each task this runner settles, as
 	// written (once per task, fleet-wide: the write is compare-and-set),
 	// on the settling goroutine: it must not block. The audit trail's
-	// record of a task's end.
+	// record of a task's end. Its Principal is the run's; a task settled
+	// by an instance that did not run it (its runner's lease lapsed, its
+	// launch failed) has none, since the store keeps none.
 	Ended  func(t store.Task)
 	Logger *slog.Logger
 }
