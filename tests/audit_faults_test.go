@@ -134,6 +134,7 @@ func TestAudit_AFullFileCountsItsLossAndStillParses(t *testing.T) {
 	if l, _ := accounted(full + freed); l != lines+freed {
 		t.Fatalf("after room came back the file holds %d lines, want %d", l, lines+freed)
 	}
+	t.Logf("%d of %d lines written, %v counted lost while the file could not grow", lines, full, lost)
 	logs := logCount(t, g, "writing to the audit output failed")
 	if most := 1 + int(time.Since(start)/(10*time.Second)); logs < 1 || logs > most {
 		t.Fatalf("%d log lines about %v lost audit lines in %v, want 1 to %d", logs, lost, time.Since(start), most)
@@ -190,9 +191,11 @@ func TestAudit_SIGTERMWithAStalledReaderEndsWithinTheBound(t *testing.T) {
 	if err := g.Stop(); err != nil {
 		t.Fatalf("SIGTERM with a stalled audit reader: %v after %v", err, time.Since(start))
 	}
-	if took := time.Since(start); took > 20*time.Second {
+	took := time.Since(start)
+	if took > 20*time.Second {
 		t.Fatalf("the gateway took %v to stop, want about the audit writer's bound (%v)", took, audit.CloseWait)
 	}
+	t.Logf("stopped %v after SIGTERM (the audit writer's bound: %v)", took, audit.CloseWait)
 	if logCount(t, g, "took no line for the shutdown wait") != 1 {
 		t.Fatalf("the lines dropped at shutdown are not logged:\n%s", g.Output())
 	}
