@@ -24,16 +24,7 @@ import (
 // 2 s and the audit trail on stdout.
 func boundedTasks(t *testing.T) *gatewayTasks {
 	t.Helper()
-	g := &gatewayTasks{cluster: newCluster(t), tools: map[string]*taskstools.Tools{}}
-	urls := map[string]string{}
-	for key, stateless := range map[string]bool{"fx": false, "fy": true} {
-		url, tools, stop, err := taskstools.Start(t.Context(), "127.0.0.1:0", stateless, taskstools.Options{FailDelay: 50 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-		urls[key], g.tools[key] = url, tools
-	}
+	g, urls := startTasksBackends(t)
 	tasksBlock := strings.ReplaceAll(taskstools.GatewayTasksConfig, "\n", "\n        ")
 	g.writeConfig(fmt.Sprintf(`%s  jobs:
     backends:

@@ -35,16 +35,7 @@ func newGatewayTasks(t *testing.T) *gatewayTasks { return newGatewayTasksWith(t,
 // indented for the vhost) on the jobs vhost.
 func newGatewayTasksWith(t *testing.T, block string) *gatewayTasks {
 	t.Helper()
-	g := &gatewayTasks{cluster: newCluster(t), tools: map[string]*taskstools.Tools{}}
-	urls := map[string]string{}
-	for key, stateless := range map[string]bool{"fx": false, "fy": true} {
-		url, tools, stop, err := taskstools.Start(t.Context(), "127.0.0.1:0", stateless, taskstools.Options{FailDelay: 50 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(stop)
-		urls[key], g.tools[key] = url, tools
-	}
+	g, urls := startTasksBackends(t)
 	policy := block
 	tasksBlock := strings.ReplaceAll(taskstools.GatewayTasksConfig, "\n", "\n        ")
 	g.writeConfig(fmt.Sprintf(`%s  jobs:
@@ -64,6 +55,24 @@ streams:
 		g.gws = append(g.gws, g.start())
 	}
 	return g
+}
+
+// startTasksBackends starts the taskstools backends fx (a 2025 session
+// backend) and fy (a stateless 2026-07-28 one) for a gatewayTasks whose
+// config the caller writes: it returns their URLs by key.
+func startTasksBackends(t *testing.T) (*gatewayTasks, map[string]string) {
+	t.Helper()
+	g := &gatewayTasks{cluster: newCluster(t), tools: map[string]*taskstools.Tools{}}
+	urls := map[string]string{}
+	for key, stateless := range map[string]bool{"fx": false, "fy": true} {
+		url, tools, stop, err := taskstools.Start(t.Context(), "127.0.0.1:0", stateless, taskstools.Options{FailDelay: 50 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
+		urls[key], g.tools[key] = url, tools
+	}
+	return g, urls
 }
 
 func (g *gatewayTasks) client(sub string) *testsupport.Client {

@@ -61,16 +61,7 @@ func redisStore(t *testing.T) *store.Redis {
 // twoInstances returns two runners on one Redis (one prefix, two handles).
 func twoInstances(t *testing.T, lease time.Duration) (a, b *taskrun.Runner, sa *store.Redis) {
 	t.Helper()
-	prefix := "taskrun" + fmt.Sprint(time.Now().UnixNano())
-	open := func() *store.Redis {
-		s, err := store.NewRedis(redisSrv.URL(), store.RedisOptions{KeyPrefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	sa, sb := open(), open()
+	sa, sb := twoStores(t)
 	return instance(t, sa, lease), instance(t, sb, lease), sa
 }
 
