@@ -38,11 +38,13 @@ func answerLater(t *testing.T, conn *Conn, delay time.Duration, await bool) func
 // a call whose elicitation is answered after longer than the timeout
 // completes when it waited on the client, and times out when it did not.
 func TestConn_BackendTimeoutStopsWhileTheCallWaitsOnTheClient(t *testing.T) {
+	// 3 s, not less: the timeout also bounds a process's start and
+	// initialize, which a loaded machine (-race) can stretch past 1 s.
 	cfg := stdioConfig(t, PoolConfig{Max: 2})
-	cfg.Timeout = time.Second
+	cfg.Timeout = 3 * time.Second
 	c := New(cfg)
 	t.Cleanup(c.Close)
-	const delay = 1500 * time.Millisecond
+	const delay = 4 * time.Second
 
 	conn := open(t, c, Handshake{})
 	resp, err := conn.Call(context.Background(), "tools/call", toolCall(t, "confirm", map[string]any{"question": "ok?"}, nil), answerLater(t, conn, delay, true))
@@ -55,8 +57,8 @@ func TestConn_BackendTimeoutStopsWhileTheCallWaitsOnTheClient(t *testing.T) {
 
 	other := open(t, c, Handshake{})
 	_, err = other.Call(context.Background(), "tools/call", toolCall(t, "confirm", map[string]any{"question": "ok?"}, nil), answerLater(t, other, delay, false))
-	if err == nil || !strings.Contains(err.Error(), "timed out after 1s") {
-		t.Fatalf("a call answered after %v without waiting on the client: %v, want the 1s timeout", delay, err)
+	if err == nil || !strings.Contains(err.Error(), "timed out after 3s") {
+		t.Fatalf("a call answered after %v without waiting on the client: %v, want the 3s timeout", delay, err)
 	}
 }
 
