@@ -53,6 +53,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	// Rate limits are decided before any stream begins (429, not a 200
 	// stream carrying the error).
 	decided, refusal := s.opts.Router.Admit(r.Context(), call)
+	noteResolved(w, call)
 	if refusal != nil {
 		s.writeResponse(w, refusal, rawID, jsonOK)
 		return

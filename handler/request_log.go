@@ -128,6 +128,15 @@ func noteOf(w http.ResponseWriter) *requestNote {
 	}
 }
 
+// noteResolved notes the request as the router decided it: a tool
+// search vhost's call_tool is the tools/call of the tool it names, and
+// the log line and the audit name that tool and its arguments.
+func noteResolved(w http.ResponseWriter, call *router.Call) {
+	if call != nil && call.Request != nil {
+		noteOf(w).setRequest(call.Request.Method, call.Request.Params)
+	}
+}
+
 func (n *requestNote) setRequest(method string, params json.RawMessage) {
 	if n != nil {
 		n.method, n.params = method, params

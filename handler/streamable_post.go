@@ -133,6 +133,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	if admitted != nil {
 		<-admitted
+		noteResolved(w, call)
 	}
 	if !ok {
 		return
@@ -195,7 +196,9 @@ func (s *server) serveCall(w http.ResponseWriter, r *http.Request, call *router.
 	// loaded: decided.)
 	if decided == nil {
 		var refusal *jsonrpc.Response
-		if decided, refusal = s.opts.Router.Admit(r.Context(), call); refusal != nil {
+		decided, refusal = s.opts.Router.Admit(r.Context(), call)
+		noteResolved(w, call)
+		if refusal != nil {
 			s.writeResponse(w, refusal, rawID, jsonOK)
 			return
 		}

@@ -56,16 +56,25 @@ type Decisions struct {
 	rerr *jsonrpc.Error
 	// counted: Admit counted the request against the rate limits.
 	counted bool
+	// search: a tool_search vhost's search_tools, which the gateway
+	// answers; unwrapped: the request was a call_tool, and is now the
+	// tools/call it stands for (tool_search.go).
+	search, unwrapped bool
 }
 
 // decide makes c's decisions on the current routing table; nil when c's
-// virtual host is not configured.
+// virtual host is not configured. A call_tool is replaced by the call it
+// stands for first (tool_search.go), so everything decided is the real
+// call's.
 func (r *Router) decide(c *Call) *Decisions {
 	v, ok := r.table.Load().vhosts[c.VHost]
 	if !ok {
 		return nil
 	}
 	d := &Decisions{v: v, access: v.accessOf(c.Claims)}
+	if r.decideToolSearch(v, c, d) && (d.search || d.rerr != nil) {
+		return d
+	}
 	if _, routed := routedKind(c.Request.Method); routed && c.Request.IsCall() {
 		d.t, d.rerr = r.resolve(v, c.Request.Method, c.Request.Params)
 	}

@@ -110,4 +110,25 @@ type VirtualHost struct {
 	// The router only keeps them with the vhost (CardOf), so a reload
 	// changes cards with the routing table they describe.
 	Card *servercard.Config
+	// ToolSearch, when set, lists a search instead of every tool
+	// (tool_search.go); nil: tools/list lists every tool.
+	ToolSearch *ToolSearch
 }
+
+// ToolSearch is a virtual host's tool_search block, compiled.
+type ToolSearch struct {
+	// Always matches the published names of the tools still listed
+	// (besides those whose _meta says anthropic/alwaysLoad: true); nil:
+	// none.
+	Always *policy.Names
+	// Results is how many tools a search returns when it does not say:
+	// 1 to MaxSearchResults (0: DefaultSearchResults).
+	Results int
+}
+
+// DefaultSearchResults and MaxSearchResults are ToolSearch.Results's
+// default and bound (a search's own limit argument has the same bound).
+const (
+	DefaultSearchResults = 10
+	MaxSearchResults     = 50
+)

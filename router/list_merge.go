@@ -95,7 +95,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		lists[ri] = named
 		from := len(entries)
 		for i, n := range named {
-			entries = append(entries, entry{res: int32(ri), idx: int32(i), visible: access.Listed(n.id)})
+			entries = append(entries, entry{res: int32(ri), idx: int32(i), visible: access.Listed(n.id) && (op.field != "tools" || v.search.listed(&named[i]))})
 		}
 		own := entries[from:]
 		if !v.single() {
@@ -163,7 +163,12 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			}
 		}
 	}
-	items, size := make([]*namedItem, 0, sent), 0
+	lead := v.search.lead(op, len(positions) == 0) // tool_search.go: the gateway's tools
+	items, size := make([]*namedItem, 0, len(lead)+sent), 0
+	for _, it := range lead {
+		items = append(items, it)
+		size += it.size()
+	}
 	for _, e := range entries[:cut] {
 		if e.visible {
 			it := &lists[e.res][e.idx]

@@ -81,8 +81,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			return resp // over a rate limit: no hook, no backend
 		}
 	}
-	if c.Modern != nil && method == "tools/call" && !modernSnapshot(c.peer.backends[t.backend]) {
-		// Translated to a 2025-era backend, which never reads them.
+	if c.Modern != nil && method == "tools/call" && !modernSnapshot(c.peer.backends[t.backend]) && !c.d.unwrapped {
+		// Translated to a 2025-era backend, which never reads them. (A
+		// call_tool's headers are call_tool's: none to check.)
 		if e := r.checkParamHeaders(ctx, v, c, t); e != nil {
 			return errorResponse(c.Request.ID, e)
 		}
@@ -95,7 +96,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		if resp := takeSignInAnswer(c, t); resp != nil { // sign_in.go
 			return resp
 		}
-		if method == "tools/call" {
+		if method == "tools/call" && !c.d.unwrapped {
 			ctx = upstream.WithHeaders(ctx, paramHeaders(c.Header))
 		}
 	}
@@ -144,10 +145,11 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	method := c.Request.Method
 	mrtr := c.Modern != nil && multiRoundTrip(method)
-	if method == "tools/call" && modernSnapshot(c.peer.backends[t.backend]) && (c.Modern == nil || !bytes.Equal(params, sent)) {
+	if method == "tools/call" && modernSnapshot(c.peer.backends[t.backend]) && (c.Modern == nil || c.d.unwrapped || !bytes.Equal(params, sent)) {
 		// A call to a 2026-07-28 backend whose Mcp-Param-* headers the
 		// client did not make for these arguments: a session's client
-		// sends none, and a hook may have rewritten the arguments.
+		// sends none, a call_tool's are call_tool's, and a hook may have
+		// rewritten the arguments.
 		ctx = r.withParamHeaders(ctx, v, c, t, params)
 	}
 	resp, err := r.withBackend(ctx, v, t.backend, method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {

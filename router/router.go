@@ -397,6 +397,9 @@ func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrp
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))
 	}
 	c.d = d
+	if d.search {
+		return r.serveSearch(ctx, d.v, c) // tool_search.go
+	}
 	if c.Modern != nil {
 		return r.handleModern(ctx, d.v, c)
 	}

@@ -40,6 +40,9 @@ type vhost struct {
 	schemas *toolSchemas
 	// runsTasks: a backend has a tasks: block (tasks_run.go).
 	runsTasks bool
+	// search: the vhost lists a search instead of every tool
+	// (tool_search.go); nil without tool_search.
+	search *toolSearch
 	// health is what the instance learned of each backend (status.go);
 	// the map is fixed at construction, so reading it needs no lock.
 	health map[string]*backendHealth
@@ -81,6 +84,7 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 			limits:     vh.RateLimits,
 			allowance:  policy.NewAllowance(vh.RateLimits),
 			schemas:    newToolSchemas(),
+			search:     newToolSearch(vh.ToolSearch),
 		}
 		for key, b := range vh.Backends {
 			v.keys = append(v.keys, key)
@@ -178,7 +182,7 @@ func (r *Router) Reload(vhosts map[string]*VirtualHost) []string {
 	changed := map[string]bool{}
 	var names []string
 	for name, v := range next.vhosts {
-		if old, ok := prev.vhosts[name]; !ok || !reflect.DeepEqual(old.backends, v.backends) || !old.access.Equal(v.access) {
+		if old, ok := prev.vhosts[name]; !ok || !reflect.DeepEqual(old.backends, v.backends) || !old.access.Equal(v.access) || !old.search.equal(v.search) {
 			changed[name] = true
 			names = append(names, name)
 		}

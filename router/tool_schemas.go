@@ -21,6 +21,11 @@ import (
 // toolSchemaTTL, dropped on the backend's list_changed and with the
 // routing table on reload. Concurrent misses share one walk. It is a
 // cache, never session state: losing it costs one walk.
+//
+// On a vhost with tool_search the same walk also indexes the tools for
+// search (tool_search_index.go): one walk, one entry and one invalidation
+// serve both, so a backend's list_changed reaches its schemas and its
+// search together.
 
 // toolSchemaTTL is how long a backend's schemas are trusted when the
 // backend has no list_cache of its own.
@@ -34,12 +39,16 @@ type toolSchemas struct {
 	entries map[string]toolSchemaEntry
 	gen     map[string]uint64 // invalidations per backend, as in listcache.Cache
 	flight  singleflight.Group
+	indexed int // tools indexed for search in entries, at most maxIndexedTools
 }
 
 type toolSchemaEntry struct {
 	backend string
 	schemas map[string]json.RawMessage // tool name -> inputSchema
 	expires time.Time
+	// search is the backend's tools indexed for search; nil unless the
+	// vhost has tool_search.
+	search *indexedTools
 }
 
 func newToolSchemas() *toolSchemas {
@@ -52,14 +61,49 @@ func (s *toolSchemas) invalidate(backend string) {
 	s.gen[backend]++
 	for k, e := range s.entries {
 		if e.backend == backend {
-			delete(s.entries, k)
+			s.drop(k, e)
 		}
 	}
+}
+
+// drop removes entry k (e); s.mu is held.
+func (s *toolSchemas) drop(k string, e toolSchemaEntry) {
+	delete(s.entries, k)
+	s.indexed -= e.search.len()
+}
+
+// put adds entry k; s.mu is held. Past listcache.Max entries, or
+// maxIndexedTools tools indexed for search, the entries are dropped
+// first: a cache, bounded, that costs a walk when it forgets.
+func (s *toolSchemas) put(k string, e toolSchemaEntry) {
+	if old, ok := s.entries[k]; ok {
+		s.drop(k, old)
+	}
+	if len(s.entries) >= listcache.Max || s.indexed+e.search.len() > maxIndexedTools {
+		clear(s.entries)
+		s.indexed = 0
+	}
+	s.entries[k] = e
+	s.indexed += e.search.len()
 }
 
 // toolInputSchema returns the inputSchema of tool (the backend's name) on
 // backend, as the backend lists it to this call.
 func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend, tool string) (json.RawMessage, error) {
+	e, err := r.toolEntry(ctx, v, c, backend)
+	if err != nil {
+		return nil, err
+	}
+	schema, ok := e.schemas[tool]
+	if !ok {
+		return nil, hook.ErrNoToolSchema
+	}
+	return schema, nil
+}
+
+// toolEntry is backend's tools as the backend lists them to this call:
+// from the cache, or walked now.
+func (r *Router) toolEntry(ctx context.Context, v *vhost, c *Call, backend string) (toolSchemaEntry, error) {
 	b := v.backends[backend]
 	key := listcache.Key(b.Key, "tools/list#schemas", "", b.PassthroughHeaders, c.Header)
 	if v.clients[backend].PerCaller() {
@@ -78,7 +122,7 @@ func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend
 			s.mu.Unlock()
 			// Shared by every caller waiting on this key: not cancelled by
 			// the first one leaving (the backend timeout still bounds it).
-			schemas, err := r.walkToolSchemas(context.WithoutCancel(ctx), v, c, backend)
+			e, err := r.walkToolSchemas(context.WithoutCancel(ctx), v, c, backend)
 			if err != nil {
 				return nil, err
 			}
@@ -86,41 +130,39 @@ func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend
 			if b.ListCacheTTL > 0 {
 				ttl = b.ListCacheTTL
 			}
-			e := toolSchemaEntry{backend: backend, schemas: schemas, expires: time.Now().Add(ttl)}
+			e.expires = time.Now().Add(ttl)
 			s.mu.Lock()
 			if s.gen[backend] == gen {
-				if len(s.entries) >= listcache.Max {
-					clear(s.entries)
-				}
-				s.entries[key] = e
+				s.put(key, e)
 			}
 			s.mu.Unlock()
 			return e, nil
 		})
 		if err != nil {
-			return nil, err
+			return toolSchemaEntry{}, err
 		}
 		e = got.(toolSchemaEntry)
 	}
-	schema, ok := e.schemas[tool]
-	if !ok {
-		return nil, hook.ErrNoToolSchema
-	}
-	return schema, nil
+	return e, nil
 }
 
 // errToolListFailed: the backend's tools/list failed, so no schema.
 var errToolListFailed = errors.New("the backend's tools/list failed")
 
-// walkToolSchemas reads every page of a backend's tools/list.
-func (r *Router) walkToolSchemas(ctx context.Context, v *vhost, c *Call, backend string) (map[string]json.RawMessage, error) {
+// walkToolSchemas reads every page of a backend's tools/list: the
+// tools' schemas, and on a vhost with tool_search the tools indexed.
+func (r *Router) walkToolSchemas(ctx context.Context, v *vhost, c *Call, backend string) (toolSchemaEntry, error) {
 	op := listOps["tools/list"]
-	schemas := map[string]json.RawMessage{}
+	e := toolSchemaEntry{backend: backend, schemas: map[string]json.RawMessage{}}
+	var ix *toolIndexer
+	if v.search != nil {
+		ix = r.newToolIndexer(v, backend)
+	}
 	cursor := ""
 	for range toolSchemaMaxPages {
 		p := r.listOne(ctx, v, c, op, backend, cursor, false)
 		if !p.queried || p.failed {
-			return nil, errToolListFailed
+			return e, errToolListFailed
 		}
 		for _, item := range p.items {
 			var tool struct {
@@ -128,13 +170,15 @@ func (r *Router) walkToolSchemas(ctx context.Context, v *vhost, c *Call, backend
 				InputSchema json.RawMessage `json:"inputSchema"`
 			}
 			if json.Unmarshal(item, &tool) == nil && tool.Name != "" {
-				schemas[tool.Name] = tool.InputSchema
+				e.schemas[tool.Name] = tool.InputSchema
+				ix.add(tool.Name, item)
 			}
 		}
 		if p.next == "" {
-			return schemas, nil
+			break
 		}
 		cursor = p.next
 	}
-	return schemas, nil
+	e.search = ix.build()
+	return e, nil
 }

@@ -420,6 +420,7 @@ type rawVHost struct {
 	Plugins    []*rawPlugin           `yaml:"plugins"`
 	RateLimits []*rawRateLimit        `yaml:"rate_limits"`
 	Card       *rawCard               `yaml:"card"` // card.go
+	ToolSearch *rawToolSearch         `yaml:"tool_search"` // tool_search.go
 }
 
 type rawBackend struct {

@@ -273,7 +273,8 @@ func (v *validator) vhost(name string, raw *rawVHost) *router.VirtualHost {
 		return nil
 	}
 	vh := &router.VirtualHost{Name: name, Backends: map[string]*router.Backend{}, Access: v.access(path, raw.Access),
-		Hooks: v.plugins(path, raw.Plugins), RateLimits: v.rateLimits(path, raw.RateLimits), Card: v.card(joinPath(path, "card"), raw.Card)}
+		Hooks: v.plugins(path, raw.Plugins), RateLimits: v.rateLimits(path, raw.RateLimits), Card: v.card(joinPath(path, "card"), raw.Card),
+		ToolSearch: v.toolSearch(path, raw.ToolSearch)}
 	keys := sortedKeys(raw.Backends)
 	bpath := func(key string) string { return joinPath(joinPath(path, "backends"), key) }
 	for _, key := range keys {
