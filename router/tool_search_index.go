@@ -123,7 +123,7 @@ func (ix *toolIndexer) add(name string, item json.RawMessage) {
 		docName = alias
 	}
 	d := toolsearch.Doc{Name: docName, Title: t.Title, Description: t.Description, Backend: ix.key,
-		Hint: metaString(t.Meta, metaSearchHint), Params: schemaParams(t.InputSchema, nil, 0)}
+		Hint: metaString(t.Meta, metaSearchHint), Params: toolsearch.SchemaParams(t.InputSchema)}
 	if t.Title == "" {
 		d.Title = annotationTitle(t.Annotations)
 	}
@@ -145,36 +145,6 @@ func (ix *toolIndexer) build() *indexedTools {
 func (r *Router) publishedItem(v *vhost, key string, item json.RawMessage) (json.RawMessage, error) {
 	out, _, _, err := r.renameItem(v, listOps["tools/list"], key, item)
 	return out, err
-}
-
-// maxParamDepth bounds how deep nested parameters are indexed.
-const maxParamDepth = 3
-
-// schemaParams appends the parameters of an inputSchema (properties, and
-// those of nested objects and arrays of objects) to out.
-func schemaParams(schema json.RawMessage, out []toolsearch.Param, depth int) []toolsearch.Param {
-	if depth >= maxParamDepth || len(schema) == 0 {
-		return out
-	}
-	var s struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-		Items      json.RawMessage            `json:"items"`
-	}
-	if json.Unmarshal(schema, &s) != nil {
-		return out
-	}
-	for name, sub := range s.Properties {
-		var p struct {
-			Description string `json:"description"`
-		}
-		_ = json.Unmarshal(sub, &p)
-		out = append(out, toolsearch.Param{Name: name, Description: p.Description})
-		out = schemaParams(sub, out, depth+1)
-	}
-	if len(s.Items) > 0 && s.Items[0] == '{' {
-		out = schemaParams(s.Items, out, depth+1)
-	}
-	return out
 }
 
 // annotationTitle is annotations.title, which older servers give instead

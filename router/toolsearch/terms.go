@@ -111,7 +111,7 @@ type queryTerm struct {
 }
 
 // synonymWeight is the weight of a term a synonym adds to a query.
-const synonymWeight = 0.4
+const synonymWeight = 0.2
 
 // queryTerms are the terms of a query: its own, then their synonyms.
 func queryTerms(query string) []queryTerm {
