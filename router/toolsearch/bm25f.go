@@ -184,7 +184,6 @@ func (bm25f) Rank(query string, parts []Part, limit int) []Hit {
 	return best(scores, limit)
 }
 
-
 // visibleCount is the number of tools of n in visible (nil: all).
 func visibleCount(n int, visible Bits) int {
 	if visible == nil {
