@@ -34,6 +34,10 @@ type BackendOptions struct {
 	// ExtraTools adds tools named t00, t01, ... (each returns its own name)
 	// so that a tool list spans several pages.
 	ExtraTools int
+	// RealisticTools adds the demo backend's tools of realistic names,
+	// descriptions and schemas (search_issues, archive_invoices, …;
+	// demobackend.Options.ExtraTools), for tool search.
+	RealisticTools int
 	// Stateless serves Streamable HTTP without Mcp-Session-Id.
 	Stateless bool
 	// JSONResponse answers POSTs with application/json instead of SSE.
@@ -127,6 +131,7 @@ func StartBackend(t testing.TB, opts BackendOptions) *Backend {
 		Instructions:         opts.Instructions,
 		NoPrompts:            opts.NoPrompts,
 		NoResources:          opts.NoResources,
+		ExtraTools:           opts.RealisticTools,
 	})
 	b := &Backend{Server: srv, rounds: map[string]int{}, counters: map[string]int{}, opts: opts}
 	if opts.SessionCounter {
