@@ -125,7 +125,7 @@ func (r *Router) unsolicited(ctx context.Context, v *vhost, key string, emit fun
 		case "notifications/progress", "notifications/cancelled":
 			return // belong to calls, never to the GET stream
 		case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
-			if v.backends[key].ListCacheTTL > 0 {
+			if v.keepsLists(key) {
 				r.listChanged(ctx, v.name, key)
 			}
 		}
@@ -199,7 +199,7 @@ func (r *Router) listenModern(ctx context.Context, v *vhost, p *peer, hdr http.H
 				return
 			}
 		case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
-			if v.backends[key].ListCacheTTL > 0 {
+			if v.keepsLists(key) {
 				r.listChanged(ctx, v.name, key)
 			}
 		default:

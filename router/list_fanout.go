@@ -534,6 +534,23 @@ func (r *Router) listCached(ctx context.Context, v *vhost, c *Call, op listOp, k
 	})
 }
 
+// keepsLists reports whether the instance keeps what backend key lists
+// (its list cache, or tool search's index): a list change it announces
+// must then be passed on (listChanged).
+func (v *vhost) keepsLists(key string) bool {
+	return v.backends[key].ListCacheTTL > 0 || v.search != nil
+}
+
+// listChange reports whether method is a backend's announcement that one
+// of its lists changed.
+func listChange(method string) bool {
+	switch method {
+	case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
+		return true
+	}
+	return false
+}
+
 // listChanged drops a backend's cached pages on every instance: a
 // listener of this instance saw it announce a list change.
 func (r *Router) listChanged(ctx context.Context, vhostName, key string) {

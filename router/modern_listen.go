@@ -258,6 +258,9 @@ func (ls *listenSession) run(ctx context.Context, p *peer, key string, want *lis
 				acked()
 				return
 			}
+			if listChange(n.Method) && ls.v.keepsLists(key) {
+				ls.r.listChanged(ctx, ls.v.name, key)
+			}
 			ls.forward(key, n, false)
 		})
 	})
