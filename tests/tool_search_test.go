@@ -309,3 +309,73 @@ func TestToolSearch_CallToolRunsAGatewayTask(t *testing.T) {
 		t.Fatalf("completed with %v", done)
 	}
 }
+
+// call_tool of a user_oauth backend's tool before the user signed in
+// there: the same URL elicitation as a direct call (2026-07-28
+// input_required, 2025-11-25 -32042), and once signed in the retry goes
+// through. A search before the sign-in names the backend with its link,
+// as a list does.
+func TestToolSearch_CallToolThroughPerUserSignIn(t *testing.T) {
+	r := startUserOAuthWith(t, "    tool_search: {}\n")
+	alice := &testsupport.Client{T: t, Token: r.aliceToken}
+	callWhoami := func(extra map[string]any) map[string]any {
+		params := map[string]any{"name": "call_tool", "arguments": map[string]any{"name": "whoami", "arguments": map[string]any{}}}
+		for k, v := range extra {
+			params[k] = v
+		}
+		rep := alice.ModernRequest(r.lb, "tools/call", params, urlCaps)
+		if rep.Status != http.StatusOK || rep.Error() != nil {
+			t.Fatalf("call_tool whoami: %d %s", rep.Status, rep.Body)
+		}
+		return rep.Result()
+	}
+	res := callWhoami(nil)
+	var ir struct {
+		InputRequests map[string]struct {
+			Method string
+			Params struct{ Mode, URL string }
+		} `json:"inputRequests"`
+		RequestState string `json:"requestState"`
+	}
+	b, _ := json.Marshal(res)
+	if err := json.Unmarshal(b, &ir); err != nil || res["resultType"] != "input_required" || ir.RequestState == "" || len(ir.InputRequests) != 1 {
+		t.Fatalf("call_tool before sign-in: %s", b)
+	}
+	link := ir.InputRequests["mcpgw-sign-in"].Params.URL
+	if ir.InputRequests["mcpgw-sign-in"].Params.Mode != "url" || link == "" {
+		t.Fatalf("call_tool before sign-in asks %s", b)
+	}
+	found := alice.ModernRequest(r.lb, "tools/call", map[string]any{"name": "search_tools", "arguments": map[string]any{"query": "who am i"}}, urlCaps).Result()
+	if meta, _ := json.Marshal(found["_meta"]); !strings.Contains(string(meta), `"mcpgw/signInRequired"`) || !strings.Contains(string(meta), `"gh"`) {
+		t.Fatalf("search before sign-in: %v", found)
+	}
+	if st, body := r.open(r.browser("alice", "alice-gh"), link); st != http.StatusOK {
+		t.Fatalf("connect: %d %s", st, body)
+	}
+	res = callWhoami(map[string]any{"requestState": ir.RequestState,
+		"inputResponses": map[string]any{"mcpgw-sign-in": map[string]any{"action": "accept"}}})
+	if !strings.Contains(resultText(res), "alice-gh") {
+		t.Fatalf("the retry after sign-in: %v", res)
+	}
+	found = alice.ModernRequest(r.lb, "tools/call", map[string]any{"name": "search_tools", "arguments": map[string]any{"query": "which third party user am I"}}, urlCaps).Result()
+	if got, _ := json.Marshal(found["structuredContent"]); !strings.Contains(string(got), `"name":"whoami"`) {
+		t.Fatalf("search after sign-in: %v", found)
+	}
+
+	// 2025-11-25: -32042 through call_tool, as for a direct call.
+	bob := &testsupport.Client{T: t, Token: r.bobToken}
+	bob.Initialize(r.lb, urlCaps)
+	rep := bob.Request(r.lb, "tools/call", map[string]any{"name": "call_tool", "arguments": map[string]any{"name": "whoami"}})
+	var data struct {
+		Elicitations []struct{ Mode, URL string }
+	}
+	if e := rep.Error(); e == nil || e.Code != -32042 || json.Unmarshal(e.Data, &data) != nil || len(data.Elicitations) != 1 {
+		t.Fatalf("2025-11-25 call_tool without a token: %d %s", rep.Status, rep.Body)
+	}
+	if st, body := r.open(r.browser("bob", "bob-gh"), data.Elicitations[0].URL); st != http.StatusOK {
+		t.Fatalf("bob connects: %d %s", st, body)
+	}
+	if txt := bob.Call(r.lb, "tools/call", map[string]any{"name": "call_tool", "arguments": map[string]any{"name": "whoami"}}).Text(); !strings.Contains(txt, "bob-gh") {
+		t.Fatalf("bob's call_tool after sign-in: %s", txt)
+	}
+}

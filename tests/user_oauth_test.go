@@ -113,7 +113,11 @@ func introspect(ctx context.Context, h *hydra.Server, token string) (*introspect
 	return &in, json.NewDecoder(resp.Body).Decode(&in)
 }
 
-func startUserOAuth(t *testing.T) *uoRig {
+func startUserOAuth(t *testing.T) *uoRig { return startUserOAuthWith(t, "") }
+
+// startUserOAuthWith is startUserOAuth with block (YAML indented for the
+// vhost, such as a tool_search block) on the demo vhost.
+func startUserOAuthWith(t *testing.T, block string) *uoRig {
 	t.Helper()
 	r := &uoRig{t: t}
 	r.idp = hydra.Start(t, hydra.Options{})
@@ -135,7 +139,7 @@ auth:
   login: {client_id: mcpgw-login, client_secret_env: E2E_UO_LOGIN_SECRET}
 virtual_hosts:
   demo:
-    backends:
+%s    backends:
       gh:
         url: %s
         credentials:
@@ -145,7 +149,7 @@ virtual_hosts:
             client_secret_env: E2E_UO_THIRD_SECRET
             token_endpoint_auth: client_secret_post
             scopes: [offline_access, repo]
-`, rr.URL, r.idp.Issuer, r.backend.URL, r.third.Issuer)
+`, rr.URL, r.idp.Issuer, block, r.backend.URL, r.third.Issuer)
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
