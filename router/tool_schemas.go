@@ -104,18 +104,10 @@ func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend
 // toolEntry is backend's tools as the backend lists them to this call:
 // from the cache, or walked now.
 func (r *Router) toolEntry(ctx context.Context, v *vhost, c *Call, backend string) (toolSchemaEntry, error) {
-	b := v.backends[backend]
-	key := listcache.Key(b.Key, "tools/list#schemas", "", b.PassthroughHeaders, c.Header)
-	if v.clients[backend].PerCaller() {
-		// Claim templates or token exchange: the backend may list other
-		// tools, or other schemas, to each caller.
-		key += "\x00" + c.Principal
-	}
-	s := v.schemas
-	s.mu.Lock()
-	e, ok := s.entries[key]
-	s.mu.Unlock()
-	if !ok || !time.Now().Before(e.expires) {
+	e, key, ok := r.cachedToolEntry(v, c, backend)
+	if !ok {
+		b := v.backends[backend]
+		s := v.schemas
 		got, err, _ := s.flight.Do(key, func() (any, error) {
 			s.mu.Lock()
 			gen := s.gen[backend]
@@ -144,6 +136,23 @@ func (r *Router) toolEntry(ctx context.Context, v *vhost, c *Call, backend strin
 		e = got.(toolSchemaEntry)
 	}
 	return e, nil
+}
+
+// cachedToolEntry is backend's entry for this call when the cache holds
+// a fresh one; key is the entry's key either way.
+func (r *Router) cachedToolEntry(v *vhost, c *Call, backend string) (e toolSchemaEntry, key string, ok bool) {
+	b := v.backends[backend]
+	key = listcache.Key(b.Key, "tools/list#schemas", "", b.PassthroughHeaders, c.Header)
+	if v.clients[backend].PerCaller() {
+		// Claim templates or token exchange: the backend may list other
+		// tools, or other schemas, to each caller.
+		key += "\x00" + c.Principal
+	}
+	s := v.schemas
+	s.mu.Lock()
+	e, ok = s.entries[key]
+	s.mu.Unlock()
+	return e, key, ok && time.Now().Before(e.expires)
 }
 
 // errToolListFailed: the backend's tools/list failed, so no schema.

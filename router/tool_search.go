@@ -269,13 +269,22 @@ func (r *Router) searchLists(ctx context.Context, v *vhost, c *Call) (lists []*i
 		if !v.backendVisible(c.d.access, key, true) {
 			continue
 		}
+		b := v.backends[key]
+		userOAuth := b.Credentials != nil && b.Credentials.Grant == credentials.GrantUserOAuth
+		if !userOAuth {
+			if e, _, ok := r.cachedToolEntry(v, c, key); ok { // the common case: no goroutine, no capability decoded
+				out[i].list = e.search
+				continue
+			}
+		}
 		if snap := c.peer.backends[key]; snap.OK() && !capability.Has(snap, "tools") {
 			continue
 		}
 		wg.Go(func() {
-			if sr := r.signInNeeded(ctx, v, key); sr != nil {
-				out[i].signIn = sr
-				return
+			if userOAuth { // the caller's token first: it may need a sign-in (or a refresh)
+				if out[i].signIn = r.signInNeeded(ctx, v, key); out[i].signIn != nil {
+					return
+				}
 			}
 			e, err := r.toolEntry(ctx, v, c, key)
 			out[i].list, out[i].failed = e.search, err != nil

@@ -74,6 +74,19 @@
 #                           gateway, each in front of one backend of 203 /
 #                           1,000 tools: CPU per item of each middle process
 #
+# and tool search (issue 42), on the list-scale gateway over 2 and 25 of
+# its backends (about 400 and 5,000 tools), each backend with list_cache:
+# 1m, A a vhost that lists every tool, B the same backends with
+# tool_search; the gateway's CPU per request of each (mcpbench
+# -cpu-pid-a/-b, both the same gateway):
+#
+#   search-400, search-5000  A the first tools/list page, cached (up to
+#                           1,000 tools), B one search_tools call
+#   search-index            the index's build time and held memory per
+#                           tool, and one search, at 400 and 5,000 tools
+#                           (go test -bench router/toolsearch), the 5,000
+#                           figures as ratios of the 400 ones
+#
 # then the store traffic per routed request (Redis INFO commandstats; 0 for
 # a modern tools/call) and the cost of 10,000 idle sessions (gateway RSS,
 # Redis used_memory per session).
@@ -91,7 +104,7 @@
 #   BENCH_CONCURRENCY   workers, each with its own session (default 16)
 #   BENCH_IDLE_SESSIONS sessions opened for the idle-session figure (default 10000; 0: skip)
 #   BENCH_STORE_REQUESTS requests of the larger store-traffic run (default 2000; 0: skip)
-#   BENCH_SCENARIOS     which table rows to run (default: all thirty, space-separated)
+#   BENCH_SCENARIOS     which table rows to run (default: all thirty-three, space-separated)
 #   BENCH_REMOTE_LATENCY what the remote backends hold each request (default 10ms)
 #   BENCH_LIST_TOOLS    extra tools of each list-scale backend (default 200)
 #   BENCH_LIST_CONCURRENCY workers of the list-scale comparisons (default 1)
@@ -118,7 +131,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 CONC=${BENCH_CONCURRENCY:-16}
 IDLE_SESSIONS=${BENCH_IDLE_SESSIONS:-10000}
 STORE_REQUESTS=${BENCH_STORE_REQUESTS:-2000}
-SCENARIOS=${BENCH_SCENARIOS:-call-stateful call-stateless call-reuse call-slow-init call-slow-init-remote call-slow-init-per-request list-fanout list-fanout-c1 list-fanout-cached call-modern list-fanout-modern list-fanout-modern-c1 list-fanout-modern-cached list-fanout-modern-cached-c1 list-fanout-modern-remote-c1 cpu-modern cpu-stateless cpu-reuse cpu-stateful list-scale-rss list-scale-10 list-scale-50 list-scale-10-cached list-scale-50-cached list-scale-first list-scale-first-cached list-scale-first-1000 list-scale-first-1000-cached list-scale-proxy list-scale-proxy-1000}
+SCENARIOS=${BENCH_SCENARIOS:-call-stateful call-stateless call-reuse call-slow-init call-slow-init-remote call-slow-init-per-request list-fanout list-fanout-c1 list-fanout-cached call-modern list-fanout-modern list-fanout-modern-c1 list-fanout-modern-cached list-fanout-modern-cached-c1 list-fanout-modern-remote-c1 cpu-modern cpu-stateless cpu-reuse cpu-stateful list-scale-rss list-scale-10 list-scale-50 list-scale-10-cached list-scale-50-cached list-scale-first list-scale-first-cached list-scale-first-1000 list-scale-first-1000-cached list-scale-proxy list-scale-proxy-1000 search-400 search-5000 search-index}
 REMOTE_LATENCY=${BENCH_REMOTE_LATENCY:-10ms}
 LIST_TOOLS=${BENCH_LIST_TOOLS:-200}
 LIST_CONC=${BENCH_LIST_CONCURRENCY:-1}
@@ -274,7 +287,7 @@ PROXY=$(listen_url bareproxy)
 # The list-scale gateway: its own process, so that its CPU and memory are
 # those of the list-scale walks alone, over LIST_MAX backends of LIST_TOOLS
 # extra tools (started only when a list-scale scenario runs).
-case " $SCENARIOS " in *" list-scale"*)
+case " $SCENARIOS " in *" list-scale"* | *" search-4"* | *" search-5"*)
   LS=()
   for i in $(seq "$LIST_MAX"); do
     backend "ls$i" --stateless --extra-tools "$LIST_TOOLS"; LS+=("$URL")
@@ -295,6 +308,15 @@ case " $SCENARIOS " in *" list-scale"*)
         for i in $(seq "$n"); do
           if [ -n "$c" ]; then echo "      b$i: {url: \"${LS[i - 1]}\", list_cache: 1m}"; else echo "      b$i: {url: \"${LS[i - 1]}\"}"; fi
         done
+      done
+    done
+    # Tool search over 2 and 25 backends: A lists every tool, B searches.
+    for n in 2 25; do
+      for v in cls ts; do
+        echo "  $v$n:"
+        [ "$v" = ts ] && echo "    tool_search: {}"
+        echo "    backends:"
+        for i in $(seq "$n"); do echo "      b$i: {url: \"${LS[i - 1]}\", list_cache: 1m}"; done
       done
     done
     echo "  ls1000:     {backends: {b1: {url: \"$LS_1000\"}}}"
@@ -375,6 +397,29 @@ list_rss() {
   LIST_RSS_LINE="list-scale-rss: gateway RSS (VmRSS; peak: VmHWM since start) idle $(awk -v i="$LS_RSS_IDLE" 'BEGIN {printf "%.1f MiB", i/1024}'); $(printf '%s; ' "${out[@]}" | sed 's/; $//')"
 }
 
+# search_index: the index's costs at 400 and 5,000 tools (router/toolsearch
+# benchmarks); sets SEARCH_INDEX_LINE.
+SEARCH_INDEX_LINE=
+search_index() {
+  log "search-index: go test -bench 'BenchmarkIndex|BenchmarkRank' ./router/toolsearch"
+  "$GO" test -run '^$' -bench 'BenchmarkIndex|BenchmarkRank' -benchtime 10x ./router/toolsearch/ >"$RUN/search-index.txt" ||
+    { cat "$RUN/search-index.txt" >&2; die "search-index failed"; }
+  SEARCH_INDEX_LINE=$(awk '
+    /^Benchmark(Index|Rank)\/tools=/ {
+      split($1, a, "="); n = a[2]; sub(/-[0-9]+$/, "", n)
+      for (i = 2; i <= NF; i++) {
+        if ($1 ~ /^BenchmarkIndex/ && $i == "ns/tool") build[n] = $(i-1)
+        if ($1 ~ /^BenchmarkIndex/ && $i == "B/tool") mem[n] = $(i-1)
+        if ($1 ~ /^BenchmarkRank/ && $i == "ns/op") rank[n] = $(i-1)
+      }
+    }
+    END {
+      printf "search-index: build %.1f µs/tool at 400 tools, %.1f µs/tool at 5,000 (×%.2f per tool); ", build[400]/1000, build[5000]/1000, build[5000]/build[400]
+      printf "held %.0f B/tool at 400, %.0f B/tool at 5,000 (×%.2f per tool); ", mem[400], mem[5000], mem[5000]/mem[400]
+      printf "one search %.0f µs at 400, %.0f µs at 5,000 (in process, no HTTP)", rank[400]/1000, rank[5000]/1000
+    }' "$RUN/search-index.txt")
+}
+
 ROWS=()
 for s in $SCENARIOS; do
   PROFILE_FROM=
@@ -410,6 +455,12 @@ for s in $SCENARIOS; do
     n=1; case $s in *-1000) n=1000 ;; esac
     compare "$s" "$LSPROXY/ls$n" "$LSGW/servers/ls$n/mcp" -workload list -proto "$MODERN" -c "$LIST_CONC" \
       -cpu-pid-a "$LSPROXY_PID" -cpu-pid-b "$LSGW_PID" ;;
+  search-400 | search-5000)
+    n=2; [ "$s" = search-5000 ] && n=25
+    compare "$s" "$LSGW/servers/cls$n/mcp" "$LSGW/servers/ts$n/mcp" -workload list -pages 1 -proto "$MODERN" -c "$LIST_CONC" \
+      -b-workload call -b-tool search_tools -b-args '{"query":"search the open issues of a project"}' \
+      -cpu-pid-a "$LSGW_PID" -cpu-pid-b "$LSGW_PID" ;;
+  search-index) search_index; continue ;;
   *) die "unknown scenario $s (BENCH_SCENARIOS)" ;;
   esac
 done
@@ -527,6 +578,14 @@ fi
     echo
     echo "list-scale-proxy*: the same walks, A = a bare net/http/httputil.ReverseProxy (flushing every write), B = the list-scale gateway, each in front of the same one backend of $((LIST_TOOLS + 3)) (-1000: 1,000) tools; CPU per item of each middle process." ;;
   esac
+  case " $SCENARIOS " in *" search-4"* | *" search-5"*)
+    echo
+    echo "search-*: on the list-scale gateway, A = the first $MODERN tools/list page (cached: list_cache 1m) of a vhost of 2 / 25 backends ($((2 * (LIST_TOOLS + 3))) / $((25 * (LIST_TOOLS + 3))) tools), B = one search_tools call on the same backends with tool_search (its index built once, kept for the list_cache TTL); the gateway's CPU per request of each, c=$LIST_CONC." ;;
+  esac
+  if [ -n "$SEARCH_INDEX_LINE" ]; then
+    echo
+    echo "$SEARCH_INDEX_LINE"
+  fi
   if [ -n "$LIST_RSS_LINE" ]; then
     echo
     echo "$LIST_RSS_LINE"

@@ -74,6 +74,13 @@ type Ratios struct {
 // cpuPIDs, when set, are the middle processes of A and B whose CPU per
 // request each side samples (Config.CPUPID).
 func Compare(ctx context.Context, cfg Config, urlB string, rounds int, cpuPIDs ...int) (*Comparison, error) {
+	return CompareSides(ctx, cfg, nil, urlB, rounds, cpuPIDs...)
+}
+
+// CompareSides is Compare with B's config adjusted by sideB (nil: the
+// same as A's but for the URL): two different requests compared, such as
+// a cached tools/list page (A) against a tools/call of search_tools (B).
+func CompareSides(ctx context.Context, cfg Config, sideB func(*Config), urlB string, rounds int, cpuPIDs ...int) (*Comparison, error) {
 	if rounds <= 0 {
 		rounds = 1
 	}
@@ -93,6 +100,9 @@ func Compare(ctx context.Context, cfg Config, urlB string, rounds int, cpuPIDs .
 		for j, side := range []*Side{&cmp.A, &cmp.B} {
 			c := cfg
 			c.URL = side.URL
+			if j == 1 && sideB != nil {
+				sideB(&c)
+			}
 			if j < len(cpuPIDs) {
 				c.CPUPID = cpuPIDs[j]
 			}

@@ -70,6 +70,28 @@ type options struct {
 	args        string
 	durationSet bool // -d was given
 	cpuA, cpuB  int  // -cpu-pid-a, -cpu-pid-b
+	// B's own request, when comparing two kinds (-b-workload, -b-tool,
+	// -b-args; "": A's).
+	bWorkload, bTool, bArgs string
+}
+
+// sideB adjusts B's config for its own request; nil when B runs A's.
+func (o *options) sideB() func(*Config) {
+	if o.bWorkload == "" && o.bTool == "" && o.bArgs == "" {
+		return nil
+	}
+	return func(c *Config) {
+		if o.bWorkload != "" {
+			c.Workload = o.bWorkload
+			c.MaxPages = 0
+		}
+		if o.bTool != "" {
+			c.Tool = o.bTool
+		}
+		if o.bArgs != "" {
+			c.Args = json.RawMessage(o.bArgs)
+		}
+	}
 }
 
 const usageText = `usage:
@@ -109,6 +131,9 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.cfg.Proto, "proto", DefaultProto, "protocol `version`: offered in initialize; 2026-07-28 or later: no session, no initialize, the version and client in params._meta and the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers of every request")
 	fs.DurationVar(&o.cfg.Timeout, "timeout", 30*time.Second, "per-request timeout")
 	fs.IntVar(&o.cfg.MaxPages, "pages", 0, "list: end a walk after this many pages (1: the first page only); 0: every page")
+	fs.StringVar(&o.bWorkload, "b-workload", "", "comparing: B's -workload, when B runs another request than A")
+	fs.StringVar(&o.bTool, "b-tool", "", "comparing: B's -tool")
+	fs.StringVar(&o.bArgs, "b-args", "", "comparing: B's -args")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per URL when comparing")
 	fs.IntVar(&o.cpuA, "cpu-pid-a", 0, "`pid` of the process in front of A (a bare proxy) whose CPU per request to report, from /proc (Linux); with one URL, the process in front of it")
 	fs.IntVar(&o.cpuB, "cpu-pid-b", 0, "`pid` of the process in front of B (the gateway) whose CPU per request to report")
@@ -212,7 +237,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		out, failed = res, res.OK == 0
 	} else {
-		cmp, err := Compare(ctx, o.cfg, o.urlB, o.rounds, o.cpuA, o.cpuB)
+		cmp, err := CompareSides(ctx, o.cfg, o.sideB(), o.urlB, o.rounds, o.cpuA, o.cpuB)
 		if err != nil {
 			fmt.Fprintln(stderr, "mcpbench:", err)
 			return 1

@@ -302,9 +302,11 @@ type summaryRow struct {
 // writeSummary prints comparisons as one Markdown table: the standard run
 // of scripts/bench.sh. "direct" is side A and "gateway" side B.
 func writeSummary(w io.Writer, rows []summaryRow) {
-	var main, cpu, lists []summaryRow
+	var main, cpu, lists, searches []summaryRow
 	for _, r := range rows {
 		switch {
+		case r.Cmp.A.Median.CPUMicrosPerItem > 0 && r.Cmp.B.Median.CPUMicrosPerItem == 0 && r.Cmp.Median.CPURatio > 0:
+			searches = append(searches, r) // a list page (A) against a call (B)
 		case r.Cmp.B.Median.CPUMicrosPerItem > 0:
 			lists = append(lists, r)
 		case r.Cmp.Median.CPURatio > 0:
@@ -330,6 +332,25 @@ func writeSummary(w io.Writer, rows []summaryRow) {
 			fmt.Fprintln(w)
 		}
 		writeListScaleTable(w, lists)
+		sep = true
+	}
+	if len(searches) > 0 {
+		if sep {
+			fmt.Fprintln(w)
+		}
+		writeSearchTable(w, searches)
+	}
+}
+
+// writeSearchTable: a tools/list page (A) against a tools/call (B) on the
+// same gateway, its CPU per request each (the search-* scenarios: a
+// cached page of a vhost's whole list against a search of it).
+func writeSearchTable(w io.Writer, rows []summaryRow) {
+	fmt.Fprintln(w, "| scenario | tools in the page (A) | A: list page CPU | B: call CPU | B ÷ A | B p50 |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: |")
+	for _, r := range rows {
+		a, b := r.Cmp.A.Median, r.Cmp.B.Median
+		fmt.Fprintf(w, "| %s | %.0f | %.0f µs | %.0f µs | %.2f× | %s |\n", r.Name, a.Tools, a.CPUMicros, b.CPUMicros, r.Cmp.Median.CPURatio, fmtMs(b.P50Ms))
 	}
 }
 
