@@ -75,6 +75,13 @@ type options struct {
 	bWorkload, bTool, bArgs string
 }
 
+// sideBFlags registers -b-workload, -b-tool and -b-args.
+func (o *options) sideBFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.bWorkload, "b-workload", "", "comparing: B's -workload, when B runs another request than A")
+	fs.StringVar(&o.bTool, "b-tool", "", "comparing: B's -tool")
+	fs.StringVar(&o.bArgs, "b-args", "", "comparing: B's -args")
+}
+
 // sideB adjusts B's config for its own request; nil when B runs A's.
 func (o *options) sideB() func(*Config) {
 	if o.bWorkload == "" && o.bTool == "" && o.bArgs == "" {
@@ -131,9 +138,7 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.cfg.Proto, "proto", DefaultProto, "protocol `version`: offered in initialize; 2026-07-28 or later: no session, no initialize, the version and client in params._meta and the MCP-Protocol-Version, Mcp-Method and Mcp-Name headers of every request")
 	fs.DurationVar(&o.cfg.Timeout, "timeout", 30*time.Second, "per-request timeout")
 	fs.IntVar(&o.cfg.MaxPages, "pages", 0, "list: end a walk after this many pages (1: the first page only); 0: every page")
-	fs.StringVar(&o.bWorkload, "b-workload", "", "comparing: B's -workload, when B runs another request than A")
-	fs.StringVar(&o.bTool, "b-tool", "", "comparing: B's -tool")
-	fs.StringVar(&o.bArgs, "b-args", "", "comparing: B's -args")
+	o.sideBFlags(fs)
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds per URL when comparing")
 	fs.IntVar(&o.cpuA, "cpu-pid-a", 0, "`pid` of the process in front of A (a bare proxy) whose CPU per request to report, from /proc (Linux); with one URL, the process in front of it")
 	fs.IntVar(&o.cpuB, "cpu-pid-b", 0, "`pid` of the process in front of B (the gateway) whose CPU per request to report")
