@@ -348,6 +348,9 @@ func (r *Router) RouteOf(vhost, method, id string) string {
 		return ""
 	}
 	if method == "tools/call" {
+		if v.search != nil && gatewayTool(id) {
+			return "" // the gateway's own (tool_search.go)
+		}
 		if a, ok := v.aliases.Resolve(id); ok {
 			return a.Backend
 		}
