@@ -39,7 +39,7 @@ type toolSchemas struct {
 	entries map[string]toolSchemaEntry
 	gen     map[string]uint64 // invalidations per backend, as in listcache.Cache
 	flight  singleflight.Group
-	indexed int // tools indexed for search in entries, at most maxIndexedTools
+	indexed int // bytes the entries' search indexes hold, at most maxIndexedBytes
 }
 
 type toolSchemaEntry struct {
@@ -69,22 +69,22 @@ func (s *toolSchemas) invalidate(backend string) {
 // drop removes entry k (e); s.mu is held.
 func (s *toolSchemas) drop(k string, e toolSchemaEntry) {
 	delete(s.entries, k)
-	s.indexed -= e.search.len()
+	s.indexed -= e.search.size()
 }
 
 // put adds entry k; s.mu is held. Past listcache.Max entries, or
-// maxIndexedTools tools indexed for search, the entries are dropped
+// maxIndexedBytes held by search indexes, the entries are dropped
 // first: a cache, bounded, that costs a walk when it forgets.
 func (s *toolSchemas) put(k string, e toolSchemaEntry) {
 	if old, ok := s.entries[k]; ok {
 		s.drop(k, old)
 	}
-	if len(s.entries) >= listcache.Max || s.indexed+e.search.len() > maxIndexedTools {
+	if len(s.entries) >= listcache.Max || s.indexed+e.search.size() > maxIndexedBytes {
 		clear(s.entries)
 		s.indexed = 0
 	}
 	s.entries[k] = e
-	s.indexed += e.search.len()
+	s.indexed += e.search.size()
 }
 
 // toolInputSchema returns the inputSchema of tool (the backend's name) on

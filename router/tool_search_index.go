@@ -19,14 +19,15 @@ import (
 // an instance that has not walked a backend yet walks it once, and any
 // instance answers any search.
 
-// maxIndexedTools bounds the tools one vhost holds indexed on an
-// instance, over all its backends and callers (about 1 kB each: the tool
-// as a search answers it, and its postings); past it the cache starts
+// maxIndexedBytes bounds what one vhost holds indexed on an instance,
+// over all its backends and callers: the tools as a search answers them
+// and about postingBytes a tool for the rest; past it the cache starts
 // over. maxBackendTools bounds one backend's list: the rest of a longer
 // one is not searched (its schemas still are kept).
 const (
-	maxIndexedTools = 100_000
+	maxIndexedBytes = 64 << 20
 	maxBackendTools = 10_000
+	postingBytes    = 512
 )
 
 // indexedTools is one backend's tools as one kind of caller is shown
@@ -38,6 +39,7 @@ type indexedTools struct {
 	names []string
 	shown []json.RawMessage
 	seg   toolsearch.Segment
+	bytes int // what it holds, about (size)
 
 	mu    sync.Mutex
 	views map[policy.View]toolsearch.Bits // which tools each access decision shows
@@ -49,6 +51,16 @@ func (t *indexedTools) len() int {
 		return 0
 	}
 	return len(t.names)
+}
+
+// size is about how many bytes the list holds: its tools as a search
+// answers them, and postingBytes a tool for names, postings and masks; 0
+// for nil.
+func (t *indexedTools) size() int {
+	if t == nil {
+		return 0
+	}
+	return t.bytes + postingBytes*len(t.names)
 }
 
 // visible is the set of tools the access view a shows (nil: all). A
@@ -130,6 +142,7 @@ func (ix *toolIndexer) add(name string, item json.RawMessage) {
 	ix.docs = append(ix.docs, d)
 	ix.out.names = append(ix.out.names, t.Name)
 	ix.out.shown = append(ix.out.shown, shown)
+	ix.out.bytes += len(shown)
 }
 
 // build indexes what add gathered; nil for a nil indexer.

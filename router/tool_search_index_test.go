@@ -131,3 +131,27 @@ func TestToolSearch_ReloadReportsAChange(t *testing.T) {
 		t.Fatalf("always changed: changed %v", got)
 	}
 }
+
+// What the indexes hold is bounded per vhost: past maxIndexedBytes the
+// cache starts over, and what it counts follows what it holds.
+func TestToolSearchIndex_CacheBound(t *testing.T) {
+	s := newToolSchemas()
+	half := &indexedTools{names: make([]string, 10), bytes: maxIndexedBytes/2 - 10*postingBytes} // two fit
+	s.put("a", toolSchemaEntry{backend: "b", search: half})
+	s.put("b", toolSchemaEntry{backend: "b", search: half})
+	if len(s.entries) != 2 || s.indexed != maxIndexedBytes {
+		t.Fatalf("two halves: %d entries, %d bytes counted", len(s.entries), s.indexed)
+	}
+	s.put("b", toolSchemaEntry{backend: "b", search: half}) // replaced: counted once
+	if len(s.entries) != 2 || s.indexed != maxIndexedBytes {
+		t.Fatalf("one replaced: %d entries, %d bytes counted", len(s.entries), s.indexed)
+	}
+	s.put("c", toolSchemaEntry{backend: "b", search: half}) // over: starts over
+	if _, ok := s.entries["c"]; len(s.entries) != 1 || !ok || s.indexed != half.size() {
+		t.Fatalf("a third half: %d entries, %d bytes counted", len(s.entries), s.indexed)
+	}
+	s.invalidate("b")
+	if len(s.entries) != 0 || s.indexed != 0 {
+		t.Fatalf("after invalidating the backend: %d entries, %d bytes counted", len(s.entries), s.indexed)
+	}
+}
