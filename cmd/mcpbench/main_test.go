@@ -123,7 +123,8 @@ func TestMainErrors(t *testing.T) {
 }
 
 // summary sets list comparisons with the gateway's CPU per item apart
-// from the cpu-* rows (a bare proxy against the gateway) and the rest.
+// from the cpu-* rows (a bare proxy against the gateway), a list page
+// against a call (search-*), and the rest.
 func TestSummaryTables(t *testing.T) {
 	side := func(f Figures) Side { return Side{URL: "http://x", Median: f} }
 	rows := []summaryRow{
@@ -133,6 +134,10 @@ func TestSummaryTables(t *testing.T) {
 			A:      side(Figures{P50Ms: 10, Tools: 203, Pages: 1, MaxPageBytes: 155200, CPUMicros: 3000, CPUMicrosPerItem: 14.8}),
 			B:      side(Figures{P50Ms: 400, Tools: 10150, Pages: 11, MaxPageBytes: 769500, CPUMicros: 150000, CPUMicrosPerItem: 14.78}),
 			Rounds: []Ratios{{P50Ratio: 40, CPURatio: 50}}, Median: Ratios{P50Ratio: 40, CPURatio: 50}}},
+		{Name: "search-x", Cmp: &Comparison{
+			A:      side(Figures{Tools: 406, CPUMicros: 560, CPUMicrosPerItem: 1.38}),
+			B:      side(Figures{P50Ms: 0.5, CPUMicros: 390}),
+			Rounds: []Ratios{{CPURatio: 0.7}}, Median: Ratios{CPURatio: 0.7}}},
 	}
 	var out bytes.Buffer
 	writeSummary(&out, rows)
@@ -141,12 +146,13 @@ func TestSummaryTables(t *testing.T) {
 		"| call-x | 100 | 50 | 0.50× |",
 		"| cpu-x | 100 µs | 150 µs | 1.50× |",
 		"| list-scale-x | 203 → 10150 | 1.0 → 11.0 | 155.2 kB → 769.5 kB | 10.0ms → 400ms | 40.00× | 14.80 → 14.78 µs |",
+		"| search-x | 406 | 560 µs | 390 µs | 0.70× |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
 	}
-	if strings.Count(got, "| scenario |") != 3 || strings.Contains(got, "| list-scale-x | 0 |") {
-		t.Errorf("want three tables, the list row in its own:\n%s", got)
+	if strings.Count(got, "| scenario |") != 4 || strings.Contains(got, "| list-scale-x | 0 |") {
+		t.Errorf("want four tables, the list and search rows in their own:\n%s", got)
 	}
 }
