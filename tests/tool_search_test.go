@@ -94,8 +94,7 @@ func foundTools(t *testing.T, r *testsupport.Reply) []string {
 	if !ok {
 		t.Fatalf("search_tools: no structuredContent: %s", r.Body)
 	}
-	var fromText any
-	if err := json.Unmarshal([]byte(r.Text()), &fromText); err != nil || !jsonEqual(fromText, sc) {
+	if structured, _ := json.Marshal(sc); !jsonEqual(json.RawMessage(r.Text()), structured) {
 		t.Fatalf("search_tools: text %q is not structuredContent", r.Text())
 	}
 	var out []string
@@ -107,12 +106,6 @@ func foundTools(t *testing.T, r *testsupport.Reply) []string {
 		out = append(out, tool["name"].(string))
 	}
 	return out
-}
-
-func jsonEqual(a, b any) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
 }
 
 func search(g searchGen, query string, limit int) *testsupport.Reply {

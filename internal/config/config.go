@@ -419,7 +419,7 @@ type rawVHost struct {
 	Access     []*rawAccessRule       `yaml:"access"`
 	Plugins    []*rawPlugin           `yaml:"plugins"`
 	RateLimits []*rawRateLimit        `yaml:"rate_limits"`
-	Card       *rawCard               `yaml:"card"` // card.go
+	Card       *rawCard               `yaml:"card"`        // card.go
 	ToolSearch *rawToolSearch         `yaml:"tool_search"` // tool_search.go
 }
 
