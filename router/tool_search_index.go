@@ -77,7 +77,7 @@ func (t *indexedTools) visible(a policy.View) toolsearch.Bits {
 	}
 	b := toolsearch.NewBits(len(t.names))
 	for i, n := range t.names {
-		if a.Visible(n) {
+		if a.Listed(n) { // as tools/list shows it: a tool needing a step-up is found, and its call asks for the scopes
 			b.Set(i)
 		}
 	}
