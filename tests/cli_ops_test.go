@@ -103,7 +103,7 @@ func TestCLI_HelpAndMistakesNameTheValidValues(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"unknown flag", nil, []string{"--verbose"}, []string{"-verbose", "valid flags: --config", "--log-format", "--log-level"}},
+		{"unknown flag", nil, []string{"--verbose"}, []string{"-verbose", "valid flags: --admin-listen", "--config", "--log-format", "--log-level"}},
 		{"unknown argument", nil, []string{"--demo", "serve"}, []string{`unexpected argument "serve"`, "commands: check"}},
 		{"unknown log level", nil, []string{"--demo", "--log-level", "verbose"}, []string{`unknown level "verbose"`, "valid: debug, info, warn, error"}},
 		{"unknown log level from env", []string{"MCPGW_LOG_LEVEL=loud"}, []string{"--demo"}, []string{`unknown level "loud"`, "valid: debug, info, warn, error"}},
