@@ -115,6 +115,10 @@ func TestExamples_StdioNpx(t *testing.T) {
 
 func TestExamples_JWKSAccessLimits(t *testing.T) {
 	h := hydra.Start(t, hydra.Options{})
+	// The token first, as a user gets one before calling: under load, a
+	// code exchange racing the gateway's first JWK Set fetch (Hydra makes
+	// its signing key on first use) once failed with invalid_grant.
+	token := h.AccessToken(t, "alice", "mcpgw")
 	tools := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "tools"})
 	admin := testsupport.StartBackend(t, testsupport.BackendOptions{Name: "admin"})
 	cfg := exampleCopy(t, "jwks-access-limits",
@@ -127,7 +131,7 @@ func TestExamples_JWKSAccessLimits(t *testing.T) {
 	if r := (&testsupport.Client{T: t, VHost: "team"}).Request(g, "tools/list", nil); r.Status != http.StatusUnauthorized {
 		t.Fatalf("no token: status %d, want 401", r.Status)
 	}
-	cl := &testsupport.Client{T: t, VHost: "team", Token: h.AccessToken(t, "alice", "mcpgw")}
+	cl := &testsupport.Client{T: t, VHost: "team", Token: token}
 	cl.Initialize(g, nil)
 	// Not in mcp-admins: the tools backend without tools-increment.
 	if names := cl.Call(g, "tools/list", nil).ToolNames(); !slices.Equal(names, []string{"tools-echo", "tools-get_stats"}) {
