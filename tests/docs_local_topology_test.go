@@ -1,6 +1,6 @@
 package tests
 
-// docs/deploy.md's commands, run as a reader pastes them.
+// docs/guide/compose.md's commands, run as a reader pastes them.
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func shellBlocks(md string) []string {
 	}
 }
 
-// The local topology without Docker, as docs/deploy.md writes it: started
+// The local topology without Docker, as docs/guide/compose.md writes it: started
 // by its commands (with the binaries `make build` makes and the ports
 // swapped for free ones, so the test runs beside anything), used with the
 // commands of "Run it locally" (a session across both gateways), and ended
@@ -50,7 +50,7 @@ func shellBlocks(md string) []string {
 // bash, and in zsh when it is installed: pasted commands must not rely on
 // word splitting, history expansion or comments.
 func TestDocs_LocalTopologyCommandsStartServeAndStop(t *testing.T) {
-	doc := string(mustRead(t, "docs", "deploy.md"))
+	doc := string(mustRead(t, "docs", "guide", "compose.md"))
 	local := shellBlocks(markdownSection(t, doc, "Without Docker"))
 	if len(local) != 3 {
 		t.Fatalf("want 3 command blocks (start, URL, stop) in Without Docker, got %d", len(local))
