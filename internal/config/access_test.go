@@ -99,25 +99,25 @@ func TestConfig_AccessErrorsNameTheRule(t *testing.T) {
 	}
 }
 
-// The README's access example is a config the gateway takes, and its
-// rules mean what the README says.
-func TestConfig_ReadmeAccessExampleParses(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// The access guide's example is a config the gateway takes, and its
+// rules mean what the guide says.
+func TestConfig_GuideAccessExampleParses(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/guide/access-and-limits.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "### Access by identity")
+	_, section, ok := strings.Cut(string(readme), "\n## Access by identity\n")
 	if !ok {
-		t.Fatal("README has no access section")
+		t.Fatal("the access guide has no access section")
 	}
 	_, block, ok := strings.Cut(section, "```yaml\n")
 	block, _, ok2 := strings.Cut(block, "```")
 	if !ok || !ok2 {
-		t.Fatal("README's access section has no yaml example")
+		t.Fatal("the guide's access section has no yaml example")
 	}
 	cfg := mustParse(t, "auth: {mode: none}\n"+block)
 	p := cfg.VirtualHosts["demo"].Access
 	if p == nil || len(p.Rules()) != 3 || !p.DependsOnClaims() {
-		t.Fatalf("README example rules: %+v", p.Rules())
+		t.Fatalf("guide example rules: %+v", p.Rules())
 	}
 }

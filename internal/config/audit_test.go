@@ -49,19 +49,19 @@ func TestConfig_AuditFileIsRelativeAndNotForLambda(t *testing.T) {
 	}
 }
 
-// The README's audit block is a valid config section.
-func TestConfig_ReadmeAuditBlockParses(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// The audit guide's block is a valid config section.
+func TestConfig_GuideAuditBlockParses(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/guide/audit.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "### Audit trail")
+	_, section, ok := strings.Cut(string(readme), "# The audit trail\n")
 	_, block, ok2 := strings.Cut(section, "```yaml\n")
 	block, _, ok3 := strings.Cut(block, "```")
 	if !ok || !ok2 || !ok3 || !strings.HasPrefix(block, "audit:") {
-		t.Fatalf("no audit yaml block in README's Audit trail section")
+		t.Fatalf("no audit yaml block in docs/guide/audit.md")
 	}
 	if cfg := mustParse(t, block+minimal); cfg.Audit.Output != "stdout" {
-		t.Fatalf("README audit block parsed as %+v", cfg.Audit)
+		t.Fatalf("the guide's audit block parsed as %+v", cfg.Audit)
 	}
 }

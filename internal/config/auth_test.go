@@ -111,22 +111,22 @@ func TestConfig_RejectsBadIssuers(t *testing.T) {
 	}
 }
 
-// The README's shortest identity-provider config is one the gateway takes,
+// The auth guide's shortest identity-provider config is one the gateway takes,
 // with its keys discovered, and each recipe's lines are a valid jwt block.
-func TestConfig_ReadmeIdentityProviderExamples(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+func TestConfig_GuideIdentityProviderExamples(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/guide/auth.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "### Tokens from an identity provider")
+	_, section, ok := strings.Cut(string(readme), "\n## Tokens from an identity provider\n")
 	if !ok {
-		t.Fatal("README has no identity provider section")
+		t.Fatal("docs/guide/auth.md has no identity provider section")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	_, block, ok := strings.Cut(section, "```yaml\n")
 	block, _, ok2 := strings.Cut(block, "```")
 	if !ok || !ok2 {
-		t.Fatal("README's identity provider section has no yaml example")
+		t.Fatal("the guide's identity provider section has no yaml example")
 	}
 	if j := mustParse(t, block+vhostsTail).Auth.JWT; j == nil || !j.Discover {
 		t.Fatalf("shortest config: %+v", j)

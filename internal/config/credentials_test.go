@@ -175,21 +175,21 @@ one:
 `))
 }
 
-// The README's credentials example is a config the gateway takes, and its
-// templates fill the headers as the README says.
-func TestConfig_ReadmeCredentialsExampleParses(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// The credentials guide's example is a config the gateway takes, and its
+// templates fill the headers as the guide says.
+func TestConfig_GuideCredentialsExampleParses(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/guide/backend-credentials.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "### Per-user backend credentials")
+	_, section, ok := strings.Cut(string(readme), "# Backend credentials per caller\n")
 	if !ok {
-		t.Fatal("README has no credentials section")
+		t.Fatal("docs/guide/backend-credentials.md has no title")
 	}
 	_, block, ok := strings.Cut(section, "```yaml\n")
 	block, _, ok2 := strings.Cut(block, "```")
 	if !ok || !ok2 {
-		t.Fatal("README's credentials section has no yaml example")
+		t.Fatal("the credentials guide has no yaml example")
 	}
 	t.Setenv("MCPGW_JWT_SECRET", testJWTSecret)
 	t.Setenv("STS_CLIENT_SECRET", testClientSecret)

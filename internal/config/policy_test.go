@@ -154,10 +154,10 @@ rate_limits:
 	}
 }
 
-// The README's plugin and rate-limit examples are configs the gateway
+// The access guide's plugin and rate-limit examples are configs the gateway
 // takes.
-func TestConfig_ReadmePolicyExamplesParse(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+func TestConfig_GuidePolicyExamplesParse(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/guide/access-and-limits.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,21 +165,21 @@ func TestConfig_ReadmePolicyExamplesParse(t *testing.T) {
 		section string
 		check   func(*router.VirtualHost) bool
 	}{
-		{"### Plugins", func(vh *router.VirtualHost) bool { return len(vh.Hooks) == 4 }},
-		{"### Rate limits", func(vh *router.VirtualHost) bool { return len(vh.RateLimits.Limits()) == 3 }},
+		{"\n## Plugins\n", func(vh *router.VirtualHost) bool { return len(vh.Hooks) == 4 }},
+		{"\n## Rate limits\n", func(vh *router.VirtualHost) bool { return len(vh.RateLimits.Limits()) == 3 }},
 	} {
 		_, section, ok := strings.Cut(string(readme), tc.section)
 		if !ok {
-			t.Fatalf("README has no %q section", tc.section)
+			t.Fatalf("the access guide has no %q section", tc.section)
 		}
 		_, block, ok := strings.Cut(section, "```yaml\n")
 		block, _, ok2 := strings.Cut(block, "```")
 		if !ok || !ok2 {
-			t.Fatalf("README's %q section has no yaml example", tc.section)
+			t.Fatalf("the guide's %q section has no yaml example", tc.section)
 		}
 		cfg := mustParse(t, "auth: {mode: none}\n"+block)
 		if !tc.check(cfg.VirtualHosts["demo"]) {
-			t.Fatalf("README %q example: %+v", tc.section, cfg.VirtualHosts["demo"])
+			t.Fatalf("guide %q example: %+v", tc.section, cfg.VirtualHosts["demo"])
 		}
 	}
 }

@@ -111,24 +111,24 @@ func TestStdio_CheckLambdaRefusesStdioBackendsNamingEach(t *testing.T) {
 	}
 }
 
-// The README's stdio example is a config the gateway takes.
-func TestStdio_ReadmeExampleParses(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// The backends guide's stdio example is a config the gateway takes.
+func TestStdio_GuideExampleParses(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/guide/backends.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "### stdio backends")
+	_, section, ok := strings.Cut(string(readme), "\n## stdio backends\n")
 	if !ok {
-		t.Fatal("README has no stdio section")
+		t.Fatal("docs/guide/backends.md has no stdio section")
 	}
 	_, block, ok := strings.Cut(section, "```yaml\n")
 	block, _, ok2 := strings.Cut(block, "```")
 	if !ok || !ok2 {
-		t.Fatal("README's stdio section has no yaml example")
+		t.Fatal("the guide's stdio section has no yaml example")
 	}
 	cfg := mustParse(t, "auth: {mode: none}\n"+block)
 	s := cfg.VirtualHosts["demo"].Backends["files"].Stdio
 	if s == nil || s.Command != "npx" || s.Pool != (upstream.PoolConfig{Min: 1, Max: 4, Idle: 5 * time.Minute}) {
-		t.Fatalf("README example: %+v", s)
+		t.Fatalf("guide example: %+v", s)
 	}
 }

@@ -103,38 +103,25 @@ func TestGlobMatch(t *testing.T) {
 	}
 }
 
-// The README's tasks block and limits are a config the gateway takes.
-func TestConfig_ReadmeTasksExampleParses(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// The tasks guide's example, limits included, is a config the gateway
+// takes, and its tools are tasks as the guide says.
+func TestConfig_GuideTasksExampleParses(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/guide/tasks.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var block, limits []string
-	lines := strings.Split(string(readme), "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, "        tasks:") {
-			block = append(block, "  tasks:")
-			for _, next := range lines[i+1:] {
-				if !strings.HasPrefix(next, "          ") {
-					break
-				}
-				if strings.TrimSpace(next)[0] != '#' {
-					block = append(block, "  "+strings.TrimSpace(strings.SplitN(next, " #", 2)[0]))
-				}
-			}
-		}
-		if strings.HasPrefix(l, "  tasks_per_principal:") || strings.HasPrefix(l, "  task_ttl_max:") {
-			limits = append(limits, l)
-		}
+	_, block, ok := strings.Cut(string(doc), "```yaml\nlimits:\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/guide/tasks.md has no yaml example starting with limits:")
 	}
-	if len(block) != 5 || len(limits) != 2 {
-		t.Fatalf("README tasks example %q, limits %q", block, limits)
+	cfg := mustParse(t, "auth: {mode: none}\nlimits:\n"+block)
+	if cfg.Limits.TasksPerPrincipal != 16 || cfg.Limits.TaskTTLMax != 24*time.Hour {
+		t.Fatalf("the guide's limits parsed as %+v", cfg.Limits)
 	}
-	for i := 1; i < len(block); i++ {
-		block[i] = "  " + block[i]
-	}
-	cfg := mustParse(t, "limits:\n"+strings.Join(limits, "\n")+"\n"+withBackends("fx:\n  url: http://h\n"+strings.Join(block, "\n")+"\n"))
-	if fx := cfg.BackendTasks["demo"]["fx"]; fx.Mode("slow_x") != TaskOptional || fx.Mode("nightly_report") != TaskRequired || fx.TTL != time.Hour {
-		t.Fatalf("README tasks example parsed as %+v", fx)
+	rp := cfg.BackendTasks["demo"]["reports"]
+	if rp.Mode("slow_x") != TaskOptional || rp.Mode("confirm_delete") != TaskOptional ||
+		rp.Mode("nightly_report") != TaskRequired || rp.Mode("echo") == TaskOptional || rp.TTL != time.Hour {
+		t.Fatalf("the guide's tasks example parsed as %+v", rp)
 	}
 }

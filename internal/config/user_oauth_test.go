@@ -136,15 +136,15 @@ func TestConfig_UserOAuthRefusalsNameTheField(t *testing.T) {
 	}
 }
 
-// The README's two user_oauth examples are configs the gateway takes.
-func TestConfig_ReadmeUserOAuthExamples(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// The sign-in guide's two user_oauth examples are configs the gateway takes.
+func TestConfig_GuideUserOAuthExamples(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/guide/user-signin.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "### Per-user sign-in to third-party backends")
+	_, section, ok := strings.Cut(string(readme), "# Per-user sign-in to third-party backends\n")
 	if !ok {
-		t.Fatal("README has no user_oauth section")
+		t.Fatal("docs/guide/user-signin.md has no title")
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	var blocks []string
@@ -166,6 +166,6 @@ func TestConfig_ReadmeUserOAuthExamples(t *testing.T) {
 	cfg := mustParse(t, blocks[0]+blocks[1])
 	gh, jira := cfg.VirtualHosts["dev"].Backends["gh"].Credentials, cfg.VirtualHosts["dev"].Backends["jira"].Credentials
 	if gh == nil || gh.UserOAuth.Issuer == "" || jira == nil || jira.UserOAuth.TokenEndpointAuth != credentials.AuthClientSecretPost {
-		t.Fatalf("README examples: %+v %+v", gh, jira)
+		t.Fatalf("guide examples: %+v %+v", gh, jira)
 	}
 }
