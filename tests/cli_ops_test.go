@@ -299,12 +299,13 @@ func TestCLI_StoreThatCanNeverWorkStopsStartup(t *testing.T) {
 	}
 }
 
-// The README's minimal config is one the gateway takes as it is.
-func TestDocs_ReadmeMinimalConfigIsValid(t *testing.T) {
-	readme := string(mustRead(t, "README.md"))
-	_, section, ok := strings.Cut(readme, "### A minimal config")
+// The first-config guide's minimal config is one the gateway takes as it
+// is.
+func TestDocs_GuideMinimalConfigIsValid(t *testing.T) {
+	guide := string(mustRead(t, "docs", "guide", "first-config.md"))
+	_, section, ok := strings.Cut(guide, "\n## A minimal config\n")
 	if !ok {
-		t.Fatal("README has no minimal config section")
+		t.Fatal("docs/guide/first-config.md has no minimal config section")
 	}
 	_, block, ok := strings.Cut(section, "```yaml\n")
 	block, _, ok2 := strings.Cut(block, "```")
