@@ -65,7 +65,7 @@ fuzz: ## each fuzz target for FUZZTIME (default 20000 executions, a few seconds)
 test-short: ## unit tests only, no processes
 	$(GO) test -short -count=1 ./...
 
-build: ## binaries into ./bin: the gateway, and the demo backend and round-robin proxy of the local topology (docs/deploy.md)
+build: ## binaries into ./bin: the gateway, and the demo backend and round-robin proxy of the local topology (docs/guide/compose.md)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gateway ./cmd/gateway
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/demo-backend ./localdev/cmd/demo-backend
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/rrproxy ./localdev/cmd/rrproxy
@@ -128,7 +128,7 @@ conformance: ## MCP conformance suite vs 2 gateways on Redis behind a round-robi
 	$(MAKE) --no-print-directory conformance-translation
 
 # The translation runs: each client generation on a backend that speaks only
-# the other (docs/conformance.md). Both always run; the target fails if
+# the other (docs/design/conformance.md). Both always run; the target fails if
 # either does.
 .PHONY: conformance-translation
 conformance-translation: ## conformance suite with the gateway translating: 2026-07-28 client on a legacy-only backend, 2025-11-25 client on a modern-only one
@@ -162,7 +162,7 @@ conformance-tasks: ## the suite's tasks-* scenarios: the SEP-2663 fixture direct
 bench: ## standard benchmark: gateway vs direct backends, one table (BENCH_DURATION=5s per round; see BENCHMARKS.md)
 	GO=$(GO) ./scripts/bench.sh
 
-# ---- AWS Lambda (template.yaml, docs/deploy-lambda.md) ----------------------
+# ---- AWS Lambda (template.yaml, docs/guide/lambda.md) ----------------------
 # `sam build` runs `make build-<FunctionLogicalId>` with ARTIFACTS_DIR set: the
 # artifact is one static arm64 binary named bootstrap (provided.al2023), plus
 # the config file when one is bundled. LAMBDA_CONFIG names it (a path inside

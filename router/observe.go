@@ -40,7 +40,7 @@ import (
 // tracerName is the instrumentation scope of the router's spans.
 const tracerName = "github.com/mcpgw/gateway/router"
 
-// Span attributes. The set is small and documented (README, Operations):
+// Span attributes. The set is small and documented (docs/guide/tracing.md):
 // what an operator filters traces by.
 const (
 	attrVHost     attribute.Key = "mcpgw.vhost"

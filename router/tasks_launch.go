@@ -20,7 +20,7 @@ import (
 
 // Tasks the gateway runs, on a deployment where a run cannot outlive the
 // request that creates it (AWS Lambda): the run is launched elsewhere and
-// taken over there (docs/deploy-lambda.md, "Tasks on Lambda").
+// taken over there (docs/guide/lambda.md, "Tasks on Lambda").
 
 // TaskLauncher has a task the gateway runs made elsewhere than in the
 // request that created it (Options.TaskLauncher): on Lambda, an

@@ -52,7 +52,7 @@ import (
 // lease with what its run needs sealed in its record (sealed.TaskRun), and
 // the launcher has another process call RunTask, which takes the task
 // over once and relays the call from there as above (launchTask,
-// RunTask; docs/tasks.md, "On AWS Lambda").
+// RunTask; docs/design/tasks.md, "On AWS Lambda").
 //
 // Without a runner (Options.Tasks nil) no task runs: tasks: blocks are
 // plain calls and the extension is not advertised for them.

@@ -47,7 +47,7 @@
 #   GATEWAY_INSTANCES    gateway instances behind the proxy (default 2); which
 #                        instance gets a tools/call and which gets the client's
 #                        reply to its sampling request depends on request order,
-#                        so 3 is a useful second opinion (see docs/conformance.md)
+#                        so 3 is a useful second opinion (see docs/design/conformance.md)
 #   DIRECT=1             baseline: run the suite against the backend itself, with
 #                        no gateway, to tell gateway failures from backend ones
 #                        (modern-only: REQUIREMENTS=2026-07-28 only; a 2025-11-25

@@ -15,7 +15,7 @@ import (
 )
 
 // The bounds on what one principal can make the 2026-07-28 surface hold
-// (README "Limits"), across instances on one Redis: parked calls counted
+// (docs/reference/limits.md), across instances on one Redis: parked calls counted
 // fleet-wide and freed by every ending, listens per instance, the size of
 // one listen; and a parked call waits for a person, not for the backend's
 // timeout.

@@ -157,7 +157,7 @@ func (tw *tripwire) release() {
 	}
 }
 
-// Cold start under the emulator, for docs/deploy-lambda.md. Reported, not
+// Cold start under the emulator, for docs/guide/lambda.md. Reported, not
 // asserted: run `go test -race -run TestColdStart -v ./cmd/lambda/`.
 //
 //   - platform init: the emulator's INIT REPORT, from starting the

@@ -7,7 +7,7 @@
 //
 //	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -o bootstrap ./cmd/lambda
 //
-// Environment (docs/deploy-lambda.md has the whole story):
+// Environment (docs/guide/lambda.md has the whole story):
 //
 //	MCPGW_LAMBDA_MODE   url (default): Function URL, InvokeMode RESPONSE_STREAM
 //	                    apigw-v2: API Gateway HTTP API (payload format 2.0)

@@ -13,7 +13,7 @@ import (
 // (there is no instance to hold it until the retry): the backend's
 // request gets -32601, as if the client lacked the capability, and the
 // tool's own outcome is the client's complete answer, in one invocation
-// (docs/deploy-lambda.md).
+// (docs/guide/lambda.md).
 
 // checkSessionBackendAskRefused calls gateway-one's "consult" tool, which
 // asks for sampling once, as a client that declares sampling, through ep.

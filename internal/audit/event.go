@@ -27,8 +27,8 @@ const (
 // (lines without an event record a request).
 const EventTaskEnd = "task_end"
 
-// Event is one audit line. The JSON field names are the schema (README
-// "Audit trail"): add fields, never rename or repurpose one.
+// Event is one audit line. The JSON field names are the schema
+// (docs/reference/audit.md): add fields, never rename or repurpose one.
 type Event struct {
 	// Time is when the request arrived (a task's end: when it ended);
 	// written first, as "time" in RFC 3339, UTC, to the millisecond.

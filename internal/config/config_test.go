@@ -464,8 +464,8 @@ func TestConfig_RejectsConflictingHeaders(t *testing.T) {
 }
 
 // A header may be passed through and added (add overrides) or also
-// removed (remove wins: removed last), the precedence the README's config
-// reference states; router/upstream applies it at request time.
+// removed (remove wins: removed last), the precedence docs/guide/backends.md
+// states; router/upstream applies it at request time.
 func TestConfig_AllowsOverlappingHeaderRulesWithPrecedence(t *testing.T) {
 	cfg, err := Parse([]byte(withBackends("one:\n  url: http://h\n  add_headers: {X-A: v}\n  passthrough_headers: [x-a, X-B]\n  remove_headers: [x-b]\n")), src)
 	if err != nil {
