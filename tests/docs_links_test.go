@@ -49,17 +49,17 @@ var (
 	htmlAnchor = regexp.MustCompile(`<a\s+(?:name|id)="([^"]+)"`)
 )
 
-// prose is md without its fenced code blocks, whose text is not markdown.
+// prose is md's lines with those of fenced code blocks, whose text is not
+// markdown, blanked (so line numbers stay the file's).
 func prose(md string) []string {
-	var out []string
+	out := strings.Split(md, "\n")
 	fence := false
-	for _, l := range strings.Split(md, "\n") {
+	for i, l := range out {
 		if strings.HasPrefix(strings.TrimSpace(l), "```") {
 			fence = !fence
-			continue
-		}
-		if !fence {
-			out = append(out, l)
+			out[i] = ""
+		} else if fence {
+			out[i] = ""
 		}
 	}
 	return out
@@ -139,7 +139,7 @@ func TestDocs_InternalLinksResolve(t *testing.T) {
 				if path != "" {
 					rel = filepath.ToSlash(filepath.Join(filepath.Dir(file), path))
 					if _, err := os.Stat(repoPath(rel)); err != nil {
-						t.Errorf("%s (prose line %d): %s: no such file", file, n+1, target)
+						t.Errorf("%s:%d: %s: no such file", file, n+1, target)
 						continue
 					}
 				}
@@ -147,7 +147,7 @@ func TestDocs_InternalLinksResolve(t *testing.T) {
 					continue
 				}
 				if !anchorsOf(rel)[frag] {
-					t.Errorf("%s (prose line %d): %s: %s has no heading with anchor #%s", file, n+1, target, rel, frag)
+					t.Errorf("%s:%d: %s: %s has no heading with anchor #%s", file, n+1, target, rel, frag)
 				}
 			}
 		}
