@@ -77,7 +77,7 @@ A 2025-11-25 client opens a session first:
 
 Or with the MCP Inspector CLI:
 
-  npx @modelcontextprotocol/inspector --cli %s --transport http --method tools/list
+  npx -y @modelcontextprotocol/inspector --cli %s --transport http --method tools/list
 
 `, url, url, url, url)
 }
