@@ -4,7 +4,7 @@
 // page, they were most of what a list walk allocated, and the collector's
 // cycles, the zeroing of each new buffer and the scavenger handing their
 // memory back to the kernel between walks cost about a fifth of the
-// gateway's CPU per listed item (BENCHMARKS.md). Buffers come in sizes a
+// gateway's CPU per listed item (docs/design/benchmarks-history.md). Buffers come in sizes a
 // power of two and one and a half times one, each size a sync.Pool: a
 // buffer is at most half as large again as asked for, about a sixth on
 // average (with powers of two alone, a 155 kB page held 256 kB). A buffer

@@ -6,7 +6,7 @@ import "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 // JSON (DecodeOwned: ValidMembers), and once more by the router, to find
 // its items and their members, in a walk that skipped what it crossed
 // instead of checking it. The two were about a fifth of the gateway's CPU
-// per listed item (BENCHMARKS.md, issue 24). ValidMembersElementMembers
+// per listed item (docs/design/benchmarks-history.md, issue 24). ValidMembersElementMembers
 // is the router's walk checking as it goes, and DecodeOwnedChecked lets
 // the decoder leave the result to such a walk, so each byte of a page is
 // crossed once.

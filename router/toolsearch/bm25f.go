@@ -14,7 +14,7 @@ import (
 // and a parameter that mentions "issue" counts like a name that is
 // "create_issue". The weights, normalisations and k1 below were chosen on
 // half of the evaluation set (evaluation_test.go) and checked on the
-// other half; BENCHMARKS.md gives the figures.
+// other half; docs/design/benchmarks-history.md gives the figures.
 
 // field is one of a tool's fields.
 type field uint8

@@ -5,7 +5,7 @@ package toolsearch
 // worded intents, each with the tools that answer it
 // (testdata/intents.txt). BM25F is measured against plain BM25 over each
 // tool's published name and description, and must not fall below the
-// figures BENCHMARKS.md reports. MCPGW_SEARCH_MISSES=1 prints the
+// figures docs/design/benchmarks-history.md reports. MCPGW_SEARCH_MISSES=1 prints the
 // intents BM25F misses at 5.
 
 import (
@@ -20,7 +20,7 @@ import (
 	"unicode"
 )
 
-// The figures BENCHMARKS.md reports for BM25F on the evaluation set (of
+// The figures docs/design/benchmarks-history.md reports for BM25F on the evaluation set (of
 // its 209 intents, 158 found first and 192 in the first five): a change
 // that ranks worse fails here.
 const (

@@ -13,7 +13,7 @@ import (
 // gateway's page and dropped, all within one request) asks for the buffer
 // with WithAnswerBuffer and gives it back with Release: a walk over a
 // large vhost then reads every page into a few buffers, not a new one
-// each (BENCHMARKS.md, issue 24).
+// each (docs/design/benchmarks-history.md, issue 24).
 
 // AnswerBuffer receives the buffer of the answer of the Call its context
 // was given to. The zero value is ready; it holds at most one buffer.

@@ -2,7 +2,7 @@
 // net/http/httputil.ReverseProxy in front of the same backends the gateway
 // fronts, flushing every write (SSE works), with nothing else. What the
 // gateway spends per relayed call beyond what this spends is the
-// gateway's own cost (BENCHMARKS.md, issue 24).
+// gateway's own cost (docs/design/benchmarks-history.md, issue 24).
 //
 //	bareproxy --listen 127.0.0.1:0 --route /stateless=http://127.0.0.1:9001/mcp
 //
