@@ -47,8 +47,8 @@ type AuthorizationServer struct {
 
 type rawAuthorizationServer struct {
 	Enabled         bool               `yaml:"enabled"`
-	AccessTokenTTL  *string            `yaml:"access_token_ttl"`
-	RefreshTokenTTL *string            `yaml:"refresh_token_ttl"`
+	AccessTokenTTL  *rawDuration       `yaml:"access_token_ttl"`
+	RefreshTokenTTL *rawDuration       `yaml:"refresh_token_ttl"`
 	Claims          []string           `yaml:"claims"`
 	Registration    *rawASRegistration `yaml:"registration"`
 }

@@ -330,7 +330,7 @@ func (e *Error) Error() string {
 // absent field can be told apart from a zero value; durations are strings
 // so that errors can name the field.
 type rawConfig struct {
-	SessionTTL      *string              `yaml:"session_ttl"`
+	SessionTTL      *rawDuration         `yaml:"session_ttl"`
 	AllowedHosts    []string             `yaml:"allowed_hosts"`
 	AllowedOrigins  []string             `yaml:"allowed_origins"`
 	MaxBodyBytes    *int64               `yaml:"max_body_bytes"`
@@ -351,31 +351,31 @@ type rawConfig struct {
 }
 
 type rawStreams struct {
-	EventLogSize         *int64  `yaml:"event_log_size"`
-	Linger               *string `yaml:"linger"`
-	ClientRequestTimeout *string `yaml:"client_request_timeout"`
-	KeepAlive            *string `yaml:"keep_alive"`
-	CallLease            *string `yaml:"call_lease"`
+	EventLogSize         *int64       `yaml:"event_log_size"`
+	Linger               *rawDuration `yaml:"linger"`
+	ClientRequestTimeout *rawDuration `yaml:"client_request_timeout"`
+	KeepAlive            *rawDuration `yaml:"keep_alive"`
+	CallLease            *rawDuration `yaml:"call_lease"`
 }
 
 type rawStore struct {
-	Timeout *string `yaml:"timeout"`
+	Timeout *rawDuration `yaml:"timeout"`
 }
 
 type rawServer struct {
-	ReadHeaderTimeout *string `yaml:"read_header_timeout"`
-	ReadTimeout       *string `yaml:"read_timeout"`
-	IdleTimeout       *string `yaml:"idle_timeout"`
+	ReadHeaderTimeout *rawDuration `yaml:"read_header_timeout"`
+	ReadTimeout       *rawDuration `yaml:"read_timeout"`
+	IdleTimeout       *rawDuration `yaml:"idle_timeout"`
 }
 
 type rawLimits struct {
-	InflightResponseBytes   *string `yaml:"inflight_response_bytes"`
-	ListensPerPrincipal     *int64  `yaml:"listens_per_principal"`
-	ListenURIs              *int64  `yaml:"listen_uris"`
-	ParkedCallsPerPrincipal *int64  `yaml:"parked_calls_per_principal"`
-	TasksPerPrincipal       *int64  `yaml:"tasks_per_principal"`
-	FinishedTaskBytes       *string `yaml:"finished_task_bytes_per_principal"`
-	TaskTTLMax              *string `yaml:"task_ttl_max"`
+	InflightResponseBytes   *rawSize     `yaml:"inflight_response_bytes"`
+	ListensPerPrincipal     *int64       `yaml:"listens_per_principal"`
+	ListenURIs              *int64       `yaml:"listen_uris"`
+	ParkedCallsPerPrincipal *int64       `yaml:"parked_calls_per_principal"`
+	TasksPerPrincipal       *int64       `yaml:"tasks_per_principal"`
+	FinishedTaskBytes       *rawSize     `yaml:"finished_task_bytes_per_principal"`
+	TaskTTLMax              *rawDuration `yaml:"task_ttl_max"`
 }
 
 type rawAuth struct {
@@ -395,23 +395,23 @@ type rawResourceMetadata struct {
 }
 
 type rawJWT struct {
-	Issuer        string     `yaml:"issuer"`
-	Audience      stringList `yaml:"audience"`
-	HSSecretEnv   string     `yaml:"hs_secret_env"`
-	PublicKeyFile string     `yaml:"public_key_file"`
-	JWKSURL       string     `yaml:"jwks_url"`
-	AudienceClaim string     `yaml:"audience_claim"`
-	Algorithms    []string   `yaml:"algorithms"`
-	Leeway        *string    `yaml:"leeway"`
+	Issuer        string       `yaml:"issuer"`
+	Audience      stringList   `yaml:"audience"`
+	HSSecretEnv   string       `yaml:"hs_secret_env"`
+	PublicKeyFile string       `yaml:"public_key_file"`
+	JWKSURL       string       `yaml:"jwks_url"`
+	AudienceClaim string       `yaml:"audience_claim"`
+	Algorithms    []string     `yaml:"algorithms"`
+	Leeway        *rawDuration `yaml:"leeway"`
 	// Introspection checks opaque tokens (RFC 7662).
 	Introspection *rawIntrospection `yaml:"introspection"`
 }
 
 type rawIntrospection struct {
-	URL             string  `yaml:"url"`
-	ClientID        string  `yaml:"client_id"`
-	ClientSecretEnv string  `yaml:"client_secret_env"`
-	Cache           *string `yaml:"cache"`
+	URL             string       `yaml:"url"`
+	ClientID        string       `yaml:"client_id"`
+	ClientSecretEnv string       `yaml:"client_secret_env"`
+	Cache           *rawDuration `yaml:"cache"`
 }
 
 type rawVHost struct {
@@ -426,7 +426,7 @@ type rawVHost struct {
 type rawBackend struct {
 	URL                string            `yaml:"url"`
 	Transport          string            `yaml:"transport"`
-	Timeout            *string           `yaml:"timeout"`
+	Timeout            *rawDuration      `yaml:"timeout"`
 	PassthroughHeaders []string          `yaml:"passthrough_headers"`
 	AddHeaders         map[string]string `yaml:"add_headers"`
 	RemoveHeaders      []string          `yaml:"remove_headers"`
@@ -437,7 +437,7 @@ type rawBackend struct {
 	// per-request, reuse or per-principal (router.SessionMode;
 	// docs/reference/backend-sessions.md).
 	Session     string          `yaml:"session"`
-	ListCache   *string         `yaml:"list_cache"`
+	ListCache   *rawDuration    `yaml:"list_cache"`
 	Credentials *rawCredentials `yaml:"credentials"`
 	Tasks       *rawTasks       `yaml:"tasks"` // tasks.go
 	// transport stdio (stdio.go)
@@ -459,15 +459,15 @@ type rawCredentials struct {
 
 // rawTokenGrant is the token endpoint and client of either grant.
 type rawTokenGrant struct {
-	TokenURL         string   `yaml:"token_url"`
-	ClientID         string   `yaml:"client_id"`
-	ClientSecretEnv  string   `yaml:"client_secret_env"`
-	Audience         string   `yaml:"audience"`
-	Resource         string   `yaml:"resource"`
-	Scopes           []string `yaml:"scopes"`
-	SubjectTokenType string   `yaml:"subject_token_type"`
-	Timeout          *string  `yaml:"timeout"`
-	CacheSize        *int64   `yaml:"cache_size"`
+	TokenURL         string       `yaml:"token_url"`
+	ClientID         string       `yaml:"client_id"`
+	ClientSecretEnv  string       `yaml:"client_secret_env"`
+	Audience         string       `yaml:"audience"`
+	Resource         string       `yaml:"resource"`
+	Scopes           []string     `yaml:"scopes"`
+	SubjectTokenType string       `yaml:"subject_token_type"`
+	Timeout          *rawDuration `yaml:"timeout"`
+	CacheSize        *int64       `yaml:"cache_size"`
 }
 
 // Load reads and validates the configuration file at path. Relative paths

@@ -26,8 +26,8 @@ type Discovery struct {
 }
 
 type rawDiscovery struct {
-	MinTTL *string `yaml:"min_ttl"`
-	MaxTTL *string `yaml:"max_ttl"`
+	MinTTL *rawDuration `yaml:"min_ttl"`
+	MaxTTL *rawDuration `yaml:"max_ttl"`
 }
 
 // discovery validates the discovery: block.

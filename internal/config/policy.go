@@ -21,11 +21,11 @@ type rawPlugin struct {
 
 // rawRateLimit is one entry of a virtual host's `rate_limits` list.
 type rawRateLimit struct {
-	Per    string   `yaml:"per"`
-	Tools  []string `yaml:"tools"`
-	Limit  *int64   `yaml:"limit"`
-	Window *string  `yaml:"window"`
-	Batch  *int64   `yaml:"batch"`
+	Per    string       `yaml:"per"`
+	Tools  []string     `yaml:"tools"`
+	Limit  *int64       `yaml:"limit"`
+	Window *rawDuration `yaml:"window"`
+	Batch  *int64       `yaml:"batch"`
 }
 
 // plugins compiles a virtual host's plugins (plugins.Compile: every

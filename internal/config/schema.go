@@ -1,5 +1,12 @@
 package config
 
+// The file format's shape: the raw types the loader decodes into, and the
+// walk that checks a YAML tree against them before decoding (unknown
+// fields, wrong kinds), so every error names its field path and line. The
+// same types generate docs/reference/gateway.schema.json and
+// docs/reference/config.md (internal/config/gen), so the editor schema,
+// the reference and the loader cannot disagree on which fields exist.
+
 import (
 	"reflect"
 	"strings"
@@ -31,6 +38,41 @@ func (l *stringList) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*l = ss
 	return nil
+}
+
+// rawDuration is a duration field as written: a Go duration ("30s",
+// "1h30m"), parsed by validator.duration so its error names the field.
+type rawDuration string
+
+// rawSize is a byte count as written: an integer, or a number with a unit
+// (KB, MB, GB, KiB, MiB, GiB or B), parsed by validator.byteSize.
+type rawSize string
+
+// FileFormat is the shape of the configuration file as the loader reads
+// it, for the generator of its JSON Schema and reference
+// (internal/config/gen). The types are unexported: only their shape,
+// struct tags and doc comments are meant to be read, through reflection.
+type FileFormat struct {
+	// Root is the whole file.
+	Root reflect.Type
+	// Duration and Size are the scalar fields parsed as a duration or a
+	// byte count.
+	Duration, Size reflect.Type
+	// StringList takes one string or a list of them.
+	StringList reflect.Type
+	// Card takes a mapping or a boolean (false: no card).
+	Card reflect.Type
+}
+
+// Format returns the file format's types.
+func Format() FileFormat {
+	return FileFormat{
+		Root:       rawConfigType,
+		Duration:   reflect.TypeFor[rawDuration](),
+		Size:       reflect.TypeFor[rawSize](),
+		StringList: stringListType,
+		Card:       rawCardType,
+	}
 }
 
 // checkShape walks the YAML node tree against the raw types: it reports

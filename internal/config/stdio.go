@@ -12,9 +12,9 @@ import (
 
 // rawPool mirrors a stdio backend's `pool`.
 type rawPool struct {
-	Min  *int64  `yaml:"min"`
-	Max  *int64  `yaml:"max"`
-	Idle *string `yaml:"idle"`
+	Min  *int64       `yaml:"min"`
+	Max  *int64       `yaml:"max"`
+	Idle *rawDuration `yaml:"idle"`
 }
 
 // maxPoolSize bounds `pool.max`: each process is a program's whole

@@ -82,10 +82,10 @@ func (b *BackendTasks) InputFirst(tool string) bool {
 }
 
 type rawTasks struct {
-	Optional        []string `yaml:"optional"`
-	Required        []string `yaml:"required"`
-	InputBeforeTask []string `yaml:"input_before_task"`
-	TTL             *string  `yaml:"ttl"`
+	Optional        []string     `yaml:"optional"`
+	Required        []string     `yaml:"required"`
+	InputBeforeTask []string     `yaml:"input_before_task"`
+	TTL             *rawDuration `yaml:"ttl"`
 }
 
 // backendTasks validates every backend's tasks block, by vhost and backend

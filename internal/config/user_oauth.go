@@ -47,15 +47,15 @@ type rawLogin struct {
 }
 
 type rawUserOAuth struct {
-	Issuer            string   `yaml:"issuer"`
-	AuthorizationURL  string   `yaml:"authorization_url"`
-	TokenURL          string   `yaml:"token_url"`
-	RevocationURL     string   `yaml:"revocation_url"`
-	ClientID          string   `yaml:"client_id"`
-	ClientSecretEnv   string   `yaml:"client_secret_env"`
-	TokenEndpointAuth string   `yaml:"token_endpoint_auth"`
-	Scopes            []string `yaml:"scopes"`
-	Timeout           *string  `yaml:"timeout"`
+	Issuer            string       `yaml:"issuer"`
+	AuthorizationURL  string       `yaml:"authorization_url"`
+	TokenURL          string       `yaml:"token_url"`
+	RevocationURL     string       `yaml:"revocation_url"`
+	ClientID          string       `yaml:"client_id"`
+	ClientSecretEnv   string       `yaml:"client_secret_env"`
+	TokenEndpointAuth string       `yaml:"token_endpoint_auth"`
+	Scopes            []string     `yaml:"scopes"`
+	Timeout           *rawDuration `yaml:"timeout"`
 }
 
 // publicURL validates the top-level public_url: the browser-facing base

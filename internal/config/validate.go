@@ -159,11 +159,11 @@ func (v *validator) store(raw *rawStore) Store {
 
 // duration parses an optional Go duration that must be at least min
 // (min 0: non-negative; otherwise positive and >= min).
-func (v *validator) duration(path string, s *string, def, min time.Duration) time.Duration {
+func (v *validator) duration(path string, s *rawDuration, def, min time.Duration) time.Duration {
 	if s == nil {
 		return def
 	}
-	d, err := time.ParseDuration(strings.TrimSpace(*s))
+	d, err := time.ParseDuration(strings.TrimSpace(string(*s)))
 	switch {
 	case err != nil:
 		v.errf(path, "%q is not a duration (use e.g. 30s, 5m, 1h)", *s)
@@ -179,7 +179,7 @@ func (v *validator) duration(path string, s *string, def, min time.Duration) tim
 
 // byteSize parses an optional size in bytes, "268435456" or with a unit
 // ("256MiB", "1 GiB", "500MB"), that must be at least min.
-func (v *validator) byteSize(path string, s *string, def, min int64) int64 {
+func (v *validator) byteSize(path string, s *rawSize, def, min int64) int64 {
 	if s == nil {
 		return def
 	}
@@ -187,7 +187,7 @@ func (v *validator) byteSize(path string, s *string, def, min int64) int64 {
 		suffix string
 		bytes  int64
 	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
-	num, mult := strings.TrimSpace(*s), int64(1)
+	num, mult := strings.TrimSpace(string(*s)), int64(1)
 	for _, u := range units {
 		if n, ok := strings.CutSuffix(num, u.suffix); ok {
 			num, mult = strings.TrimSpace(n), u.bytes
