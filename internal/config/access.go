@@ -9,9 +9,14 @@ import (
 
 // rawAccessRule is one rule of a virtual host's `access` list.
 type rawAccessRule struct {
-	When  string   `yaml:"when"`
+	// A CEL expression over claims (the token's) and vhost; the rule
+	// applies when it holds. Absent: always (then no rule may follow).
+	When string `yaml:"when"`
+	// Published tool, prompt and resource names, URIs and URI templates
+	// the rule allows; '*' is the only wildcard.
 	Allow []string `yaml:"allow"`
-	Deny  []string `yaml:"deny"`
+	// Names taken back out of allow (needs allow).
+	Deny []string `yaml:"deny"`
 	// Scopes the caller's token must grant for the rule to decide
 	// (step-up: a name only this rule shows is refused with 403 and the
 	// scopes to ask for).

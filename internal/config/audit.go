@@ -40,9 +40,19 @@ const (
 const DefaultAuditBuffer = 4096
 
 type rawAudit struct {
-	Output         string   `yaml:"output"`
-	Arguments      string   `yaml:"arguments"`
-	Buffer         *int64   `yaml:"buffer"`
+	// Where the lines go: stdout, stderr, or a file path (relative to the
+	// config file; created 0600, appended to, reopened on SIGHUP; not on
+	// AWS Lambda). Required.
+	Output string `yaml:"output"`
+	// What a tools/call's arguments leave in its line: hash (SHA-256 of
+	// their canonical JSON), none, or full (the arguments themselves).
+	Arguments string `yaml:"arguments" jsonschema:"enum=hash,enum=none,enum=full,default=hash"`
+	// Lines waiting to be written; past it lines are dropped, counted and
+	// logged, never waited for.
+	Buffer *int64 `yaml:"buffer" jsonschema:"default=4096,minimum=1,maximum=1000000"`
+	// CIDR prefixes (or addresses) of the proxies in front of the gateway:
+	// a request from one is audited with the last X-Forwarded-For address
+	// that is not one of them.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 }
 

@@ -46,16 +46,29 @@ type AuthorizationServer struct {
 }
 
 type rawAuthorizationServer struct {
-	Enabled         bool               `yaml:"enabled"`
-	AccessTokenTTL  *rawDuration       `yaml:"access_token_ttl"`
-	RefreshTokenTTL *rawDuration       `yaml:"refresh_token_ttl"`
-	Claims          []string           `yaml:"claims"`
-	Registration    *rawASRegistration `yaml:"registration"`
+	// Turns the authorization server on.
+	Enabled bool `yaml:"enabled" jsonschema:"default=false"`
+	// The life of an access token (a JWT checked without the store: it
+	// stays valid until then, even after its grant is revoked). 10s to
+	// 24h.
+	AccessTokenTTL *rawDuration `yaml:"access_token_ttl" jsonschema:"default=1h"`
+	// How long a grant lives unused; each refresh rotates its token and
+	// starts it again. 1h to 8760h.
+	RefreshTokenTTL *rawDuration `yaml:"refresh_token_ttl" jsonschema:"default=720h"`
+	// The upstream ID token's claims copied into the gateway's access
+	// tokens (groups, email, roles), for access rules to read.
+	Claims []string `yaml:"claims"`
+	// How clients register.
+	Registration *rawASRegistration `yaml:"registration"`
 }
 
 type rawASRegistration struct {
-	Dynamic                   *bool `yaml:"dynamic"`
-	ClientIDMetadataDocuments *bool `yaml:"client_id_metadata_documents"`
+	// Dynamic client registration (RFC 7591) at
+	// {public_url}/oauth2/register.
+	Dynamic *bool `yaml:"dynamic" jsonschema:"default=true"`
+	// Client ID metadata documents: an https client_id names its
+	// metadata document.
+	ClientIDMetadataDocuments *bool `yaml:"client_id_metadata_documents" jsonschema:"default=true"`
 }
 
 // reservedClaims are the access token's own claims.

@@ -26,20 +26,31 @@ import (
 
 // rawCard is card: a mapping, or false (true is the defaults).
 type rawCard struct {
-	off   bool
-	Name  string    `yaml:"name"`
-	Title string    `yaml:"title"`
-	Desc  string    `yaml:"description"`
-	Ver   string    `yaml:"version"`
-	Site  string    `yaml:"website_url"`
+	off bool
+	// The server name: reverse DNS, one '/', then letters, digits, '.',
+	// '_' or '-'. Default: the public host reversed, '/', the vhost.
+	Name string `yaml:"name"`
+	// A human-readable title, 1 to 100 characters. Default: the vhost.
+	Title string `yaml:"title"`
+	// What the server is for, 1 to 100 characters.
+	Desc string `yaml:"description"`
+	// One version, no ranges. Default: the gateway's version.
+	Ver string `yaml:"version"`
+	// The server's web page (http or https).
+	Site string `yaml:"website_url"`
+	// Icons of the server.
 	Icons []rawIcon `yaml:"icons"`
 }
 
 type rawIcon struct {
-	Src      string   `yaml:"src"`
-	MIMEType string   `yaml:"mime_type"`
-	Sizes    []string `yaml:"sizes"`
-	Theme    string   `yaml:"theme"`
+	// The icon: an http(s) URL or a data: URI.
+	Src string `yaml:"src"`
+	// Its media type, e.g. image/png.
+	MIMEType string `yaml:"mime_type"`
+	// Sizes it fits, e.g. 48x48 or any.
+	Sizes []string `yaml:"sizes"`
+	// The theme it is for.
+	Theme string `yaml:"theme" jsonschema:"enum=light,enum=dark"`
 }
 
 var rawCardType = reflect.TypeFor[rawCard]()

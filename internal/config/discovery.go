@@ -26,8 +26,11 @@ type Discovery struct {
 }
 
 type rawDiscovery struct {
-	MinTTL *rawDuration `yaml:"min_ttl"`
-	MaxTTL *rawDuration `yaml:"max_ttl"`
+	// The least time a backend's discovery is trusted before it is
+	// refreshed, whatever its ttlMs. At least 1s.
+	MinTTL *rawDuration `yaml:"min_ttl" jsonschema:"default=30s"`
+	// The most time a backend's discovery is trusted. At least min_ttl.
+	MaxTTL *rawDuration `yaml:"max_ttl" jsonschema:"default=10m"`
 }
 
 // discovery validates the discovery: block.

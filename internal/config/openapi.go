@@ -16,22 +16,22 @@ import (
 // its tools made from an OpenAPI description (router/openapi), instead of
 // an MCP server at `url` or a `command`.
 type rawOpenAPI struct {
-	// Spec is the description: a file (relative to the config file) or
-	// an http(s) URL; OpenAPI 3.0, 3.1 or Swagger 2.0, JSON or YAML.
+	// The description: a file (relative to the config file) or an
+	// http(s) URL; OpenAPI 3.0, 3.1 or Swagger 2.0, JSON or YAML.
 	Spec string `yaml:"spec"`
-	// BaseURL is where the API is called; default the description's
-	// first server, its variables at their defaults.
+	// Where the API is called. Default: the description's first server,
+	// its variables at their defaults.
 	BaseURL string `yaml:"base_url"`
-	// Operations are the operations made tools: operationId globs, or
-	// "METHOD /path" globs ('*' any run of characters); default all.
-	// Each must match at least one operation.
+	// The operations made tools: operationId globs, or "METHOD /path"
+	// globs ('*' any run of characters). Default: all. Each must match at
+	// least one operation.
 	Operations []string `yaml:"operations"`
-	// MaxResponseBytes bounds a response body (default 1 MiB): a larger
-	// one is refused, never held whole.
-	MaxResponseBytes *int64 `yaml:"max_response_bytes"`
-	// RemoteRefs are URL prefixes that $refs to other documents over
-	// http(s) may be read from; none by default. Files beside the
-	// description are always read.
+	// Bounds a response body in bytes: a larger one is refused, never
+	// held whole. At most 256MiB.
+	MaxResponseBytes *int64 `yaml:"max_response_bytes" jsonschema:"default=1048576,minimum=1,maximum=268435456"`
+	// URL prefixes that $refs to other documents over http(s) may be read
+	// from; none by default. Files beside the description are always
+	// read.
 	RemoteRefs []string `yaml:"remote_refs"`
 }
 

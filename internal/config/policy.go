@@ -12,20 +12,40 @@ import (
 // rawPlugin is one entry of a virtual host's `plugins` list. Which fields
 // apply depends on type (plugins.Compile says when one does not).
 type rawPlugin struct {
-	Type     string   `yaml:"type"`
-	In       string   `yaml:"in"`
+	// validate_arguments: tools/call arguments against the tool's
+	// inputSchema; deny_pattern: refuse string values matching a regular
+	// expression; redact: replace matches in results; max_result_bytes:
+	// refuse a larger result. Required.
+	Type string `yaml:"type" jsonschema:"enum=validate_arguments,enum=deny_pattern,enum=redact,enum=max_result_bytes"`
+	// deny_pattern only: where it looks, arguments, result or both.
+	// Required there.
+	In string `yaml:"in" jsonschema:"enum=arguments,enum=result,enum=both"`
+	// deny_pattern and redact: regular expressions (RE2).
 	Patterns []string `yaml:"patterns"`
-	Builtin  []string `yaml:"builtin"`
-	Limit    *int64   `yaml:"limit"`
+	// redact only: built-in detector sets, secrets (AWS keys, GitHub and
+	// Slack tokens, private keys, JWTs) and email.
+	Builtin []string `yaml:"builtin" jsonschema:"enum=secrets,enum=email"`
+	// max_result_bytes only: the largest result, in bytes of its JSON.
+	// Required there.
+	Limit *int64 `yaml:"limit" jsonschema:"minimum=1"`
 }
 
 // rawRateLimit is one entry of a virtual host's `rate_limits` list.
 type rawRateLimit struct {
-	Per    string       `yaml:"per"`
-	Tools  []string     `yaml:"tools"`
-	Limit  *int64       `yaml:"limit"`
+	// Whose requests one counter counts: principal (each caller),
+	// principal_tool (each caller and tool) or vhost (every caller
+	// together). Required.
+	Per string `yaml:"per" jsonschema:"enum=principal,enum=principal_tool,enum=vhost"`
+	// Published tool names ('*' globs) the limit counts; default all.
+	Tools []string `yaml:"tools"`
+	// Requests per window: a burst of limit, then one per window/limit.
+	// Required.
+	Limit *int64 `yaml:"limit" jsonschema:"minimum=1"`
+	// The window the limit counts over, 1s to 24h. Required.
 	Window *rawDuration `yaml:"window"`
-	Batch  *int64       `yaml:"batch"`
+	// Above 1, each instance counts locally and takes that many at a time
+	// from the store (fewer round trips, less exact).
+	Batch *int64 `yaml:"batch" jsonschema:"default=1,minimum=1"`
 }
 
 // plugins compiles a virtual host's plugins (plugins.Compile: every

@@ -12,9 +12,13 @@ import (
 
 // rawPool mirrors a stdio backend's `pool`.
 type rawPool struct {
-	Min  *int64       `yaml:"min"`
-	Max  *int64       `yaml:"max"`
-	Idle *rawDuration `yaml:"idle"`
+	// Processes each instance keeps running, warm. At most max.
+	Min *int64 `yaml:"min" jsonschema:"default=1,minimum=0,maximum=64"`
+	// The most processes each instance runs at once.
+	Max *int64 `yaml:"max" jsonschema:"default=4,minimum=1,maximum=64"`
+	// Spare processes idle this long are stopped (down to min). At least
+	// 1s.
+	Idle *rawDuration `yaml:"idle" jsonschema:"default=5m"`
 }
 
 // maxPoolSize bounds `pool.max`: each process is a program's whole

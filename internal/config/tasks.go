@@ -82,10 +82,18 @@ func (b *BackendTasks) InputFirst(tool string) bool {
 }
 
 type rawTasks struct {
-	Optional        []string     `yaml:"optional"`
-	Required        []string     `yaml:"required"`
-	InputBeforeTask []string     `yaml:"input_before_task"`
-	TTL             *rawDuration `yaml:"ttl"`
+	// Backend tool names ('*' any run) run as a task when the client
+	// negotiated the tasks extension, as a plain call otherwise.
+	Optional []string `yaml:"optional"`
+	// Backend tool names run only as a task: -32021 for a client without
+	// the extension.
+	Required []string `yaml:"required"`
+	// Tools (also listed above) whose first input_required round is
+	// answered before the task is created.
+	InputBeforeTask []string `yaml:"input_before_task"`
+	// How long a finished task's result is kept. At least 1s, at most
+	// limits.task_ttl_max.
+	TTL *rawDuration `yaml:"ttl" jsonschema:"default=1h"`
 }
 
 // backendTasks validates every backend's tasks block, by vhost and backend

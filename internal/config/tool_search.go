@@ -18,14 +18,13 @@ import (
 // tools and the gateway's search_tools and call_tool; absent, nothing
 // changes.
 type rawToolSearch struct {
-	// Always are published tool names ('*' globs, as in access rules)
-	// that stay listed; a tool whose _meta says anthropic/alwaysLoad:
-	// true stays listed too. Access rules still apply to them.
+	// Published tool names ('*' globs, as in access rules) that stay
+	// listed; a tool whose _meta says anthropic/alwaysLoad: true stays
+	// listed too. Access rules still apply to them.
 	Always []string `yaml:"always"`
-	// Results is how many tools one search returns when the call does
-	// not say (its limit argument): 1 to router.MaxSearchResults (50);
-	// default router.DefaultSearchResults (10).
-	Results *int64 `yaml:"results"`
+	// How many tools one search returns when the call does not say (its
+	// limit argument); at most router.MaxSearchResults.
+	Results *int64 `yaml:"results" jsonschema:"default=10,minimum=1,maximum=50"`
 }
 
 // toolSearch checks a virtual host's tool_search block; nil when it is

@@ -24,8 +24,14 @@ type Tracing struct {
 }
 
 type rawTracing struct {
-	OTLPEndpoint string   `yaml:"otlp_endpoint"`
-	SampleRatio  *float64 `yaml:"sample_ratio"`
+	// Base URL of an OTLP/HTTP collector (e.g. http://collector:4318);
+	// spans are POSTed to {otlp_endpoint}/v1/traces.
+	// OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT wins over it.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// The share of new traces kept, 0 to 1; a request arriving with a
+	// trace context follows the caller's decision. OTEL_TRACES_SAMPLER
+	// wins over it.
+	SampleRatio *float64 `yaml:"sample_ratio" jsonschema:"default=1,minimum=0,maximum=1"`
 }
 
 // tracing validates the tracing section; absent, tracing is left to the

@@ -37,25 +37,41 @@ type Login struct {
 }
 
 type rawUserTokens struct {
+	// Environment variable holding the sealing key: 32 bytes in base64
+	// (openssl rand -base64 32), the same on every instance.
 	KeyEnv string `yaml:"key_env"`
 }
 
 type rawLogin struct {
-	ClientID        string   `yaml:"client_id"`
-	ClientSecretEnv string   `yaml:"client_secret_env"`
-	Scopes          []string `yaml:"scopes"`
+	// The gateway's client id at auth.jwt.issuer.
+	ClientID string `yaml:"client_id"`
+	// Environment variable holding the client secret.
+	ClientSecretEnv string `yaml:"client_secret_env"`
+	// Scopes asked for; openid is always asked.
+	Scopes []string `yaml:"scopes"`
 }
 
 type rawUserOAuth struct {
-	Issuer            string       `yaml:"issuer"`
-	AuthorizationURL  string       `yaml:"authorization_url"`
-	TokenURL          string       `yaml:"token_url"`
-	RevocationURL     string       `yaml:"revocation_url"`
-	ClientID          string       `yaml:"client_id"`
-	ClientSecretEnv   string       `yaml:"client_secret_env"`
-	TokenEndpointAuth string       `yaml:"token_endpoint_auth"`
-	Scopes            []string     `yaml:"scopes"`
-	Timeout           *rawDuration `yaml:"timeout"`
+	// The third party's issuer: its endpoints are discovered (OpenID
+	// Connect, then RFC 8414). Or give authorization_url and token_url.
+	Issuer string `yaml:"issuer"`
+	// The authorization endpoint, when there is no issuer to discover.
+	AuthorizationURL string `yaml:"authorization_url"`
+	// The token endpoint, when there is no issuer to discover.
+	TokenURL string `yaml:"token_url"`
+	// The token revocation endpoint (RFC 7009), when the metadata names
+	// none.
+	RevocationURL string `yaml:"revocation_url"`
+	// The gateway's client id at the third party.
+	ClientID string `yaml:"client_id"`
+	// Environment variable holding the client secret.
+	ClientSecretEnv string `yaml:"client_secret_env"`
+	// How the gateway authenticates at the token endpoint.
+	TokenEndpointAuth string `yaml:"token_endpoint_auth" jsonschema:"enum=client_secret_basic,enum=client_secret_post,default=client_secret_basic"`
+	// Scopes asked for.
+	Scopes []string `yaml:"scopes"`
+	// Bounds one token request.
+	Timeout *rawDuration `yaml:"timeout" jsonschema:"default=10s"`
 }
 
 // publicURL validates the top-level public_url: the browser-facing base
