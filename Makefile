@@ -59,6 +59,10 @@ fuzz: ## each fuzz target for FUZZTIME (default 20000 executions, a few seconds)
 	$(GO) test -run '^$$' -fuzz '^FuzzEnvelope$$' -fuzztime $(FUZZTIME) ./router/envelope/
 	$(GO) test -run '^$$' -fuzz '^FuzzSSEReader$$' -fuzztime $(FUZZTIME) ./router/upstream/
 
+.PHONY: docs
+docs: ## regenerate docs/reference/gateway.schema.json and config.md from internal/config (a test fails while they are stale)
+	$(GO) run ./internal/config/gen
+
 # The fast tier: unit tests alone, no process started (no redis-server,
 # gateway binary, Node or stdio backend: their tests skip, see
 # internal/testsupport/short.go). Under a minute on a warm build cache.

@@ -7,6 +7,8 @@ package config
 // docs/reference/config.md (internal/config/gen), so the editor schema,
 // the reference and the loader cannot disagree on which fields exist.
 
+//go:generate go run ./gen
+
 import (
 	"reflect"
 	"strings"

@@ -93,7 +93,7 @@ func loaderPaths(ff config.FileFormat) []string {
 		}
 		switch {
 		case t.Kind() == reflect.Map:
-			walk(path+mapKey, t.Elem())
+			walk(path+mapKey(path), t.Elem())
 		case t.Kind() == reflect.Slice && t != ff.StringList:
 			walk(path+listItem, t.Elem())
 		case t.Kind() == reflect.Struct:
@@ -142,7 +142,7 @@ func eachSub(path string, s map[string]any, walk func(string, map[string]any)) {
 		walk(path, s)
 	}
 	if ap, ok := s["additionalProperties"].(map[string]any); ok {
-		eachSub(path+mapKey, ap, walk)
+		eachSub(path+mapKey(path), ap, walk)
 	}
 	if it, ok := s["items"].(map[string]any); ok {
 		eachSub(path+listItem, it, walk)
