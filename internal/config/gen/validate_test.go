@@ -139,6 +139,27 @@ func TestSchemaAcceptsShippedConfigs(t *testing.T) {
 	}
 }
 
+// exampleHeader is the first line of every example, so editors find the
+// schema (docs/guide/editor-setup.md).
+const exampleHeader = "# yaml-language-server: $schema=../../docs/reference/gateway.schema.json"
+
+func TestExamplesNameTheSchema(t *testing.T) {
+	examples, _ := filepath.Glob(filepath.Join(root, "examples/*/gateway.yaml"))
+	for _, e := range examples {
+		data, err := os.ReadFile(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(string(data), "\n")
+		if strings.TrimRight(first, "\r") != exampleHeader {
+			t.Errorf("%s: first line %q, want %q", e, first, exampleHeader)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(e), "../../docs/reference/gateway.schema.json")); err != nil {
+			t.Errorf("%s: the header's schema path does not resolve: %v", e, err)
+		}
+	}
+}
+
 // base is a minimal valid config the cases below change.
 const base = `auth: {mode: none}
 virtual_hosts:
