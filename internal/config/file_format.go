@@ -209,8 +209,8 @@ type rawVHost struct {
 	// the key prefixes each backend's tool, prompt and resource names
 	// ("{key}-{name}").
 	Backends map[string]*rawBackend `yaml:"backends"`
-	// Access rules (docs/guide/access.md); once set, what no rule allows
-	// is denied.
+	// Access rules, tried in order; once set, what no rule allows is
+	// denied.
 	Access []*rawAccessRule `yaml:"access"`
 	// Plugins run around tools/call, prompts/get and resources/read, in
 	// this order.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/mcpgw/gateway/internal/config"
@@ -61,5 +62,50 @@ func TestStatedDefaultsAreTheLoaders(t *testing.T) {
 	}
 	if checked < 15 {
 		t.Fatalf("only %d defaults checked", checked)
+	}
+}
+
+// TestStatedBoundsAreTheLoaders loads each stated minimum and maximum of
+// the top-level sections' numbers, and one past each: the loader takes
+// the bounds and refuses what lies past them.
+func TestStatedBoundsAreTheLoaders(t *testing.T) {
+	props := checkedInSchema(t)["properties"].(map[string]any)
+	extra := map[string]string{"audit": "output: stdout, "}
+	checked := 0
+	for sec, s := range props {
+		fields := map[string]any{sec: s}
+		if sub, ok := s.(map[string]any)["properties"].(map[string]any); ok {
+			fields = sub
+		}
+		for name, f := range fields {
+			fs := f.(map[string]any)
+			for _, bound := range []struct {
+				key  string
+				past float64
+			}{{"minimum", -1}, {"maximum", 1}} {
+				b, ok := fs[bound.key].(float64)
+				if !ok {
+					continue
+				}
+				for _, c := range []struct {
+					v  float64
+					ok bool
+				}{{b, true}, {b + bound.past, false}} {
+					v := strconv.FormatFloat(c.v, 'f', -1, 64)
+					snippet := fmt.Sprintf("%s: %s\n", name, v)
+					if sec != name {
+						snippet = fmt.Sprintf("%s: {%s%s: %s}\n", sec, extra[sec], name, v)
+					}
+					_, err := config.Parse([]byte(base+snippet), "bounds.yaml")
+					if (err == nil) != c.ok {
+						t.Errorf("%s = %s (stated %s %v): loader error %v", strings.TrimPrefix(sec+"."+name, name+"."), v, bound.key, b, err)
+					}
+					checked++
+				}
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d bounds checked", checked)
 	}
 }

@@ -121,6 +121,10 @@ func typeName(s *jsonschema.Schema) string {
 		return "mapping"
 	case s.Type == "object" && s.AdditionalProperties != nil:
 		return "map of " + plural(typeName(s.AdditionalProperties))
+	case s.Minimum != "" && s.Maximum != "":
+		return fmt.Sprintf("%s, %s to %s", s.Type, s.Minimum, s.Maximum)
+	case s.Minimum != "":
+		return fmt.Sprintf("%s, at least %s", s.Type, s.Minimum)
 	}
 	return s.Type
 }
