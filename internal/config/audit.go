@@ -43,7 +43,7 @@ type rawAudit struct {
 	// Where the lines go: stdout, stderr, or a file path (relative to the
 	// config file; created 0600, appended to, reopened on SIGHUP; not on
 	// AWS Lambda). Required.
-	Output string `yaml:"output"`
+	Output string `yaml:"output" jsonschema:"required"`
 	// What a tools/call's arguments leave in its line: hash (SHA-256 of
 	// their canonical JSON), none, or full (the arguments themselves).
 	Arguments string `yaml:"arguments" jsonschema:"enum=hash,enum=none,enum=full,default=hash"`

@@ -55,7 +55,7 @@ type rawConfig struct {
 	// that names a caller or a target. Off when absent.
 	Audit *rawAudit `yaml:"audit"`
 	// How clients authenticate to the gateway.
-	Auth *rawAuth `yaml:"auth"`
+	Auth *rawAuth `yaml:"auth" jsonschema:"required"`
 	// The gateway's base URL as a browser reaches it, without a trailing
 	// slash. Needed by credentials.user_oauth: every redirect URI is
 	// {public_url}/oauth/callback.
@@ -64,7 +64,7 @@ type rawConfig struct {
 	// store.
 	UserTokens *rawUserTokens `yaml:"user_tokens"`
 	// The virtual hosts, by name: each is served at /servers/{name}/mcp.
-	VirtualHosts map[string]*rawVHost `yaml:"virtual_hosts"`
+	VirtualHosts map[string]*rawVHost `yaml:"virtual_hosts" jsonschema:"required"`
 }
 
 type rawStreams struct {
@@ -130,7 +130,7 @@ type rawLimits struct {
 type rawAuth struct {
 	// jwt: every request needs a bearer token of a trusted issuer; none:
 	// every caller is principal "anonymous" (local use only).
-	Mode string `yaml:"mode" jsonschema:"enum=jwt,enum=none"`
+	Mode string `yaml:"mode" jsonschema:"required,enum=jwt,enum=none"`
 	// The one trusted token issuer (or issuers, for several).
 	JWT *rawJWT `yaml:"jwt"`
 	// Several trusted issuers instead of jwt, each with jwt's fields. A

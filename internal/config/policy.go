@@ -16,7 +16,7 @@ type rawPlugin struct {
 	// inputSchema; deny_pattern: refuse string values matching a regular
 	// expression; redact: replace matches in results; max_result_bytes:
 	// refuse a larger result. Required.
-	Type string `yaml:"type" jsonschema:"enum=validate_arguments,enum=deny_pattern,enum=redact,enum=max_result_bytes"`
+	Type string `yaml:"type" jsonschema:"required,enum=validate_arguments,enum=deny_pattern,enum=redact,enum=max_result_bytes"`
 	// deny_pattern only: where it looks, arguments, result or both.
 	// Required there.
 	In string `yaml:"in" jsonschema:"enum=arguments,enum=result,enum=both"`
@@ -35,14 +35,14 @@ type rawRateLimit struct {
 	// Whose requests one counter counts: principal (each caller),
 	// principal_tool (each caller and tool) or vhost (every caller
 	// together). Required.
-	Per string `yaml:"per" jsonschema:"enum=principal,enum=principal_tool,enum=vhost"`
+	Per string `yaml:"per" jsonschema:"required,enum=principal,enum=principal_tool,enum=vhost"`
 	// Published tool names ('*' globs) the limit counts; default all.
 	Tools []string `yaml:"tools"`
 	// Requests per window: a burst of limit, then one per window/limit.
 	// Required.
-	Limit *int64 `yaml:"limit" jsonschema:"minimum=1"`
+	Limit *int64 `yaml:"limit" jsonschema:"required,minimum=1"`
 	// The window the limit counts over, 1s to 24h. Required.
-	Window *rawDuration `yaml:"window"`
+	Window *rawDuration `yaml:"window" jsonschema:"required"`
 	// Above 1, each instance counts locally and takes that many at a time
 	// from the store (fewer round trips, less exact).
 	Batch *int64 `yaml:"batch" jsonschema:"default=1,minimum=1"`

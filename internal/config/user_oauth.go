@@ -39,7 +39,7 @@ type Login struct {
 type rawUserTokens struct {
 	// Environment variable holding the sealing key: 32 bytes in base64
 	// (openssl rand -base64 32), the same on every instance.
-	KeyEnv string `yaml:"key_env"`
+	KeyEnv string `yaml:"key_env" jsonschema:"required"`
 }
 
 type rawLogin struct {

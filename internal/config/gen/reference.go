@@ -7,6 +7,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -52,7 +53,11 @@ func reference(s *jsonschema.Schema) []byte {
 			if sec.path != "" {
 				path = sec.path + "." + p.Key
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", path, typeName(p.Value), defaultText(p.Value), cell(p.Value.Description))
+			def := defaultText(p.Value)
+			if slices.Contains(sec.s.Required, p.Key) {
+				def = "required"
+			}
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", path, typeName(p.Value), def, cell(p.Value.Description))
 			if sub := mapping(path, p.Value); sub != nil {
 				sub.desc = p.Value.Description
 				below = append(below, *sub)
@@ -71,7 +76,8 @@ Every field of the gateway's config file (` + "`gateway.yaml`" + `), as ` + "`ga
 Unknown fields are refused. Paths are dotted; ` + "`<virtual_host>`, `<backend>`" + ` stand for a
 name you choose and ` + "`[]`" + ` for each item of a list. Durations are Go
 durations (` + "`30s`, `5m`, `1h30m`" + `); byte sizes are an integer or a number with a unit
-(` + "`256MiB`, `1GiB`, `500MB`" + `). A field left out takes its default.
+(` + "`256MiB`, `1GiB`, `500MB`" + `). A field left out takes its default; one marked required must
+be set whenever the mapping that holds it is.
 
 The same fields are in the JSON Schema [gateway.schema.json](gateway.schema.json), for editors:
 see [editor setup](../guide/editor-setup.md).
