@@ -33,6 +33,10 @@ const durationPattern = `^\s*(0|(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s
 // sizePattern is a byte count with an optional unit (validator.byteSize).
 const sizePattern = `^\s*[0-9]+\s*(B|KB|MB|GB|KiB|MiB|GiB)?\s*$`
 
+// patternMessage is the keyword yaml-language-server (and VS Code) show
+// instead of a pattern that a value does not match; validators ignore it.
+const patternMessage = "patternErrorMessage"
+
 // buildSchema reflects the file format into a schema. comments maps
 // "rawType.Field" to the field's doc comment.
 func buildSchema(comments map[string]string) *jsonschema.Schema {
@@ -65,7 +69,8 @@ func newReflector(ff config.FileFormat, comments map[string]string, withCard boo
 	r.Mapper = func(t reflect.Type) *jsonschema.Schema {
 		switch t {
 		case ff.Duration:
-			return &jsonschema.Schema{Type: "string", Pattern: durationPattern}
+			return &jsonschema.Schema{Type: "string", Pattern: durationPattern,
+				Extras: map[string]any{patternMessage: "a duration such as 30s, 5m or 1h30m"}}
 		case ff.Size:
 			return &jsonschema.Schema{Type: "string", Pattern: sizePattern}
 		case ff.StringList:
@@ -99,7 +104,8 @@ func sizesAsUnion(s *jsonschema.Schema) {
 	for _, n := range sizes {
 		n.AnyOf = []*jsonschema.Schema{
 			{Type: "integer", Minimum: json.Number("0")},
-			{Type: "string", Pattern: sizePattern},
+			{Type: "string", Pattern: sizePattern,
+				Extras: map[string]any{patternMessage: "a byte size such as 268435456, 256MiB or 1GiB"}},
 		}
 		n.Type, n.Pattern = "", ""
 	}
