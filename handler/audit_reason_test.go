@@ -29,7 +29,7 @@ func TestAudit_EveryRefusalHasAReason(t *testing.T) {
 		"not a refusal":  {&requestNote{hasCode: true, code: -32603, errMsg: "boom"}, audit.OutcomeError, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			outcome, reason := outcomeOf(http.Header{}, c.n, http.StatusOK)
+			outcome, reason := outcomeOf(c.n, http.StatusOK)
 			if outcome != c.outcome || reason != c.reason {
 				t.Fatalf("outcome %q reason %q, want %q %q", outcome, reason, c.outcome, c.reason)
 			}

@@ -48,7 +48,7 @@ func audits(status int, n *requestNote) bool {
 }
 
 // record writes the audit line of one request.
-func (a *Audit) record(r *http.Request, hdr http.Header, n *requestNote, vhost string, status int, start time.Time, routeOf func(vhost, method, id string) string) {
+func (a *Audit) record(r *http.Request, n *requestNote, vhost string, status int, start time.Time, routeOf func(vhost, method, id string) string) {
 	e := &audit.Event{Time: start, Principal: n.principal, VHost: wire.Clip(vhost), Method: wire.Clip(n.method),
 		DurationMS: float64(time.Since(start).Microseconds()) / 1000, ProtocolVersion: wire.Clip(r.Header.Get(headerProtocolVersion)),
 		RemoteAddr: a.remoteAddr(r)}
@@ -73,7 +73,7 @@ func (a *Audit) record(r *http.Request, hdr http.Header, n *requestNote, vhost s
 		code := int64(auth.CodeUnauthorized) // written by the auth middleware, which notes nothing
 		e.Code = &code
 	}
-	e.Outcome, e.Reason = outcomeOf(hdr, n, status)
+	e.Outcome, e.Reason = outcomeOf(n, status)
 	switch e.Outcome {
 	case audit.OutcomeDenied, audit.OutcomeUnauthenticated, audit.OutcomeRateLimited:
 		e.Backend = "" // refused before any backend
@@ -102,10 +102,10 @@ func (a *Audit) record(r *http.Request, hdr http.Header, n *requestNote, vhost s
 
 // outcomeOf is a request's outcome and the reason for a refusal: every
 // refusal has one (what refused it, else the error's message).
-func outcomeOf(hdr http.Header, n *requestNote, status int) (outcome, reason string) {
+func outcomeOf(n *requestNote, status int) (outcome, reason string) {
 	switch {
 	case status == http.StatusUnauthorized:
-		return audit.OutcomeUnauthenticated, tokenRefusal(hdr.Get("WWW-Authenticate"))
+		return audit.OutcomeUnauthenticated, tokenRefusal(n)
 	case n.audit != nil && n.audit.Denied:
 		return audit.OutcomeDenied, refusalReason(n.audit.Reason, n)
 	case n.hasCode && n.code == wire.CodeRateLimited:
@@ -166,16 +166,14 @@ func AuditTaskEnd(w *audit.Writer) func(store.Task) {
 	}
 }
 
-// tokenRefusal says why a token was refused, from the challenge the
-// gateway answered with (never the token).
-func tokenRefusal(challenge string) string {
-	switch {
-	case strings.Contains(challenge, "expired"):
-		return "token expired"
-	case strings.Contains(challenge, `error="invalid_token"`):
-		return "token invalid"
+// tokenRefusal is the class of a 401 (auth.Classes: no_token, audience,
+// expired, ...), as the auth middleware noted it; never the token, nor
+// the detail, which names the token's claims and belongs in the log.
+func tokenRefusal(n *requestNote) string {
+	if n.authFailure.Class == "" {
+		return auth.ClassNoToken
 	}
-	return "no bearer token"
+	return n.authFailure.Class
 }
 
 // toolArguments is a tools/call's params.arguments.

@@ -149,7 +149,7 @@ func New(opts Options) http.Handler {
 		s.requireVHost,
 		s.noteChallenge,
 		withResource(opts.ResourceBaseURL),
-		auth.Middleware(opts.Auth, "mcpgw", challenge),
+		auth.MiddlewareReporting(opts.Auth, "mcpgw", challenge, noteAuthFailure),
 		withBackendCaller,
 		withUserTokens(opts.UserTokens),
 		requireSingleHeaders,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router"
@@ -48,7 +49,7 @@ func logRequests(log *slog.Logger, aud *Audit, routeOf func(vhost, method, id st
 			}
 			n := &rec.note
 			if n.audit != nil && r.Method == http.MethodPost && audits(status, n) {
-				aud.record(r, rec.Header(), n, vhost, status, start, routeOf)
+				aud.record(r, n, vhost, status, start, routeOf)
 			}
 			level := slog.LevelDebug
 			if status >= 400 || n.hasCode {
@@ -75,6 +76,9 @@ func logRequests(log *slog.Logger, aud *Audit, routeOf func(vhost, method, id st
 			}
 			if n.session != "" {
 				attrs = append(attrs, slog.String("session_hash", sessionHash(n.session)))
+			}
+			if f := n.authFailure; f.Class != "" {
+				attrs = append(attrs, slog.String("auth_reason", f.Class), slog.String("auth_detail", f.Detail))
 			}
 			attrs = append(attrs, slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
 			log.LogAttrs(ctx, level, "request", attrs...)
@@ -104,6 +108,11 @@ type requestNote struct {
 	errMsg    string          // the error's message (a refusal's reason when its data names none)
 	toolError bool
 	audit     *router.AuditNote // nil: the trail is off
+
+	// authFailure is why the auth middleware refused the request (a
+	// 401): its class goes in the log line and the audit record, its
+	// detail in the log line only.
+	authFailure auth.Failure
 
 	// challenge is the auth-params naming the vhost's metadata, for a
 	// 403 insufficient_scope challenge (refusal.go); "" when none is
@@ -140,6 +149,13 @@ func noteResolved(w http.ResponseWriter, call *router.Call) {
 func (n *requestNote) setRequest(method string, params json.RawMessage) {
 	if n != nil {
 		n.method, n.params = method, params
+	}
+}
+
+// noteAuthFailure notes why the auth middleware refused a request.
+func noteAuthFailure(w http.ResponseWriter, _ *http.Request, f auth.Failure) {
+	if n := noteOf(w); n != nil {
+		n.authFailure = f
 	}
 }
 

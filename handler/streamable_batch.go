@@ -255,7 +255,7 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 		done()
 		if an != nil {
 			an.setResponse(resp)
-			s.opts.Audit.record(r, http.Header{}, an, r.PathValue("vhost"), http.StatusOK, start, s.opts.Router.RouteOf)
+			s.opts.Audit.record(r, an, r.PathValue("vhost"), http.StatusOK, start, s.opts.Router.RouteOf)
 		}
 		data := encodeAnswer(resp, calls[i].rawID)
 		if ps != nil {

@@ -110,7 +110,7 @@ func BearerToken(r *http.Request) (string, error) {
 		return "", ErrNoToken
 	case 1:
 	default:
-		return "", &tokenError{cause: ownError("more than one Authorization header")}
+		return "", refusal(errMalformed, "more than one Authorization header")
 	}
 	scheme, rest, _ := strings.Cut(strings.TrimSpace(values[0]), " ")
 	if !strings.EqualFold(scheme, "Bearer") {
@@ -122,11 +122,11 @@ func BearerToken(r *http.Request) (string, error) {
 	token := strings.TrimSpace(rest)
 	switch {
 	case token == "":
-		return "", &tokenError{cause: ownError("empty bearer token")}
+		return "", refusal(errMalformed, "the Authorization header holds no token after Bearer")
 	case len(token) > maxTokenBytes:
-		return "", &tokenError{cause: ownError("bearer token too large")}
+		return "", refusal(errMalformed, "bearer token of %d bytes, more than %d", len(token), maxTokenBytes)
 	case strings.ContainsAny(token, " \t"):
-		return "", &tokenError{cause: ownError("malformed bearer credentials")}
+		return "", refusal(errMalformed, "the bearer token holds a space or a tab")
 	}
 	return token, nil
 }
@@ -134,7 +134,12 @@ func BearerToken(r *http.Request) (string, error) {
 // tokenError is a rejected token. Its message is a fixed reason (never
 // token content); the cause stays reachable with errors.Is, e.g.
 // errors.Is(err, jwt.ErrTokenExpired).
-type tokenError struct{ cause error }
+//
+// detail, when set, is the failure's specifics for the log (FailureOf).
+type tokenError struct {
+	cause  error
+	detail string
+}
 
 func (e *tokenError) Error() string { return "invalid bearer token: " + reason(e.cause) }
 

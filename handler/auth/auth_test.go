@@ -30,9 +30,7 @@ const (
 	audience = "mcpgateway-api"
 	realm    = "mcpgw"
 
-	bareChallenge    = `Bearer realm="mcpgw"`
-	invalidChallenge = `Bearer realm="mcpgw", error="invalid_token", error_description="The access token is invalid"`
-	expiredChallenge = `Bearer realm="mcpgw", error="invalid_token", error_description="The access token expired"`
+	bareChallenge = `Bearer realm="mcpgw"`
 )
 
 type testKeys struct {
@@ -204,45 +202,45 @@ func TestAuth_RejectsBadTokensWith401(t *testing.T) {
 	tampered := parts[0] + "." + strings.Split(evil, ".")[1] + "." + parts[2]
 
 	cases := map[string]struct {
-		v         Verifier
-		authz     []string
-		challenge string
+		v     Verifier
+		authz []string
+		class string // the class of FailureOf: the challenge's error_description
 	}{
-		"missing header":                         {vRSA, nil, bareChallenge},
-		"basic scheme":                           {vRSA, []string{"Basic YWxpY2U6cGFzcw=="}, bareChallenge},
-		"empty header":                           {vRSA, []string{""}, bareChallenge},
-		"bearer without token":                   {vRSA, []string{"Bearer"}, invalidChallenge},
-		"bearer blank token":                     {vRSA, []string{"Bearer    "}, invalidChallenge},
-		"token with space":                       {vRSA, []string{"Bearer " + good + " extra"}, invalidChallenge},
-		"two headers":                            {vRSA, []string{"Bearer " + good, "Bearer " + good}, invalidChallenge},
-		"not a jwt":                              {vRSA, []string{"Bearer not-a-jwt"}, invalidChallenge},
-		"garbage segments":                       {vRSA, []string{"Bearer a.b.c"}, invalidChallenge},
-		"expired":                                {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "exp", now.Add(-2*time.Minute).Unix()))}, expiredChallenge},
-		"not yet valid":                          {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "nbf", now.Add(2*time.Minute).Unix()))}, invalidChallenge},
-		"issued in future":                       {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "iat", now.Add(2*time.Minute).Unix()))}, invalidChallenge},
-		"wrong issuer":                           {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "iss", "evil"))}, invalidChallenge},
-		"missing issuer":                         {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "iss", nil))}, invalidChallenge},
-		"wrong audience":                         {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "aud", "other-api"))}, invalidChallenge},
-		"missing audience":                       {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "aud", nil))}, invalidChallenge},
-		"missing sub":                            {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "sub", nil))}, invalidChallenge},
-		"empty sub":                              {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "sub", ""))}, invalidChallenge},
-		"control char sub":                       {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "sub", "a\nb"))}, invalidChallenge},
-		"missing exp":                            {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "exp", nil))}, invalidChallenge},
-		"alg none":                               {vRSA, []string{"Bearer " + noneTok}, invalidChallenge},
-		"alg none no hmac":                       {vRSAOnly, []string{"Bearer " + noneTok}, invalidChallenge},
-		"HS256 with RSA PEM":                     {vRSAOnly, []string{"Bearer " + sign(t, jwt.SigningMethodHS256, k.rsaPEM, claims())}, invalidChallenge},
-		"HS256 with RSA PEM and hmac configured": {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodHS256, k.rsaPEM, claims())}, invalidChallenge},
-		"HS256 with RSA DER":                     {vRSAOnly, []string{"Bearer " + sign(t, jwt.SigningMethodHS256, x509.MarshalPKCS1PublicKey(&k.rsa.PublicKey), claims())}, invalidChallenge},
-		"wrong RSA signature":                    {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa2, claims())}, invalidChallenge},
-		"wrong HMAC secret":                      {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), claims())}, invalidChallenge},
-		"tampered payload":                       {vRSA, []string{"Bearer " + tampered}, invalidChallenge},
-		"stripped signature":                     {vRSA, []string{"Bearer " + parts[0] + "." + parts[1] + "."}, invalidChallenge},
-		"ES256 vs RSA key":                       {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodES256, k.ec, claims())}, invalidChallenge},
-		"RS256 vs EC key":                        {vEC, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, claims())}, invalidChallenge},
-		"ES384 vs P-256 key":                     {vEC, []string{"Bearer " + sign(t, jwt.SigningMethodES384, k.ec384, claims())}, invalidChallenge},
-		"EdDSA vs RSA key":                       {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodEdDSA, k.ed, claims())}, invalidChallenge},
-		"HS256 not allowed":                      {vRS256, []string{"Bearer " + sign(t, jwt.SigningMethodHS256, k.hmac, claims())}, invalidChallenge},
-		"PS256 not allowed":                      {vRS256, []string{"Bearer " + sign(t, jwt.SigningMethodPS256, k.rsa, claims())}, invalidChallenge},
+		"missing header":                         {vRSA, nil, ClassNoToken},
+		"basic scheme":                           {vRSA, []string{"Basic YWxpY2U6cGFzcw=="}, ClassNoToken},
+		"empty header":                           {vRSA, []string{""}, ClassNoToken},
+		"bearer without token":                   {vRSA, []string{"Bearer"}, ClassMalformed},
+		"bearer blank token":                     {vRSA, []string{"Bearer    "}, ClassMalformed},
+		"token with space":                       {vRSA, []string{"Bearer " + good + " extra"}, ClassMalformed},
+		"two headers":                            {vRSA, []string{"Bearer " + good, "Bearer " + good}, ClassMalformed},
+		"not a jwt":                              {vRSA, []string{"Bearer not-a-jwt"}, ClassMalformed},
+		"garbage segments":                       {vRSA, []string{"Bearer a.b.c"}, ClassMalformed},
+		"expired":                                {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "exp", now.Add(-2*time.Minute).Unix()))}, ClassExpired},
+		"not yet valid":                          {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "nbf", now.Add(2*time.Minute).Unix()))}, ClassNotYetValid},
+		"issued in future":                       {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "iat", now.Add(2*time.Minute).Unix()))}, ClassNotYetValid},
+		"wrong issuer":                           {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "iss", "evil"))}, ClassIssuer},
+		"missing issuer":                         {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "iss", nil))}, ClassIssuer},
+		"wrong audience":                         {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "aud", "other-api"))}, ClassAudience},
+		"missing audience":                       {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "aud", nil))}, ClassAudience},
+		"missing sub":                            {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "sub", nil))}, ClassClaims},
+		"empty sub":                              {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "sub", ""))}, ClassClaims},
+		"control char sub":                       {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "sub", "a\nb"))}, ClassClaims},
+		"missing exp":                            {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, with(claims(), "exp", nil))}, ClassClaims},
+		"alg none":                               {vRSA, []string{"Bearer " + noneTok}, ClassAlgorithm},
+		"alg none no hmac":                       {vRSAOnly, []string{"Bearer " + noneTok}, ClassAlgorithm},
+		"HS256 with RSA PEM":                     {vRSAOnly, []string{"Bearer " + sign(t, jwt.SigningMethodHS256, k.rsaPEM, claims())}, ClassAlgorithm},
+		"HS256 with RSA PEM and hmac configured": {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodHS256, k.rsaPEM, claims())}, ClassBadSignature},
+		"HS256 with RSA DER":                     {vRSAOnly, []string{"Bearer " + sign(t, jwt.SigningMethodHS256, x509.MarshalPKCS1PublicKey(&k.rsa.PublicKey), claims())}, ClassAlgorithm},
+		"wrong RSA signature":                    {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa2, claims())}, ClassBadSignature},
+		"wrong HMAC secret":                      {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodHS256, []byte("another-secret-another-secret-xx"), claims())}, ClassBadSignature},
+		"tampered payload":                       {vRSA, []string{"Bearer " + tampered}, ClassBadSignature},
+		"stripped signature":                     {vRSA, []string{"Bearer " + parts[0] + "." + parts[1] + "."}, ClassBadSignature},
+		"ES256 vs RSA key":                       {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodES256, k.ec, claims())}, ClassAlgorithm},
+		"RS256 vs EC key":                        {vEC, []string{"Bearer " + sign(t, jwt.SigningMethodRS256, k.rsa, claims())}, ClassAlgorithm},
+		"ES384 vs P-256 key":                     {vEC, []string{"Bearer " + sign(t, jwt.SigningMethodES384, k.ec384, claims())}, ClassAlgorithm},
+		"EdDSA vs RSA key":                       {vRSA, []string{"Bearer " + sign(t, jwt.SigningMethodEdDSA, k.ed, claims())}, ClassAlgorithm},
+		"HS256 not allowed":                      {vRS256, []string{"Bearer " + sign(t, jwt.SigningMethodHS256, k.hmac, claims())}, ClassAlgorithm},
+		"PS256 not allowed":                      {vRS256, []string{"Bearer " + sign(t, jwt.SigningMethodPS256, k.rsa, claims())}, ClassAlgorithm},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -250,8 +248,12 @@ func TestAuth_RejectsBadTokensWith401(t *testing.T) {
 			if rec.Code != http.StatusUnauthorized || p != "" {
 				t.Fatalf("status %d principal %q, want 401", rec.Code, p)
 			}
-			if got := rec.Header().Get("WWW-Authenticate"); got != c.challenge {
-				t.Errorf("WWW-Authenticate %q, want %q", got, c.challenge)
+			want := bareChallenge
+			if c.class != ClassNoToken {
+				want = `Bearer realm="mcpgw", error="invalid_token", error_description="` + c.class + ": " + describe[c.class] + `"`
+			}
+			if got := rec.Header().Get("WWW-Authenticate"); got != want {
+				t.Errorf("WWW-Authenticate %q, want %q", got, want)
 			}
 			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 				t.Errorf("Content-Type %q", ct)

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/mcpgw/gateway/internal/config"
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // Some providers issue opaque access tokens (Ory Hydra's ory_at_...,
@@ -107,7 +108,8 @@ func (in *introspector) verify(ctx context.Context, raw string) (string, Claims,
 // per request, since an answer is cached for every vhost alike.
 func (in *introspector) forResource(ctx context.Context, e introspected) (string, Claims, error) {
 	if !audienceOf(in.s).accepts(ctx, e.claims[cmp.Or(in.s.AudienceClaim, "aud")]) {
-		return "", nil, &tokenError{cause: jwt.ErrTokenInvalidAudience}
+		claim := cmp.Or(in.s.AudienceClaim, "aud")
+		return "", nil, refusal(jwt.ErrTokenInvalidAudience, "%s", audienceDetail(claim, e.claims[claim], audienceOf(in.s), ResourceFromContext(ctx)))
 	}
 	return e.sub, e.claims, nil
 }
@@ -120,7 +122,7 @@ func (in *introspector) ask(ctx context.Context, raw string) (Claims, error) {
 	case in.sem <- struct{}{}:
 		defer func() { <-in.sem }()
 	case <-ctx.Done(): // a flood: refused without a log line each
-		return nil, &tokenError{cause: ownError("token introspection busy")}
+		return nil, refusal(errIntrospectionBusy, "token introspection at issuer %s busy: too many at once", wire.Quote(in.s.Issuer))
 	}
 	form := url.Values{"token": {raw}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, in.in.URL, strings.NewReader(form.Encode()))
@@ -153,7 +155,7 @@ func (in *introspector) ask(ctx context.Context, raw string) (Claims, error) {
 // secret: neither is in a URL) and returns the caller's 401.
 func (in *introspector) failed(err error) error {
 	in.log.Warn("auth: token introspection failed", "issuer", in.s.Issuer, "url", in.in.URL, "error", err.Error())
-	return &tokenError{cause: ownError("token introspection failed")}
+	return refusal(errIntrospection, "token introspection at issuer %s failed: %s", wire.Quote(in.s.Issuer), err.Error())
 }
 
 // check applies the issuer's rules to an introspection answer: active,
@@ -161,22 +163,22 @@ func (in *introspector) failed(err error) error {
 // per request: forResource).
 func (in *introspector) check(c Claims, now time.Time) (string, error) {
 	if active, _ := c["active"].(bool); !active {
-		return "", &tokenError{cause: ownError("token not active")}
+		return "", refusal(errInactive, "issuer %s says the token is not active (revoked, expired or not its own)", wire.Quote(in.s.Issuer))
 	}
 	delete(c, "active")
 	if exp, ok := c["exp"].(float64); ok && now.After(time.Unix(int64(exp), 0).Add(in.s.Leeway)) {
-		return "", &tokenError{cause: jwt.ErrTokenExpired}
+		return "", refusal(jwt.ErrTokenExpired, "expired at %s (leeway %s)", timeText(time.Unix(int64(exp), 0)), in.s.Leeway)
 	}
 	if iss, ok := c["iss"]; ok {
 		if s, _ := iss.(string); s != in.s.Issuer {
-			return "", &tokenError{cause: jwt.ErrTokenInvalidIssuer}
+			return "", refusal(jwt.ErrTokenInvalidIssuer, "%s", issuerDetail(s, []string{in.s.Issuer}))
 		}
 	} else {
 		c["iss"] = in.s.Issuer // access rules see claims.iss as for a JWT
 	}
 	sub, _ := c["sub"].(string)
 	if !validSubject(sub) {
-		return "", &tokenError{cause: ownError("token has no usable sub claim")}
+		return "", refusal(ownError("token has no usable sub claim"), "the introspection answer has no usable sub (non-empty, at most 1024 bytes, no control characters)")
 	}
 	return sub, nil
 }

@@ -3,7 +3,9 @@ package auth
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -189,9 +191,14 @@ func (v *issuersVerifier) VerifyClaims(r *http.Request) (Principal, Claims, erro
 		sub, claims, err := v.only.verify(ctx, raw)
 		return v.principal(iss, sub), claims, err
 	case isJWT:
-		return "", nil, &tokenError{cause: jwt.ErrTokenInvalidIssuer}
+		return "", nil, refusal(jwt.ErrTokenInvalidIssuer, "%s", issuerDetail(iss, v.trusted()))
 	}
-	return "", nil, &tokenError{cause: jwt.ErrTokenMalformed}
+	return "", nil, refusal(jwt.ErrTokenMalformed, "%s", malformedDetail(nil))
+}
+
+// trusted lists the trusted issuers, sorted, for what a refusal says.
+func (v *issuersVerifier) trusted() []string {
+	return slices.Sorted(maps.Keys(v.byIssuer))
 }
 
 // principal is sub, qualified by its issuer with several issuers:

@@ -233,3 +233,10 @@ func (s kidStorage) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error)
 	}
 	return s.Storage.KeyRead(ctx, kid)
 }
+
+// holdsKeys reports whether any key of the issuer is held: when none is,
+// a token's kid is not unknown, the set was never fetched.
+func (k *remoteKeys) holdsKeys(ctx context.Context) bool {
+	keys, err := k.store.KeyReadAll(ctx)
+	return err != nil || len(keys) > 0
+}

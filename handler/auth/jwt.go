@@ -12,8 +12,10 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
+	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/mcpgw/gateway/internal/config"
@@ -29,6 +31,9 @@ import (
 // from the issuer's JWK Set.
 type jwtVerifier struct {
 	parser *jwt.Parser
+	issuer string   // the trusted issuer, for what a refusal says
+	algs   []string // the accepted algorithms, likewise
+	leeway time.Duration
 	hmac   []byte
 	pub    crypto.PublicKey
 	remote *remoteKeys // nil for configured keys
@@ -88,7 +93,7 @@ func newJWT(s *config.JWTSettings, o *options) (*jwtVerifier, error) {
 		jwt.WithIssuedAt(),
 		jwt.WithLeeway(s.Leeway),
 	}
-	v := &jwtVerifier{hmac: slices.Clone(s.HMACSecret), pub: s.PublicKey, aud: audienceOf(s), audClaim: cmp.Or(s.AudienceClaim, "aud")}
+	v := &jwtVerifier{issuer: s.Issuer, algs: slices.Clone(algs), leeway: s.Leeway, hmac: slices.Clone(s.HMACSecret), pub: s.PublicKey, aud: audienceOf(s), audClaim: cmp.Or(s.AudienceClaim, "aud")}
 	v.parser = jwt.NewParser(popts...)
 	if s.RemoteKeys() && o != nil {
 		v.remote = newRemoteKeys(s.Issuer, s.JWKSURL, o.httpClient, o.logger, o.timing)
@@ -131,7 +136,7 @@ func (v *jwtVerifier) verify(ctx context.Context, raw string) (string, Claims, e
 	}
 	tok, err := v.parser.ParseWithClaims(raw, claims, keyf)
 	if err != nil {
-		return "", nil, &tokenError{cause: err}
+		return "", nil, v.refused(ctx, err, tok, claims)
 	}
 	// An access token is typed JWT or at+jwt (RFC 9068), or not at all;
 	// another type (an ID token's, a logout token's) is not one.
@@ -140,18 +145,18 @@ func (v *jwtVerifier) verify(ctx context.Context, raw string) (string, Claims, e
 		switch strings.TrimPrefix(strings.ToLower(s), "application/") {
 		case "jwt", "at+jwt":
 		default:
-			return "", nil, &tokenError{cause: ownError("token type is not an access token")}
+			return "", nil, refusal(errNotAccessToken, "token typ %s is not an access token's (JWT or at+jwt): an ID or other token was sent", claimText(typ))
 		}
 	}
 	if jti, _ := claims["jti"].(string); v.own != nil && jti == "" {
-		return "", nil, &tokenError{cause: ownError("token type is not an access token")}
+		return "", nil, refusal(errNotAccessToken, "a token of the gateway's own issuer without jti is not an access token")
 	}
 	if !v.aud.accepts(ctx, claims[v.audClaim]) {
-		return "", nil, &tokenError{cause: jwt.ErrTokenInvalidAudience}
+		return "", nil, refusal(jwt.ErrTokenInvalidAudience, "%s", audienceDetail(v.audClaim, claims[v.audClaim], v.aud, ResourceFromContext(ctx)))
 	}
 	sub, err := claims.GetSubject()
 	if err != nil || !validSubject(sub) {
-		return "", nil, &tokenError{cause: ownError("token has no usable sub claim")}
+		return "", nil, refusal(ownError("token has no usable sub claim"), "token sub %s is not usable (non-empty, at most 1024 bytes, no control characters)", claimText(claims["sub"]))
 	}
 	return sub, Claims(claims), nil
 }
@@ -178,14 +183,14 @@ func claimHas(c any, want string) bool {
 func (v *jwtVerifier) key(t *jwt.Token) (any, error) {
 	if _, ok := t.Method.(*jwt.SigningMethodHMAC); ok {
 		if len(v.hmac) == 0 {
-			return nil, errors.New("no HMAC secret configured")
+			return nil, errAlgorithm
 		}
 		return v.hmac, nil
 	}
 	if keyFits(t.Method, v.pub) {
 		return v.pub, nil
 	}
-	return nil, errors.New("no key for the token's algorithm")
+	return nil, errAlgorithm
 }
 
 // remoteKey is the key function over the issuer's JWK Set: the JWK the
@@ -195,9 +200,15 @@ func (v *jwtVerifier) remoteKey(ctx context.Context) jwt.Keyfunc {
 	return func(t *jwt.Token) (any, error) {
 		k, err := kf(t)
 		if err != nil {
-			return nil, errors.New("no key for the token's kid")
+			if errors.Is(err, jwkset.ErrKeyNotFound) && !v.remote.holdsKeys(ctx) {
+				return nil, errKeysNotHeld
+			}
+			return nil, err // keyfunc's: jwkset.ErrKeyNotFound, or keyfunc.ErrKeyfunc
 		}
-		if set, ok := k.(jwt.VerificationKeySet); ok {
+		if set, ok := k.(jwt.VerificationKeySet); ok { // a token without kid
+			if len(set.Keys) == 0 && !v.remote.holdsKeys(ctx) {
+				return nil, errKeysNotHeld
+			}
 			var fit jwt.VerificationKeySet
 			for _, key := range set.Keys {
 				if keyFits(t.Method, key) {
@@ -205,12 +216,12 @@ func (v *jwtVerifier) remoteKey(ctx context.Context) jwt.Keyfunc {
 				}
 			}
 			if len(fit.Keys) == 0 {
-				return nil, errors.New("no key for the token's algorithm")
+				return nil, errAlgorithm
 			}
 			return fit, nil
 		}
 		if !keyFits(t.Method, k) {
-			return nil, errors.New("no key for the token's algorithm")
+			return nil, errAlgorithm
 		}
 		return k, nil
 	}

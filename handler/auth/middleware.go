@@ -1,12 +1,9 @@
 package auth
 
 import (
-	"errors"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"net/http"
 	"strings"
-
-	"github.com/golang-jwt/jwt/v5"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpgw/gateway/internal/wire"
 )
@@ -24,6 +21,14 @@ const CodeUnauthorized = wire.CodeUnauthorized
 // is logged. params, if not nil, adds auth-params to the challenge for
 // the request (such as resource_metadata, see ChallengeParam).
 func Middleware(v Verifier, realm string, params func(*http.Request) string) func(http.Handler) http.Handler {
+	return MiddlewareReporting(v, realm, params, nil)
+}
+
+// MiddlewareReporting is Middleware that also tells refused, if not nil,
+// why it refused a request (FailureOf), before the 401 is written: the
+// handler puts it in the request's log line and audit record.
+func MiddlewareReporting(v Verifier, realm string, params func(*http.Request) string,
+	refused func(http.ResponseWriter, *http.Request, Failure)) func(http.Handler) http.Handler {
 	if v == nil {
 		panic("auth.Middleware: nil Verifier")
 	}
@@ -45,7 +50,11 @@ func Middleware(v Verifier, realm string, params func(*http.Request) string) fun
 						challenge += ", " + extra
 					}
 				}
-				unauthorized(w, challenge, err)
+				f := FailureOf(err)
+				if refused != nil {
+					refused(w, r, f)
+				}
+				unauthorized(w, challenge, f)
 				return
 			}
 			ctx := WithPrincipal(r.Context(), p)
@@ -65,17 +74,15 @@ func Middleware(v Verifier, realm string, params func(*http.Request) string) fun
 	}
 }
 
-// unauthorized writes the 401 answer for err (nil or wrapping ErrNoToken:
-// a bare challenge; otherwise error="invalid_token" with a short, generic
-// description).
-func unauthorized(w http.ResponseWriter, challenge string, err error) {
-	msg := "Unauthorized: bearer token required"
-	if err != nil && !errors.Is(err, ErrNoToken) {
-		desc := "The access token is invalid"
-		if errors.Is(err, jwt.ErrTokenExpired) {
-			desc = "The access token expired"
-		}
-		challenge += `, error="invalid_token", error_description="` + desc + `"`
+// unauthorized writes the 401 answer for f: for no token a bare
+// challenge (RFC 6750 §3.1: no error code when the request had no
+// credentials); otherwise error="invalid_token" with the class and its
+// fixed description, which names nothing of the token or the config.
+func unauthorized(w http.ResponseWriter, challenge string, f Failure) {
+	msg := "Unauthorized: " + describe[ClassNoToken]
+	if f.Class != ClassNoToken {
+		desc := f.Description()
+		challenge += `, error="invalid_token", error_description="` + quoteEscape(desc) + `"`
 		msg = "Unauthorized: " + desc
 	}
 	h := w.Header()

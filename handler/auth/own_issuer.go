@@ -2,7 +2,6 @@ package auth
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -32,6 +31,7 @@ var ownAlgorithms = []string{"ES256"}
 
 func newOwnJWT(o *OwnIssuer) *jwtVerifier {
 	return &jwtVerifier{
+		issuer: o.Issuer, algs: ownAlgorithms, leeway: 5 * time.Second,
 		parser: jwt.NewParser(jwt.WithValidMethods(ownAlgorithms), jwt.WithIssuer(o.Issuer), jwt.WithExpirationRequired(),
 			jwt.WithIssuedAt(), jwt.WithLeeway(5*time.Second)),
 		aud: audienceRule{resourceOnly: true}, audClaim: "aud", own: o,
@@ -43,11 +43,14 @@ func (v *jwtVerifier) ownKey(ctx context.Context) jwt.Keyfunc {
 	return func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
 		if kid == "" {
-			return nil, errors.New("no kid")
+			return nil, errUnknownKid
 		}
 		k, err := v.own.Key(ctx, kid)
-		if err != nil || !keyFits(t.Method, k) {
-			return nil, errors.New("no key for the token's kid")
+		if err != nil {
+			return nil, errUnknownKid
+		}
+		if !keyFits(t.Method, k) {
+			return nil, errAlgorithm
 		}
 		return k, nil
 	}
