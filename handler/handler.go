@@ -196,8 +196,8 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 // before authentication, so unknown paths cost nothing.
 func (s *server) requireVHost(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.opts.Router.HasVHost(r.PathValue("vhost")) {
-			writeHTTPError(w, http.StatusNotFound, codeInvalidRequest, "unknown virtual host")
+		if vhost := r.PathValue("vhost"); !s.opts.Router.HasVHost(vhost) {
+			s.refuseUnknownVHost(w, vhost)
 			return
 		}
 		next.ServeHTTP(w, r)

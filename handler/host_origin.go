@@ -26,11 +26,13 @@ func checkHostOrigin(hosts, origins []string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if len(allowedHost) > 0 && !hostAllowed(allowedHost, r.Host) {
+				noteOf(w).setDetail("allowed_hosts: " + listed(hosts))
 				writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, hostRefusal(r.Host))
 				return
 			}
 			if o := r.Header.Get("Origin"); o != "" && !allowedOrigin[strings.ToLower(o)] && !sameOrigin(o, requestScheme(r), r.Host) {
-				writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, "origin not allowed")
+				noteOf(w).setDetail("allowed_origins: " + listed(origins))
+				writeHTTPError(w, http.StatusForbidden, codeInvalidRequest, originRefusal(o))
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -1,6 +1,7 @@
 package handler_test
 
 import (
+	"log/slog"
 	"path/filepath"
 
 	"bytes"
@@ -94,6 +95,8 @@ type gwOptions struct {
 	rateLimitBatch int64 // the limit's batch (router.RateLimit.Batch)
 	// audit writes the audit trail to a file of the test's.
 	audit bool
+	// log is the handler's logger (default slog.Default()).
+	log *slog.Logger
 }
 
 func startGateway(t testing.TB, o gwOptions) *gw {
@@ -174,7 +177,7 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 	}
 	h := handler.New(handler.Options{Router: in.Router, Audit: aud, Sessions: in.Sessions, Parks: in.Parks, Auth: v, MaxBodyBytes: o.maxBody,
 		AllowedOrigins: o.origins, AllowedHosts: o.hosts, KeepAlive: o.keepAlive, ResourceMetadata: o.prm, Metrics: o.metrics,
-		ReadTimeout: o.readTimeout, ResponseBudget: o.budget, Status: o.status})
+		ReadTimeout: o.readTimeout, ResponseBudget: o.budget, Status: o.status, Logger: o.log})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	client := http.DefaultClient

@@ -77,6 +77,9 @@ func logRequests(log *slog.Logger, aud *Audit, routeOf func(vhost, method, id st
 			if n.session != "" {
 				attrs = append(attrs, slog.String("session_hash", sessionHash(n.session)))
 			}
+			if n.detail != "" {
+				attrs = append(attrs, slog.String("detail", n.detail))
+			}
 			if f := n.authFailure; f.Class != "" {
 				attrs = append(attrs, slog.String("auth_reason", f.Class), slog.String("auth_detail", f.Detail))
 			}
@@ -113,6 +116,9 @@ type requestNote struct {
 	// 401): its class goes in the log line and the audit record, its
 	// detail in the log line only.
 	authFailure auth.Failure
+	// detail says more about a refusal for the operator (what the config
+	// holds); "" for none.
+	detail string
 
 	// challenge is the auth-params naming the vhost's metadata, for a
 	// 403 insufficient_scope challenge (refusal.go); "" when none is
@@ -156,6 +162,12 @@ func (n *requestNote) setRequest(method string, params json.RawMessage) {
 func noteAuthFailure(w http.ResponseWriter, _ *http.Request, f auth.Failure) {
 	if n := noteOf(w); n != nil {
 		n.authFailure = f
+	}
+}
+
+func (n *requestNote) setDetail(d string) {
+	if n != nil {
+		n.detail = d
 	}
 }
 

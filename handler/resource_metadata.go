@@ -44,7 +44,7 @@ func (s *server) serveResourceMetadata(w http.ResponseWriter, r *http.Request) {
 	resource := baseURL(rm, r)
 	if vhost := r.PathValue("vhost"); vhost != "" {
 		if !s.opts.Router.HasVHost(vhost) {
-			writeHTTPError(w, http.StatusNotFound, codeInvalidRequest, "unknown virtual host")
+			s.refuseUnknownVHost(w, vhost)
 			return
 		}
 		resource += "/servers/" + vhost + "/mcp"

@@ -18,24 +18,27 @@ func (s *server) loadSession(w http.ResponseWriter, r *http.Request, principal a
 	id := r.Header.Get(headerSessionID)
 	noteOf(w).setSession(id)
 	if id == "" {
-		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "missing Mcp-Session-Id header")
+		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, missingSession)
 		return nil, false
 	}
 	if len(id) > 256 {
-		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "session not found")
+		s.refuseUnknownSession(w, "session id longer than 256 bytes")
 		return nil, false
 	}
 	sess, err := s.opts.Sessions.Load(r.Context(), store.SessionID(id))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "session not found")
+		s.refuseUnknownSession(w, "no such session in the store (expired, deleted, or another store)")
 		return nil, false
 	case err != nil:
 		s.log.Error("session lookup failed", "error", err)
 		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, wire.MsgStoreUnavailable)
 		return nil, false
-	case sess.Principal != string(principal) || sess.VHost != r.PathValue("vhost"):
-		writeHTTPError(w, http.StatusNotFound, codeSessionNotFound, "session not found")
+	case sess.Principal != string(principal):
+		s.refuseUnknownSession(w, "the session belongs to another principal")
+		return nil, false
+	case sess.VHost != r.PathValue("vhost"):
+		s.refuseUnknownSession(w, "the session belongs to virtual host "+wire.Quote(sess.VHost))
 		return nil, false
 	}
 	return sess, true

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -249,6 +250,12 @@ func (r *Router) onBus(m store.BusMessage) {
 func (r *Router) HasVHost(name string) bool {
 	_, ok := r.table.Load().vhosts[name]
 	return ok
+}
+
+// VHostNames lists the configured virtual hosts, sorted: what a refusal
+// of an unknown one tells the operator.
+func (r *Router) VHostNames() []string {
+	return slices.Sorted(maps.Keys(r.table.Load().vhosts))
 }
 
 // AccessScopes lists the scopes virtual host name's access rules ask for
