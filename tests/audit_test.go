@@ -94,8 +94,8 @@ func TestAudit_OneLinePerRoutedRequestAndRefusalOnTwoInstances(t *testing.T) {
 			t.Fatalf("token %q: %d", token, r.Status)
 		}
 	}
-	wants = append(wants, want{"", "", audit.OutcomeUnauthenticated, "", "no bearer token", -32010},
-		want{"", "", audit.OutcomeUnauthenticated, "", "token invalid", -32010})
+	wants = append(wants, want{"", "", audit.OutcomeUnauthenticated, "", "no_token", -32010},
+		want{"", "", audit.OutcomeUnauthenticated, "", "malformed", -32010})
 	proxied := &testsupport.Client{T: t, Token: c.token("alice-proxied")}
 	body, _ := json.Marshal(testsupport.ModernMessage(1, "tools/call", map[string]any{"name": "gateway-one-echo", "arguments": map[string]any{"text": "p"}}, nil))
 	h := testsupport.ModernHeaders("tools/call", map[string]any{"name": "gateway-one-echo"})

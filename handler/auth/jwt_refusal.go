@@ -42,7 +42,7 @@ func (v *jwtVerifier) refused(ctx context.Context, err error, tok *jwt.Token, cl
 	te := &tokenError{cause: err}
 	switch classOf(err) {
 	case ClassUnavailable:
-		te.detail = fmt.Sprintf("no signing key of issuer %s is held: its JWK Set has not been fetched (see the warnings naming the issuer; is %s reachable?)",
+		te.detail = fmt.Sprintf("no signing key of issuer %s is held: its JWK Set (%s) has not been fetched; see the warnings naming the issuer",
 			wire.Quote(v.issuer), v.keysSource())
 	case ClassUnknownKid:
 		te.detail = fmt.Sprintf("token kid %s is not in the JWK Set of issuer %s (%s): the token was signed by another key set (another provider or environment, or a jwks_url that is not the issuer's)",
