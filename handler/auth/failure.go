@@ -152,6 +152,9 @@ func refusal(cause error, format string, args ...any) *tokenError {
 // issuerDetail compares a token's iss with the trusted issuers, and says
 // so when they differ only by a trailing slash, the usual slip.
 func issuerDetail(got string, want []string) string {
+	if got == "" {
+		return fmt.Sprintf("token has no iss claim (want %s)", quoteList(want, 5))
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "token iss %s is not a trusted issuer (want %s)", wire.Quote(got), quoteList(want, 5))
 	for _, w := range want {

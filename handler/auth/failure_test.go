@@ -59,6 +59,7 @@ func TestFailure_DetailNamesWhatDiffers(t *testing.T) {
 		{"audience", rs("aud", []any{"other-api", "x"}), ClassAudience, []string{`["other-api", "x"]`, `["mcpgateway-api"]`}},
 		{"no audience", rs("aud", nil), ClassAudience, []string{"(absent)"}},
 		{"issuer", rs("iss", "https://evil.example"), ClassIssuer, []string{`"https://evil.example"`, `["mcpgateway"]`}},
+		{"no issuer", rs("iss", nil), ClassIssuer, []string{`token has no iss claim (want ["mcpgateway"])`}},
 		{"issuer slash", rs("iss", issuer+"/"), ClassIssuer, []string{`"mcpgateway/"`, "differ only by a trailing slash"}},
 		{"expired", rs("exp", exp.Unix()), ClassExpired, []string{"expired at " + exp.UTC().Format(time.RFC3339), "leeway 30s"}},
 		{"nbf", rs("nbf", nbf.Unix()), ClassNotYetValid, []string{"not valid before " + nbf.UTC().Format(time.RFC3339)}},
