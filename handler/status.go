@@ -28,6 +28,25 @@ type statusDoc struct {
 type statusVHost struct {
 	Name     string          `json:"name"`
 	Backends []statusBackend `json:"backends"`
+	// Patterns is the latest check of the vhost's access and rate limit
+	// patterns; absent before the first.
+	Patterns *statusPatterns `json:"patterns,omitempty"`
+}
+
+// statusPatterns: which configured patterns match nothing the vhost's
+// backends publish. Complete is false while a backend could not be
+// listed (Unchecked says which and why): nothing is reported then.
+type statusPatterns struct {
+	CheckedAt statusTime        `json:"checked_at"`
+	Complete  bool              `json:"complete"`
+	Unchecked []string          `json:"unchecked_backends,omitempty"`
+	Unmatched []statusUnmatched `json:"unmatched"`
+}
+
+type statusUnmatched struct {
+	Field   string `json:"field"`
+	Kind    string `json:"kind"`
+	Pattern string `json:"pattern"`
 }
 
 type statusBackend struct {
@@ -123,9 +142,24 @@ func newStatusDoc(st router.Status, now time.Time) statusDoc {
 			}
 			sv.Backends = append(sv.Backends, sb)
 		}
+		sv.Patterns = newStatusPatterns(vh.Name, vh.Patterns, now)
 		doc.VHosts = append(doc.VHosts, sv)
 	}
 	return doc
+}
+
+// newStatusPatterns is a vhost's pattern check as /status shows it; nil
+// before the first.
+func newStatusPatterns(vhost string, vc *router.VHostCheck, now time.Time) *statusPatterns {
+	if vc == nil {
+		return nil
+	}
+	sp := &statusPatterns{CheckedAt: *at(vc.At, now), Complete: vc.Complete, Unchecked: vc.UncheckedBackends(),
+		Unmatched: make([]statusUnmatched, 0, len(vc.Unmatched))}
+	for _, u := range vc.Unmatched {
+		sp.Unmatched = append(sp.Unmatched, statusUnmatched{Field: router.PatternField(vhost, u), Kind: u.Kind, Pattern: u.Pattern})
+	}
+	return sp
 }
 
 // at is t with its age at now, nil for the zero time (never).
@@ -195,5 +229,9 @@ small{color:#666}
 <td>{{with .LastFailure}}{{age .}}{{if .Op}} <small>{{.Op}}</small>{{end}}<br>{{.Code}} {{.Message}}{{else}}none{{end}}</td>
 <td>{{with .ListCache}}{{.Pages}} pages, {{.Hits}} hits / {{.Misses}} misses<br><small>ttl {{.TTLSeconds}}s, dropped {{age .LastDropped}}</small>{{else}}<small>off</small>{{end}}</td></tr>
 {{end}}</table>
+{{with .Patterns}}{{if .Unmatched}}<p class="failing">Patterns that match nothing this virtual host publishes:</p><ul>
+{{range .Unmatched}}<li><code>{{.Field}}</code> ({{.Kind}}): <code>{{.Pattern}}</code></li>
+{{end}}</ul>{{else if .Complete}}<p><small>Every access and rate limit pattern matches something.</small></p>
+{{else}}<p><small>Patterns not checked yet: {{range .Unchecked}}{{.}}; {{end}}</small></p>{{end}}{{end}}
 {{end}}</body></html>
 `

@@ -571,5 +571,6 @@ func (r *Router) dropListCache(vhostName, key string) {
 			h.cacheDropped.Store(time.Now().UnixNano())
 		}
 		v.schemas.invalidate(key)
+		v.recheckPatterns()
 	}
 }

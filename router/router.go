@@ -130,6 +130,8 @@ type Router struct {
 	endListens  func()
 
 	tracer trace.Tracer // nil: tracing is off
+
+	patterns patternWatch // pattern_watch.go
 }
 
 // New compiles the virtual hosts into a routing table. It does no I/O:
@@ -172,6 +174,7 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 		taskKeys:    sealed.NewKey(opts.Store, taskKeyName, sealed.DerivedSecret(opts.CursorSecret, taskKeyName)),
 		listensDone: make(chan struct{})}
 	r.endListens = sync.OnceFunc(func() { close(r.listensDone) })
+	r.patterns.ctx, r.patterns.cancel = context.WithCancel(context.Background())
 	if opts.TracerProvider != nil {
 		r.tracer = opts.TracerProvider.Tracer(tracerName)
 	}
@@ -226,6 +229,7 @@ func (r *Router) Close() {
 	if stop != nil {
 		stop()
 	}
+	r.patterns.cancel()
 	r.cleanup.Wait()
 	r.table.Load().close()
 }

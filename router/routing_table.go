@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mcpgw/gateway/internal/wire"
 
@@ -48,6 +49,10 @@ type vhost struct {
 	health map[string]*backendHealth
 	// card is the vhost's Server Card settings (cards.go).
 	card *servercard.Config
+	// patterns is the latest check of the vhost's patterns, nil before
+	// the first (pattern_watch.go); recheck asks its watcher for another.
+	patterns atomic.Pointer[VHostCheck]
+	recheck  chan struct{}
 }
 
 // single reports whether identifiers pass through unchanged.
@@ -56,6 +61,9 @@ func (v *vhost) single() bool { return len(v.keys) == 1 }
 // routingTable is the immutable set of virtual hosts the router serves.
 type routingTable struct {
 	vhosts map[string]*vhost
+	// retired is closed when a reload replaces the table: its pattern
+	// watchers stop (pattern_watch.go).
+	retired chan struct{}
 }
 
 func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
@@ -67,7 +75,7 @@ func newRoutingTable(vhosts map[string]*VirtualHost) *routingTable {
 // perhaps in use) survives a reload; every other backend gets a new
 // client. opts go to each new client.
 func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts ...upstream.Option) *routingTable {
-	t := &routingTable{vhosts: map[string]*vhost{}}
+	t := &routingTable{vhosts: map[string]*vhost{}, retired: make(chan struct{})}
 	for name, vh := range vhosts {
 		v := &vhost{
 			name:     name,
@@ -85,6 +93,7 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 			allowance:  policy.NewAllowance(vh.RateLimits),
 			schemas:    newToolSchemas(),
 			search:     newToolSearch(vh.ToolSearch),
+			recheck:    make(chan struct{}, 1),
 		}
 		for key, b := range vh.Backends {
 			v.keys = append(v.keys, key)
@@ -196,6 +205,8 @@ func (r *Router) Reload(vhosts map[string]*VirtualHost) []string {
 	// In the background: a stdio backend's pool waits for the requests
 	// still using its processes (Router.Close waits for it).
 	r.cleanup.Go(func() { prev.closeExcept(next) })
+	close(prev.retired)
+	r.watchTable(next)
 	return names
 }
 

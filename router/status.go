@@ -120,6 +120,10 @@ type Status struct {
 type VHostStatus struct {
 	Name     string
 	Backends []BackendStatus
+	// Patterns is the latest check of the vhost's access and rate limit
+	// patterns (pattern_watch.go); nil before the first, or when the
+	// process does not watch them.
+	Patterns *VHostCheck
 }
 
 // BackendStatus is what this instance knows of one backend.
@@ -174,7 +178,7 @@ func (r *Router) Status() Status {
 	out := Status{VHosts: make([]VHostStatus, 0, len(names))}
 	for _, name := range names {
 		v := t.vhosts[name]
-		vs := VHostStatus{Name: name, Backends: make([]BackendStatus, 0, len(v.keys))}
+		vs := VHostStatus{Name: name, Backends: make([]BackendStatus, 0, len(v.keys)), Patterns: v.patterns.Load()}
 		for _, key := range v.keys {
 			vs.Backends = append(vs.Backends, v.backendStatus(key))
 		}

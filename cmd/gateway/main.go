@@ -119,6 +119,9 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 		log.Warn("the store's bus did not confirm the subscription yet; it keeps trying", "error", err)
 	}
 	cancelStart()
+	// Patterns that match nothing are warned of once the backends list
+	// (router/pattern_watch.go), and again after each reload.
+	a.Router.WatchPatterns()
 	// Goroutines of this function end before the app closes.
 	var wg sync.WaitGroup
 	runCtx, cancelRun := context.WithCancel(ctx)
