@@ -7,15 +7,17 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/config"
 	"github.com/mcpgw/gateway/store/redisconn"
 )
 
-// runCheck is `gateway check --config FILE [--redis-url URL] [--lambda]`:
-// the validation start-up does, with the same messages, and nothing else:
-// no listener, no store connection. With --lambda it also refuses what the
+// runCheck is `gateway check --config FILE [--redis-url URL] [--lambda]
+// [--probe [--probe-timeout D]]`: the validation start-up does, with the
+// same messages, and nothing else: no listener, no store connection.
+// --probe then connects (probe.go). With --lambda it also refuses what the
 // Lambda function's init refuses (stdio backends), so a config meant for
 // `sam deploy` is checked before it is bundled. A valid config prints a
 // summary to stdout; an invalid one returns the error (printed by main,
@@ -26,17 +28,19 @@ func runCheck(args []string, stdout io.Writer) error {
 	path := fs.String("config", os.Getenv("MCPGW_CONFIG"), "config file `path` (env MCPGW_CONFIG)")
 	redisURL := fs.String("redis-url", os.Getenv("MCPGW_REDIS_URL"), "Redis `URL` to check the form of; not connected to (env MCPGW_REDIS_URL)")
 	lambda := fs.Bool("lambda", false, "also refuse what cannot work on AWS Lambda (stdio backends), as the function's init does")
+	doProbe := fs.Bool("probe", false, "also connect: list every backend's tools, fetch every issuer's discovery and JWKS, ping the Redis URL, match every access and rate limit pattern")
+	probeTimeout := fs.Duration("probe-timeout", 10*time.Second, "bound on each probe (with --probe)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, "Usage: gateway check --config FILE [--redis-url URL] [--lambda]\n\nValidates FILE (and the Redis URL's form) as start-up does, then exits: 0 valid, 1 not.\nNo listener is opened and no store is contacted. --lambda checks FILE for the AWS Lambda\nfunction (cmd/lambda) as its init does.\n\n")
+			fmt.Fprint(stdout, checkUsage)
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 			return nil
 		}
-		return fmt.Errorf("check: %v (valid flags: --config, --redis-url, --lambda)", err)
+		return fmt.Errorf("check: %v (valid flags: %s)", err, checkFlags)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("check: unexpected argument %q (valid flags: --config, --redis-url, --lambda)", fs.Arg(0))
+		return fmt.Errorf("check: unexpected argument %q (valid flags: %s)", fs.Arg(0), checkFlags)
 	}
 	if *path == "" {
 		return fmt.Errorf("check: --config (or MCPGW_CONFIG) is required")
@@ -57,8 +61,30 @@ func runCheck(args []string, stdout io.Writer) error {
 		backends += len(vh.Backends)
 	}
 	fmt.Fprintf(stdout, "%s: ok: %d virtual host(s), %d backend(s), auth %s%s\n", cfg.Source, len(cfg.VirtualHosts), backends, cfg.Auth.Mode, target)
-	return nil
+	if !*doProbe {
+		return nil
+	}
+	if *probeTimeout <= 0 {
+		return fmt.Errorf("check: --probe-timeout must be positive, not %v", *probeTimeout)
+	}
+	return probe(cfg, *redisURL, *probeTimeout, stdout)
 }
+
+const checkFlags = "--config, --redis-url, --lambda, --probe, --probe-timeout"
+
+const checkUsage = `Usage: gateway check --config FILE [--redis-url URL] [--lambda] [--probe [--probe-timeout 10s]]
+
+Validates FILE (and the Redis URL's form) as start-up does, then exits: 0 valid, 1 not.
+No listener is opened and no store is contacted. --lambda checks FILE for the AWS Lambda
+function (cmd/lambda) as its init does.
+
+--probe also connects, printing one line per thing checked ("ok" or "FAIL"): each backend
+is reached and its lists walked (stdio backends are started, then stopped), each issuer's
+discovery document and JWKS are fetched (the document's issuer must equal the configured
+one byte for byte), the Redis URL is pinged, and every access and rate limit pattern must
+match something the backends publish. Exit status 1 on any FAIL.
+
+`
 
 // validate is every check start-up makes before it opens anything: the
 // config file (policy included), the auth keys it names, and the form of

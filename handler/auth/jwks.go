@@ -161,14 +161,25 @@ func (k *remoteKeys) fetch(ctx context.Context) error {
 		k.jwksURL, u = d, d
 		k.mu.Unlock()
 	}
-	var set jwkset.JWKSMarshal
-	if err := getJSON(ctx, k.hc, u, &set); err != nil {
+	keys, err := fetchKeySet(ctx, k.hc, u)
+	if err != nil {
 		if k.discover { // the provider may have moved its keys: ask again next time
 			k.mu.Lock()
 			k.jwksURL = ""
 			k.mu.Unlock()
 		}
 		return err
+	}
+	return k.store.KeyReplaceAll(ctx, keys)
+}
+
+// fetchKeySet GETs a JWK Set and keeps its usable signing keys: never a
+// symmetric one, nor an RSA key under 2048 bits; an error when none is
+// left.
+func fetchKeySet(ctx context.Context, hc *http.Client, u string) ([]jwkset.JWK, error) {
+	var set jwkset.JWKSMarshal
+	if err := getJSON(ctx, hc, u, &set); err != nil {
+		return nil, err
 	}
 	keys := make([]jwkset.JWK, 0, len(set.Keys))
 	for _, m := range set.Keys {
@@ -185,9 +196,9 @@ func (k *remoteKeys) fetch(ctx context.Context) error {
 		keys = append(keys, jwk)
 	}
 	if len(keys) == 0 {
-		return fmt.Errorf("%s holds no usable signing key", u)
+		return nil, fmt.Errorf("%s holds no usable signing key", u)
 	}
-	return k.store.KeyReplaceAll(ctx, keys)
+	return keys, nil
 }
 
 // refetch asks for a fetch (unless one ran less than minRefetch ago) and
