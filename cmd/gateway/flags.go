@@ -44,7 +44,7 @@ func parseFlags(args []string) (*options, error) {
 		return nil, flagError(fs, err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (commands: check; flags: %s)", fs.Arg(0), flagNames(fs))
+		return nil, fmt.Errorf("unexpected argument %q (commands: check, token; flags: %s)", fs.Arg(0), flagNames(fs))
 	}
 	if o.version {
 		return o, nil
@@ -90,6 +90,8 @@ Usage:
   gateway --config FILE [flags]     serve the virtual hosts of FILE
   gateway --demo [flags]            serve two built-in demo backends (no config, no auth)
   gateway check --config FILE       validate FILE as start-up would, then exit: 0 valid, 1 not
+  gateway check --probe --config FILE   also connect: backends, issuers, Redis, patterns
+  gateway token keygen|mint|serve-jwks  test keys and tokens to try JWKS auth locally
   gateway --version                 print version, commit and Go version
 
 Examples:

@@ -2,7 +2,8 @@
 //
 //	gateway --config gateway.yaml [--listen :8080] [--redis-url redis://host:6379]
 //	gateway --demo
-//	gateway check --config gateway.yaml
+//	gateway check --config gateway.yaml [--probe]
+//	gateway token keygen|mint|serve-jwks   (test tokens; docs/guide/try-jwks-auth.md)
 //	gateway --version
 //
 // Flags override environment variables (MCPGW_CONFIG, MCPGW_LISTEN,
@@ -56,6 +57,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 	if len(args) > 0 && args[0] == "check" {
 		return runCheck(args[1:], stdout)
+	}
+	if len(args) > 0 && args[0] == "token" {
+		return runToken(args[1:], stdout) // reads no config and no environment
 	}
 	o, err := parseFlags(args)
 	switch {
