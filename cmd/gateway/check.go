@@ -78,7 +78,8 @@ Validates FILE (and the Redis URL's form) as start-up does, then exits: 0 valid,
 No listener is opened and no store is contacted. --lambda checks FILE for the AWS Lambda
 function (cmd/lambda) as its init does.
 
---probe also connects, printing one line per thing checked ("ok" or "FAIL"): each backend
+--probe also connects, printing one line per thing checked ("ok", "FAIL", or "skip" when
+a FAIL above stopped it): each backend
 is reached and its lists walked (stdio backends are started, then stopped), each issuer's
 discovery document and JWKS are fetched (the document's issuer must equal the configured
 one byte for byte), the Redis URL is pinged, and every access and rate limit pattern must

@@ -99,6 +99,8 @@ Examples:
   gateway --config gateway.yaml --redis-url redis://localhost:6379/0
   gateway --config gateway.yaml --log-level debug --log-format json
   gateway check --config gateway.yaml
+  gateway check --probe --config gateway.yaml --redis-url redis://localhost:6379/0
+  gateway token keygen && gateway token serve-jwks     (then, elsewhere: gateway token mint)
 
 Flags (each also set by the environment variable named):
 `)
