@@ -121,10 +121,13 @@ func probePatterns(cfg *config.Config, vc router.VHostCheck, rep *probeReport) {
 
 // timeoutSays makes a failure that the probe's deadline caused say so.
 func timeoutSays(msg string, ctx context.Context, timeout time.Duration) string {
-	if ctx.Err() != nil && !strings.Contains(msg, "--probe-timeout") {
-		return fmt.Sprintf("%s (the probe timed out after %v: --probe-timeout)", msg, timeout)
+	if ctx.Err() == nil {
+		return msg
 	}
-	return msg
+	if msg == context.DeadlineExceeded.Error() {
+		return fmt.Sprintf("no answer within %v (--probe-timeout)", timeout)
+	}
+	return fmt.Sprintf("%s (the probe timed out after %v: --probe-timeout)", msg, timeout)
 }
 
 func probeIssuer(s *config.JWTSettings, timeout time.Duration, rep *probeReport) {
