@@ -57,6 +57,13 @@ func (r *Router) watchTable(t *routingTable) {
 	if !on {
 		return
 	}
+	r.patterns.mu.Lock()
+	for name := range r.patterns.logged { // a vhost no longer watched starts afresh
+		if v, ok := t.vhosts[name]; !ok || (v.access == nil && v.limits == nil) {
+			delete(r.patterns.logged, name)
+		}
+	}
+	r.patterns.mu.Unlock()
 	for _, v := range t.vhosts {
 		if v.access != nil || v.limits != nil {
 			r.watchVHost(t, v)

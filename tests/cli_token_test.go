@@ -83,4 +83,10 @@ func TestToken_ServeJWKSRefusesNonLoopback(t *testing.T) {
 	if _, stderr, code := runBinary(t, bin, nil, "token", "keygen", "--out", dir); code != 1 || !strings.Contains(stderr, "not replaced") {
 		t.Errorf("keygen over a key: exit %d, %q", code, stderr)
 	}
+	if stdout, _, code := runBinary(t, bin, nil, "token", "--help"); code != 0 || !strings.Contains(stdout, "gateway token serve-jwks") {
+		t.Errorf("token --help: exit %d, %q", code, stdout)
+	}
+	if _, stderr, code := runBinary(t, bin, nil, "token", "sign"); code != 1 || !strings.Contains(stderr, "subcommands: keygen, mint, serve-jwks") {
+		t.Errorf("token sign: exit %d, %q", code, stderr)
+	}
 }
