@@ -97,6 +97,8 @@ type gwOptions struct {
 	audit bool
 	// log is the handler's logger (default slog.Default()).
 	log *slog.Logger
+	// watchPatterns starts the router's pattern watch (Router.WatchPatterns).
+	watchPatterns bool
 }
 
 func startGateway(t testing.TB, o gwOptions) *gw {
@@ -156,6 +158,9 @@ func startGateway(t testing.TB, o gwOptions) *gw {
 		opts.Observer = o.metrics
 	}
 	in := routertest.StartInstance(t, st, vhosts, routertest.Options{Router: opts}, nil)
+	if o.watchPatterns {
+		in.Router.WatchPatterns()
+	}
 	v, err := auth.New(config.Auth{Mode: config.ModeJWT, JWT: &config.JWTSettings{
 		Issuer: "mcpgateway", Audience: "mcpgateway-api", HMACSecret: jwtSecret,
 		Algorithms: []string{"HS256"}, Leeway: time.Second,

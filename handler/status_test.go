@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpgw/gateway/internal/testsupport"
 )
 
 // statusJSON mirrors GET /status's document, as an operator's script
@@ -184,6 +186,26 @@ func TestStatus_OnlyWhereEnabled(t *testing.T) {
 	for _, path := range []string{"/servers/demo/status", "/status/x"} {
 		if r := on.do(req{method: http.MethodGet, path: path, sub: "-"}); r.status == http.StatusOK {
 			t.Errorf("GET %s: %d", path, r.status)
+		}
+	}
+}
+
+// A vhost's pattern check shows in both views: the policy's deny
+// "*delete*" matches no tool of the demo backends.
+func TestStatus_ShowsPatternsThatMatchNothing(t *testing.T) {
+	g := startGateway(t, gwOptions{status: true, policy: true, watchPatterns: true})
+	var body string
+	ok := testsupport.Eventually(t, 20*time.Second, func() bool {
+		body = g.do(req{method: http.MethodGet, path: "/status", sub: "-", headers: map[string]string{"Content-Type": ""}}).body
+		return strings.Contains(body, `"complete": true`)
+	})
+	if !ok || !strings.Contains(body, `"field": "virtual_hosts.demo.access[1].deny[0]"`) || !strings.Contains(body, `"pattern": "*delete*"`) {
+		t.Fatalf("/status JSON:\n%s", body)
+	}
+	html := g.do(req{method: http.MethodGet, path: "/status", sub: "-", headers: map[string]string{"Accept": "text/html", "Content-Type": ""}}).body
+	for _, want := range []string{"Patterns that match nothing", "<code>virtual_hosts.demo.access[1].deny[0]</code> (deny): <code>*delete*</code>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML page lacks %q:\n%s", want, html)
 		}
 	}
 }
