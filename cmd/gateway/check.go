@@ -26,7 +26,7 @@ func runCheck(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("gateway check", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	path := fs.String("config", os.Getenv("MCPGW_CONFIG"), "config file `path` (env MCPGW_CONFIG)")
-	redisURL := fs.String("redis-url", os.Getenv("MCPGW_REDIS_URL"), "Redis `URL` to check the form of; not connected to (env MCPGW_REDIS_URL)")
+	redisURL := fs.String("redis-url", os.Getenv("MCPGW_REDIS_URL"), "Redis `URL` to check the form of; pinged only with --probe (env MCPGW_REDIS_URL)")
 	lambda := fs.Bool("lambda", false, "also refuse what cannot work on AWS Lambda (stdio backends), as the function's init does")
 	doProbe := fs.Bool("probe", false, "also connect: list every backend's tools, fetch every issuer's discovery and JWKS, ping the Redis URL, match every access and rate limit pattern")
 	probeTimeout := fs.Duration("probe-timeout", 10*time.Second, "bound on each probe (with --probe)")
