@@ -81,12 +81,14 @@ func startPrism(t *testing.T, spec string) string {
 	return fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
-// startJSONServer serves a json-server data file and returns its base URL.
-func startJSONServer(t *testing.T, db string) string {
+// startJSONServer serves a json-server data file and returns its base URL;
+// extra are more of json-server's options (--delay ms: a slow API).
+func startJSONServer(t *testing.T, db string, extra ...string) string {
 	t.Helper()
 	_, dir := interopNode(t, "json-server")
 	port := testsupport.FreePort(t)
-	startNodeServer(t, "Home", filepath.Join(dir, "lib", "cli", "bin.js"), db, "--host", "127.0.0.1", "--port", fmt.Sprint(port))
+	args := append([]string{filepath.Join(dir, "lib", "cli", "bin.js"), db, "--host", "127.0.0.1", "--port", fmt.Sprint(port)}, extra...)
+	startNodeServer(t, "Home", args...)
 	return fmt.Sprintf("http://127.0.0.1:%d", port)
 }
 
@@ -98,10 +100,13 @@ type recorded struct {
 }
 
 // recorder is a reverse proxy that keeps what passes through it.
+// Aborted gets the path of each request whose caller went away before
+// the API answered (buffered; a full channel drops it).
 type recorder struct {
-	URL string
-	mu  sync.Mutex
-	got []recorded
+	URL     string
+	Aborted chan string
+	mu      sync.Mutex
+	got     []recorded
 }
 
 func startRecorder(t *testing.T, target string) *recorder {
@@ -110,7 +115,7 @@ func startRecorder(t *testing.T, target string) *recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{}
+	rec := &recorder{Aborted: make(chan string, 16)}
 	proxy := httputil.NewSingleHostReverseProxy(u)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -119,6 +124,12 @@ func startRecorder(t *testing.T, target string) *recorder {
 		rec.got = append(rec.got, recorded{r.Method, r.URL.EscapedPath(), r.URL.RawQuery, r.Header.Clone(), string(body)})
 		rec.mu.Unlock()
 		proxy.ServeHTTP(w, r)
+		if r.Context().Err() != nil {
+			select {
+			case rec.Aborted <- r.URL.Path:
+			default:
+			}
+		}
 	}))
 	t.Cleanup(srv.Close)
 	rec.URL = srv.URL

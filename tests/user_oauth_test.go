@@ -118,6 +118,12 @@ func startUserOAuth(t *testing.T) *uoRig { return startUserOAuthWith(t, "") }
 // startUserOAuthWith is startUserOAuth with block (YAML indented for the
 // vhost, such as a tool_search block) on the demo vhost.
 func startUserOAuthWith(t *testing.T, block string) *uoRig {
+	return startUserOAuthPlus(t, block, nil)
+}
+
+// startUserOAuthPlus is startUserOAuthWith with more vhosts: more returns
+// their YAML (indented under virtual_hosts), given the rig's Hydras.
+func startUserOAuthPlus(t *testing.T, block string, more func(*uoRig) string) *uoRig {
 	t.Helper()
 	r := &uoRig{t: t}
 	r.idp = hydra.Start(t, hydra.Options{})
@@ -150,6 +156,9 @@ virtual_hosts:
             token_endpoint_auth: client_secret_post
             scopes: [offline_access, repo]
 `, rr.URL, r.idp.Issuer, block, r.backend.URL, r.third.Issuer)
+	if more != nil {
+		cfg += more(r)
+	}
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -204,14 +213,23 @@ var urlCaps = map[string]any{"elicitation": map[string]any{"url": map[string]any
 // when the call went through.
 func (r *uoRig) modernCall(token string, extra map[string]any) (link, state string, res map[string]any) {
 	r.t.Helper()
-	c := &testsupport.Client{T: r.t, Token: token}
-	params := map[string]any{"name": "whoami", "arguments": map[string]any{}}
+	return r.modernCallTool("demo", "whoami", nil, token, extra)
+}
+
+// modernCallTool is modernCall of any tool with args on vhost.
+func (r *uoRig) modernCallTool(vhost, tool string, args map[string]any, token string, extra map[string]any) (link, state string, res map[string]any) {
+	r.t.Helper()
+	c := &testsupport.Client{T: r.t, Token: token, VHost: vhost}
+	if args == nil {
+		args = map[string]any{}
+	}
+	params := map[string]any{"name": tool, "arguments": args}
 	for k, v := range extra {
 		params[k] = v
 	}
 	rep := c.ModernRequest(r.lb, "tools/call", params, urlCaps)
 	if rep.Status != http.StatusOK || rep.Final() == nil || rep.Final().Error != nil {
-		r.t.Fatalf("modern whoami: %d %s", rep.Status, rep.Body)
+		r.t.Fatalf("modern %s: %d %s", tool, rep.Status, rep.Body)
 	}
 	res = rep.Result()
 	if res["resultType"] != "input_required" {
