@@ -167,7 +167,7 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 			printDemoHelp(stdout, base)
 		}
 	} else {
-		wg.Go(func() { watchConfig(runCtx, o.config, o.reloadEvery, a, log) })
+		wg.Go(func() { watchConfig(runCtx, o.config, cfg, o.reloadEvery, a, log) })
 	}
 	if a.Audit != nil {
 		wg.Go(func() { reopenAuditOnHUP(runCtx, a, log) })

@@ -20,8 +20,11 @@ import (
 // changes (checked every interval; 0 disables polling). Only
 // virtual_hosts take effect without a restart; a reload with other changes
 // says so. A bad file is logged and the running config kept. Every GET
-// stream of a changed vhost gets list_changed notifications.
-func watchConfig(ctx context.Context, path string, interval time.Duration, a *app.App, log *slog.Logger) {
+// stream of a changed vhost gets list_changed notifications. current is
+// the config the gateway started with: loading the file again here would
+// read and compile every OpenAPI description a second time (GitHub's
+// takes seconds and hundreds of megabytes).
+func watchConfig(ctx context.Context, path string, current *config.Config, interval time.Duration, a *app.App, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -32,7 +35,6 @@ func watchConfig(ctx context.Context, path string, interval time.Duration, a *ap
 		tick = t.C
 	}
 	last := fileHash(path)
-	current, _ := config.Load(path)
 	reload := func(reason string) {
 		cfg, err := config.Load(path)
 		if err != nil {
