@@ -2,9 +2,11 @@ package config
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/mcpgw/gateway/router"
@@ -98,6 +100,12 @@ func (v *validator) openAPI(path string, raw *rawBackend, b *router.Backend) {
 	if len(v.errs) > errsBefore {
 		return // the description is read once the block itself is right
 	}
+	slices.Sort(opts.Credentials.Headers)
+	key, _ := json.Marshal(opts)
+	if api := v.apis[string(key)]; api != nil {
+		b.OpenAPI = api
+		return
+	}
 	api, err := openapi.Load(context.Background(), opts)
 	if err != nil {
 		field := "spec"
@@ -113,6 +121,10 @@ func (v *validator) openAPI(path string, raw *rawBackend, b *router.Backend) {
 		}
 		return
 	}
+	if v.apis == nil {
+		v.apis = map[string]*openapi.API{}
+	}
+	v.apis[string(key)] = api
 	b.OpenAPI = api
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/router"
+	"github.com/mcpgw/gateway/router/openapi"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -29,6 +30,11 @@ type validator struct {
 	// stdioPaths are the `transport` fields of stdio backends, for
 	// Config.CheckLambda.
 	stdioPaths []string
+	// apis are the OpenAPI descriptions compiled so far, by their options:
+	// backends on several vhosts over one API (a tool_search vhost beside
+	// a plain one) share one immutable compiled API instead of each
+	// reading and compiling it.
+	apis map[string]*openapi.API
 }
 
 func (v *validator) errf(path, format string, args ...any) {

@@ -21,6 +21,7 @@ func styles(t *testing.T) *API {
 }
 
 func TestLoad_ToolsAreNamedFromOperationIdsOrMethodAndPath(t *testing.T) {
+	t.Parallel() // each test loads its own descriptions
 	a := styles(t)
 	want := []string{"forms_post", "get_things", "items_put", "things_delete"}
 	if got := a.Names(); !slices.Equal(got, want) {
@@ -41,6 +42,7 @@ func TestLoad_ToolsAreNamedFromOperationIdsOrMethodAndPath(t *testing.T) {
 }
 
 func TestLoad_SchemasBecomeJSONSchemaWithDefsForReferencesAndCycles(t *testing.T) {
+	t.Parallel() // each test loads its own descriptions
 	a := styles(t)
 	var def struct {
 		InputSchema  map[string]any `json:"inputSchema"`
@@ -105,6 +107,7 @@ func toStrings(v any) []string {
 }
 
 func TestRequest_ParametersAreSerialisedAsTheirStyleSays(t *testing.T) {
+	t.Parallel() // each test loads its own descriptions
 	a := styles(t)
 	args := map[string]json.RawMessage{
 		"id":       json.RawMessage(`"a/b c"`),
@@ -142,6 +145,7 @@ func TestRequest_ParametersAreSerialisedAsTheirStyleSays(t *testing.T) {
 }
 
 func TestRequest_FormBodiesAndHeaderLineBreaks(t *testing.T) {
+	t.Parallel() // each test loads its own descriptions
 	a := styles(t)
 	req, err := a.Request(context.Background(), a.Tool("forms_post"), map[string]json.RawMessage{
 		"body": json.RawMessage(`{"name":"a b&c","n":2,"list":["x","y"]}`)}, nil)
@@ -161,6 +165,7 @@ func TestRequest_FormBodiesAndHeaderLineBreaks(t *testing.T) {
 }
 
 func TestResponse_OverTheLimitIsRefusedAndErrorsCarryTheStatus(t *testing.T) {
+	t.Parallel() // each test loads its own descriptions
 	p, _ := filepath.Abs("testdata/styles.yaml")
 	a := load(t, p, Options{MaxResponseBytes: 10})
 	resp := &http.Response{StatusCode: 200, ContentLength: 11, Header: http.Header{}}
@@ -188,6 +193,7 @@ func TestResponse_OverTheLimitIsRefusedAndErrorsCarryTheStatus(t *testing.T) {
 }
 
 func TestLoad_ErrorsNameTheFieldAtFault(t *testing.T) {
+	t.Parallel() // each test loads its own descriptions
 	p, _ := filepath.Abs("testdata/styles.yaml")
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")

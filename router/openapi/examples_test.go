@@ -12,6 +12,7 @@ import (
 // and GitHub's REST description.
 
 func TestExamples_ThePetstoreInEveryVersionGivesTheSameTools(t *testing.T) {
+	t.Parallel() // each test loads its own descriptions
 	creds := Credentials{Bearer: true, Headers: []string{"api_key"}}
 	var first []string
 	for _, v := range []string{"2.0", "3.0", "3.1"} {
@@ -44,6 +45,7 @@ func TestExamples_ThePetstoreInEveryVersionGivesTheSameTools(t *testing.T) {
 }
 
 func TestExamples_CircularSchemasAreReferencesToThemselves(t *testing.T) {
+	t.Parallel() // each test loads its own descriptions
 	for _, f := range []string{"3.0/json/schema-circular.json", "3.0/json/circular.json", "3.1/json/petstore.json", "2.0/json/schema-circular.json"} {
 		a := load(t, npmFixture(t, "@readme/oas-examples/"+f), Options{BaseURL: "https://api.example.test", Credentials: Credentials{Bearer: true, Headers: []string{"api_key"}}})
 		for _, name := range a.Names() {
@@ -66,6 +68,7 @@ func TestExamples_CircularSchemasAreReferencesToThemselves(t *testing.T) {
 }
 
 func TestExamples_GitHubsDescriptionBecomesAToolPerOperation(t *testing.T) {
+	t.Parallel() // each test loads its own descriptions
 	if testing.Short() {
 		t.Skip("loads a 13 MB description")
 	}
