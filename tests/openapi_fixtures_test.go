@@ -30,6 +30,14 @@ import (
 // once a line of its output contains ready.
 func startNodeServer(t *testing.T, ready string, args ...string) {
 	t.Helper()
+	launchNodeServer(t, ready, args...)()
+}
+
+// launchNodeServer starts a Node program that runs until the test ends;
+// the function it returns waits until a line of its output contains
+// ready, so a test starts a gateway while Node reads a large description.
+func launchNodeServer(t *testing.T, ready string, args ...string) (wait func()) {
+	t.Helper()
 	node, _ := interopNode(t, "json-server")
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, node, args...)
@@ -63,22 +71,33 @@ func startNodeServer(t *testing.T, ready string, args ...string) {
 		}
 		_, _ = io.Copy(io.Discard, out)
 	}()
-	select {
-	case <-up:
-	case <-time.After(120 * time.Second):
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("%s did not start in 120s:\n%s", filepath.Base(args[0]), tail.String())
+	return func() {
+		t.Helper()
+		select {
+		case <-up:
+		case <-time.After(120 * time.Second):
+			mu.Lock()
+			defer mu.Unlock()
+			t.Fatalf("%s did not start in 120s:\n%s", filepath.Base(args[0]), tail.String())
+		}
 	}
 }
 
 // startPrism mocks a description with Prism and returns its base URL.
 func startPrism(t *testing.T, spec string) string {
 	t.Helper()
+	u, wait := launchPrism(t, spec)
+	wait()
+	return u
+}
+
+// launchPrism is startPrism returning at once, with the wait for Prism.
+func launchPrism(t *testing.T, spec string) (string, func()) {
+	t.Helper()
 	_, dir := interopNode(t, "@stoplight/prism-cli")
 	port := testsupport.FreePort(t)
-	startNodeServer(t, "Prism is listening", filepath.Join(dir, "dist", "index.js"), "mock", "-h", "127.0.0.1", "-p", fmt.Sprint(port), spec)
-	return fmt.Sprintf("http://127.0.0.1:%d", port)
+	wait := launchNodeServer(t, "Prism is listening", filepath.Join(dir, "dist", "index.js"), "mock", "-h", "127.0.0.1", "-p", fmt.Sprint(port), spec)
+	return fmt.Sprintf("http://127.0.0.1:%d", port), wait
 }
 
 // startJSONServer serves a json-server data file and returns its base URL;

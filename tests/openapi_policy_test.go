@@ -104,6 +104,7 @@ func refused(t *testing.T, who string, r *testsupport.Reply, code int64, what st
 
 func TestOpenAPI_AccessPluginsRateLimitsAndAuditBothGenerations(t *testing.T) {
 	testsupport.SkipShort(t)
+	t.Parallel() // its own servers, vhosts and principals: the Node servers start side by side
 	rec := startRecorder(t, startJSONServer(t, notesDB(t)))
 	spec := notesSpecPath(t)
 	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"), config: filepath.Join(t.TempDir(), "gateway.yaml")}

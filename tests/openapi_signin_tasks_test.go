@@ -37,6 +37,7 @@ func bearerSubject(t *testing.T, r *uoRig, got recorded) (string, bool) {
 
 func TestOpenAPI_PerUserSignInReachesTheAPIAsTheUser(t *testing.T) {
 	testsupport.SkipShort(t)
+	t.Parallel() // its own servers, vhosts and principals: the Node servers start side by side
 	rec := startRecorder(t, startJSONServer(t, notesDB(t)))
 	spec := notesSpecPath(t)
 	r := startUserOAuthPlus(t, "", func(r *uoRig) string {
@@ -122,6 +123,7 @@ func TestOpenAPI_PerUserSignInReachesTheAPIAsTheUser(t *testing.T) {
 // task-required is refused without the extension.
 func TestOpenAPI_LongOperationRunsAsAGatewayTask(t *testing.T) {
 	testsupport.SkipShort(t)
+	t.Parallel() // its own servers, vhosts and principals: the Node servers start side by side
 	rec := startRecorder(t, startJSONServer(t, notesDB(t), "--delay", "1500"))
 	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"), config: t.TempDir() + "/gateway.yaml"}
 	c.writeConfig(fmt.Sprintf(`%s  jobs:

@@ -86,6 +86,7 @@ func asToolResult(t *testing.T, r *testsupport.Reply) toolResult {
 
 func TestOpenAPI_PetstoreAndJSONServerThroughTwoInstancesBothGenerations(t *testing.T) {
 	testsupport.SkipShort(t)
+	t.Parallel() // its own servers, vhosts and principals: the Node servers start side by side
 	pets := specPath(t, petstoreSpec)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "db.json")
@@ -93,8 +94,9 @@ func TestOpenAPI_PetstoreAndJSONServerThroughTwoInstancesBothGenerations(t *test
 		t.Fatal(err)
 	}
 	notesSpec, _ := filepath.Abs(filepath.Join("openapi", "notes.yaml"))
-	prism := startPrism(t, pets)
+	prism, prismUp := launchPrism(t, pets)
 	jsonServer := startJSONServer(t, db)
+	prismUp()
 	recPets, recNotes := startRecorder(t, prism), startRecorder(t, jsonServer)
 	sts := testsupport.StartTokenEndpoint(t, "mcpgw", stsSecret, jwtSecret)
 
@@ -218,8 +220,13 @@ func TestOpenAPI_PetstoreAndJSONServerThroughTwoInstancesBothGenerations(t *test
 
 func TestOpenAPI_Swagger2AndCircularSchemasOnPrism(t *testing.T) {
 	testsupport.SkipShort(t)
+	t.Parallel() // its own servers, vhosts and principals: the Node servers start side by side
 	pets2, circ := specPath(t, "@readme/oas-examples/2.0/json/petstore.json"), specPath(t, "@readme/oas-examples/3.0/json/schema-circular.json")
-	rec2, recCirc := startRecorder(t, startPrism(t, pets2)), startRecorder(t, startPrism(t, circ))
+	mock2, up2 := launchPrism(t, pets2)
+	mockCirc, upCirc := launchPrism(t, circ)
+	up2()
+	upCirc()
+	rec2, recCirc := startRecorder(t, mock2), startRecorder(t, mockCirc)
 	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"), config: filepath.Join(t.TempDir(), "gateway.yaml")}
 	c.writeConfig(fmt.Sprintf(`%s  demo:
     backends:
@@ -251,6 +258,7 @@ func TestOpenAPI_Swagger2AndCircularSchemasOnPrism(t *testing.T) {
 
 func TestOpenAPI_GatewayCheckNamesEachBadDescription(t *testing.T) {
 	testsupport.SkipShort(t)
+	t.Parallel() // its own servers, vhosts and principals: the Node servers start side by side
 	bin := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
 	pets := specPath(t, petstoreSpec)
 	notes, _ := filepath.Abs(filepath.Join("openapi", "notes.yaml"))
@@ -292,14 +300,26 @@ func TestOpenAPI_GatewayCheckNamesEachBadDescription(t *testing.T) {
 // gateway's cursors, and a call reaches the mock as described.
 func TestOpenAPI_GitHubsDescriptionOnPrism(t *testing.T) {
 	testsupport.SkipShort(t)
+	t.Parallel() // its own servers, vhosts and principals: the Node servers start side by side
 	spec := specPath(t, "@octokit/openapi/generated/api.github.com.json")
-	rec := startRecorder(t, startPrism(t, spec))
+	prism, prismUp := launchPrism(t, spec) // Node reads the description while the gateway does
+	rec := startRecorder(t, prism)
 	c := &cluster{t: t, bin: testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway"), config: filepath.Join(t.TempDir(), "gateway.yaml")}
-	c.writeConfig(fmt.Sprintf("%s  demo:\n    backends:\n      gh:\n        openapi: {spec: %q, base_url: %q}\n", configHead(), spec, rec.URL))
+	c.writeConfig(fmt.Sprintf(`%s  demo:
+    backends:
+      gh:
+        openapi: {spec: %q, base_url: %q}
+  search:
+    tool_search: {results: 5}
+    backends:
+      gh:
+        openapi: {spec: %q, base_url: %q}
+`, configHead(), spec, rec.URL, spec, rec.URL))
 	started := time.Now()
 	gw := testsupport.StartGatewayWithin(t, 3*time.Minute, c.bin, []string{"--config", c.config, "--redis-url", redisSrv.URL()},
 		[]string{jwtSecretEnv + "=" + string(jwtSecret)})
 	t.Logf("a gateway with GitHub's description started in %s", time.Since(started).Round(time.Millisecond))
+	prismUp()
 	m := c.client("carol")
 	var names []string
 	started = time.Now()
@@ -317,8 +337,27 @@ func TestOpenAPI_GitHubsDescriptionOnPrism(t *testing.T) {
 		}
 	}
 	t.Logf("tools/list: %d tools in %d pages, %s", len(names), pages+1, time.Since(started).Round(time.Millisecond))
-	if ids := operationIDs(t, spec); len(names) != len(ids) || !slices.Contains(names, "repos_get") || !slices.Contains(names, "issues_list-for-repo") {
+	ids := operationIDs(t, spec)
+	if len(names) != len(ids) || !slices.Contains(names, "repos_get") || !slices.Contains(names, "issues_list-for-repo") {
 		t.Fatalf("%d tools for %d operations", len(names), len(ids))
+	}
+	// A 2025-11-25 session pages through the same list.
+	legacy := c.client("carol")
+	legacy.Initialize(gw, nil)
+	var legacyNames []string
+	for cursor := ""; ; {
+		var params any
+		if cursor != "" {
+			params = map[string]any{"cursor": cursor}
+		}
+		res := legacy.Call(gw, "tools/list", params)
+		legacyNames = append(legacyNames, res.ToolNames()...)
+		if cursor, _ = res.Result()["nextCursor"].(string); cursor == "" {
+			break
+		}
+	}
+	if slices.Sort(legacyNames); len(legacyNames) != len(ids) || len(slices.Compact(slices.Clone(legacyNames))) != len(ids) {
+		t.Fatalf("a 2025-11-25 session listed %d tools (%d distinct) of %d", len(legacyNames), len(slices.Compact(slices.Clone(legacyNames))), len(ids))
 	}
 	r := asToolResult(t, m.ModernRequest(gw, "tools/call", map[string]any{"name": "repos_get", "arguments": map[string]any{"owner": "octo cat", "repo": "hello"}}, nil))
 	if got := rec.last(t, "/repos/"); r.IsError || got.Path != "/repos/octo%20cat/hello" || !strings.Contains(string(r.StructuredContent), `"full_name"`) {
@@ -327,5 +366,36 @@ func TestOpenAPI_GitHubsDescriptionOnPrism(t *testing.T) {
 	r = asToolResult(t, m.ModernRequest(gw, "tools/call", map[string]any{"name": "issues_list-for-repo", "arguments": map[string]any{"owner": "o", "repo": "r", "state": "closed", "per_page": 5}}, nil))
 	if got := rec.last(t, "/repos/o/r/issues"); r.IsError || got.RawQuery != "state=closed&per_page=5" {
 		t.Errorf("issues_list-for-repo: %+v; the API got %+v", r, got)
+	}
+	searchGitHub(t, c, gw, rec)
+}
+
+// searchGitHub searches GitHub's operations on the search vhost (a
+// tool_search over the same description): a question finds the
+// operation that answers it, in both generations, and call_tool calls it.
+func searchGitHub(t *testing.T, c *cluster, gw testsupport.Endpoint, rec *recorder) {
+	t.Helper()
+	legacy := &testsupport.Client{T: t, Token: c.token("dave"), VHost: "search"}
+	legacy.Initialize(gw, nil)
+	modern := &testsupport.Client{T: t, Token: c.token("dave"), VHost: "search"}
+	if got := modern.ModernRequest(gw, "tools/list", nil, nil).ToolNames(); !slices.Equal(got, []string{"call_tool", "search_tools"}) {
+		t.Fatalf("the search vhost lists %v", got)
+	}
+	for _, q := range []struct{ query, want string }{
+		{"list the issues of a repository", "issues_list-for-repo"},
+		{"star a gist", "gists_star"},
+		{"create a pull request review comment", "pulls_create-review-comment"},
+	} {
+		args := map[string]any{"name": "search_tools", "arguments": map[string]any{"query": q.query}}
+		for name, r := range map[string]*testsupport.Reply{"2025": legacy.Call(gw, "tools/call", args), "2026-07-28": modern.ModernRequest(gw, "tools/call", args, nil)} {
+			if found := foundTools(t, r); len(found) > 5 || !slices.Contains(found, q.want) {
+				t.Errorf("%s: %q found %v, want %s among them", name, q.query, found, q.want)
+			}
+		}
+	}
+	r := asToolResult(t, modern.ModernRequest(gw, "tools/call", map[string]any{"name": "call_tool", "arguments": map[string]any{
+		"name": "issues_list-for-repo", "arguments": map[string]any{"owner": "o", "repo": "searched", "state": "open"}}}, nil))
+	if got := rec.last(t, "/repos/o/searched/issues"); r.IsError || got.RawQuery != "state=open" {
+		t.Errorf("call_tool issues_list-for-repo: %+v; the API got %+v", r, got)
 	}
 }

@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"encoding/json"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -72,6 +73,10 @@ func TestExamples_GitHubsDescriptionBecomesAToolPerOperation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("loads a 13 MB description")
 	}
+	// Loading it builds a heap of hundreds of MB, mostly kept: collecting
+	// at every doubling is most of the test's CPU under -race (31 CPU-s
+	// against 23 with GOGC=400, measured).
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	a := load(t, npmFixture(t, "@octokit/openapi/generated/api.github.com.json"), Options{})
 	if a.Len() < 1000 || a.Tool("repos_get") == nil || a.Tool("issues_list-for-repo") == nil {
 		t.Fatalf("%d tools", a.Len())
