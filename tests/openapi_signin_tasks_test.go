@@ -37,9 +37,9 @@ func bearerSubject(t *testing.T, r *uoRig, got recorded) (string, bool) {
 
 func TestOpenAPI_PerUserSignInReachesTheAPIAsTheUser(t *testing.T) {
 	testsupport.SkipShort(t)
-	// Not parallel: the Hydra rig's code flow once failed with
-	// invalid_grant beside GitHub's test on a loaded machine, as no other
-	// Hydra test runs.
+	// Not parallel, like every other Hydra test: the rig's code flow
+	// once failed with invalid_grant beside GitHub's test on a loaded
+	// machine.
 	rec := startRecorder(t, startJSONServer(t, notesDB(t)))
 	spec := notesSpecPath(t)
 	r := startUserOAuthPlus(t, "", func(r *uoRig) string {
