@@ -179,7 +179,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 // server-to-client requests), or from the start for a call that asked for
 // progress.
 //
-// An event stream is resumable (see router/call_resume.go): each event is
+// An event stream is resumable (see call_resume.go): each event is
 // logged before it is sent, and once the client holds an event id the
 // call no longer ends with the connection.
 //

@@ -90,7 +90,7 @@ func relayed(v *vhost, claims map[string]any, t *target) *Decisions {
 
 // Admit decides a request (Decisions) and counts it against its virtual
 // host's rate limits, before its answer begins: a refusal is answered with
-// HTTP 429 (RateLimited), which an answer already streaming could not
+// HTTP 429 (Refusal), which an answer already streaming could not
 // carry. The transport passes the decisions to Serve; refusal is non-nil
 // when the request must not go on. Only a tools/call of a visible tool is
 // counted (a hidden or unknown name is refused as unknown by Serve, not

@@ -44,7 +44,7 @@ type backendCall func(conn *upstream.Conn) (*jsonrpc.Response, error)
 func (r *Router) withBackend(ctx context.Context, v *vhost, key, method string, p *peer, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
 	if err := r.notDue(key, p.backends[key]); err != nil {
 		// Failed just now: no second wait, and no backend call to observe
-		// (backend_failed.go).
+		// (notDue, backend_session.go).
 		return nil, err
 	}
 	ctx, span := r.startBackend(ctx, v, key, method, p.backends[key])

@@ -107,14 +107,6 @@ func Refusal(resp *jsonrpc.Response) (status int, retryAfter time.Duration, ok b
 	return f.Status, f.RetryAfter, true
 }
 
-// RateLimited reports whether resp refuses a request over a rate limit or
-// another bound answered with 429, and after how long the client may retry
-// (the Retry-After header, in whole seconds, rounded up).
-func RateLimited(resp *jsonrpc.Response) (retryAfter time.Duration, ok bool) {
-	status, wait, ok := Refusal(resp)
-	return wait, ok && status == http.StatusTooManyRequests
-}
-
 // refuse answers request id with e and the HTTP status that goes with it.
 func refuse(id jsonrpc.ID, status int, retryAfter time.Duration, e *jsonrpc.Error) *jsonrpc.Response {
 	return &jsonrpc.Response{ID: id, Error: &Failure{RPC: e, Status: status, RetryAfter: retryAfter}}
@@ -122,7 +114,7 @@ func refuse(id jsonrpc.ID, status int, retryAfter time.Duration, e *jsonrpc.Erro
 
 // A request whose store operation fails (the store is down, or slower than
 // its timeout) is answered -32603 wire.MsgStoreUnavailable, and the
-// transport answers it with HTTP 503 while it still can (StoreUnavailable):
+// transport answers it with HTTP 503 while it still can (Refusal):
 // the request may succeed if retried, on this instance or another, once
 // the store answers again. Failures of best-effort writes (a mark cleared,
 // a snapshot refreshed, a notification published) are only logged.
@@ -138,14 +130,6 @@ var errStoreUnavailable = errors.New(msgStoreUnavailable)
 func (r *Router) storeUnavailable(id jsonrpc.ID, err error) *jsonrpc.Response {
 	r.log.Error(wire.MsgStoreUnavailable, "error", err)
 	return refuse(id, http.StatusServiceUnavailable, 0, rpcError(CodeInternalError, msgStoreUnavailable))
-}
-
-// StoreUnavailable reports whether resp answers a request that failed
-// because the session store did not: the transport answers it with HTTP
-// 503 (when it has not begun a stream already).
-func StoreUnavailable(resp *jsonrpc.Response) bool {
-	status, _, ok := Refusal(resp)
-	return ok && status == http.StatusServiceUnavailable
 }
 
 // paramsError turns a failure to decode a request's params into -32602

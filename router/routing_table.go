@@ -34,7 +34,7 @@ type vhost struct {
 	access     *policy.AccessPolicy    // nil: no access rules
 	hooks      []hook.Hook             // the vhost's plugins, after Options.Hooks
 	limits     *policy.RateLimitPolicy // nil: no rate limits
-	// allowance holds requests of batched limits taken ahead (rate_allowance.go).
+	// allowance holds requests of batched limits taken ahead (policy/allowance.go).
 	allowance *policy.Allowance
 	// schemas caches the backends' tool input schemas for plugins that
 	// validate arguments (tool_schemas.go); it dies with the table.

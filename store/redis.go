@@ -25,7 +25,7 @@ type RedisOptions struct {
 	// which would move the Redis Cluster hash tag.
 	KeyPrefix string
 	// Timeout bounds every Redis command and pipeline the store sends,
-	// connection wait, dial and retries included (see redis_timeout.go);
+	// connection wait, dial and retries included (see redisconn/timeout.go);
 	// past it the operation fails. Default DefaultTimeout.
 	Timeout time.Duration
 }

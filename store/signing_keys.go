@@ -15,7 +15,7 @@ import (
 // must verify on any instance: pagination cursors, and later other tokens.
 // The store is where instances agree on them; how an instance uses and
 // caches them is the router's business (its federated cursors'
-// router/shared_key.go is the caller).
+// router/sealed/key.go is the caller).
 type SigningKeys interface {
 	// SigningKey returns the 32-byte key called name that every instance
 	// shares, in one round trip, and refreshes its TTL. When the store

@@ -9,7 +9,7 @@ import (
 // UserTokens keeps each user's OAuth tokens at third-party backends
 // (credentials.user_oauth) and the little state the sign-in flow shares
 // between instances. The store never sees a token in clear: callers seal
-// every blob (AEAD under the user_tokens key, handler/connect/seal.go)
+// every blob (AEAD under the user_tokens key, router/usertokens/seal.go)
 // before it reaches Put, so a store dump reveals nothing usable.
 //
 // Tokens are grouped by owner (a digest of the principal, never the

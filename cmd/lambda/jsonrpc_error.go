@@ -17,7 +17,7 @@ const (
 )
 
 // writeJSONRPCError answers with an HTTP status and a JSON-RPC error body
-// (id null), written by the same wire.ErrorBody as the handler's own
+// (id null), written by the same wire.ErrorBodyOf as the handler's own
 // transport-level errors, which every MCP client can display.
 func writeJSONRPCError(w http.ResponseWriter, status int, code int64, msg string) {
 	writeJSONRPCErrorFor(w, nil, status, code, msg)

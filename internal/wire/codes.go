@@ -3,9 +3,9 @@ package wire
 import "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 // JSON-RPC error codes the gateway answers with. This is the one table:
-// the router's answers (router/errors.go aliases these), the session
+// the router's answers (router/failures.go aliases these), the session
 // runtime's, the upstream client's automatic replies to backends, and the
-// transport-level answers (an HTTP status with an ErrorBody) that the
+// transport-level answers (an HTTP status with an ErrorBodyOf) that the
 // handler, handler/auth's 401 and cmd/lambda's adapters write. A backend's
 // own error passes through with its own code and is not in this table.
 const (

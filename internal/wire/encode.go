@@ -136,19 +136,13 @@ func AppendResponseHead(dst []byte, resp *jsonrpc.Response, rawID json.RawMessag
 	return append(dst, `,"result":`...), true
 }
 
-// ErrorBody is the body of a transport-level answer: an HTTP status with a
-// JSON-RPC error, which every MCP client can display. rawID is the id of
+// ErrorBodyOf is the body of a transport-level answer: an HTTP status with
+// a JSON-RPC error, which every MCP client can display. rawID is the id of
 // the request it answers as the client wrote it, or empty for null (the
 // request was never decoded, or was refused before its id mattered). The
 // body ends with a newline. It is the one writer of such bodies: the
 // handler's errors, handler/auth's 401 and cmd/lambda's adapters all use
-// it, with codes from codes.go.
-func ErrorBody(rawID json.RawMessage, code int64, msg string) []byte {
-	return ErrorBodyOf(rawID, &jsonrpc.Error{Code: code, Message: msg})
-}
-
-// ErrorBodyOf is ErrorBody for an error with data (-32022's supported
-// versions, -32021's required capabilities).
+// it (through WriteError), with codes from codes.go.
 func ErrorBodyOf(rawID json.RawMessage, e *jsonrpc.Error) []byte {
 	if len(rawID) == 0 {
 		rawID = json.RawMessage("null")

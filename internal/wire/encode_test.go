@@ -142,7 +142,7 @@ func TestErrorBody_OneShapeForEveryTransportError(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := wire.ErrorBody(tc.rawID, tc.code, tc.msg)
+			got := wire.ErrorBodyOf(tc.rawID, &jsonrpc.Error{Code: tc.code, Message: tc.msg})
 			if string(got) != tc.want {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
 			}

@@ -13,8 +13,6 @@ import (
 	"os"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/mcpgw/gateway/handler/session"
 
 	"github.com/mcpgw/gateway/handler"
@@ -45,9 +43,8 @@ type App struct {
 	// Audit writes the audit trail; nil when config audit is absent.
 	// ReopenAudit reopens its file (SIGHUP).
 	Audit *audit.Writer
-	// tracing is the tracer provider Build made from the config (nil
-	// when one was passed in, or tracing is off): the App flushes and
-	// shuts it down.
+	// tracing is the tracer provider Build made from the config: the App
+	// flushes and shuts it down.
 	tracing *tracing.Provider
 	// auth is the caller verifier, whose key fetchers Close stops.
 	auth auth.Verifier
@@ -68,7 +65,6 @@ type buildOptions struct {
 	noMetrics, noParking bool
 	admin                bool
 	build                buildinfo.Info
-	tracerProvider       trace.TracerProvider
 	taskLauncher         router.TaskLauncher
 }
 
@@ -77,13 +73,6 @@ type buildOptions struct {
 // Entry points read it with buildinfo.Read from the values stamped at link
 // time; without this option the version is "devel".
 func WithBuildInfo(bi buildinfo.Info) Option { return func(o *buildOptions) { o.build = bi } }
-
-// WithTracerProvider traces with tp instead of what the config's tracing
-// section and the OTEL_* variables ask for (tests use an in-memory
-// exporter). The caller owns tp: Close does not shut it down.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *buildOptions) { o.tracerProvider = tp }
-}
 
 // WithoutMetrics leaves out Prometheus metrics and GET /metrics: for entry
 // points where the listener is public and scraping makes no sense (a Lambda
@@ -112,108 +101,154 @@ func WithTaskLauncher(l router.TaskLauncher) Option {
 // Build opens the store (Redis when redisURL is set, else in-memory) and
 // wires router and handler. The caller must Close the App.
 func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Option) (*App, error) {
-	bo := buildOptions{build: buildinfo.Info{Version: "devel", Commit: "unknown"}}
+	b := &builder{cfg: cfg, log: log, bo: buildOptions{build: buildinfo.Info{Version: "devel", Commit: "unknown"}}}
 	for _, o := range options {
-		o(&bo)
+		o(&b.bo)
 	}
 	if err := auth.Check(cfg.Auth); err != nil {
 		return nil, fmt.Errorf("auth: %w", err)
 	}
-	// What is built is released in reverse if a later step fails (undo);
-	// once the App is returned, its Close releases it.
-	var undo []func()
-	fail := func(err error) (*App, error) {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
+	a, err := b.build(redisURL)
+	if err != nil {
+		// What was built is released in reverse; once the App is
+		// returned, its Close releases it.
+		for i := len(b.undo) - 1; i >= 0; i-- {
+			b.undo[i]()
 		}
 		return nil, err
 	}
-	// First of what Close releases: a file that cannot be opened fails
-	// the build before anything else is started.
-	var aw *audit.Writer
-	if cfg.Audit.Output != "" {
-		var err error
-		if aw, err = audit.Open(cfg.Audit.Output, cfg.Audit.Buffer, log); err != nil {
-			return nil, err
-		}
-		undo = append(undo, aw.Close)
+	return a, nil
+}
+
+// builder holds what Build has assembled so far, and how to release it if
+// a later step fails.
+type builder struct {
+	cfg  *config.Config
+	log  *slog.Logger
+	bo   buildOptions
+	undo []func()
+	app  App
+	m    *metrics.Metrics // nil WithoutMetrics
+}
+
+// build runs Build's steps in order: the parts the router needs, the
+// router, then what serves it.
+func (b *builder) build(redisURL string) (*App, error) {
+	if err := b.openStorage(redisURL); err != nil {
+		return nil, err
 	}
-	var st store.Store
+	if err := b.buildRouter(); err != nil {
+		return nil, err
+	}
+	hopts, err := b.handlerOptions()
+	if err != nil {
+		return nil, err
+	}
+	a := &b.app
+	if b.bo.admin {
+		a.Admin = handler.Admin(hopts)
+	}
+	a.Handler = handler.New(hopts)
+	return a, nil
+}
+
+// openStorage opens the audit file and the store, first of what Close
+// releases: a file that cannot be opened fails the build before anything
+// else is started.
+func (b *builder) openStorage(redisURL string) error {
+	cfg := b.cfg
+	if cfg.Audit.Output != "" {
+		aw, err := audit.Open(cfg.Audit.Output, cfg.Audit.Buffer, b.log)
+		if err != nil {
+			return err
+		}
+		b.app.Audit = aw
+		b.undo = append(b.undo, aw.Close)
+	}
 	if redisURL != "" {
 		rs, err := store.NewRedis(redisURL, store.RedisOptions{Timeout: cfg.Store.Timeout})
 		if err != nil {
-			return fail(err)
+			return err
 		}
-		st = rs
+		b.app.Store = rs
 	} else {
-		log.Warn("no Redis URL set: using the embedded in-memory store; sessions live in this process only, so run a single instance")
-		st = store.NewMemory()
+		b.log.Warn("no Redis URL set: using the embedded in-memory store; sessions live in this process only, so run a single instance")
+		b.app.Store = store.NewMemory()
 	}
-	undo = append(undo, func() { _ = st.Close() })
-	tp := bo.tracerProvider
-	var tr *tracing.Provider
-	var err error
-	if tp == nil {
-		tr, err = tracing.New(context.Background(), tracing.Settings{Config: cfg.Tracing, Getenv: os.Getenv, ServiceVersion: bo.build.Version, Logger: log})
-		if err != nil {
-			return fail(fmt.Errorf("tracing: %w", err))
-		}
-		undo = append(undo, func() { _ = tr.Shutdown(context.Background()) })
-		tp = tr.TracerProvider()
+	st := b.app.Store
+	b.undo = append(b.undo, func() { _ = st.Close() })
+	return nil
+}
+
+// buildRouter makes the tracer, the metrics, the task runner and the
+// router over them.
+func (b *builder) buildRouter() error {
+	cfg, bo, a := b.cfg, b.bo, &b.app
+	tr, err := tracing.New(context.Background(), tracing.Settings{Config: cfg.Tracing, Getenv: os.Getenv, ServiceVersion: bo.build.Version, Logger: b.log})
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
 	}
+	a.tracing = tr
+	b.undo = append(b.undo, func() { _ = tr.Shutdown(context.Background()) })
 	// Metrics are on by default: collecting costs little, and an operator
 	// should not need a redeploy to start scraping.
-	var m *metrics.Metrics
 	var observer router.Observer // a nil interface: the router skips timing
 	if !bo.noMetrics {
-		m = metrics.New()
-		m.SetBuildInfo(bo.build.Version, bo.build.Commit, bo.build.GoVersion)
-		observer = m
+		b.m = metrics.New()
+		b.m.SetBuildInfo(bo.build.Version, bo.build.Commit, bo.build.GoVersion)
+		observer = b.m
 	}
 	// Tasks the gateway runs outlive the request that made them: not
 	// with WithoutParking, where an invocation cannot, unless a launcher
 	// runs them in another (Lambda's asynchronous invocation).
-	var tasks *taskrun.Runner
 	if !bo.noParking || bo.taskLauncher != nil {
-		if tasks, err = taskRunner(cfg, st, aw, log); err != nil {
-			return fail(fmt.Errorf("tasks: %w", err))
+		if a.tasks, err = taskRunner(cfg, a.Store, a.Audit, b.log); err != nil {
+			return fmt.Errorf("tasks: %w", err)
 		}
 	}
 	rt := router.New(cfg.VirtualHosts, router.Options{
-		Tasks:        tasks,
+		Tasks:        a.tasks,
 		TaskLauncher: bo.taskLauncher,
-		Store:        st,
+		Store:        a.Store,
 		SessionTTL:   cfg.SessionTTL,
 		CursorSecret: cfg.CursorSecret,
-		Logger:       log,
+		Logger:       b.log,
 		Info:         router.Implementation{Name: "mcpgw", Title: "MCP gateway", Version: bo.build.Version},
 		Observer:     observer,
 		// Passed in, never registered globally (otel.SetTracerProvider):
 		// an embedder's own tracing, or a second gateway in the process,
 		// is left alone.
-		TracerProvider:      tp,
+		TracerProvider:      tr.TracerProvider(),
 		ListensPerPrincipal: cfg.Limits.ListensPerPrincipal,
 		ListenURIs:          cfg.Limits.ListenURIs,
 		MaxPageItems:        cfg.MaxPageItems,
 		DiscoveryMinTTL:     cfg.Discovery.MinTTL,
 		DiscoveryMaxTTL:     cfg.Discovery.MaxTTL,
 	})
-	m.ObservePools(func() []metrics.PoolSample { return poolSamples(rt.Status()) })
+	a.Router = rt
+	b.m.ObservePools(func() []metrics.PoolSample { return poolSamples(rt.Status()) })
 	// Keys of identity providers are fetched in the background from now
 	// on; nothing here waits for a provider.
-	undo = append(undo, rt.Close)
-	if tasks != nil {
-		undo = append(undo, tasks.Close) // before the router: its runs use the router's backend clients
+	b.undo = append(b.undo, rt.Close)
+	if a.tasks != nil {
+		b.undo = append(b.undo, a.tasks.Close) // before the router: its runs use the router's backend clients
 	}
-	as, asAuth, err := authServer(cfg, st, rt, log) // auth_server.go
+	return nil
+}
+
+// handlerOptions makes what serves the router: the authorization server
+// and verifier, the session runtime, the audit trail, sign-in pages and
+// parking, gathered into the handler's options.
+func (b *builder) handlerOptions() (handler.Options, error) {
+	cfg, a, log := b.cfg, &b.app, b.log
+	as, asAuth, err := authServer(cfg, a.Store, a.Router, log) // auth_server.go
 	if err != nil {
-		return fail(fmt.Errorf("auth.authorization_server: %w", err))
+		return handler.Options{}, fmt.Errorf("auth.authorization_server: %w", err)
 	}
-	verifier, err := auth.New(cfg.Auth, append([]auth.Option{auth.WithLogger(log)}, asAuth...)...)
-	if err != nil {
-		return fail(fmt.Errorf("auth: %w", err))
+	if a.auth, err = auth.New(cfg.Auth, append([]auth.Option{auth.WithLogger(log)}, asAuth...)...); err != nil {
+		return handler.Options{}, fmt.Errorf("auth: %w", err)
 	}
-	sessions := session.New(st, rt, session.Options{
+	a.Sessions = session.New(a.Store, a.Router, session.Options{
 		SessionTTL:           cfg.SessionTTL,
 		EventLogSize:         cfg.Streams.EventLogSize,
 		StreamLinger:         cfg.Streams.Linger,
@@ -222,38 +257,37 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		Logger:               log,
 	})
 	var aud *handler.Audit
-	if aw != nil {
-		m.ObserveAuditDropped(aw.DroppedFor, audit.DropReasons)
-		aud = &handler.Audit{Writer: aw, Arguments: cfg.Audit.Arguments, TrustedProxies: cfg.Audit.TrustedProxies}
+	if a.Audit != nil {
+		b.m.ObserveAuditDropped(a.Audit.DroppedFor, audit.DropReasons)
+		aud = &handler.Audit{Writer: a.Audit, Arguments: cfg.Audit.Arguments, TrustedProxies: cfg.Audit.TrustedProxies}
 	}
-	signInPages, userTokens, err := signIn(cfg, st, log) // sign_in.go
-	if err != nil {
-		return fail(err)
+	var signInPages http.Handler
+	if signInPages, a.userTokens, err = signIn(cfg, a.Store, log); err != nil { // sign_in.go
+		return handler.Options{}, err
 	}
 	// Calls parked on 2025-era backends are tasks of a runner of their
 	// own (router/modern_park.go): not with WithoutParking.
-	var parks *router.Parking // nil: no parking
-	if !bo.noParking {
-		parks, err = router.NewParking(router.ParkOptions{Store: st, PerPrincipal: cfg.Limits.ParkedCallsPerPrincipal,
+	if !b.bo.noParking {
+		a.parks, err = router.NewParking(router.ParkOptions{Store: a.Store, PerPrincipal: cfg.Limits.ParkedCallsPerPrincipal,
 			Lease: cfg.Streams.CallLease, AnswerWithin: cfg.Streams.ClientRequestTimeout,
 			FinishedBytes: cfg.Limits.FinishedTaskBytesPerPrincipal, Logger: log})
 		if err != nil {
-			return fail(fmt.Errorf("parking: %w", err))
+			return handler.Options{}, fmt.Errorf("parking: %w", err)
 		}
 	}
 	var asHandler http.Handler
 	if as != nil {
 		asHandler = as.Handler()
 	}
-	hopts := handler.Options{
+	return handler.Options{
 		AuthServer:      asHandler,
 		AuthServerPaths: authserver.Paths(),
 		SignIn:          signInPages,
-		UserTokens:      userTokens,
-		Router:          rt,
-		Sessions:        sessions,
-		Parks:           parks,
-		Auth:            verifier,
+		UserTokens:      a.userTokens,
+		Router:          a.Router,
+		Sessions:        a.Sessions,
+		Parks:           a.parks,
+		Auth:            a.auth,
 		AllowedHosts:    cfg.AllowedHosts,
 		AllowedOrigins:  cfg.AllowedOrigins,
 		MaxBodyBytes:    cfg.MaxBodyBytes,
@@ -261,23 +295,17 @@ func Build(cfg *config.Config, redisURL string, log *slog.Logger, options ...Opt
 		ReadTimeout:     cmp.Or(cfg.Server.ReadTimeout, config.DefaultReadTimeout),
 		ResponseBudget:  upstream.NewBudget(cmp.Or(cfg.Limits.InflightResponseBytes, config.DefaultInflightResponseBytes)),
 		Logger:          log,
-		Metrics:         m,
+		Metrics:         b.m,
 		// GET /status goes where GET /metrics goes, under the same rules.
-		Status:    !bo.noMetrics,
+		Status:    !b.bo.noMetrics,
 		KeepAlive: cfg.Streams.KeepAlive,
 		// Only with JWT auth: validation refuses it otherwise.
 		ResourceMetadata: cfg.Auth.ResourceMetadata,
 		ResourceBaseURL:  cfg.Auth.ResourceBaseURL(cfg.PublicURL),
 		Audit:            aud,
-		Cards:            cards(cfg, bo.build.Version),
-		AdminElsewhere:   bo.admin,
-	}
-	var admin http.Handler
-	if bo.admin {
-		admin = handler.Admin(hopts)
-	}
-	return &App{Handler: handler.New(hopts), Admin: admin, Router: rt, Sessions: sessions, Store: st, Audit: aw, tracing: tr, auth: verifier, tasks: tasks,
-		parks: parks, userTokens: userTokens}, nil
+		Cards:            cards(cfg, b.bo.build.Version),
+		AdminElsewhere:   b.bo.admin,
+	}, nil
 }
 
 // cards configures the Server Cards: the base URL clients reach (public_url,
