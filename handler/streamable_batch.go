@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/handler/session"
+	"github.com/mcpgw/gateway/store"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/metrics"
@@ -175,35 +177,8 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 		return
 	}
 
-	var calls []batchMessage
-	var undelivered []string
-	for _, bm := range msgs {
-		switch m := bm.msg.(type) {
-		case *jsonrpc.Response:
-			if err := s.opts.Sessions.Deliver(r.Context(), sess, m); err != nil {
-				if !errors.Is(err, session.ErrNoPendingRequest) {
-					s.log.Error("delivering client response failed", "error", err)
-					writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, wire.MsgStoreUnavailable)
-					return
-				}
-				undelivered = append(undelivered, idText(m.ID))
-			}
-		case *jsonrpc.Request:
-			if m.IsCall() {
-				calls = append(calls, bm)
-				continue
-			}
-			if err := s.opts.Sessions.Notify(r.Context(), sess, m); err != nil {
-				s.log.Warn("handling notification failed", "method", m.Method, "error", err)
-			}
-		}
-	}
-	if len(calls) == 0 {
-		if len(undelivered) > 0 {
-			writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+wire.Quote(undelivered[0])+" is pending")
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
+	calls, ok := s.batchCalls(w, r, sess, msgs)
+	if !ok {
 		return
 	}
 
@@ -227,42 +202,9 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 	defer batchHeld.Release()
 	responses := make([][]byte, len(calls))
 	run := func(i int) {
-		ctx := batchCtx
-		if sw != nil {
-			var held *upstream.Held
-			ctx, held = s.opts.ResponseBudget.Hold(r.Context())
-			defer held.Release()
+		if data := s.runBatchCall(batchCtx, r, sess, calls[i], sw); data != nil {
+			responses[i] = data
 		}
-		req := calls[i].msg.(*jsonrpc.Request)
-		call := &router.Call{Session: sess, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req, Runtime: s.opts.Sessions}
-		var ps *postStream
-		if sw != nil {
-			// Counted once above for the whole batch, not per call.
-			ps = &postStream{sw: sw, uncounted: true}
-			defer ps.end()
-			call.Stream = ps
-		}
-		ctx, done := s.opts.Sessions.Track(ctx, sess, req.ID)
-		var an *requestNote // the call's own audit line (the batch's request has none)
-		if a := s.opts.Audit; a != nil && a.Writer != nil && audited(req.Method) {
-			principal, _ := auth.FromContext(r.Context())
-			an = &requestNote{method: req.Method, params: req.Params, session: string(sess.ID), principal: string(principal), client: sess.ClientInfo,
-				audit: &router.AuditNote{}}
-			ctx = router.WithAuditNote(ctx, an.audit)
-		}
-		start := time.Now()
-		resp := s.opts.Router.Handle(ctx, call)
-		done()
-		if an != nil {
-			an.setResponse(resp)
-			s.opts.Audit.record(r, an, r.PathValue("vhost"), http.StatusOK, start, s.opts.Router.RouteOf)
-		}
-		data := encodeAnswer(resp, calls[i].rawID)
-		if ps != nil {
-			ps.finish(data) // after the call's other events, on the shared stream
-			return
-		}
-		responses[i] = data
 	}
 	// A pool of workers taking the calls in order: the answers keep the
 	// batch's order whatever order the calls end in.
@@ -283,4 +225,83 @@ func (s *server) serveBatch(w http.ResponseWriter, r *http.Request, body []byte,
 	w.WriteHeader(http.StatusOK)
 	out := append([]byte{'['}, bytes.Join(responses, []byte{','})...)
 	_, _ = w.Write(append(out, ']'))
+}
+
+// batchCalls delivers a batch's responses and notifications, and returns
+// its calls; ok is false when it has answered the request (no calls, or
+// the store failed).
+func (s *server) batchCalls(w http.ResponseWriter, r *http.Request, sess *store.Session, msgs []batchMessage) (calls []batchMessage, ok bool) {
+	var undelivered []string
+	for _, bm := range msgs {
+		switch m := bm.msg.(type) {
+		case *jsonrpc.Response:
+			if err := s.opts.Sessions.Deliver(r.Context(), sess, m); err != nil {
+				if !errors.Is(err, session.ErrNoPendingRequest) {
+					s.log.Error("delivering client response failed", "error", err)
+					writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, wire.MsgStoreUnavailable)
+					return nil, false
+				}
+				undelivered = append(undelivered, idText(m.ID))
+			}
+		case *jsonrpc.Request:
+			if m.IsCall() {
+				calls = append(calls, bm)
+				continue
+			}
+			if err := s.opts.Sessions.Notify(r.Context(), sess, m); err != nil {
+				s.log.Warn("handling notification failed", "method", m.Method, "error", err)
+			}
+		}
+	}
+	if len(calls) == 0 {
+		if len(undelivered) > 0 {
+			writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+wire.Quote(undelivered[0])+" is pending")
+			return nil, false
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return nil, false
+	}
+	return calls, true
+}
+
+// runBatchCall runs one call of a batch and returns its encoded answer,
+// or nil when it was written on the batch's stream sw. batchCtx holds the
+// batch's response budget when the answers are one JSON array.
+func (s *server) runBatchCall(batchCtx context.Context, r *http.Request, sess *store.Session, bm batchMessage, sw *sseWriter) []byte {
+	ctx := batchCtx
+	if sw != nil {
+		var held *upstream.Held
+		ctx, held = s.opts.ResponseBudget.Hold(r.Context())
+		defer held.Release()
+	}
+	req := bm.msg.(*jsonrpc.Request)
+	call := &router.Call{Session: sess, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req, Runtime: s.opts.Sessions}
+	var ps *postStream
+	if sw != nil {
+		// Counted once for the whole batch, not per call.
+		ps = &postStream{sw: sw, uncounted: true}
+		defer ps.end()
+		call.Stream = ps
+	}
+	ctx, done := s.opts.Sessions.Track(ctx, sess, req.ID)
+	var an *requestNote // the call's own audit line (the batch's request has none)
+	if a := s.opts.Audit; a != nil && a.Writer != nil && audited(req.Method) {
+		principal, _ := auth.FromContext(r.Context())
+		an = &requestNote{method: req.Method, params: req.Params, session: string(sess.ID), principal: string(principal), client: sess.ClientInfo,
+			audit: &router.AuditNote{}}
+		ctx = router.WithAuditNote(ctx, an.audit)
+	}
+	start := time.Now()
+	resp := s.opts.Router.Handle(ctx, call)
+	done()
+	if an != nil {
+		an.setResponse(resp)
+		s.opts.Audit.record(r, an, r.PathValue("vhost"), http.StatusOK, start, s.opts.Router.RouteOf)
+	}
+	data := encodeAnswer(resp, bm.rawID)
+	if ps != nil {
+		ps.finish(data) // after the call's other events, on the shared stream
+		return nil
+	}
+	return data
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/mcpgw/gateway/handler/session"
+	"github.com/mcpgw/gateway/store"
 
 	"github.com/mcpgw/gateway/handler/auth"
 	"github.com/mcpgw/gateway/internal/metrics"
@@ -27,31 +28,8 @@ const (
 
 // servePOST handles one JSON-RPC message posted by the client.
 func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeHTTPError(w, http.StatusUnsupportedMediaType, codeInvalidRequest, "Content-Type must be application/json")
-		return
-	}
-	jsonOK, sseOK := accepts(r.Header.Values("Accept"))
-	if !jsonOK && !sseOK {
-		writeHTTPError(w, http.StatusNotAcceptable, codeInvalidRequest, "Accept must include application/json or text/event-stream")
-		return
-	}
-	// Read the whole body whatever Content-Length says: Lambda Function URL
-	// requests can carry a decoded base64 body with ContentLength 0.
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeHTTPError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest, "request body exceeds the size limit")
-			return
-		}
-		if bodyReadTimedOut(err) {
-			w.Header().Set("Connection", "close")
-			writeHTTPError(w, http.StatusRequestTimeout, codeInvalidRequest,
-				"request body not received within the read timeout ("+s.opts.ReadTimeout.String()+")")
-			return
-		}
-		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "cannot read request body")
+	body, jsonOK, sseOK, ok := s.readPOST(w, r)
+	if !ok {
 		return
 	}
 	if isBatch(body) {
@@ -76,83 +54,28 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if refuseRepeatedVersion(w, r.Header) {
-		return
-	}
-	if pv := r.Header.Get(headerProtocolVersion); pv != "" && !wire.ServesProtocolVersion(pv) {
-		herr := unsupportedVersion(pv)
-		method := "response"
-		if req, ok := msg.(*jsonrpc.Request); ok {
-			method = req.Method
-		}
-		s.logRefusedVersion(r, method, herr.err)
-		writeRPCError(w, herr.status, rawID, herr.err, 0)
+	if s.refuseVersion(w, r, msg, rawID) {
 		return
 	}
 	principal, _ := auth.FromContext(r.Context())
 	noteOf(w).setCaller(string(principal), nil)
-	var call *router.Call
-
 	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
-		if !req.IsCall() {
-			writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "initialize must be a request with an id")
-			return
-		}
-		ctx, held := s.opts.ResponseBudget.Hold(r.Context())
-		defer held.Release()
-		s.logUnservedInitialize(r, req.Params)
-		sess, resp := s.opts.Router.Initialize(ctx, r.PathValue("vhost"), string(principal), r.Header, req)
-		if sess != nil {
-			w.Header().Set(headerSessionID, string(sess.ID))
-			noteOf(w).setSession(string(sess.ID))
-		}
-		s.writeResponse(w, resp, rawID, jsonOK)
+		s.serveInitialize(w, r, req, rawID, principal, jsonOK)
 		return
 	}
 
-	// A call's rate limits need the vhost, the caller and the tool, not the
-	// session: they are counted while the session loads, so a rate-limited
-	// vhost costs no second store round trip in sequence (the session check
-	// still decides whether the call runs; a call refused for its session
-	// has been counted, like any other call of that caller).
-	var admitted chan struct{}
-	var decided *router.Decisions
-	var refusal *jsonrpc.Response
-	if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() && req.Method == "tools/call" && s.opts.Router.RateLimits(r.PathValue("vhost")) {
-		call = &router.Call{VHost: r.PathValue("vhost"), Principal: string(principal),
-			Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req}
-		admitted = make(chan struct{})
-		go func() {
-			defer close(admitted)
-			decided, refusal = s.opts.Router.Admit(r.Context(), call)
-		}()
-	}
+	early := s.admitEarly(r, msg, principal)
 	sess, ok := s.loadSession(w, r, principal)
 	if ok {
 		noteOf(w).setCaller(string(principal), sess.ClientInfo)
 	}
-	if admitted != nil {
-		<-admitted
-		noteResolved(w, call)
-	}
+	call, decided, refusal := early.wait(w)
 	if !ok {
 		return
 	}
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
-		// The client's answer to a sampling, elicitation or roots request;
-		// the instance waiting for it may be another one.
-		if err := s.opts.Sessions.Deliver(r.Context(), sess, m); err != nil {
-			if errors.Is(err, session.ErrNoPendingRequest) {
-				writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+wire.Quote(idText(m.ID))+" is pending")
-				return
-			}
-			s.log.Error("delivering client response failed", "error", err)
-			writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, wire.MsgStoreUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-		return
+		s.deliver(w, r, sess, m)
 	case *jsonrpc.Request:
 		if !m.IsCall() {
 			if err := s.opts.Sessions.Notify(r.Context(), sess, m); err != nil {
@@ -171,6 +94,131 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		call.Session, call.Runtime = sess, s.opts.Sessions
 		s.serveCall(w, r, call, decided, rawID, jsonOK, sseOK)
 	}
+}
+
+// refuseVersion answers a 2025 request whose MCP-Protocol-Version header
+// is repeated or names a version the gateway does not serve: true when it
+// has.
+func (s *server) refuseVersion(w http.ResponseWriter, r *http.Request, msg jsonrpc.Message, rawID json.RawMessage) bool {
+	if refuseRepeatedVersion(w, r.Header) {
+		return true
+	}
+	pv := r.Header.Get(headerProtocolVersion)
+	if pv == "" || wire.ServesProtocolVersion(pv) {
+		return false
+	}
+	herr := unsupportedVersion(pv)
+	method := "response"
+	if req, ok := msg.(*jsonrpc.Request); ok {
+		method = req.Method
+	}
+	s.logRefusedVersion(r, method, herr.err)
+	writeRPCError(w, herr.status, rawID, herr.err, 0)
+	return true
+}
+
+// earlyAdmission is a tools/call's Admit, run while its session loads.
+//
+// A call's rate limits need the vhost, the caller and the tool, not the
+// session: they are counted while the session loads, so a rate-limited
+// vhost costs no second store round trip in sequence (the session check
+// still decides whether the call runs; a call refused for its session has
+// been counted, like any other call of that caller).
+type earlyAdmission struct {
+	call    *router.Call
+	done    chan struct{}
+	decided *router.Decisions
+	refusal *jsonrpc.Response
+}
+
+// admitEarly starts msg's Admit when it is a tools/call on a vhost with
+// rate limits; nil otherwise.
+func (s *server) admitEarly(r *http.Request, msg jsonrpc.Message, principal auth.Principal) *earlyAdmission {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() || req.Method != "tools/call" || !s.opts.Router.RateLimits(r.PathValue("vhost")) {
+		return nil
+	}
+	e := &earlyAdmission{done: make(chan struct{}), call: &router.Call{VHost: r.PathValue("vhost"), Principal: string(principal),
+		Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req}}
+	go func() {
+		defer close(e.done)
+		e.decided, e.refusal = s.opts.Router.Admit(r.Context(), e.call)
+	}()
+	return e
+}
+
+// wait waits for the Admit (none for a nil e) and notes what it resolved.
+func (e *earlyAdmission) wait(w http.ResponseWriter) (*router.Call, *router.Decisions, *jsonrpc.Response) {
+	if e == nil {
+		return nil, nil, nil
+	}
+	<-e.done
+	noteResolved(w, e.call)
+	return e.call, e.decided, e.refusal
+}
+
+// readPOST checks a POST's Content-Type and Accept and reads its body:
+// ok is false when it has answered the request with a refusal. The whole
+// body is read whatever Content-Length says: Lambda Function URL requests
+// can carry a decoded base64 body with ContentLength 0.
+func (s *server) readPOST(w http.ResponseWriter, r *http.Request) (body []byte, jsonOK, sseOK, ok bool) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeHTTPError(w, http.StatusUnsupportedMediaType, codeInvalidRequest, "Content-Type must be application/json")
+		return nil, false, false, false
+	}
+	jsonOK, sseOK = accepts(r.Header.Values("Accept"))
+	if !jsonOK && !sseOK {
+		writeHTTPError(w, http.StatusNotAcceptable, codeInvalidRequest, "Accept must include application/json or text/event-stream")
+		return nil, false, false, false
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			writeHTTPError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest, "request body exceeds the size limit")
+		case bodyReadTimedOut(err):
+			w.Header().Set("Connection", "close")
+			writeHTTPError(w, http.StatusRequestTimeout, codeInvalidRequest,
+				"request body not received within the read timeout ("+s.opts.ReadTimeout.String()+")")
+		default:
+			writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "cannot read request body")
+		}
+		return nil, false, false, false
+	}
+	return body, jsonOK, sseOK, true
+}
+
+// serveInitialize opens a 2025 session.
+func (s *server) serveInitialize(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request, rawID json.RawMessage, principal auth.Principal, jsonOK bool) {
+	if !req.IsCall() {
+		writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "initialize must be a request with an id")
+		return
+	}
+	ctx, held := s.opts.ResponseBudget.Hold(r.Context())
+	defer held.Release()
+	s.logUnservedInitialize(r, req.Params)
+	sess, resp := s.opts.Router.Initialize(ctx, r.PathValue("vhost"), string(principal), r.Header, req)
+	if sess != nil {
+		w.Header().Set(headerSessionID, string(sess.ID))
+		noteOf(w).setSession(string(sess.ID))
+	}
+	s.writeResponse(w, resp, rawID, jsonOK)
+}
+
+// deliver hands the client's answer to a sampling, elicitation or roots
+// request to the call waiting for it, which may be on another instance.
+func (s *server) deliver(w http.ResponseWriter, r *http.Request, sess *store.Session, m *jsonrpc.Response) {
+	if err := s.opts.Sessions.Deliver(r.Context(), sess, m); err != nil {
+		if errors.Is(err, session.ErrNoPendingRequest) {
+			writeHTTPError(w, http.StatusBadRequest, codeInvalidRequest, "no server request with id "+wire.Quote(idText(m.ID))+" is pending")
+			return
+		}
+		s.log.Error("delivering client response failed", "error", err)
+		writeHTTPError(w, http.StatusServiceUnavailable, codeInternalError, wire.MsgStoreUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
 }
 
 // serveCall runs one request. The answer is application/json when the

@@ -33,54 +33,84 @@ import (
 // backend's own order and result fields; only nextCursor is replaced by a
 // gateway cursor, so that cursors are uniform across vhosts.
 func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access policy.View, positions map[string]sealed.BackendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage)) (json.RawMessage, error) {
-	// An entry is an item's place (its result's, and its own in that
-	// result's named items): no pointers, so the page's few thousand
-	// entries are one block the collector does not scan.
-	type entry struct {
-		res, idx int32
-		visible  bool // hidden items hold their place in the walk, unsent
+	m := &pageMerge{v: v, op: op, positions: positions, results: results,
+		lists: make([][]namedItem, len(results)), pageNext: map[string]string{}, left: map[string]int{},
+		next: &sealed.Cursor{Op: op.method, VHost: v.name, Principal: sealed.PrincipalTag(principal), Backends: map[string]sealed.BackendCursor{}, Private: private}}
+	if err := m.collect(r, access); err != nil {
+		return nil, err
 	}
+	m.sort()
+	cut, sent := m.bound(r.opts.MaxPageItems)
+	m.advance(cut)
+	out := m.fields()
+	lead := v.search.lead(op, len(positions) == 0) // tool_search.go: the gateway's tools
+	items, size := make([]*namedItem, 0, len(lead)+sent), 0
+	for _, it := range lead {
+		items = append(items, it)
+		size += it.size()
+	}
+	for _, e := range m.entries[:cut] {
+		if e.visible {
+			it := &m.lists[e.res][e.idx]
+			items = append(items, it)
+			size += it.size()
+		}
+	}
+	if err := r.pageCursor(ctx, m, out); err != nil {
+		return nil, err
+	}
+	if decorate != nil {
+		decorate(out)
+	}
+	appendItem := func(b []byte, i int) []byte { return items[i].appendTo(b) }
+	pb := lentPage(ctx)
+	if pb == nil {
+		return wire.AppendRawObjectArrayFunc(nil, out, op.field, len(items), size, appendItem), nil
+	}
+	pb.b = wire.AppendRawObjectArrayFunc(pb.b[:0], out, op.field, len(items), size, appendItem)
+	return pb.b, nil
+}
+
+// pageMerge is one list page being merged from the backends' pages.
+type pageMerge struct {
+	v         *vhost
+	op        listOp
+	positions map[string]sealed.BackendCursor
+	results   []*pageResult
+	entries   []pageEntry
+	lists     [][]namedItem // each result's named items
+	next      *sealed.Cursor
+	more      bool
+	pageNext  map[string]string // each listed backend's own next cursor
+	left      map[string]int    // each listed backend's items on this page, past its offset
+	skipped   []string
+	stranded  []string
+}
+
+// A pageEntry is an item's place (its result's, and its own in that
+// result's named items): no pointers, so the page's few thousand entries
+// are one block the collector does not scan.
+type pageEntry struct {
+	res, idx int32
+	visible  bool // hidden items hold their place in the walk, unsent
+}
+
+func (m *pageMerge) byName(a, b pageEntry) int {
+	return strings.Compare(m.lists[a.res][a.idx].name, m.lists[b.res][b.idx].name)
+}
+
+// collect takes each result's items past its offset into the entries,
+// and notes the backends that hold no items on this page.
+func (m *pageMerge) collect(r *Router, access policy.View) error {
 	total := 0
-	for _, res := range results {
+	for _, res := range m.results {
 		if res != nil && res.queried && !res.failed {
 			total += res.size()
 		}
 	}
-	entries := make([]entry, 0, total)
-	lists := make([][]namedItem, len(results)) // each result's named items
-	nameOf := func(e entry) string { return lists[e.res][e.idx].name }
-	byName := func(a, b entry) int { return strings.Compare(nameOf(a), nameOf(b)) }
-	var skipped, stranded []string
-	next := &sealed.Cursor{Op: op.method, VHost: v.name, Principal: sealed.PrincipalTag(principal), Backends: map[string]sealed.BackendCursor{}, Private: private}
-	more := false
-	pageNext := map[string]string{} // each listed backend's own next cursor
-	left := map[string]int{}        // each listed backend's items on this page, past its offset
-	for ri, res := range results {
-		switch {
-		case res == nil:
-			continue
-		case res.hidden:
-			if pos, ok := positions[res.key]; ok {
-				next.Backends[res.key] = pos
-			}
-			continue
-		case res.deferred:
-			// Not asked for this page (pageWaves): it holds items still.
-			if pos, ok := positions[res.key]; ok {
-				next.Backends[res.key] = pos
-			}
-			more = true
-			continue
-		case !res.queried:
-			next.Backends[res.key] = sealed.BackendCursor{Done: true}
-			continue
-		case res.failed:
-			skipped = append(skipped, res.key)
-			// A failed backend keeps its position, so a later page retries it.
-			next.Backends[res.key] = positions[res.key]
-			if positions[res.key].Cursor != "" {
-				stranded = append(stranded, res.key) // mid-walk: it holds pages
-			}
+	m.entries = make([]pageEntry, 0, total)
+	for ri, res := range m.results {
+		if res == nil || !m.listed(res) {
 			continue
 		}
 		named := res.named
@@ -88,74 +118,124 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			// Renamed as the page is written: the items stay the
 			// backend's bytes until then.
 			var err error
-			if named, err = r.renameAll(v, op, res.key, res.items, res.scans, false); err != nil {
-				return nil, err
+			if named, err = r.renameAll(m.v, m.op, res.key, res.items, res.scans, false); err != nil {
+				return err
 			}
 		}
-		lists[ri] = named
-		from := len(entries)
+		m.lists[ri] = named
+		from := len(m.entries)
 		for i, n := range named {
-			entries = append(entries, entry{res: int32(ri), idx: int32(i), visible: access.Listed(n.id) && (op.field != "tools" || v.search.listed(&named[i]))})
+			m.entries = append(m.entries, pageEntry{res: int32(ri), idx: int32(i), visible: access.Listed(n.id) && (m.op.field != "tools" || m.v.search.listed(&named[i]))})
 		}
-		own := entries[from:]
-		if !v.single() {
+		own := m.entries[from:]
+		if !m.v.single() {
 			// In the merged order, so that what one page takes of this
 			// backend's page is a prefix of it (pageBound).
-			slices.SortStableFunc(own, byName)
+			slices.SortStableFunc(own, m.byName)
 		}
-		skip := min(positions[res.key].Offset, len(own))
-		entries = append(entries[:from], own[skip:]...)
-		pageNext[res.key], left[res.key] = res.next, len(own)-skip
+		skip := min(m.positions[res.key].Offset, len(own))
+		m.entries = append(m.entries[:from], own[skip:]...)
+		m.pageNext[res.key], m.left[res.key] = res.next, len(own)-skip
 	}
-	if !v.single() {
-		slices.SortStableFunc(entries, func(a, b entry) int {
-			if c := byName(a, b); c != 0 {
-				return c
-			}
-			return strings.Compare(results[a.res].key, results[b.res].key)
-		})
+	return nil
+}
+
+// listed reports whether res has items on this page (true); when it has
+// none it records where its walk stands instead.
+func (m *pageMerge) listed(res *pageResult) bool {
+	switch {
+	case res.hidden:
+		if pos, ok := m.positions[res.key]; ok {
+			m.next.Backends[res.key] = pos
+		}
+		return false
+	case res.deferred:
+		// Not asked for this page (pageWaves): it holds items still.
+		if pos, ok := m.positions[res.key]; ok {
+			m.next.Backends[res.key] = pos
+		}
+		m.more = true
+		return false
+	case !res.queried:
+		m.next.Backends[res.key] = sealed.BackendCursor{Done: true}
+		return false
+	case res.failed:
+		m.skipped = append(m.skipped, res.key)
+		// A failed backend keeps its position, so a later page retries it.
+		m.next.Backends[res.key] = m.positions[res.key]
+		if m.positions[res.key].Cursor != "" {
+			m.stranded = append(m.stranded, res.key) // mid-walk: it holds pages
+		}
+		return false
 	}
-	// A page holds at most MaxPageItems items, whatever the number of
-	// backends: past the bound, the rest of each backend's page waits for
-	// the next gateway page, which asks the backend for the same page
-	// again and skips what was sent (backendCursor.Offset).
-	cut, sent := len(entries), 0
-	for i, e := range entries {
+	return true
+}
+
+// sort puts a merged page in name order, ties by backend key.
+func (m *pageMerge) sort() {
+	if m.v.single() {
+		return
+	}
+	slices.SortStableFunc(m.entries, func(a, b pageEntry) int {
+		if c := m.byName(a, b); c != 0 {
+			return c
+		}
+		return strings.Compare(m.results[a.res].key, m.results[b.res].key)
+	})
+}
+
+// bound cuts the page at maxItems visible items: past the bound, the rest
+// of each backend's page waits for the next gateway page, which asks the
+// backend for the same page again and skips what was sent
+// (backendCursor.Offset). A page holds at most MaxPageItems items,
+// whatever the number of backends.
+func (m *pageMerge) bound(maxItems int) (cut, sent int) {
+	cut = len(m.entries)
+	for i, e := range m.entries {
 		if !e.visible {
 			continue
 		}
-		if sent == r.opts.MaxPageItems {
-			cut = i
-			break
+		if sent == maxItems {
+			return i, sent
 		}
 		sent++
 	}
-	perResult := make([]int, len(results))
-	for _, e := range entries[:cut] {
+	return cut, sent
+}
+
+// advance sets each listed backend's position in the next cursor from
+// what the page took of it.
+func (m *pageMerge) advance(cut int) {
+	perResult := make([]int, len(m.results))
+	for _, e := range m.entries[:cut] {
 		perResult[e.res]++
 	}
 	taken := map[string]int{}
 	for ri, n := range perResult {
 		if n > 0 {
-			taken[results[ri].key] = n
+			taken[m.results[ri].key] = n
 		}
 	}
-	for key, n := range left {
-		pos := positions[key]
+	for key, n := range m.left {
+		pos := m.positions[key]
 		if taken[key] < n {
-			next.Backends[key] = sealed.BackendCursor{Cursor: pos.Cursor, Offset: pos.Offset + taken[key]}
-			more = true
+			m.next.Backends[key] = sealed.BackendCursor{Cursor: pos.Cursor, Offset: pos.Offset + taken[key]}
+			m.more = true
 			continue
 		}
-		next.Backends[key] = sealed.BackendCursor{Cursor: pageNext[key], Done: pageNext[key] == ""}
-		if pageNext[key] != "" {
-			more = true
+		m.next.Backends[key] = sealed.BackendCursor{Cursor: m.pageNext[key], Done: m.pageNext[key] == ""}
+		if m.pageNext[key] != "" {
+			m.more = true
 		}
 	}
+}
 
+// fields starts the page's result object: a single backend's own result
+// fields, without the items and the cursor the page writes itself.
+func (m *pageMerge) fields() map[string]json.RawMessage {
 	out := map[string]json.RawMessage{}
-	if v.single() {
-		for _, res := range results {
+	if m.v.single() {
+		for _, res := range m.results {
 			if res != nil && res.result != nil {
 				for k, val := range res.result {
 					out[k] = val
@@ -163,62 +243,47 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			}
 		}
 	}
-	lead := v.search.lead(op, len(positions) == 0) // tool_search.go: the gateway's tools
-	items, size := make([]*namedItem, 0, len(lead)+sent), 0
-	for _, it := range lead {
-		items = append(items, it)
-		size += it.size()
-	}
-	for _, e := range entries[:cut] {
-		if e.visible {
-			it := &lists[e.res][e.idx]
-			items = append(items, it)
-			size += it.size()
-		}
-	}
-	appendItem := func(b []byte, i int) []byte { return items[i].appendTo(b) }
-	delete(out, op.field) // the page's own: written below
+	delete(out, m.op.field) // the page's own: written below
 	delete(out, "nextCursor")
-	// More pages exist when a backend said so. When none does but a backend
-	// that failed is mid-walk, its remaining pages exist too and only it
-	// can serve them: ending the walk would drop them without a word, so
-	// the page fails instead, and the client may retry the same cursor
-	// (every backend's position in it is unchanged). A backend that has
-	// failed since the first page was never part of the walk; it is named
-	// in _meta on every page, and the walk ends without it.
-	if !more && len(stranded) > 0 {
-		return nil, &strandedPagesError{method: op.method, backends: stranded}
+	return out
+}
+
+// pageCursor adds the page's nextCursor and the _meta naming skipped
+// backends to out.
+//
+// More pages exist when a backend said so. When none does but a backend
+// that failed is mid-walk, its remaining pages exist too and only it can
+// serve them: ending the walk would drop them without a word, so the page
+// fails instead, and the client may retry the same cursor (every backend's
+// position in it is unchanged). A backend that has failed since the first
+// page was never part of the walk; it is named in _meta on every page, and
+// the walk ends without it.
+func (r *Router) pageCursor(ctx context.Context, m *pageMerge, out map[string]json.RawMessage) error {
+	if !m.more && len(m.stranded) > 0 {
+		return &strandedPagesError{method: m.op.method, backends: m.stranded}
 	}
-	if more {
+	if m.more {
 		key, err := r.cursorKey(ctx)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		tok, err := sealed.SealCursor(key, next)
+		tok, err := sealed.SealCursor(key, m.next)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out["nextCursor"], _ = json.Marshal(tok)
 	}
-	if len(skipped) > 0 {
-		sort.Strings(skipped)
+	if len(m.skipped) > 0 {
+		sort.Strings(m.skipped)
 		meta := map[string]json.RawMessage{}
-		if m, ok := out["_meta"]; ok {
-			_ = json.Unmarshal(m, &meta)
+		if mv, ok := out["_meta"]; ok {
+			_ = json.Unmarshal(mv, &meta)
 		}
-		meta[MetaSkippedBackends], _ = json.Marshal(skipped)
-		addSignInMeta(meta, results) // sign_in.go
+		meta[MetaSkippedBackends], _ = json.Marshal(m.skipped)
+		addSignInMeta(meta, m.results) // sign_in.go
 		out["_meta"], _ = json.Marshal(meta)
 	}
-	if decorate != nil {
-		decorate(out)
-	}
-	pb := lentPage(ctx)
-	if pb == nil {
-		return wire.AppendRawObjectArrayFunc(nil, out, op.field, len(items), size, appendItem), nil
-	}
-	pb.b = wire.AppendRawObjectArrayFunc(pb.b[:0], out, op.field, len(items), size, appendItem)
-	return pb.b, nil
+	return nil
 }
 
 // A list page (770 kB for 1,000 tools) was a new buffer every time,
@@ -412,34 +477,11 @@ func (r *Router) nameItem(v *vhost, op listOp, key string, item json.RawMessage,
 	if op.field == "skills" {
 		return nameSkill(v, key, item, scan) // skills.go: no name member to rename
 	}
-	// One pass over the item's top level (or none: decode's): its bytes
-	// were checked when the backend's answer was decoded, and all but two
-	// members pass as they are, copied around the new values in one go.
-	if scan == nil {
-		scan = new(itemScan)
-		if !wire.MembersAt(item, func(k []byte, start, end int) bool {
-			scan.member(op, k, start, end)
-			return true
-		}) {
-			return namedItem{}, errMalformedItem
-		}
+	scan, name, uri, meta, err := readItem(op, item, scan)
+	if err != nil {
+		return namedItem{}, err
 	}
 	nameAt, uriAt := scan.name.span(), scan.uri.span()
-	var name, uri string
-	var meta []byte
-	bad := false
-	if nameAt.count > 0 {
-		name, bad = stringMember(item[nameAt.start:nameAt.end])
-	}
-	if uriAt.count > 0 && !bad {
-		uri, bad = stringMember(item[uriAt.start:uriAt.end])
-	}
-	if bad {
-		return namedItem{}, errMalformedItem
-	}
-	if scan.meta.count > 0 {
-		meta = item[scan.meta.start:scan.meta.end]
-	}
 	hasName := nameAt.count > 0
 	alias, aliased := "", false
 	if op.field == "tools" {
@@ -475,16 +517,53 @@ func (r *Router) nameItem(v *vhost, op listOp, key string, item json.RawMessage,
 		}
 		return n, nil
 	}
-	quotedName := wire.Quoted(name)
-	var quotedURI []byte
-	if newURI {
-		quotedURI = wire.Quoted(id)
+	out, err := respliceItem(v, op, key, item, name, id, newURI, rare)
+	if err != nil {
+		return namedItem{}, err
 	}
+	return namedItem{name: name, id: id, item: out}, nil
+}
+
+// readItem finds an item's name, URI and _meta. One pass over the item's
+// top level (or none: decode's, when scan is given): its bytes were
+// checked when the backend's answer was decoded, and all but two members
+// pass as they are, copied around the new values in one go.
+func readItem(op listOp, item json.RawMessage, scan *itemScan) (_ *itemScan, name, uri string, meta []byte, err error) {
+	if scan == nil {
+		scan = new(itemScan)
+		if !wire.MembersAt(item, func(k []byte, start, end int) bool {
+			scan.member(op, k, start, end)
+			return true
+		}) {
+			return nil, "", "", nil, errMalformedItem
+		}
+	}
+	nameAt, uriAt := scan.name.span(), scan.uri.span()
+	bad := false
+	if nameAt.count > 0 {
+		name, bad = stringMember(item[nameAt.start:nameAt.end])
+	}
+	if uriAt.count > 0 && !bad {
+		uri, bad = stringMember(item[uriAt.start:uriAt.end])
+	}
+	if bad {
+		return nil, "", "", nil, errMalformedItem
+	}
+	if scan.meta.count > 0 {
+		meta = item[scan.meta.start:scan.meta.end]
+	}
+	return scan, name, uri, meta, nil
+}
+
+// respliceItem writes an item's new name (and URI, when newURI) into a
+// copy of it; a rare item (nameless, or an MCP Apps tool whose _meta names
+// a UI resource) is decoded and rewritten whole.
+func respliceItem(v *vhost, op listOp, key string, item json.RawMessage, name, id string, newURI, rare bool) (json.RawMessage, error) {
+	quotedName := wire.Quoted(name)
 	var out []byte
-	switch {
-	case quotedURI != nil:
-		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName}, wire.Member{Key: op.uriField, Value: quotedURI})
-	default:
+	if newURI {
+		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName}, wire.Member{Key: op.uriField, Value: wire.Quoted(id)})
+	} else {
 		out, _ = wire.Splice(item, wire.Member{Key: "name", Value: quotedName})
 	}
 	if rare {
@@ -492,7 +571,7 @@ func (r *Router) nameItem(v *vhost, op listOp, key string, item json.RawMessage,
 		// _meta is renamed too. Both need the members decoded.
 		var fields map[string]json.RawMessage
 		if err := json.Unmarshal(out, &fields); err != nil {
-			return namedItem{}, err
+			return nil, err
 		}
 		fields["name"] = quotedName
 		if op.field == "tools" && !v.single() {
@@ -500,7 +579,7 @@ func (r *Router) nameItem(v *vhost, op listOp, key string, item json.RawMessage,
 		}
 		out = wire.RawObject(fields)
 	}
-	return namedItem{name: name, id: id, item: out}, nil
+	return out, nil
 }
 
 // errMalformedItem: a backend's list item is not an object, or its name or

@@ -27,29 +27,7 @@ type target struct {
 // identifier. The identifier is stripped before the backend sees it.
 func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	method := c.Request.Method
-	t, rerr := c.d.t, c.d.rerr
-	counted := c.d.counted
-	if rerr != nil && method == "tools/call" && t == nil {
-		// Only a name no backend owns (not a malformed call): the very
-		// error unknownIdentifier makes for it.
-		if name, ok := rawToolName(c.Request.Params); ok && rerr.Message == unknownIdentifier("tool", name).Message {
-			// Perhaps a backend's own name, as an MCP App calls it.
-			published, perr := r.resolveRawTool(ctx, v, c, name)
-			switch {
-			case perr != nil:
-				rerr = perr
-			case published != "":
-				req := *c.Request
-				req.Params = withToolName(c.Request.Params, published)
-				c.Request = &req
-				t, rerr = r.resolve(v, method, c.Request.Params)
-				counted = false // Admit saw no tool of that name
-				if n := auditNote(ctx); n != nil {
-					n.Name = published
-				}
-			}
-		}
-	}
+	t, rerr, counted := r.rawToolTarget(ctx, v, c)
 	if rerr == nil && !v.routedVisible(c.d.access, method, t) {
 		// Hidden: refused as if no backend owned it, before any hook,
 		// bound or backend could answer differently.
@@ -106,26 +84,9 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	params := []byte(wire.RawObject(t.params)) // its members' bytes as they came: no re-encoding
 
 	sent := params // what the client sent, for the Mcp-Param-* headers below
-	var hc *hook.Call
-	if hooked(method) && len(r.opts.Hooks)+len(v.hooks) > 0 {
-		hc = &hook.Call{Method: method, VHost: v.name, Backend: t.backend, Name: t.name,
-			Principal: c.Principal, SessionID: c.peer.sessionID, Params: params}
-		var schema func(ctx context.Context) (json.RawMessage, error)
-		if method == "tools/call" {
-			schema = func(ctx context.Context) (json.RawMessage, error) {
-				return r.toolInputSchema(ctx, v, c, t.backend, t.name)
-			}
-		}
-		observer, _ := r.opts.Observer.(PluginObserver)
-		hc.Bind(schema, observer)
-		for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
-			for _, h := range hooks {
-				if err := h.Pre(ctx, hc); err != nil {
-					return errorResponse(c.Request.ID, r.hookRefusal(ctx, err))
-				}
-			}
-		}
-		params = hc.Params
+	hc, params, herr := r.preHooks(ctx, v, c, t, params)
+	if herr != nil {
+		return errorResponse(c.Request.ID, herr)
 	}
 
 	if runs, refusal := r.runsAsTask(v, c, t); refusal != nil {
@@ -153,31 +114,7 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 		ctx = r.withParamHeaders(ctx, v, c, t, params)
 	}
 	resp, err := r.withBackend(ctx, v, t.backend, method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
-		callCtx, endCall := context.WithCancel(ctx)
-		defer endCall()
-		cs := &callStream{r: r, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc, access: c.d.access}
-		p := params
-		if c.Stream != nil {
-			p = cs.mapProgressToken(params)
-		}
-		var resp *jsonrpc.Response
-		var err error
-		if conn.Modern() && (method == "resources/subscribe" || method == "resources/unsubscribe") {
-			// A 2026-07-28 backend has no resources/subscribe: the session
-			// records the subscription and the GET-stream holder's
-			// subscriptions/listen carries it (backend_listen.go).
-			return &jsonrpc.Response{ID: c.Request.ID, Result: json.RawMessage(`{}`)}, nil
-		}
-		if c.Modern == nil && conn.Modern() && multiRoundTrip(method) {
-			// A 2025-era client on a 2026-07-28 backend: the gateway
-			// answers the backend's input requests by asking the client.
-			resp, err = r.callFulfilling(callCtx, conn, cs, method, p)
-		} else {
-			resp, err = conn.Call(callCtx, method, p, cs.onMessage)
-		}
-		endCall() // server-to-client requests still waiting give up
-		cs.wg.Wait()
-		return resp, err
+		return r.callRouted(ctx, v, c, t, conn, params, hc)
 	})
 	if err != nil {
 		if resp := r.signInAnswer(ctx, v, c, t, err); resp != nil { // sign_in.go
@@ -221,20 +158,123 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 		result = envelope.Strip(result) // only a 2026-07-28 backend writes the envelope
 	}
 	if hc != nil {
-		for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
-			for _, h := range hooks {
-				if result, err = h.Post(ctx, hc, result); err != nil {
-					return errorResponse(c.Request.ID, r.hookRefusal(ctx, err))
-				}
-			}
-		}
-		// Results are written downstream as they are (wire.EncodeResponse):
-		// what a hook made must be JSON.
-		if !json.Valid(result) {
-			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "a post-hook returned a result that is not JSON"))
+		var herr *jsonrpc.Error
+		if result, herr = r.postHooks(ctx, v, hc, result); herr != nil {
+			return errorResponse(c.Request.ID, herr)
 		}
 	}
 	return r.recordSubscription(ctx, c, t, result)
+}
+
+// rawToolTarget is the call's decided target, or, for a tools/call whose
+// name no backend publishes, the target of a backend's own name as an MCP
+// App calls it (the request renamed to the published name). counted is
+// false when Admit counted no tool of that name.
+func (r *Router) rawToolTarget(ctx context.Context, v *vhost, c *Call) (t *target, rerr *jsonrpc.Error, counted bool) {
+	method := c.Request.Method
+	t, rerr, counted = c.d.t, c.d.rerr, c.d.counted
+	if rerr == nil || method != "tools/call" || t != nil {
+		return t, rerr, counted
+	}
+	// Only a name no backend owns (not a malformed call): the very
+	// error unknownIdentifier makes for it.
+	name, ok := rawToolName(c.Request.Params)
+	if !ok || rerr.Message != unknownIdentifier("tool", name).Message {
+		return t, rerr, counted
+	}
+	// Perhaps a backend's own name, as an MCP App calls it.
+	published, perr := r.resolveRawTool(ctx, v, c, name)
+	switch {
+	case perr != nil:
+		rerr = perr
+	case published != "":
+		req := *c.Request
+		req.Params = withToolName(c.Request.Params, published)
+		c.Request = &req
+		t, rerr = r.resolve(v, method, c.Request.Params)
+		counted = false // Admit saw no tool of that name
+		if n := auditNote(ctx); n != nil {
+			n.Name = published
+		}
+	}
+	return t, rerr, counted
+}
+
+// preHooks runs the plugins' Pre hooks on a hooked method's params: the
+// hook call the Post hooks get (nil when none runs) and the params as the
+// hooks left them.
+func (r *Router) preHooks(ctx context.Context, v *vhost, c *Call, t *target, params json.RawMessage) (*hook.Call, json.RawMessage, *jsonrpc.Error) {
+	method := c.Request.Method
+	if !hooked(method) || len(r.opts.Hooks)+len(v.hooks) == 0 {
+		return nil, params, nil
+	}
+	hc := &hook.Call{Method: method, VHost: v.name, Backend: t.backend, Name: t.name,
+		Principal: c.Principal, SessionID: c.peer.sessionID, Params: params}
+	var schema func(ctx context.Context) (json.RawMessage, error)
+	if method == "tools/call" {
+		schema = func(ctx context.Context) (json.RawMessage, error) {
+			return r.toolInputSchema(ctx, v, c, t.backend, t.name)
+		}
+	}
+	observer, _ := r.opts.Observer.(PluginObserver)
+	hc.Bind(schema, observer)
+	for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
+		for _, h := range hooks {
+			if err := h.Pre(ctx, hc); err != nil {
+				return nil, nil, r.hookRefusal(ctx, err)
+			}
+		}
+	}
+	return hc, hc.Params, nil
+}
+
+// postHooks runs the plugins' Post hooks on a result.
+func (r *Router) postHooks(ctx context.Context, v *vhost, hc *hook.Call, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+	var err error
+	for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
+		for _, h := range hooks {
+			if result, err = h.Post(ctx, hc, result); err != nil {
+				return nil, r.hookRefusal(ctx, err)
+			}
+		}
+	}
+	// Results are written downstream as they are (wire.EncodeResponse):
+	// what a hook made must be JSON.
+	if !json.Valid(result) {
+		return nil, rpcError(CodeInternalError, "a post-hook returned a result that is not JSON")
+	}
+	return result, nil
+}
+
+// callRouted sends a routed call to the backend on conn, relaying what the
+// backend sends meanwhile (progress, requests to the client).
+func (r *Router) callRouted(ctx context.Context, v *vhost, c *Call, t *target, conn *upstream.Conn, params json.RawMessage, hc *hook.Call) (*jsonrpc.Response, error) {
+	method := c.Request.Method
+	callCtx, endCall := context.WithCancel(ctx)
+	defer endCall()
+	cs := &callStream{r: r, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc, access: c.d.access}
+	p := params
+	if c.Stream != nil {
+		p = cs.mapProgressToken(params)
+	}
+	var resp *jsonrpc.Response
+	var err error
+	if conn.Modern() && (method == "resources/subscribe" || method == "resources/unsubscribe") {
+		// A 2026-07-28 backend has no resources/subscribe: the session
+		// records the subscription and the GET-stream holder's
+		// subscriptions/listen carries it (backend_listen.go).
+		return &jsonrpc.Response{ID: c.Request.ID, Result: json.RawMessage(`{}`)}, nil
+	}
+	if c.Modern == nil && conn.Modern() && multiRoundTrip(method) {
+		// A 2025-era client on a 2026-07-28 backend: the gateway
+		// answers the backend's input requests by asking the client.
+		resp, err = r.callFulfilling(callCtx, conn, cs, method, p)
+	} else {
+		resp, err = conn.Call(callCtx, method, p, cs.onMessage)
+	}
+	endCall() // server-to-client requests still waiting give up
+	cs.wg.Wait()
+	return resp, err
 }
 
 // recordSubscription records a resources/subscribe or unsubscribe the

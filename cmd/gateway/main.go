@@ -72,57 +72,28 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 		fmt.Fprintln(stdout, "gateway", bi)
 		return nil
 	}
-	log, err := newLogger(stderr, o.logLevel, o.logFormat)
+	log, jsonOut, err := setUpLogging(stderr, o)
 	if err != nil {
 		return err
 	}
-	jsonOut := isJSON(o.logFormat)
-	fatalJSON.Store(jsonOut)
-	// The standard library's log package (net/http's own messages among
-	// them) and any library logging through slog's default go through
-	// the same handler: in JSON mode every line is JSON.
-	slog.SetDefault(log)
-	routeRedisLogs(log, o.redisURL)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	var cfg *config.Config
-	if o.demo {
-		var stopDemo func()
-		cfg, stopDemo, err = demoConfig(ctx)
-		if err != nil {
-			return err
-		}
-		defer stopDemo()
-	} else if cfg, err = validate(o.config, o.redisURL); err != nil {
+	cfg, stopDemo, err := loadConfig(ctx, o)
+	if err != nil {
 		return err
 	}
+	defer stopDemo()
 
-	opts := []app.Option{app.WithBuildInfo(bi)}
-	if o.adminListen != "" {
-		opts = append(opts, app.WithAdminListener())
-	}
-	a, err := app.Build(cfg, o.redisURL, log, opts...)
+	a, err := app.Build(cfg, o.redisURL, log, appOptions(o, bi)...)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
-	// A store that can never work (refused credentials, a database index
-	// it does not have, a host name that does not resolve) stops start-up:
-	// waiting would not fix it. One that does not answer yet may be
-	// starting: the gateway starts, and /readyz answers 503 until then.
-	startCtx, cancelStart := context.WithTimeout(ctx, 3*time.Second)
-	if err := a.Store.Ping(startCtx); err != nil {
-		cancelStart()
-		if redisconn.Unusable(err) {
-			return fmt.Errorf("the session store cannot work with this URL (fix --redis-url or MCPGW_REDIS_URL): %w", err)
-		}
-		log.Warn("session store not reachable yet; /readyz answers 503 until it is", "error", err)
-	} else if err := a.Start(startCtx); err != nil {
-		log.Warn("the store's bus did not confirm the subscription yet; it keeps trying", "error", err)
+	if err := startStore(ctx, a, log); err != nil {
+		return err
 	}
-	cancelStart()
 	// Patterns that match nothing are warned of once the backends list
 	// (router/pattern_watch.go), and again after each reload.
 	a.Router.WatchPatterns()
@@ -159,13 +130,7 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 	// line on stdout).
 	announce(stdout, jsonOut, "mcpgw: listening on "+base, "listen", base)
 	if o.demo {
-		if jsonOut {
-			var help strings.Builder
-			printDemoHelp(&help, base)
-			announce(stdout, true, "demo gateway", "help", help.String())
-		} else {
-			printDemoHelp(stdout, base)
-		}
+		announceDemo(stdout, jsonOut, base)
 	} else {
 		wg.Go(func() { watchConfig(runCtx, o.config, cfg, o.reloadEvery, a, log) })
 	}
@@ -173,6 +138,40 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 		wg.Go(func() { reopenAuditOnHUP(runCtx, a, log) })
 	}
 
+	return serveUntilDone(ctx, srv, errc, log)
+}
+
+// setUpLogging makes the gateway's logger from the flags. The standard
+// library's log package (net/http's own messages among them) and any
+// library logging through slog's default go through the same handler: in
+// JSON mode every line is JSON.
+func setUpLogging(stderr io.Writer, o *options) (log *slog.Logger, jsonOut bool, err error) {
+	log, err = newLogger(stderr, o.logLevel, o.logFormat)
+	if err != nil {
+		return nil, false, err
+	}
+	jsonOut = isJSON(o.logFormat)
+	fatalJSON.Store(jsonOut)
+	slog.SetDefault(log)
+	routeRedisLogs(log, o.redisURL)
+	return log, jsonOut, nil
+}
+
+// loadConfig is the demo's config (stop ends its backends) or the
+// validated config file's (stop does nothing).
+func loadConfig(ctx context.Context, o *options) (cfg *config.Config, stop func(), err error) {
+	if o.demo {
+		return demoConfig(ctx)
+	}
+	if cfg, err = validate(o.config, o.redisURL); err != nil {
+		return nil, nil, err
+	}
+	return cfg, func() {}, nil
+}
+
+// serveUntilDone waits for the server to fail or for a signal, then
+// shuts the server down, draining requests for at most 15 seconds.
+func serveUntilDone(ctx context.Context, srv *http.Server, errc <-chan error, log *slog.Logger) error {
 	select {
 	case err := <-errc:
 		return err
@@ -185,6 +184,45 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// appOptions are what the flags ask of the assembled gateway.
+func appOptions(o *options, bi buildinfo.Info) []app.Option {
+	opts := []app.Option{app.WithBuildInfo(bi)}
+	if o.adminListen != "" {
+		opts = append(opts, app.WithAdminListener())
+	}
+	return opts
+}
+
+// startStore checks the store before the gateway serves. A store that
+// can never work (refused credentials, a database index it does not have,
+// a host name that does not resolve) stops start-up: waiting would not fix
+// it. One that does not answer yet may be starting: the gateway starts,
+// and /readyz answers 503 until then.
+func startStore(ctx context.Context, a *app.App, log *slog.Logger) error {
+	startCtx, cancelStart := context.WithTimeout(ctx, 3*time.Second)
+	defer cancelStart()
+	if err := a.Store.Ping(startCtx); err != nil {
+		if redisconn.Unusable(err) {
+			return fmt.Errorf("the session store cannot work with this URL (fix --redis-url or MCPGW_REDIS_URL): %w", err)
+		}
+		log.Warn("session store not reachable yet; /readyz answers 503 until it is", "error", err)
+	} else if err := a.Start(startCtx); err != nil {
+		log.Warn("the store's bus did not confirm the subscription yet; it keeps trying", "error", err)
+	}
+	return nil
+}
+
+// announceDemo prints the demo's help (in JSON mode as one JSON line).
+func announceDemo(stdout io.Writer, jsonOut bool, base string) {
+	if jsonOut {
+		var help strings.Builder
+		printDemoHelp(&help, base)
+		announce(stdout, true, "demo gateway", "help", help.String())
+	} else {
+		printDemoHelp(stdout, base)
+	}
 }
 
 // displayAddr turns ":8080" / "[::]:8080" into a URL host a user can paste.

@@ -162,30 +162,8 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 			o.durationSet = true
 		}
 	})
-	for _, p := range pos {
-		switch {
-		case o.urlA == "":
-			o.urlA = p
-		case o.urlB == "":
-			o.urlB = p
-		default:
-			return nil, fmt.Errorf("too many URLs: %s", strings.Join(pos, " "))
-		}
-	}
-	if o.urlA == "" {
-		return nil, errors.New("no URL given")
-	}
-	if o.cfg.Requests > 0 && !o.durationSet {
-		o.cfg.Duration = 0 // -n alone: until the count
-	}
-	if o.cfg.Concurrency <= 0 {
-		return nil, fmt.Errorf("-c %d: need at least one worker", o.cfg.Concurrency)
-	}
-	if o.rounds <= 0 {
-		return nil, fmt.Errorf("-rounds %d: need at least one", o.rounds)
-	}
-	if o.cfg.Duration <= 0 && o.cfg.Requests <= 0 {
-		return nil, errors.New("-d and -n are both zero: nothing would end the run")
+	if err := o.check(pos); err != nil {
+		return nil, err
 	}
 	o.cfg.URL = o.urlA
 	o.cfg.CPUPID = o.cpuA // a single run samples the process in front of its URL
@@ -205,6 +183,37 @@ func parseArgs(args []string, stderr io.Writer) (*options, error) {
 		}
 	}
 	return o, nil
+}
+
+// check takes the positional URLs and refuses flags that contradict each
+// other.
+func (o *options) check(pos []string) error {
+	for _, p := range pos {
+		switch {
+		case o.urlA == "":
+			o.urlA = p
+		case o.urlB == "":
+			o.urlB = p
+		default:
+			return fmt.Errorf("too many URLs: %s", strings.Join(pos, " "))
+		}
+	}
+	if o.urlA == "" {
+		return errors.New("no URL given")
+	}
+	if o.cfg.Requests > 0 && !o.durationSet {
+		o.cfg.Duration = 0 // -n alone: until the count
+	}
+	if o.cfg.Concurrency <= 0 {
+		return fmt.Errorf("-c %d: need at least one worker", o.cfg.Concurrency)
+	}
+	if o.rounds <= 0 {
+		return fmt.Errorf("-rounds %d: need at least one", o.rounds)
+	}
+	if o.cfg.Duration <= 0 && o.cfg.Requests <= 0 {
+		return errors.New("-d and -n are both zero: nothing would end the run")
+	}
+	return nil
 }
 
 // run is main without the process: it returns the exit code.

@@ -187,16 +187,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Arguments json.RawMessage `json:"arguments"`
 	}{cfg.Tool, cfg.Args})
 
-	workers := make([]*worker, cfg.Concurrency)
-	for i := range workers {
-		workers[i] = &worker{
-			r:       r,
-			client:  NewClient(r.ccfg),
-			rng:     rand.New(rand.NewPCG(uint64(i)+1, uint64(time.Now().UnixNano()))),
-			errs:    map[string]int64{},
-			samples: map[string]string{},
-		}
-	}
+	workers := r.newWorkers()
 
 	// Every session is open (a modern client: has had its server/discover
 	// answered) before the clock starts.
@@ -216,17 +207,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	stopProgress := r.progress(runCtx, started)
 
-	// The middle process's CPU is read when the measured window opens
-	// (a timer: the warm-up runs meanwhile) and when the workers are done.
-	cpuStart := make(chan int64, 1)
-	if cfg.CPUPID > 0 {
-		cpuTimer := time.AfterFunc(time.Until(r.measureFrom), func() {
-			if us, err := procCPUMicros(cfg.CPUPID); err == nil {
-				cpuStart <- us
-			}
-		})
-		defer cpuTimer.Stop()
-	}
+	cpu := openCPUWindow(cfg.CPUPID, r.measureFrom)
+	defer cpu.close()
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Add(1)
@@ -237,16 +219,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	wg.Wait()
 	end := time.Now()
-	var cpuUsed int64 = -1
-	if cfg.CPUPID > 0 {
-		if us, err := procCPUMicros(cfg.CPUPID); err == nil {
-			select {
-			case start := <-cpuStart:
-				cpuUsed = us - start
-			default: // the window never opened
-			}
-		}
-	}
+	cpuUsed := cpu.used()
 	interrupted := ctx.Err() != nil
 	stopProgress()
 	closeAll(workers)
@@ -265,6 +238,67 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.CPUMicrosPerItem = cpuPerItem(cpuUsed, res)
 	}
 	return res, nil
+}
+
+// newWorkers makes the run's workers, each with a client of its own.
+func (r *runner) newWorkers() []*worker {
+	workers := make([]*worker, r.cfg.Concurrency)
+	for i := range workers {
+		workers[i] = &worker{
+			r:       r,
+			client:  NewClient(r.ccfg),
+			rng:     rand.New(rand.NewPCG(uint64(i)+1, uint64(time.Now().UnixNano()))),
+			errs:    map[string]int64{},
+			samples: map[string]string{},
+		}
+	}
+	return workers
+}
+
+// cpuWindow measures the CPU a process in front of the URL uses over the
+// measured window: read when the window opens (a timer: the warm-up runs
+// meanwhile) and when the workers are done. nil: no process to watch.
+type cpuWindow struct {
+	pid   int
+	start chan int64
+	timer *time.Timer
+}
+
+func openCPUWindow(pid int, at time.Time) *cpuWindow {
+	if pid <= 0 {
+		return nil
+	}
+	c := &cpuWindow{pid: pid, start: make(chan int64, 1)}
+	c.timer = time.AfterFunc(time.Until(at), func() {
+		if us, err := procCPUMicros(pid); err == nil {
+			c.start <- us
+		}
+	})
+	return c
+}
+
+func (c *cpuWindow) close() {
+	if c != nil {
+		c.timer.Stop()
+	}
+}
+
+// used is the CPU used since the window opened, in microseconds; -1 when
+// unknown (no process, or the window never opened).
+func (c *cpuWindow) used() int64 {
+	if c == nil {
+		return -1
+	}
+	us, err := procCPUMicros(c.pid)
+	if err != nil {
+		return -1
+	}
+	select {
+	case start := <-c.start:
+		return us - start
+	default: // the window never opened
+		return -1
+	}
 }
 
 // cpuPerItem is the CPU per listed item of a list run (0 for another

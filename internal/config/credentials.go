@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -106,15 +107,9 @@ func (v *validator) credentials(path string, raw *rawCredentials) *credentials.S
 		}
 		s.Scopes = append(s.Scopes, sc)
 	}
-	switch t := strings.TrimSpace(g.SubjectTokenType); {
-	case s.Grant == credentials.GrantClientCredentials && t != "":
-		bad("subject_token_type", "only token_exchange has a subject token")
-	case t == "", t == "access_token", t == credentials.TokenTypeAccessToken:
-		s.SubjectTokenType = credentials.TokenTypeAccessToken
-	case t == "jwt", t == credentials.TokenTypeJWT:
-		s.SubjectTokenType = credentials.TokenTypeJWT
-	default:
-		bad("subject_token_type", "%q is not a subject token type (want access_token or jwt)", t)
+	var msg string
+	if s.SubjectTokenType, msg = subjectTokenType(s.Grant, g.SubjectTokenType); msg != "" {
+		bad("subject_token_type", "%s", msg)
 	}
 	s.Timeout = v.duration(joinPath(path, "timeout"), g.Timeout, DefaultTokenTimeout, time.Millisecond)
 	s.MaxEntries = DefaultTokenCacheSize
@@ -129,6 +124,21 @@ func (v *validator) credentials(path string, raw *rawCredentials) *credentials.S
 		return nil
 	}
 	return s
+}
+
+// subjectTokenType is the token type URI a grant's subject_token_type
+// names (the access token's when unset), or what is wrong with it.
+func subjectTokenType(grant credentials.Grant, raw string) (uri, problem string) {
+	switch t := strings.TrimSpace(raw); {
+	case grant == credentials.GrantClientCredentials && t != "":
+		return "", "only token_exchange has a subject token"
+	case t == "", t == "access_token", t == credentials.TokenTypeAccessToken:
+		return credentials.TokenTypeAccessToken, ""
+	case t == "jwt", t == credentials.TokenTypeJWT:
+		return credentials.TokenTypeJWT, ""
+	default:
+		return "", fmt.Sprintf("%q is not a subject token type (want access_token or jwt)", t)
+	}
 }
 
 // tokenURLProblem says what is wrong with a token endpoint URL, or "". The

@@ -114,18 +114,7 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 	}
 	v.resourceAudience(raw.Auth, cfg)
 	cfg.Audit = v.audit(raw.Audit, cfg)
-	if st := raw.Streams; st != nil {
-		if st.EventLogSize != nil {
-			if *st.EventLogSize < 1 || *st.EventLogSize > 1_000_000 {
-				v.errf("streams.event_log_size", "must be between 1 and 1000000, not %d", *st.EventLogSize)
-			}
-			cfg.Streams.EventLogSize = int(*st.EventLogSize)
-		}
-		cfg.Streams.Linger = v.duration("streams.linger", st.Linger, 0, time.Millisecond)
-		cfg.Streams.ClientRequestTimeout = v.duration("streams.client_request_timeout", st.ClientRequestTimeout, 0, time.Second)
-		cfg.Streams.KeepAlive = v.duration("streams.keep_alive", st.KeepAlive, 0, 100*time.Millisecond)
-		cfg.Streams.CallLease = v.duration("streams.call_lease", st.CallLease, 0, time.Second)
-	}
+	cfg.Streams = v.streams(raw.Streams)
 
 	cfg.Store = v.store(raw.Store)
 	cfg.Tracing = v.tracing(raw.Tracing)
@@ -153,6 +142,25 @@ func (v *validator) build(raw *rawConfig, baseDir string) *Config {
 		cfg.lambdaRefusals = append(cfg.lambdaRefusals, &Error{Source: v.source, Path: p, Line: v.line(p), Msg: lambdaStdioMsg})
 	}
 	return cfg
+}
+
+// streams validates the streams section; zero values are the defaults.
+func (v *validator) streams(st *rawStreams) Streams {
+	var out Streams
+	if st == nil {
+		return out
+	}
+	if st.EventLogSize != nil {
+		if *st.EventLogSize < 1 || *st.EventLogSize > 1_000_000 {
+			v.errf("streams.event_log_size", "must be between 1 and 1000000, not %d", *st.EventLogSize)
+		}
+		out.EventLogSize = int(*st.EventLogSize)
+	}
+	out.Linger = v.duration("streams.linger", st.Linger, 0, time.Millisecond)
+	out.ClientRequestTimeout = v.duration("streams.client_request_timeout", st.ClientRequestTimeout, 0, time.Second)
+	out.KeepAlive = v.duration("streams.keep_alive", st.KeepAlive, 0, 100*time.Millisecond)
+	out.CallLease = v.duration("streams.call_lease", st.CallLease, 0, time.Second)
+	return out
 }
 
 // store validates the store section; every field has a default.

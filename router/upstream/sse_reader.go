@@ -211,27 +211,32 @@ func (r *sseReader) Next() (sseEvent, error) {
 				return sseEvent{}, fmt.Errorf("%w (%d bytes)", errEventTooLarge, r.max)
 			}
 			lines++
-			switch lines {
-			case 1: // kept where it lies, until the event ends or a second line comes
+			if lines == 1 { // kept where it lies, until the event ends or a second line comes
 				firstTo = to
 				first = to - len(value)
-			case 2:
-				if first >= 0 {
-					data = append(make([]byte, 0, size), r.buf[first:firstTo]...)
-					first = -1
-				}
-				data = append(append(data, '\n'), value...)
-			default:
-				data = append(append(data, '\n'), value...)
+				continue
 			}
-		case "id":
-			if bytes.IndexByte(value, 0) < 0 {
-				r.lastID = string(value)
+			if first >= 0 { // the second line: the first is copied out
+				data = append(make([]byte, 0, size), r.buf[first:firstTo]...)
+				first = -1
 			}
-		case "retry":
-			if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {
-				r.retry, r.hasRetry = time.Duration(ms)*time.Millisecond, true
-			}
+			data = append(append(data, '\n'), value...)
+		default:
+			r.control(field, value)
+		}
+	}
+}
+
+// control takes an event's id and retry fields, which outlast the event.
+func (r *sseReader) control(field, value []byte) {
+	switch string(field) {
+	case "id":
+		if bytes.IndexByte(value, 0) < 0 {
+			r.lastID = string(value)
+		}
+	case "retry":
+		if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil {
+			r.retry, r.hasRetry = time.Duration(ms)*time.Millisecond, true
 		}
 	}
 }

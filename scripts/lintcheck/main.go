@@ -120,6 +120,9 @@ func staleNames(fset *token.FileSet, f *ast.File, p string, known fileSet) []fin
 				if m[1] < len(c.Text) && strings.ContainsRune("/-", rune(c.Text[m[1]])) {
 					continue // part of a longer word: "go.dev/..." or "x.go-y"
 				}
+				if strings.HasPrefix(name, "_") {
+					continue // a kind of file ("_test.go"), not a file
+				}
 				if !known.has(name, path.Dir(p)) {
 					out = append(out, finding{fset.Position(c.Pos() + token.Pos(m[0])),
 						fmt.Sprintf("comment names %s, which is not in the repository", name)})
