@@ -2,7 +2,6 @@ package handler
 
 import (
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -82,16 +81,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		ps.finish(encodeAnswer(resp, rawID))
 		return
 	}
-	if resp.Error != nil {
-		var e *jsonrpc.Error
-		if errors.As(resp.Error, &e) {
-			if status := modernErrorStatus(e.Code); status != http.StatusOK {
-				writeRPCError(w, status, rawID, e, 0)
-				return
-			}
-		}
-	}
-	s.writeResponse(w, resp, rawID, jsonOK)
+	s.writeResponse(w, resp, rawID, jsonOK) // a refusal's status is its Failure's (router.Refusal)
 }
 
 // logRefusedVersion says why a request was refused before it reached the

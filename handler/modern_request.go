@@ -234,16 +234,3 @@ func unsupportedVersion(requested string) *modernHTTPError {
 	return &modernHTTPError{status: http.StatusBadRequest, err: &jsonrpc.Error{
 		Code: wire.CodeUnsupportedProtocolVersion, Message: "unsupported protocol version " + wire.Quote(requested), Data: data}}
 }
-
-// modernErrorStatus is the HTTP status a modern request's JSON-RPC error
-// is sent with: the revision's transport errors are 4xx, a call's own
-// errors (a tool that failed, a resource not found) are 200 like results.
-func modernErrorStatus(code int64) int {
-	switch code {
-	case wire.CodeMethodNotFound:
-		return http.StatusNotFound
-	case wire.CodeHeaderMismatch, wire.CodeMissingClientCapability, wire.CodeUnsupportedProtocolVersion:
-		return http.StatusBadRequest
-	}
-	return http.StatusOK
-}

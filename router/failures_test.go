@@ -88,3 +88,38 @@ func rpcErrOf(resp *jsonrpc.Response) *jsonrpc.Error {
 	}
 	return e
 }
+
+// TestWithModernStatus: a 2026-07-28 answer's transport errors carry their
+// 4xx in a Failure (the transport reads Refusal, no table of its own); a
+// call's own errors stay 200, and a Failure keeps its status.
+func TestWithModernStatus(t *testing.T) {
+	id, _ := jsonrpc.MakeID(float64(1))
+	cases := []struct {
+		code int64
+		want int // 0: no Failure
+	}{
+		{wire.CodeMethodNotFound, http.StatusNotFound},
+		{wire.CodeHeaderMismatch, http.StatusBadRequest},
+		{wire.CodeMissingClientCapability, http.StatusBadRequest},
+		{wire.CodeUnsupportedProtocolVersion, http.StatusBadRequest},
+		{CodeInvalidParams, 0},
+		{CodeInternalError, 0},
+	}
+	for _, tc := range cases {
+		resp := withModernStatus(errorResponse(id, rpcError(tc.code, "x")))
+		status, _, ok := Refusal(resp)
+		if tc.want == 0 && ok || tc.want != 0 && (!ok || status != tc.want) {
+			t.Errorf("code %d: Refusal = %d %v, want %d", tc.code, status, ok, tc.want)
+		}
+		if e := rpcErrOf(resp); e.Code != tc.code || e.Message != "x" {
+			t.Errorf("code %d: error became %+v", tc.code, e)
+		}
+	}
+	limited := refuse(id, http.StatusTooManyRequests, time.Second, rpcError(CodeRateLimited, "slow down"))
+	if status, _, _ := Refusal(withModernStatus(limited)); status != http.StatusTooManyRequests {
+		t.Errorf("a Failure's status became %d", status)
+	}
+	if withModernStatus(resultResponse(id, []byte(`{}`))).Error != nil {
+		t.Error("a result became an error")
+	}
+}

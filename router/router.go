@@ -408,13 +408,18 @@ func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrp
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))
 	}
 	c.d = d
+	if c.Modern == nil {
+		if d.search {
+			return r.serveSearch(ctx, d.v, c) // tool_search.go
+		}
+		return r.serve(ctx, d.v, c)
+	}
 	if d.search {
-		return r.serveSearch(ctx, d.v, c) // tool_search.go
+		resp = r.serveSearch(ctx, d.v, c)
+	} else {
+		resp = r.handleModern(ctx, d.v, c)
 	}
-	if c.Modern != nil {
-		return r.handleModern(ctx, d.v, c)
-	}
-	return r.serve(ctx, d.v, c)
+	return withModernStatus(resp) // failures.go
 }
 
 // serve is the core both generations share: methods the gateway answers
