@@ -1,5 +1,10 @@
 package wire
 
+import (
+	"maps"
+	"slices"
+)
+
 // The MCP methods the gateway serves, one row each: every fact a layer
 // switches on (does it target one backend, which params field Mcp-Name
 // mirrors, may it answer input_required, do hooks run, is it served in
@@ -74,6 +79,38 @@ func LookupMethod(method string) (m Method, ok bool) {
 
 // MethodOf is method's row, the zero Method for one not served.
 func MethodOf(method string) Method { return methods[method] }
+
+// MethodNames are the table's methods, sorted: what a layer that keeps a
+// row per method (the router's dispatch, metrics labels) is tested
+// against, so a method added here without its row fails a test.
+func MethodNames() []string { return slices.Sorted(maps.Keys(methods)) }
+
+// ClientNotifications are the notifications a client sends that the
+// gateway serves (they are not in the method table: no answer, no row).
+var ClientNotifications = [...]string{
+	"notifications/initialized", "notifications/cancelled", "notifications/progress", "notifications/roots/list_changed",
+}
+
+// names holds the table's own copy of every method and client
+// notification name: a label made from it keeps no reference to a
+// request's memory.
+var names = func() map[string]string {
+	m := make(map[string]string, len(methods)+len(ClientNotifications))
+	for k := range methods {
+		m[k] = k
+	}
+	for _, n := range ClientNotifications {
+		m[n] = n
+	}
+	return m
+}()
+
+// KnownName is the table's copy of method when the gateway serves it (a
+// method or a client notification); ok is false for any other name.
+func KnownName(method string) (name string, ok bool) {
+	name, ok = names[method]
+	return name, ok
+}
 
 // LogLevels are MCP's log levels (logging/setLevel, a 2026-07-28
 // request's _meta logLevel, notifications/message), least severe first.
