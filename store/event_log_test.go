@@ -152,46 +152,6 @@ func TestEventLog_MalformedEventIDRejected(t *testing.T) {
 	})
 }
 
-func TestEventLog_LatestEventIDIsTheResumePoint(t *testing.T) {
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		if id, err := s.LatestEventID(t.Context(), "s1"); err != nil || id != "0-0" {
-			t.Fatalf("empty log: %q %v, want 0-0", id, err)
-		}
-		ids := appendEvents(t, s, "s1", 3, 100)
-		id, err := s.LatestEventID(t.Context(), "s1")
-		if err != nil || id != ids[2] {
-			t.Fatalf("latest = %q %v, want %q", id, err, ids[2])
-		}
-		more := appendEvents(t, s, "s1", 1, 100)
-		if got := eventsAfter(t, s, "s1", id, 10); len(got) != 1 || got[0].ID != more[0] {
-			t.Fatalf("resuming from the latest id gives %q, want only %q", got, more[0])
-		}
-	})
-}
-
-func TestEventLog_TagsEachStreamsEvents(t *testing.T) {
-	ctx := context.Background()
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		get, err := s.AppendEvent(ctx, "s1", []byte(`g`), 10, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		post, err := s.AppendStreamEvent(ctx, "s1", "call-1", []byte(`p`), 10, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := []store.Event{{ID: get, Data: []byte(`g`)}, {ID: post, Data: []byte(`p`), Stream: "call-1"}}
-		if got := eventsAfter(t, s, "s1", "0-0", 0); !reflect.DeepEqual(got, want) {
-			t.Fatalf("events %q, want %q", got, want)
-		}
-		if _, err := s.AppendStreamEvent(ctx, "gone", "call-1", []byte(`p`), 10, time.Minute); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("append to a missing session: %v", err)
-		}
-	})
-}
-
 // EventIDAfter orders ids by number, milliseconds first, as the log issues
 // them; an id the log could not have issued comes after nothing.
 func TestEventLog_EventIDAfter(t *testing.T) {
@@ -290,52 +250,6 @@ func TestEventLog_CallStreamLifecycle(t *testing.T) {
 			t.Fatalf("lease PTTL = %v, want at most a minute", d)
 		}
 	})
-}
-
-// Ids a client may send back that the log never issued are told apart
-// from ids that are merely old.
-func TestEventLog_CallStreamRefusesWhatWasNeverIssued(t *testing.T) {
-	ctx := context.Background()
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		prime, err := s.StartCallStream(ctx, "s1", "c1", []byte(`1`), nil, 100, time.Minute, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for name, tc := range map[string]struct {
-			stream store.CallStreamID
-			after  store.EventID
-			want   error
-		}{
-			"unknown stream":    {"nosuchstream", prime, store.ErrNotFound},
-			"far-future id":     {"c1", "99999999999999-0", store.ErrBadEventID},
-			"largest id":        {"c1", "18446744073709551615-18446744073709551615", store.ErrBadEventID},
-			"malformed id":      {"c1", "1-x", store.ErrBadEventID},
-			"over-long stream":  {store.CallStreamID(make([]byte, 200)), prime, store.ErrNotFound},
-			"just after newest": {"c1", bump(t, prime), store.ErrBadEventID},
-		} {
-			t.Run(name, func(t *testing.T) {
-				if _, _, err := s.CallStreamEventsAfter(ctx, "s1", tc.stream, tc.after, 0); !errors.Is(err, tc.want) {
-					t.Fatalf("got %v, want %v", err, tc.want)
-				}
-			})
-		}
-		// An id older than anything retained is fine.
-		if _, evs := callEvents(t, s, "c1", "1-0"); len(evs) != 1 {
-			t.Fatalf("events after 1-0 = %q, want the priming event", evs)
-		}
-	})
-}
-
-// bump returns the event id right after id.
-func bump(t *testing.T, id store.EventID) store.EventID {
-	t.Helper()
-	ms, seq, _ := strings.Cut(string(id), "-")
-	n, err := strconv.ParseUint(seq, 10, 64)
-	if err != nil {
-		t.Fatalf("event id %q: %v", id, err)
-	}
-	return store.EventID(ms + "-" + strconv.FormatUint(n+1, 10))
 }
 
 func formatID(ms, seq uint64) store.EventID {

@@ -4,7 +4,6 @@ package store_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -65,45 +64,6 @@ func countPrefix(fields []string, prefix string) int {
 	return n
 }
 
-func TestMarks_CancelMarkSeenOnLoadAndBroadcast(t *testing.T) {
-	ctx := context.Background()
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		got, _ := collect(t, s)
-		reqID := `"abc"`
-		msg := store.BusMessage{Kind: store.BusCancel, Session: "s1", ID: reqID, Data: json.RawMessage(`{"reason":"user"}`)}
-		if err := s.MarkCancelled(ctx, "s1", reqID, msg, time.Minute, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		want := msg
-		want.From = s.InstanceID()
-		if m := recv(t, got); !reflect.DeepEqual(m, want) {
-			t.Errorf("broadcast = %+v, want %+v", m, want)
-		}
-		if c := load(t, s, "s1").Cancelled; !c[reqID] || !c["41"] {
-			t.Errorf("Cancelled = %v, want %s marked beside 41", c, reqID)
-		}
-
-		if err := s.ClearCancelled(ctx, "s1", reqID); err != nil {
-			t.Fatal(err)
-		}
-		if c := load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{"41": true}) {
-			t.Errorf("Cancelled after ClearCancelled = %v, want only 41", c)
-		}
-		if err := s.ClearCancelled(ctx, "s1", "41"); err != nil {
-			t.Fatal(err)
-		}
-		if c := load(t, s, "s1").Cancelled; c != nil {
-			t.Errorf("Cancelled after clearing every mark = %v, want nil", c)
-		}
-		for _, sid := range []store.SessionID{"s1", "missing"} { // absent mark, absent session
-			if err := s.ClearCancelled(ctx, sid, reqID); err != nil {
-				t.Errorf("ClearCancelled(%s): %v", sid, err)
-			}
-		}
-	})
-}
-
 func TestMarks_CancelOnAMissingSessionPublishesNothing(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
@@ -123,29 +83,6 @@ func TestMarks_CancelOnAMissingSessionPublishesNothing(t *testing.T) {
 			if keys := sessionKeys(t, "gone"); len(keys) != 0 {
 				t.Errorf("MarkCancelled created %q", keys)
 			}
-		}
-	})
-}
-
-func TestMarks_CancelMarksBoundedPerSession(t *testing.T) {
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		sess := sampleSession("s1")
-		sess.Cancelled = nil
-		create(t, s, sess, time.Minute)
-		const n = 1000 // none of them running: each would have been a field for good
-		for i := range n {
-			cancel(t, s, "s1", fmt.Sprint(i), time.Minute)
-		}
-		got := load(t, s, "s1").Cancelled
-		want := map[string]bool{}
-		for i := n - store.MaxCancelMarks; i < n; i++ {
-			want[fmt.Sprint(i)] = true
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("live marks = %d %v, want the newest %d", len(got), slices.Sorted(maps.Keys(got)), store.MaxCancelMarks)
-		}
-		if fields := hashFields(t, s, "s1"); fields != nil && countPrefix(fields, "c:") != store.MaxCancelMarks {
-			t.Errorf("hash holds %d cancel mark fields (%d fields in all), want %d", countPrefix(fields, "c:"), len(fields), store.MaxCancelMarks)
 		}
 	})
 }
@@ -203,74 +140,25 @@ func TestMarks_CancelMarksExpireAndAreDropped(t *testing.T) {
 	})
 }
 
-func TestMarks_PendingRoundTrip(t *testing.T) {
-	ctx := context.Background()
+func TestMarks_CancelMarksBoundedPerSession(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		steps := []error{
-			s.AddPending(ctx, "s1", "gw-1", "aaaaaaaaaaaaaaaa", time.Minute),
-			s.AddPending(ctx, "s1", "gw-2", "bbbbbbbbbbbbbbbb", time.Minute),
-			s.RemovePending(ctx, "s1", "gw-0"),
-			s.RemovePending(ctx, "s1", "never-added"),
-			s.RemovePending(ctx, "missing", "gw-1"),
+		sess := sampleSession("s1")
+		sess.Cancelled = nil
+		create(t, s, sess, time.Minute)
+		const n = 1000 // none of them running: each would have been a field for good
+		for i := range n {
+			cancel(t, s, "s1", fmt.Sprint(i), time.Minute)
 		}
-		for i, err := range steps {
-			if err != nil {
-				t.Fatalf("step %d: %v", i, err)
-			}
+		got := load(t, s, "s1").Cancelled
+		want := map[string]bool{}
+		for i := n - store.MaxCancelMarks; i < n; i++ {
+			want[fmt.Sprint(i)] = true
 		}
-		want := map[store.ServerRequestID]string{"gw-1": "aaaaaaaaaaaaaaaa", "gw-2": "bbbbbbbbbbbbbbbb"}
-		if got := load(t, s, "s1").Pending; !reflect.DeepEqual(got, want) {
-			t.Errorf("Pending = %v, want %v", got, want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("live marks = %d %v, want the newest %d", len(got), slices.Sorted(maps.Keys(got)), store.MaxCancelMarks)
 		}
-		if err := s.AddPending(ctx, "missing", "gw-1", "x", time.Minute); !errors.Is(err, store.ErrNotFound) {
-			t.Errorf("AddPending on a missing session: err = %v, want ErrNotFound", err)
-		}
-	})
-}
-
-func TestMarks_AnswerStoredAndBroadcastOnlyWhilePending(t *testing.T) {
-	ctx := context.Background()
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		got, _ := collect(t, s)
-		answer := []byte(`{"jsonrpc":"2.0","id":"gw-1","result":{}}`)
-		msg := store.BusMessage{Kind: store.BusResponse, Session: "s1", ID: "gw-1", Data: answer}
-		if err := s.PostAnswer(ctx, "s1", "gw-1", answer, msg, time.Minute); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("PostAnswer with nothing pending: err = %v, want ErrNotFound", err)
-		}
-		if err := s.AddPending(ctx, "s1", "gw-1", s.InstanceID(), time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.PostAnswer(ctx, "s1", "gw-1", answer, msg, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		// The broadcast comes first: nothing was published by the refused post.
-		if m := recv(t, got); m.Kind != store.BusResponse || string(m.Data) != string(answer) {
-			t.Errorf("broadcast = %+v", m)
-		}
-		// The stored copy is there for a waiter whose message was lost, once.
-		if a, err := s.TakeAnswer(ctx, "s1", "gw-1"); err != nil || string(a) != string(answer) {
-			t.Fatalf("TakeAnswer = %s, %v", a, err)
-		}
-		if a, err := s.TakeAnswer(ctx, "s1", "gw-1"); err != nil || a != nil {
-			t.Fatalf("second TakeAnswer = %s, %v, want nothing", a, err)
-		}
-		// RemovePending drops an answer nobody took.
-		if err := s.PostAnswer(ctx, "s1", "gw-1", answer, msg, time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.RemovePending(ctx, "s1", "gw-1"); err != nil {
-			t.Fatal(err)
-		}
-		if a, err := s.TakeAnswer(ctx, "s1", "gw-1"); err != nil || a != nil {
-			t.Fatalf("TakeAnswer after RemovePending = %s, %v", a, err)
-		}
-		if a, err := s.TakeAnswer(ctx, "missing", "gw-1"); err != nil || a != nil {
-			t.Fatalf("TakeAnswer on a missing session = %s, %v", a, err)
-		}
-		if _, still := load(t, s, "s1").Pending["gw-1"]; still {
-			t.Error("gw-1 still pending after RemovePending")
+		if fields := hashFields(t, s, "s1"); fields != nil && countPrefix(fields, "c:") != store.MaxCancelMarks {
+			t.Errorf("hash holds %d cancel mark fields (%d fields in all), want %d", countPrefix(fields, "c:"), len(fields), store.MaxCancelMarks)
 		}
 	})
 }

@@ -202,20 +202,6 @@ func sessionKeys(t *testing.T, sid store.SessionID) []string {
 	return keys
 }
 
-func TestStore_PingAndCloseTwice(t *testing.T) {
-	forEachStore(t, func(t *testing.T, s store.Store) {
-		if err := s.Ping(context.Background()); err != nil {
-			t.Fatalf("Ping: %v", err)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatalf("second Close: %v", err)
-		}
-	})
-}
-
 // mustSubscribe subscribes fn to s's bus, failing the test if the store
 // does not confirm the subscription.
 func mustSubscribe(t testing.TB, s store.Bus, fn func(store.BusMessage)) (stop func()) {
