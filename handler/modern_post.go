@@ -61,8 +61,9 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	defer held.Release()
 	// A list page is built into a pooled buffer, given back once the
 	// answer is written (the deferred calls below run before this one).
-	ctx, releasePage := router.WithPageBuffer(ctx)
+	page, releasePage := router.LendPageBuffer()
 	defer releasePage()
+	call.Page = page
 	var ps *postStream
 	if sseOK {
 		ps = &postStream{sw: newSSEWriter(w), m: s.opts.Metrics, errLog: s.log}

@@ -182,7 +182,7 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 		// a 2026-07-28 backend's envelope is not a 2025-era session's.
 		decorate = envelope.StripFields
 	}
-	raw, err := r.mergePages(ctx, v, op, c.Principal, access, positions, results, private, decorate)
+	raw, err := r.mergePages(ctx, v, op, c.Principal, access, positions, results, private, decorate, c.Page)
 	for _, res := range results {
 		res.release() // raw is a copy of what it took of them
 	}

@@ -27,12 +27,12 @@ import (
 // and holds no pages of this walk.
 //
 // decorate, when set, adds a 2026-07-28 page's own fields before the page
-// is encoded.
+// is encoded. lent, when set, is the buffer the page is written in.
 //
 // A single-backend vhost passes names through unchanged and keeps the
 // backend's own order and result fields; only nextCursor is replaced by a
 // gateway cursor, so that cursors are uniform across vhosts.
-func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access policy.View, positions map[string]sealed.BackendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage)) (json.RawMessage, error) {
+func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access policy.View, positions map[string]sealed.BackendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage), lent *PageBuffer) (json.RawMessage, error) {
 	m := &pageMerge{v: v, op: op, positions: positions, results: results,
 		lists: make([][]namedItem, len(results)), pageNext: map[string]string{}, left: map[string]int{},
 		next: &sealed.Cursor{Op: op.method, VHost: v.name, Principal: sealed.PrincipalTag(principal), Backends: map[string]sealed.BackendCursor{}, Private: private}}
@@ -63,7 +63,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 		decorate(out)
 	}
 	appendItem := func(b []byte, i int) []byte { return items[i].appendTo(b) }
-	pb := lentPage(ctx)
+	pb := lent.take()
 	if pb == nil {
 		return wire.AppendRawObjectArrayFunc(nil, out, op.field, len(items), size, appendItem), nil
 	}
@@ -289,30 +289,28 @@ func (r *Router) pageCursor(ctx context.Context, m *pageMerge, out map[string]js
 // A list page (770 kB for 1,000 tools) was a new buffer every time,
 // zeroed, written once and dropped: with the list cache, most of the
 // collector's work. A front that knows when a response has been written
-// lends the request a buffer from a pool for its page (WithPageBuffer),
-// and takes it back after.
+// lends the request a buffer from a pool for its page (LendPageBuffer,
+// Call.Page), and takes it back after.
 
-// pageBuffer is a buffer lent to one request for its list page.
-type pageBuffer struct {
+// PageBuffer is a buffer lent to one request for its list page.
+type PageBuffer struct {
 	b    []byte
 	lent atomic.Bool // taken by the request's page
 }
 
-type pageBufferKey struct{}
-
-var pageBuffers = sync.Pool{New: func() any { return new(pageBuffer) }}
+var pageBuffers = sync.Pool{New: func() any { return new(PageBuffer) }}
 
 // maxPooledPage: a buffer grown past this (a page of huge items) is
 // dropped when given back rather than kept in the pool.
 const maxPooledPage = 4 << 20
 
-// WithPageBuffer lends ctx a buffer for the list page its request may
-// build. The page a list request answers with is then that buffer's
+// LendPageBuffer lends a buffer for the list page a request may build
+// (Call.Page). The page a list request answers with is then that buffer's
 // bytes: release gives it back, and must be called only once the
 // response has been written and nothing reads its result any more.
-func WithPageBuffer(ctx context.Context) (_ context.Context, release func()) {
-	pb := pageBuffers.Get().(*pageBuffer)
-	return context.WithValue(ctx, pageBufferKey{}, pb), func() {
+func LendPageBuffer() (_ *PageBuffer, release func()) {
+	pb := pageBuffers.Get().(*PageBuffer)
+	return pb, func() {
 		if cap(pb.b) > maxPooledPage {
 			pb.b = nil
 		}
@@ -322,11 +320,10 @@ func WithPageBuffer(ctx context.Context) (_ context.Context, release func()) {
 	}
 }
 
-// lentPage is ctx's page buffer, once (a second page of the same
+// take is the buffer for a page, once (a second page of the same
 // request, should there be one, gets a buffer of its own); nil when none
 // was lent.
-func lentPage(ctx context.Context) *pageBuffer {
-	pb, _ := ctx.Value(pageBufferKey{}).(*pageBuffer)
+func (pb *PageBuffer) take() *PageBuffer {
 	if pb == nil || !pb.lent.CompareAndSwap(false, true) {
 		return nil
 	}

@@ -1,7 +1,6 @@
 package router
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -137,38 +136,37 @@ func TestRenameAll_SharedRoom(t *testing.T) {
 // A request lent a page buffer builds its one list page in it, the same
 // bytes as without; a second page of the same request gets memory of its
 // own; the buffer given back serves the next request.
-func TestWithPageBuffer(t *testing.T) {
+func TestLendPageBuffer(t *testing.T) {
 	v := offlineVHost(t, "one", "two")
 	r := New(nil, Options{CursorSecret: []byte("0123456789abcdef0123456789abcdef")})
 	op := listOps["tools/list"]
-	page := func(ctx context.Context) json.RawMessage {
+	page := func(lent *PageBuffer) json.RawMessage {
 		res := &pageResult{key: "one", queried: true}
 		if !res.decode([]byte(`{"tools":[{"name":"b"},{"name":"a"}]}`), op, 0) {
 			t.Fatal("page does not decode")
 		}
-		out, err := r.mergePages(ctx, v, op, "alice", v.access.Decide("v", nil), map[string]sealed.BackendCursor{}, []*pageResult{res}, false, nil)
+		out, err := r.mergePages(t.Context(), v, op, "alice", v.access.Decide("v", nil), map[string]sealed.BackendCursor{}, []*pageResult{res}, false, nil, lent)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return out
 	}
-	want := string(page(t.Context()))
-	ctx, release := WithPageBuffer(t.Context())
-	first := page(ctx)
-	pb := ctx.Value(pageBufferKey{}).(*pageBuffer)
+	want := string(page(nil))
+	pb, release := LendPageBuffer()
+	first := page(pb)
 	if string(first) != want || &first[0] != &pb.b[:1][0] {
 		t.Fatalf("lent page %s (in the buffer: %v), want %s", first, &first[0] == &pb.b[:1][0], want)
 	}
-	if second := page(ctx); string(second) != want || &second[0] == &first[0] {
+	if second := page(pb); string(second) != want || &second[0] == &first[0] {
 		t.Fatalf("second page %s shares the first's memory", second)
 	}
 	release()
 	if pb.lent.Load() || len(pb.b) != 0 {
 		t.Fatal("a buffer given back is still lent")
 	}
-	ctx2, release2 := WithPageBuffer(t.Context())
+	pb2, release2 := LendPageBuffer()
 	defer release2()
-	if got := page(ctx2); string(got) != want {
+	if got := page(pb2); string(got) != want {
 		t.Fatalf("page after reuse %s", got)
 	}
 }

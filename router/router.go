@@ -313,6 +313,10 @@ type Call struct {
 	// event stream.
 	Stream Stream
 
+	// Page, when set, is the buffer a list page is built in, lent by a
+	// front that knows when the answer has been written (LendPageBuffer);
+	// nil: a page gets memory of its own.
+	Page *PageBuffer
 	// Modern is a 2026-07-28 request's client (its _meta); nil for a
 	// request of a 2025-era session, which has Session instead.
 	Modern *ModernClient
