@@ -55,22 +55,9 @@ func main() {
 // run is the whole command: it returns nil for exit status 0 and an error,
 // printed as one line, for 1.
 func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
-	if len(args) > 0 && args[0] == "check" {
-		return runCheck(args[1:], stdout)
-	}
-	if len(args) > 0 && args[0] == "token" {
-		return runToken(args[1:], stdout) // reads no config and no environment
-	}
-	o, err := parseFlags(args)
-	switch {
-	case errors.Is(err, flag.ErrHelp):
-		printUsage(stdout)
-		return nil
-	case err != nil:
+	o, done, err := command(args, stdout, bi)
+	if done || err != nil {
 		return err
-	case o.version:
-		fmt.Fprintln(stdout, "gateway", bi)
-		return nil
 	}
 	log, jsonOut, err := setUpLogging(stderr, o)
 	if err != nil {
@@ -139,6 +126,30 @@ func run(args []string, stdout, stderr io.Writer, bi buildinfo.Info) error {
 	}
 
 	return serveUntilDone(ctx, srv, errc, log)
+}
+
+// command runs what ends without serving (the check and token
+// subcommands, --help, --version) and reports done; otherwise it returns
+// the serving flags.
+func command(args []string, stdout io.Writer, bi buildinfo.Info) (o *options, done bool, err error) {
+	if len(args) > 0 && args[0] == "check" {
+		return nil, true, runCheck(args[1:], stdout)
+	}
+	if len(args) > 0 && args[0] == "token" {
+		return nil, true, runToken(args[1:], stdout) // reads no config and no environment
+	}
+	o, err = parseFlags(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printUsage(stdout)
+		return nil, true, nil
+	case err != nil:
+		return nil, true, err
+	case o.version:
+		fmt.Fprintln(stdout, "gateway", bi)
+		return nil, true, nil
+	}
+	return o, false, nil
 }
 
 // setUpLogging makes the gateway's logger from the flags. The standard
