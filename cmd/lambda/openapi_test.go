@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -110,6 +111,7 @@ func TestOpenAPI_JSONServerThroughTheFunctionBothGenerations(t *testing.T) {
 	}
 	api := testsupport.StartJSONServer(t, db)
 	root := writeBundle(t, api)
+	gateway := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
 
 	// Lambda runs the function in the bundle root; MCPGW_CONFIG is a path
 	// in it, the description's path is relative to the config.
@@ -119,12 +121,28 @@ func TestOpenAPI_JSONServerThroughTheFunctionBothGenerations(t *testing.T) {
 	url := &inProcessURL{invoke: lambdaurl.Wrap(inProcessFunction(t, f, "url", env).handler)}
 	httpAPI := &inProcessHTTPAPI{a: httpadapter.NewV2(inProcessFunction(t, f, "apigw-v2", env).handler)}
 
-	// A bundle without the description: the init stops, naming the field.
+	// `gateway check --lambda` accepts the bundled config, as the init did.
+	check := func() (string, error) {
+		cmd := exec.Command(gateway, "check", "--lambda", "--config", "deploy/gateway.yaml")
+		cmd.Env = append(os.Environ(), f.secrets()...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := check(); err != nil || !strings.Contains(out, "1 backend(s)") || !strings.Contains(out, "fits AWS Lambda") {
+		t.Fatalf("gateway check --lambda: %v\n%s", err, out)
+	}
+
+	// A bundle without the description: the check and the init refuse
+	// it, naming the field.
 	if err := os.Rename("deploy/specs", "deploy/elsewhere"); err != nil {
 		t.Fatal(err)
 	}
+	const missing = "deploy/gateway.yaml: virtual_hosts.demo.backends.notes.openapi.spec: cannot read the description"
+	if out, err := check(); err == nil || !strings.Contains(out, missing) {
+		t.Fatalf("gateway check --lambda without the description: %v\n%s", err, out)
+	}
 	_, err := setup(envMap(map[string]string{envConfig: "deploy/gateway.yaml", envRedisURL: redisSrv.URL()}), discardLogger())
-	if err == nil || !strings.Contains(err.Error(), "deploy/gateway.yaml: virtual_hosts.demo.backends.notes.openapi.spec: cannot read the description") {
+	if err == nil || !strings.Contains(err.Error(), missing) {
 		t.Fatalf("init without the description: %v", err)
 	}
 	if err := os.Rename("deploy/elsewhere", "deploy/specs"); err != nil {
