@@ -83,15 +83,8 @@ func launchNodeServer(t *testing.T, ready string, args ...string) (wait func()) 
 	}
 }
 
-// startPrism mocks a description with Prism and returns its base URL.
-func startPrism(t *testing.T, spec string) string {
-	t.Helper()
-	u, wait := launchPrism(t, spec)
-	wait()
-	return u
-}
-
-// launchPrism is startPrism returning at once, with the wait for Prism.
+// launchPrism mocks a description with Prism: it returns the base URL at
+// once, and the wait for Prism to answer.
 func launchPrism(t *testing.T, spec string) (string, func()) {
 	t.Helper()
 	_, dir := interopNode(t, "@stoplight/prism-cli")
