@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/storetest"
 	"go.uber.org/goleak"
 )
 
@@ -23,31 +24,13 @@ const busWait = 5 * time.Second
 func collect(t *testing.T, s store.Store) (<-chan store.BusMessage, func()) {
 	t.Helper()
 	ch := make(chan store.BusMessage, 64)
-	stop := mustSubscribe(t, s, func(m store.BusMessage) {
+	stop := storetest.MustSubscribe(t, s, func(m store.BusMessage) {
 		if _, late := closedInstances.Load(m.From); !late {
 			ch <- m
 		}
 	})
 	t.Cleanup(stop)
 	return ch, stop
-}
-
-func recv(t *testing.T, ch <-chan store.BusMessage) store.BusMessage {
-	t.Helper()
-	select {
-	case m := <-ch:
-		return m
-	case <-time.After(busWait):
-		t.Fatal("no bus message within", busWait)
-		return store.BusMessage{}
-	}
-}
-
-func publish(t *testing.T, s store.Store, msg store.BusMessage) {
-	t.Helper()
-	if err := s.Publish(context.Background(), msg); err != nil {
-		t.Fatalf("Publish: %v", err)
-	}
 }
 
 func TestBus_ReachesEveryInstance(t *testing.T) {
@@ -66,18 +49,18 @@ func TestBus_ReachesEveryInstance(t *testing.T) {
 		}
 		// Two callbacks on a, to check registration order too.
 		order := make(chan string, 64)
-		mustSubscribe(t, a, func(store.BusMessage) { order <- "first" })
+		storetest.MustSubscribe(t, a, func(store.BusMessage) { order <- "first" })
 		onA, _ := collect(t, a)
-		mustSubscribe(t, a, func(store.BusMessage) { order <- "third" })
+		storetest.MustSubscribe(t, a, func(store.BusMessage) { order <- "third" })
 		onB, _ := collect(t, b)
 
 		for _, from := range []store.Store{a, b} {
 			msg := store.BusMessage{Kind: store.BusResponse, Session: "s1", ID: "gw-1",
 				Data: json.RawMessage(`{"jsonrpc":"2.0","id":"gw-1","result":{}}`), From: "spoofed", To: "x"}
-			publish(t, from, msg)
+			storetest.Publish(t, from, msg)
 			msg.From = from.InstanceID()
 			for name, ch := range map[string]<-chan store.BusMessage{"a": onA, "b": onB} {
-				if m := recv(t, ch); !reflect.DeepEqual(m, msg) {
+				if m := storetest.Recv(t, ch); !reflect.DeepEqual(m, msg) {
 					t.Errorf("subscriber of %s got %+v, want %+v", name, m, msg)
 				}
 			}
@@ -108,14 +91,14 @@ func TestBus_StopIsIdempotentAndCloseLeavesNothingRunning(t *testing.T) {
 		started := goleak.IgnoreCurrent()
 		got2, stop2 := collect(t, s)
 
-		publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "1"})
-		recv(t, got1)
-		recv(t, got2)
+		storetest.Publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "1"})
+		storetest.Recv(t, got1)
+		storetest.Recv(t, got2)
 
 		stop1()
 		stop1() // idempotent
-		publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "2"})
-		if m := recv(t, got2); m.ID != "2" {
+		storetest.Publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "2"})
+		if m := storetest.Recv(t, got2); m.ID != "2" {
 			t.Fatalf("got %+v, want message 2", m)
 		}
 		// Callbacks run in order on one goroutine: a call to the first
@@ -144,7 +127,7 @@ func TestBus_StopIsIdempotentAndCloseLeavesNothingRunning(t *testing.T) {
 				t.Errorf("%d connections still subscribed to the bus after Close", busSubscribers(t))
 			}
 		}
-		noop := mustSubscribe(t, s, func(store.BusMessage) { t.Error("callback registered after Close ran") })
+		noop := storetest.MustSubscribe(t, s, func(store.BusMessage) { t.Error("callback registered after Close ran") })
 		noop()
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/storetest"
 )
 
 // redisTarget is a Redis deployment the tests run stores on and inspect.
@@ -120,8 +121,8 @@ func TestCluster_SessionKeysShareOneSlot(t *testing.T) {
 	nodesUsed := map[int]bool{}
 	for i := range 12 {
 		sid := store.SessionID(fmt.Sprintf("session-%02d", i))
-		sess := sampleSession(sid)
-		create(t, s, sess, time.Minute)
+		sess := storetest.SampleSession(sid)
+		storetest.Create(t, s, sess, time.Minute)
 		for op, write := range childWrites {
 			if err := write(s, sid); err != nil {
 				t.Fatalf("%s(%s): %v", op, sid, err)
@@ -168,7 +169,7 @@ func TestCluster_SessionKeysShareOneSlot(t *testing.T) {
 			}
 		}
 		// And the session is whole when read back through the cluster.
-		got := load(t, s, sid)
+		got := storetest.Load(t, s, sid)
 		if !got.Cancelled["7"] || got.Pending["gw-7"] != s.InstanceID() {
 			t.Errorf("session %s read back without its marks: %v, %v", sid, got.Cancelled, got.Pending)
 		}

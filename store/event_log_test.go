@@ -13,30 +13,8 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/storetest"
 )
-
-// appendEvents appends n events with data e1..en and returns their ids.
-func appendEvents(t *testing.T, s store.Store, id store.SessionID, n, maxLen int) []store.EventID {
-	t.Helper()
-	ids := make([]store.EventID, n)
-	for i := range n {
-		var err error
-		ids[i], err = s.AppendEvent(context.Background(), id, fmt.Appendf(nil, "e%d", i+1), maxLen, time.Minute)
-		if err != nil {
-			t.Fatalf("AppendEvent %d: %v", i+1, err)
-		}
-	}
-	return ids
-}
-
-func eventsAfter(t *testing.T, s store.Store, id store.SessionID, after store.EventID, limit int) []store.Event {
-	t.Helper()
-	evs, err := s.EventsAfter(context.Background(), id, after, limit)
-	if err != nil {
-		t.Fatalf("EventsAfter(%q, %d): %v", after, limit, err)
-	}
-	return evs
-}
 
 // wantEvents builds the expected events numbered from..to (1-based) out of ids.
 func wantEvents(ids []store.EventID, from, to int) []store.Event {
@@ -49,8 +27,8 @@ func wantEvents(ids []store.EventID, from, to int) []store.Event {
 
 func TestEventLog_AppendThenResume(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		ids := appendEvents(t, s, "s1", 5, 100)
+		storetest.Create(t, s, storetest.SampleSession("s1"), time.Minute)
+		ids := storetest.AppendEvents(t, s, "s1", 5, 100)
 		for i := 1; i < len(ids); i++ {
 			if !idLess(t, ids[i-1], ids[i]) {
 				t.Errorf("event ids not increasing: %s then %s", ids[i-1], ids[i])
@@ -59,25 +37,25 @@ func TestEventLog_AppendThenResume(t *testing.T) {
 				t.Errorf("EventIDAfter disagrees with the log's order: %s then %s", ids[i-1], ids[i])
 			}
 		}
-		if got, want := eventsAfter(t, s, "s1", ids[1], 10), wantEvents(ids, 3, 5); !reflect.DeepEqual(got, want) {
+		if got, want := storetest.EventsAfter(t, s, "s1", ids[1], 10), wantEvents(ids, 3, 5); !reflect.DeepEqual(got, want) {
 			t.Errorf("after 2nd id:\n%q\nwant\n%q", got, want)
 		}
-		if got, want := eventsAfter(t, s, "s1", ids[1], 2), wantEvents(ids, 3, 4); !reflect.DeepEqual(got, want) {
+		if got, want := storetest.EventsAfter(t, s, "s1", ids[1], 2), wantEvents(ids, 3, 4); !reflect.DeepEqual(got, want) {
 			t.Errorf("after 2nd id, limit 2:\n%q\nwant\n%q", got, want)
 		}
-		if got, want := eventsAfter(t, s, "s1", "0-0", 0), wantEvents(ids, 1, 5); !reflect.DeepEqual(got, want) {
+		if got, want := storetest.EventsAfter(t, s, "s1", "0-0", 0), wantEvents(ids, 1, 5); !reflect.DeepEqual(got, want) {
 			t.Errorf("after 0-0, no limit:\n%q\nwant\n%q", got, want)
 		}
-		if got := eventsAfter(t, s, "s1", ids[4], 10); len(got) != 0 {
+		if got := storetest.EventsAfter(t, s, "s1", ids[4], 10); len(got) != 0 {
 			t.Errorf("after the last id: %q, want none", got)
 		}
-		if got := eventsAfter(t, s, "other", "0-0", 10); len(got) != 0 {
+		if got := storetest.EventsAfter(t, s, "other", "0-0", 10); len(got) != 0 {
 			t.Errorf("log of an unknown session: %q, want none", got)
 		}
 		// Callers cannot alias the log.
-		got := eventsAfter(t, s, "s1", ids[3], 1)
+		got := storetest.EventsAfter(t, s, "s1", ids[3], 1)
 		got[0].Data[0] = 'X'
-		if again := eventsAfter(t, s, "s1", ids[3], 1); string(again[0].Data) != "e5" {
+		if again := storetest.EventsAfter(t, s, "s1", ids[3], 1); string(again[0].Data) != "e5" {
 			t.Errorf("stored event changed through an alias: %q", again[0].Data)
 		}
 		if d, ok := pttl(t, s, store.EventsKey(testPrefix, "s1")); ok && (d <= 59*time.Second || d > time.Minute) {
@@ -104,14 +82,14 @@ func idLess(t *testing.T, a, b store.EventID) bool {
 
 func TestEventLog_IsBounded(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		ids := appendEvents(t, s, "s1", 10, 3)
+		storetest.Create(t, s, storetest.SampleSession("s1"), time.Minute)
+		ids := storetest.AppendEvents(t, s, "s1", 10, 3)
 		// Trimming is exact on both stores: the newest 3, nothing older.
-		if got, want := eventsAfter(t, s, "s1", "0-0", 0), wantEvents(ids, 8, 10); !reflect.DeepEqual(got, want) {
+		if got, want := storetest.EventsAfter(t, s, "s1", "0-0", 0), wantEvents(ids, 8, 10); !reflect.DeepEqual(got, want) {
 			t.Errorf("retained:\n%q\nwant\n%q", got, want)
 		}
 		// Resuming from a trimmed id returns what is retained.
-		if got, want := eventsAfter(t, s, "s1", ids[2], 0), wantEvents(ids, 8, 10); !reflect.DeepEqual(got, want) {
+		if got, want := storetest.EventsAfter(t, s, "s1", ids[2], 0), wantEvents(ids, 8, 10); !reflect.DeepEqual(got, want) {
 			t.Errorf("after trimmed id:\n%q\nwant\n%q", got, want)
 		}
 		if _, ok := s.(*store.Redis); ok {
@@ -129,8 +107,8 @@ func TestEventLog_MalformedEventIDRejected(t *testing.T) {
 	bad := []store.EventID{"", "abc", "1", "1-", "-1", "1-2-3", "+1-2", "1--2", " 1-2", "1-2 ", "1.5-0", "0x1-0",
 		"١-٢", "18446744073709551616-0", "0-18446744073709551616", "$", "-", "+", "(1-0"}
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		appendEvents(t, s, "s1", 1, 10)
+		storetest.Create(t, s, storetest.SampleSession("s1"), time.Minute)
+		storetest.AppendEvents(t, s, "s1", 1, 10)
 		_, isRedis := s.(*store.Redis)
 		before := 0
 		if isRedis {
@@ -146,7 +124,7 @@ func TestEventLog_MalformedEventIDRejected(t *testing.T) {
 				t.Errorf("malformed ids sent %d commands to Redis, want 0", n)
 			}
 		}
-		if got := eventsAfter(t, s, "s1", "18446744073709551615-18446744073709551615", 10); len(got) != 0 {
+		if got := storetest.EventsAfter(t, s, "s1", "18446744073709551615-18446744073709551615", 10); len(got) != 0 {
 			t.Errorf("after the largest id: %q, want none", got)
 		}
 	})
@@ -177,21 +155,12 @@ func TestEventLog_EventIDAfter(t *testing.T) {
 	}
 }
 
-func callEvents(t *testing.T, s store.Store, stream store.CallStreamID, after store.EventID) (*store.CallStream, []store.Event) {
-	t.Helper()
-	cs, evs, err := s.CallStreamEventsAfter(context.Background(), "s1", stream, after, 0)
-	if err != nil {
-		t.Fatalf("CallStreamEventsAfter(%s, %s): %v", stream, after, err)
-	}
-	return cs, evs
-}
-
 // A call stream's record lives in the log: the first event names the
 // request, the answer marks it done, and only its own events come back.
 func TestEventLog_CallStreamLifecycle(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
+		storetest.Create(t, s, storetest.SampleSession("s1"), time.Minute)
 		prime, err := s.StartCallStream(ctx, "s1", "c1", []byte(`"req-7"`), nil, 100, time.Minute, time.Minute)
 		if err != nil {
 			t.Fatal(err)
@@ -207,7 +176,7 @@ func TestEventLog_CallStreamLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		cs, evs := callEvents(t, s, "c1", "0-0")
+		cs, evs := storetest.CallEvents(t, s, "c1", "0-0")
 		if string(cs.RequestID) != `"req-7"` || !cs.Leased || cs.Done || cs.Lost() {
 			t.Fatalf("running stream = %+v", cs)
 		}
@@ -218,7 +187,7 @@ func TestEventLog_CallStreamLifecycle(t *testing.T) {
 		if !reflect.DeepEqual(evs, want) {
 			t.Fatalf("events of c1 = %q, want %q", evs, want)
 		}
-		if _, evs := callEvents(t, s, "c1", prime); len(evs) != 1 || evs[0].ID != progress {
+		if _, evs := storetest.CallEvents(t, s, "c1", prime); len(evs) != 1 || evs[0].ID != progress {
 			t.Fatalf("events of c1 after its priming event = %q", evs)
 		}
 
@@ -229,18 +198,18 @@ func TestEventLog_CallStreamLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cs, evs = callEvents(t, s, "c1", progress)
+		cs, evs = storetest.CallEvents(t, s, "c1", progress)
 		if !cs.Done || cs.Leased || cs.Lost() || len(evs) != 1 || evs[0].ID != answer || string(evs[0].Data) != "answer" {
 			t.Fatalf("ended stream = %+v, %q", cs, evs)
 		}
 		// Resuming from the answer itself: nothing more, and still done.
-		if cs, evs := callEvents(t, s, "c1", answer); !cs.Done || len(evs) != 0 {
+		if cs, evs := storetest.CallEvents(t, s, "c1", answer); !cs.Done || len(evs) != 0 {
 			t.Fatalf("after the answer = %+v, %q", cs, evs)
 		}
 		if ok, err := s.RenewCallLease(ctx, "s1", "c1", time.Minute); err != nil || ok {
 			t.Fatalf("RenewCallLease after the end = %v, %v; want false", ok, err)
 		}
-		if cs, _ := callEvents(t, s, "c2", "0-0"); string(cs.RequestID) != `8` || !cs.Leased {
+		if cs, _ := storetest.CallEvents(t, s, "c2", "0-0"); string(cs.RequestID) != `8` || !cs.Leased {
 			t.Fatalf("the other stream = %+v", cs)
 		}
 		if _, err := s.StartCallStream(ctx, "gone", "c3", []byte(`1`), nil, 100, time.Minute, time.Minute); !errors.Is(err, store.ErrNotFound) {

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/storetest"
 )
 
 func TestLeases_StreamClaimHandover(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
+		storetest.Create(t, s, storetest.SampleSession("s1"), time.Minute)
 		claim := func(owner, wantPrev string) {
 			t.Helper()
 			if prev, err := s.ClaimStream(ctx, "s1", owner, time.Minute); err != nil || prev != wantPrev {

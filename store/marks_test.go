@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/storetest"
 )
 
 // markWrites are the writes of Marks that need the session: like
@@ -75,8 +76,8 @@ func TestMarks_CancelOnAMissingSessionPublishesNothing(t *testing.T) {
 		// The bus is ordered: had the cancel been published, it would
 		// arrive before this marker.
 		marker := store.BusMessage{Kind: store.BusNotify, Session: "other"}
-		publish(t, s, marker)
-		if m := recv(t, got); m.Kind != store.BusNotify {
+		storetest.Publish(t, s, marker)
+		if m := storetest.Recv(t, got); m.Kind != store.BusNotify {
 			t.Errorf("first message = %+v, want the marker", m)
 		}
 		if _, ok := s.(*store.Redis); ok {
@@ -89,23 +90,23 @@ func TestMarks_CancelOnAMissingSessionPublishesNothing(t *testing.T) {
 
 func TestMarks_LongCancelIDIsBroadcastButNotMarked(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		sess := sampleSession("s1")
+		sess := storetest.SampleSession("s1")
 		sess.Cancelled = map[string]bool{strings.Repeat("9", store.MaxCancelIDBytes+1): true}
-		create(t, s, sess, time.Minute)
+		storetest.Create(t, s, sess, time.Minute)
 		got, _ := collect(t, s)
 		long := `"` + strings.Repeat("x", 10_000) + `"`
 		atLimit := strings.Repeat("7", store.MaxCancelIDBytes)
 		for _, id := range []string{long, atLimit} {
 			cancel(t, s, "s1", id, time.Minute)
-			m := recv(t, got)
+			m := storetest.Recv(t, got)
 			for m.ID != id && m.Kind == store.BusCancel && len(m.ID) < 10 {
-				m = recv(t, got) // an earlier test's cancel, late through the cluster bus
+				m = storetest.Recv(t, got) // an earlier test's cancel, late through the cluster bus
 			}
 			if m.Kind != store.BusCancel || m.ID != id {
 				t.Errorf("broadcast = %.40v, want the cancel of %.20s", m, id)
 			}
 		}
-		if c := load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{atLimit: true}) {
+		if c := storetest.Load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{atLimit: true}) {
 			t.Errorf("Cancelled = %.100v, want only the id of %d bytes", c, store.MaxCancelIDBytes)
 		}
 		if fields := hashFields(t, s, "s1"); fields != nil && countPrefix(fields, "c:") != 1 {
@@ -116,16 +117,16 @@ func TestMarks_LongCancelIDIsBroadcastButNotMarked(t *testing.T) {
 
 func TestMarks_CancelMarksExpireAndAreDropped(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		sess := sampleSession("s1")
+		sess := storetest.SampleSession("s1")
 		sess.Cancelled = nil
-		create(t, s, sess, time.Minute)
+		storetest.Create(t, s, sess, time.Minute)
 		cancel(t, s, "s1", "1", 100*time.Millisecond)
 		cancel(t, s, "s1", "2", time.Minute)
-		if c := load(t, s, "s1").Cancelled; !c["1"] || !c["2"] {
+		if c := storetest.Load(t, s, "s1").Cancelled; !c["1"] || !c["2"] {
 			t.Fatalf("Cancelled = %v, want 1 and 2", c)
 		}
 		waitTTL(t, s, 100*time.Millisecond) // past mark 1's life
-		if c := load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{"2": true}) {
+		if c := storetest.Load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{"2": true}) {
 			t.Errorf("Cancelled after mark 1 expired = %v, want only 2", c)
 		}
 		cancel(t, s, "s1", "3", time.Minute)
@@ -134,7 +135,7 @@ func TestMarks_CancelMarksExpireAndAreDropped(t *testing.T) {
 		}
 		// A cancel for the same id again gives it a new life.
 		cancel(t, s, "s1", "2", time.Minute)
-		if c := load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{"2": true, "3": true}) {
+		if c := storetest.Load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{"2": true, "3": true}) {
 			t.Errorf("Cancelled = %v, want 2 and 3", c)
 		}
 	})
@@ -142,14 +143,14 @@ func TestMarks_CancelMarksExpireAndAreDropped(t *testing.T) {
 
 func TestMarks_CancelMarksBoundedPerSession(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		sess := sampleSession("s1")
+		sess := storetest.SampleSession("s1")
 		sess.Cancelled = nil
-		create(t, s, sess, time.Minute)
+		storetest.Create(t, s, sess, time.Minute)
 		const n = 1000 // none of them running: each would have been a field for good
 		for i := range n {
 			cancel(t, s, "s1", fmt.Sprint(i), time.Minute)
 		}
-		got := load(t, s, "s1").Cancelled
+		got := storetest.Load(t, s, "s1").Cancelled
 		want := map[string]bool{}
 		for i := n - store.MaxCancelMarks; i < n; i++ {
 			want[fmt.Sprint(i)] = true

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/storetest"
 	"go.uber.org/goleak"
 )
 
@@ -30,18 +31,18 @@ func TestMemory_PublishNeverBlocksAndCountsDrops(t *testing.T) {
 	t.Cleanup(func() { m.Close() })
 	blocked, release := make(chan struct{}), make(chan struct{})
 	delivered := make(chan string, 2048)
-	mustSubscribe(t, m, func(msg store.BusMessage) {
+	storetest.MustSubscribe(t, m, func(msg store.BusMessage) {
 		if msg.ID == "first" {
 			close(blocked)
 			<-release // a slow callback holds up the dispatcher
 		}
 		delivered <- msg.ID
 	})
-	publish(t, m, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "first"})
+	storetest.Publish(t, m, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "first"})
 	<-blocked
 	const queue, extra = 1024, 10
 	for range queue + extra { // returns at once although nothing is consumed
-		publish(t, m, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "more"})
+		storetest.Publish(t, m, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "more"})
 	}
 	if n := m.DroppedMessages(); n != extra {
 		t.Errorf("DroppedMessages = %d, want %d", n, extra)
@@ -59,10 +60,10 @@ func TestMemory_PublishNeverBlocksAndCountsDrops(t *testing.T) {
 func TestMemory_PublishBeforeSubscribeIsDiscarded(t *testing.T) {
 	m := store.NewMemory()
 	t.Cleanup(func() { m.Close() })
-	publish(t, m, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "early"})
+	storetest.Publish(t, m, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "early"})
 	got, _ := collect(t, m)
-	publish(t, m, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "late"})
-	if msg := recv(t, got); msg.ID != "late" {
+	storetest.Publish(t, m, store.BusMessage{Kind: store.BusNotify, Session: "s1", ID: "late"})
+	if msg := storetest.Recv(t, got); msg.ID != "late" {
 		t.Errorf("first delivered = %q, want late (nobody was subscribed to early)", msg.ID)
 	}
 }

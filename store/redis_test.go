@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/storetest"
 	"go.uber.org/goleak"
 )
 
@@ -23,7 +24,7 @@ func everyKeyHasTTL(t *testing.T) {
 	ctx := context.Background()
 	r := newRedis(t)
 	target.flush(t)
-	create(t, r, sampleSession("s1"), time.Minute)
+	storetest.Create(t, r, storetest.SampleSession("s1"), time.Minute)
 	if _, err := r.SigningKey(ctx, "jwt", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestRedis_LoadSessionIsOneRoundTripTwoCommands(t *testing.T) { loadSessionI
 // on the cluster.
 func loadSessionIsOneRoundTrip(t *testing.T) {
 	r := newRedis(t)
-	create(t, r, sampleSession("s1"), time.Minute)
+	storetest.Create(t, r, storetest.SampleSession("s1"), time.Minute)
 	ctx := context.Background()
 	msg := store.BusMessage{Kind: store.BusCancel, Session: "s1", ID: "5"}
 	if err := r.MarkCancelled(ctx, "s1", "5", msg, time.Minute, time.Minute); err != nil {
@@ -61,12 +62,12 @@ func loadSessionIsOneRoundTrip(t *testing.T) {
 	if err := r.AddPending(ctx, "s1", "gw-5", r.InstanceID(), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if s := load(t, r, "s1"); !s.Cancelled["5"] || s.Pending["gw-5"] != r.InstanceID() {
+	if s := storetest.Load(t, r, "s1"); !s.Cancelled["5"] || s.Pending["gw-5"] != r.InstanceID() {
 		t.Fatalf("marks missing from the loaded session: %v, %v", s.Cancelled, s.Pending)
 	}
-	load(t, r, "s1") // warm up: new connections send handshake commands
+	storetest.Load(t, r, "s1") // warm up: new connections send handshake commands
 	before := commandCalls(t)
-	load(t, r, "s1")
+	storetest.Load(t, r, "s1")
 	after := commandCalls(t)
 	n := after - before
 	t.Logf("LoadSession ran %d commands", n)
@@ -107,9 +108,9 @@ func TestRedis_CancelMarksFromBeforeExpiryAreDropped(t *testing.T) {
 	ctx := context.Background()
 	useTarget(t, singleTarget())
 	s := newRedis(t)
-	sess := sampleSession("s1")
+	sess := storetest.SampleSession("s1")
 	sess.Cancelled = nil
-	create(t, s, sess, time.Minute)
+	storetest.Create(t, s, sess, time.Minute)
 	key := store.SessionKey(testPrefix, "s1")
 	legacy := make([]any, 0, 2*5000)
 	for i := range 5000 {
@@ -118,7 +119,7 @@ func TestRedis_CancelMarksFromBeforeExpiryAreDropped(t *testing.T) {
 	if err := target.admin.HSet(ctx, key, legacy...).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if c := load(t, s, "s1").Cancelled; c != nil {
+	if c := storetest.Load(t, s, "s1").Cancelled; c != nil {
 		t.Errorf("old marks read as live: %d of them", len(c))
 	}
 	cancel(t, s, "s1", "new", time.Minute)
@@ -135,15 +136,15 @@ func TestRedis_BusSkipsMalformedMessages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	publish(t, r, store.BusMessage{Kind: store.BusNotify, Session: "s1"})
-	if m := recv(t, got); m.Kind != store.BusNotify || m.Session != "s1" || m.From != r.InstanceID() {
+	storetest.Publish(t, r, store.BusMessage{Kind: store.BusNotify, Session: "s1"})
+	if m := storetest.Recv(t, got); m.Kind != store.BusNotify || m.Session != "s1" || m.From != r.InstanceID() {
 		t.Errorf("first delivered message = %+v, want the well-formed one", m)
 	}
 }
 
 func TestRedis_SubscribeReturnsAfterConfirmation(t *testing.T) {
 	r := newRedis(t)
-	mustSubscribe(t, r, func(store.BusMessage) {})
+	storetest.MustSubscribe(t, r, func(store.BusMessage) {})
 	// No waiting: the server must already count the subscription.
 	subs := srv.Client().PubSubNumSub(context.Background(), store.BusChannel(testPrefix)).Val()
 	if n := subs[store.BusChannel(testPrefix)]; n != 1 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/storetest"
 )
 
 // stallWait bounds the wait for an operation on a paused server. It is a
@@ -28,7 +29,7 @@ func TestRedis_StalledServerFailsEveryOperationThenRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	create(t, s, sampleSession("s1"), time.Minute)
+	storetest.Create(t, s, storetest.SampleSession("s1"), time.Minute)
 
 	if err := rs.Pause(); err != nil {
 		t.Fatal(err)
@@ -45,7 +46,9 @@ func TestRedis_StalledServerFailsEveryOperationThenRecovers(t *testing.T) {
 		run  func(ctx context.Context) error
 	}{
 		{"LoadSession", func(ctx context.Context) error { _, err := s.LoadSession(ctx, "s1", time.Minute); return err }},
-		{"CreateSession", func(ctx context.Context) error { return s.CreateSession(ctx, sampleSession("s2"), time.Minute) }},
+		{"CreateSession", func(ctx context.Context) error {
+			return s.CreateSession(ctx, storetest.SampleSession("s2"), time.Minute)
+		}},
 		{"MarkCancelled", func(ctx context.Context) error { return s.MarkCancelled(ctx, "s1", "1", msg, time.Minute, time.Minute) }},
 		{"AddSubscription", func(ctx context.Context) error { return s.AddSubscription(ctx, "s1", "u", time.Minute) }},
 		{"SetLogLevel", func(ctx context.Context) error { return s.SetLogLevel(ctx, "s1", "debug", time.Minute) }},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/storetest"
 )
 
 // BenchmarkLoadSession measures the one store round trip of every request
@@ -22,7 +23,7 @@ func BenchmarkLoadSession(b *testing.B) {
 	defer mem.Close()
 	for name, s := range map[string]store.Store{"redis": rs, "memory": mem} {
 		b.Run(name, func(b *testing.B) {
-			sess := sampleSession("bench-session")
+			sess := storetest.SampleSession("bench-session")
 			if err := s.CreateSession(ctx, sess, time.Hour); err != nil {
 				b.Fatal(err)
 			}

@@ -9,17 +9,18 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/storetest"
 )
 
 func TestSessions_LoadRefreshesTheTTL(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), 250*time.Millisecond)
-		load(t, s, "s1") // ttl: 1h
+		storetest.Create(t, s, storetest.SampleSession("s1"), 250*time.Millisecond)
+		storetest.Load(t, s, "s1") // ttl: 1h
 		if d, ok := pttl(t, s, store.SessionKey(testPrefix, "s1")); ok && d < 59*time.Minute {
 			t.Errorf("PTTL after load = %v, want about 1h", d)
 		}
 		waitTTL(t, s, 250*time.Millisecond) // past the creation TTL
-		load(t, s, "s1")
+		storetest.Load(t, s, "s1")
 	})
 }
 
@@ -48,7 +49,7 @@ func writesRefreshTTL(t *testing.T, writes map[string]func(s store.Store, id sto
 	forEachStore(t, func(t *testing.T, s store.Store) {
 		for op, write := range writes {
 			name := store.SessionID(op)
-			create(t, s, sampleSession(name), 250*time.Millisecond)
+			storetest.Create(t, s, storetest.SampleSession(name), 250*time.Millisecond)
 			if err := write(s, name); err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -58,7 +59,7 @@ func writesRefreshTTL(t *testing.T, writes map[string]func(s store.Store, id sto
 		}
 		waitTTL(t, s, 250*time.Millisecond) // past the last creation TTL
 		for name := range writes {
-			load(t, s, store.SessionID(name))
+			storetest.Load(t, s, store.SessionID(name))
 		}
 	})
 }
@@ -66,7 +67,7 @@ func writesRefreshTTL(t *testing.T, writes map[string]func(s store.Store, id sto
 func TestSessions_ExpiredSessionIsNotFound(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), 50*time.Millisecond)
+		storetest.Create(t, s, storetest.SampleSession("s1"), 50*time.Millisecond)
 		if d, ok := pttl(t, s, store.SessionKey(testPrefix, "s1")); ok && (d <= 0 || d > 50*time.Millisecond) {
 			t.Errorf("PTTL = %v, want (0, 50ms]", d)
 		}
@@ -80,7 +81,7 @@ func TestSessions_ExpiredSessionIsNotFound(t *testing.T) {
 
 func TestSessions_NoWriteResurrectsADeletedSession(t *testing.T) {
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
+		storetest.Create(t, s, storetest.SampleSession("s1"), time.Minute)
 		if err := s.DeleteSession(context.Background(), "s1"); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +121,7 @@ func assertGone(t *testing.T, s store.Store, id store.SessionID) {
 func TestSessions_DeleteRemovesEveryKey(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
+		storetest.Create(t, s, storetest.SampleSession("s1"), time.Minute)
 		if err := s.SetLogLevel(ctx, "s1", "debug", time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -153,8 +154,8 @@ func TestSessions_DeleteRemovesEveryKey(t *testing.T) {
 func TestSessions_DeleteDropsTheEventLogAndClaim(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		create(t, s, sampleSession("s1"), time.Minute)
-		appendEvents(t, s, "s1", 3, 10)
+		storetest.Create(t, s, storetest.SampleSession("s1"), time.Minute)
+		storetest.AppendEvents(t, s, "s1", 3, 10)
 		if _, err := s.ClaimStream(ctx, "s1", "A", time.Minute); err != nil {
 			t.Fatal(err)
 		}
@@ -166,12 +167,12 @@ func TestSessions_DeleteDropsTheEventLogAndClaim(t *testing.T) {
 				t.Errorf("keys left after delete: %q", keys)
 			}
 		}
-		if got := eventsAfter(t, s, "s1", "0-0", 0); len(got) != 0 {
+		if got := storetest.EventsAfter(t, s, "s1", "0-0", 0); len(got) != 0 {
 			t.Errorf("events after delete: %q", got)
 		}
 		// A session recreated under the same id starts with neither.
-		create(t, s, sampleSession("s1"), time.Minute)
-		if got := eventsAfter(t, s, "s1", "0-0", 0); len(got) != 0 {
+		storetest.Create(t, s, storetest.SampleSession("s1"), time.Minute)
+		if got := storetest.EventsAfter(t, s, "s1", "0-0", 0); len(got) != 0 {
 			t.Errorf("events of the recreated session: %q", got)
 		}
 		if prev, err := s.ClaimStream(ctx, "s1", "B", time.Minute); err != nil || prev != "" {

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/storetest"
 	"go.uber.org/goleak"
 )
 
@@ -97,42 +97,6 @@ func forEachStore(t *testing.T, fn func(t *testing.T, s store.Store)) {
 	})
 }
 
-func sampleSession(id store.SessionID) *store.Session {
-	at := time.Date(2025, 3, 4, 5, 6, 7, 8, time.UTC)
-	return &store.Session{
-		ID: id, Principal: "alice", VHost: "mcp.example.com", ProtocolVersion: "2025-06-18",
-		ClientInfo:         json.RawMessage(`{"name":"cli","version":"1.0"}`),
-		ClientCapabilities: json.RawMessage(`{"roots":{"listChanged":true},"list":[]}`),
-		LogLevel:           "info",
-		CreatedAt:          at,
-		Backends: map[string]*store.BackendSnapshot{
-			"github": {Key: "github", ProbedAt: at, ProtocolVersion: "2025-06-18",
-				Capabilities: json.RawMessage(`{"tools":{}}`), ServerInfo: json.RawMessage(`{"name":"gh"}`),
-				Instructions: "be nice", SessionID: "up-1"},
-			"down": {Key: "down", ProbedAt: at, Error: "connection refused", Stateless: true},
-		},
-		Subscriptions: []string{"file:///a", "gh://repo/b"},
-		Cancelled:     map[string]bool{"41": true},
-		Pending:       map[store.ServerRequestID]string{"gw-0": "0123456789abcdef"},
-	}
-}
-
-func create(t *testing.T, s store.Store, sess *store.Session, ttl time.Duration) {
-	t.Helper()
-	if err := s.CreateSession(context.Background(), sess, ttl); err != nil {
-		t.Fatalf("CreateSession: %v", err)
-	}
-}
-
-func load(t *testing.T, s store.Store, id store.SessionID) *store.Session {
-	t.Helper()
-	got, err := s.LoadSession(context.Background(), id, time.Hour)
-	if err != nil {
-		t.Fatalf("LoadSession(%q): %v", id, err)
-	}
-	return got
-}
-
 // pttl returns the remaining TTL of key, or false for the memory store.
 func pttl(t *testing.T, s store.Store, key string) (time.Duration, bool) {
 	t.Helper()
@@ -174,7 +138,7 @@ const ttlClock store.SessionID = "ttl-clock"
 func waitTTL(t *testing.T, s store.Store, ttl time.Duration) {
 	t.Helper()
 	ctx := context.Background()
-	create(t, s, &store.Session{ID: ttlClock}, time.Minute)
+	storetest.Create(t, s, &store.Session{ID: ttlClock}, time.Minute)
 	if _, err := s.AppendEvent(ctx, ttlClock, []byte("tick"), 1, ttl); err != nil {
 		t.Fatalf("starting the TTL clock: %v", err)
 	}
@@ -200,15 +164,4 @@ func sessionKeys(t *testing.T, sid store.SessionID) []string {
 		keys = append(keys, byNode...)
 	}
 	return keys
-}
-
-// mustSubscribe subscribes fn to s's bus, failing the test if the store
-// does not confirm the subscription.
-func mustSubscribe(t testing.TB, s store.Bus, fn func(store.BusMessage)) (stop func()) {
-	t.Helper()
-	stop, err := s.Subscribe(t.Context(), fn)
-	if err != nil {
-		t.Fatalf("Subscribe: %v", err)
-	}
-	return stop
 }

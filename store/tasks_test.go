@@ -13,62 +13,38 @@ import (
 
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/store"
+	"github.com/mcpgw/gateway/store/storetest"
 )
-
-func sampleTask(owner, id, runner string) *store.Task {
-	at := time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
-	return &store.Task{ID: id, Owner: owner, VHost: "demo", Backend: "fx", Tool: "slow_compute",
-		Status: store.TaskWorking, CreatedAt: at, UpdatedAt: at, TTL: time.Hour, PollInterval: time.Second, Runner: runner}
-}
-
-func mustCreateTask(t *testing.T, s store.Store, task *store.Task, limit int) {
-	t.Helper()
-	if err := s.CreateTask(context.Background(), task, running(limit), time.Minute, time.Hour); err != nil {
-		t.Fatalf("CreateTask(%s): %v", task.ID, err)
-	}
-}
-
-// running is a bound on running tasks only.
-func running(n int) store.TaskLimits { return store.TaskLimits{Running: n} }
-
-func loadTask(t *testing.T, s store.Store, owner, id string) *store.Task {
-	t.Helper()
-	got, err := s.LoadTask(context.Background(), owner, id)
-	if err != nil {
-		t.Fatalf("LoadTask(%s): %v", id, err)
-	}
-	return got
-}
 
 func TestTasks_CreateLoadAndTheOwnersBound(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		task := sampleTask("alice", "t1", "inst-a")
+		task := storetest.SampleTask("alice", "t1", "inst-a")
 		task.StatusMessage = "starting"
-		mustCreateTask(t, s, task, 2)
-		got := loadTask(t, s, "alice", "t1")
+		storetest.MustCreateTask(t, s, task, 2)
+		got := storetest.LoadTask(t, s, "alice", "t1")
 		if got.Version != 1 || got.Runner != "inst-a" || got.LeaseLapsed || got.Tool != "slow_compute" ||
 			got.StatusMessage != "starting" || !got.CreatedAt.Equal(task.CreatedAt) || got.TTL != time.Hour || got.PollInterval != time.Second {
 			t.Fatalf("loaded %+v", got)
 		}
-		if err := s.CreateTask(ctx, sampleTask("alice", "t1", "inst-b"), running(2), time.Minute, time.Hour); !errors.Is(err, store.ErrTaskExists) {
+		if err := s.CreateTask(ctx, storetest.SampleTask("alice", "t1", "inst-b"), storetest.Running(2), time.Minute, time.Hour); !errors.Is(err, store.ErrTaskExists) {
 			t.Fatalf("a second t1: %v, want ErrTaskExists", err)
 		}
-		mustCreateTask(t, s, sampleTask("alice", "t2", "inst-a"), 2)
-		if err := s.CreateTask(ctx, sampleTask("alice", "t3", "inst-a"), running(2), time.Minute, time.Hour); !errors.Is(err, store.ErrTaskLimit) {
+		storetest.MustCreateTask(t, s, storetest.SampleTask("alice", "t2", "inst-a"), 2)
+		if err := s.CreateTask(ctx, storetest.SampleTask("alice", "t3", "inst-a"), storetest.Running(2), time.Minute, time.Hour); !errors.Is(err, store.ErrTaskLimit) {
 			t.Fatalf("a third running task over a limit of 2: %v, want ErrTaskLimit", err)
 		}
-		mustCreateTask(t, s, sampleTask("bob", "t3", "inst-a"), 2) // another owner's bound
+		storetest.MustCreateTask(t, s, storetest.SampleTask("bob", "t3", "inst-a"), 2) // another owner's bound
 		if _, err := s.LoadTask(ctx, "bob", "t1"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("alice's task under bob: %v, want ErrNotFound", err)
 		}
 		// Settling a task frees its place.
-		got = loadTask(t, s, "alice", "t2")
+		got = storetest.LoadTask(t, s, "alice", "t2")
 		got.Status, got.Result = store.TaskCompleted, json.RawMessage(`{"content":[]}`)
 		if ok, err := s.UpdateTask(ctx, got); err != nil || !ok {
 			t.Fatalf("settle t2: %v, %v", ok, err)
 		}
-		mustCreateTask(t, s, sampleTask("alice", "t3", "inst-a"), 2)
+		storetest.MustCreateTask(t, s, storetest.SampleTask("alice", "t3", "inst-a"), 2)
 		if _, ok := s.(*store.Redis); ok {
 			if d, ok := pttl(t, s, store.TaskKey(testPrefix, "alice", "t2")); !ok || d <= 50*time.Minute || d > time.Hour {
 				t.Fatalf("a settled task's PTTL = %v, want its TTL (1h)", d)
@@ -86,13 +62,13 @@ func TestTasks_CreateLoadAndTheOwnersBound(t *testing.T) {
 func TestTasks_ASettledTaskExpiresAfterItsTTL(t *testing.T) {
 	ctx := context.Background()
 	forEachStore(t, func(t *testing.T, s store.Store) {
-		mustCreateTask(t, s, sampleTask("frank", "done", "inst-a"), 5)
-		got := loadTask(t, s, "frank", "done")
+		storetest.MustCreateTask(t, s, storetest.SampleTask("frank", "done", "inst-a"), 5)
+		got := storetest.LoadTask(t, s, "frank", "done")
 		got.Status, got.TTL = store.TaskCompleted, 300*time.Millisecond
 		if ok, err := s.UpdateTask(ctx, got); err != nil || !ok {
 			t.Fatalf("settle: %v, %v", ok, err)
 		}
-		loadTask(t, s, "frank", "done") // still there within its TTL
+		storetest.LoadTask(t, s, "frank", "done") // still there within its TTL
 		waitTTL(t, s, 300*time.Millisecond)
 		if _, err := s.LoadTask(ctx, "frank", "done"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("after its TTL: %v, want ErrNotFound", err)
@@ -112,11 +88,11 @@ func TestTasks_FinishedTasksHoldAtMostTheirBudget(t *testing.T) {
 		const budget = 4000
 		limits := store.TaskLimits{Running: 5, FinishedBytes: budget}
 		create := func(owner, id string) error {
-			return s.CreateTask(ctx, sampleTask(owner, id, "inst-a"), limits, time.Minute, time.Hour)
+			return s.CreateTask(ctx, storetest.SampleTask(owner, id, "inst-a"), limits, time.Minute, time.Hour)
 		}
 		settle := func(id, status string, result []byte) (int64, error) {
 			t.Helper()
-			got := loadTask(t, s, "gina", id)
+			got := storetest.LoadTask(t, s, "gina", id)
 			got.Status, got.TTL = status, 3*time.Second
 			if result != nil {
 				got.Result = json.RawMessage(`{"content":[{"type":"text","text":"` + string(result) + `"}]}`)
@@ -142,7 +118,7 @@ func TestTasks_FinishedTasksHoldAtMostTheirBudget(t *testing.T) {
 		if _, err := settle("t2", store.TaskCompleted, big); !errors.Is(err, store.ErrTaskBudget) {
 			t.Fatalf("a result past the budget: %v, want ErrTaskBudget", err)
 		}
-		if got := loadTask(t, s, "gina", "t2"); got.Version != 1 || got.Status != store.TaskWorking || got.Runner == "" {
+		if got := storetest.LoadTask(t, s, "gina", "t2"); got.Version != 1 || got.Status != store.TaskWorking || got.Runner == "" {
 			t.Fatalf("a refused settle wrote something: %+v", got)
 		}
 		// Failing it always passes, and is charged.

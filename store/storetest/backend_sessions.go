@@ -55,8 +55,8 @@ func storeReleasedBackendSessionsAreThoseNoOwnerKeeps(t *testing.T, s store.Stor
 	ctx := context.Background()
 	vhost := fmt.Sprintf("vh%d", time.Now().UnixNano())
 	sid := store.NewSessionID()
-	sess := sampleSession(sid) // its snapshot of "github" keeps up-1
-	create(t, s, sess, time.Hour)
+	sess := SampleSession(sid) // its snapshot of "github" keeps up-1
+	Create(t, s, sess, time.Hour)
 	owner := vhost + "/p/digest"
 	if _, err := s.SwapPrincipalBackendSession(ctx, owner, "", "p-1", time.Hour); err != nil {
 		t.Fatal(err)

@@ -9,12 +9,12 @@ import (
 )
 
 func busSubscriberGetsItsOwnCopy(t *testing.T, s store.Store) {
-	mustSubscribe(t, s, func(m store.BusMessage) { m.Data[0] = 'X' }) // a misbehaving callback
+	MustSubscribe(t, s, func(m store.BusMessage) { m.Data[0] = 'X' }) // a misbehaving callback
 	got, _ := collect(t, s)
 	data := []byte(`{"a":1}`)
-	publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", Data: data})
+	Publish(t, s, store.BusMessage{Kind: store.BusNotify, Session: "s1", Data: data})
 	data[0] = '[' // the publisher reuses its buffer
-	if m := recv(t, got); string(m.Data) != `{"a":1}` {
+	if m := Recv(t, got); string(m.Data) != `{"a":1}` {
 		t.Errorf("Data = %s, want the published bytes untouched", m.Data)
 	}
 }

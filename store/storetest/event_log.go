@@ -13,24 +13,24 @@ import (
 )
 
 func eventLogLatestEventIDIsTheResumePoint(t *testing.T, s store.Store) {
-	create(t, s, sampleSession("s1"), time.Minute)
+	Create(t, s, SampleSession("s1"), time.Minute)
 	if id, err := s.LatestEventID(t.Context(), "s1"); err != nil || id != "0-0" {
 		t.Fatalf("empty log: %q %v, want 0-0", id, err)
 	}
-	ids := appendEvents(t, s, "s1", 3, 100)
+	ids := AppendEvents(t, s, "s1", 3, 100)
 	id, err := s.LatestEventID(t.Context(), "s1")
 	if err != nil || id != ids[2] {
 		t.Fatalf("latest = %q %v, want %q", id, err, ids[2])
 	}
-	more := appendEvents(t, s, "s1", 1, 100)
-	if got := eventsAfter(t, s, "s1", id, 10); len(got) != 1 || got[0].ID != more[0] {
+	more := AppendEvents(t, s, "s1", 1, 100)
+	if got := EventsAfter(t, s, "s1", id, 10); len(got) != 1 || got[0].ID != more[0] {
 		t.Fatalf("resuming from the latest id gives %q, want only %q", got, more[0])
 	}
 }
 
 func eventLogTagsEachStreamsEvents(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	create(t, s, sampleSession("s1"), time.Minute)
+	Create(t, s, SampleSession("s1"), time.Minute)
 	get, err := s.AppendEvent(ctx, "s1", []byte(`g`), 10, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +40,7 @@ func eventLogTagsEachStreamsEvents(t *testing.T, s store.Store) {
 		t.Fatal(err)
 	}
 	want := []store.Event{{ID: get, Data: []byte(`g`)}, {ID: post, Data: []byte(`p`), Stream: "call-1"}}
-	if got := eventsAfter(t, s, "s1", "0-0", 0); !reflect.DeepEqual(got, want) {
+	if got := EventsAfter(t, s, "s1", "0-0", 0); !reflect.DeepEqual(got, want) {
 		t.Fatalf("events %q, want %q", got, want)
 	}
 	if _, err := s.AppendStreamEvent(ctx, "gone", "call-1", []byte(`p`), 10, time.Minute); !errors.Is(err, store.ErrNotFound) {
@@ -52,7 +52,7 @@ func eventLogTagsEachStreamsEvents(t *testing.T, s store.Store) {
 // from ids that are merely old.
 func eventLogCallStreamRefusesWhatWasNeverIssued(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	create(t, s, sampleSession("s1"), time.Minute)
+	Create(t, s, SampleSession("s1"), time.Minute)
 	prime, err := s.StartCallStream(ctx, "s1", "c1", []byte(`1`), nil, 100, time.Minute, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func eventLogCallStreamRefusesWhatWasNeverIssued(t *testing.T, s store.Store) {
 		})
 	}
 	// An id older than anything retained is fine.
-	if _, evs := callEvents(t, s, "c1", "1-0"); len(evs) != 1 {
+	if _, evs := CallEvents(t, s, "c1", "1-0"); len(evs) != 1 {
 		t.Fatalf("events after 1-0 = %q, want the priming event", evs)
 	}
 }

@@ -27,7 +27,7 @@ func collect(t *testing.T, s store.Store) (<-chan store.BusMessage, func()) {
 	t.Helper()
 	ch := make(chan store.BusMessage, 64)
 	self := s.InstanceID()
-	stop := mustSubscribe(t, s, func(m store.BusMessage) {
+	stop := MustSubscribe(t, s, func(m store.BusMessage) {
 		if m.From == self {
 			ch <- m
 		}
@@ -36,7 +36,7 @@ func collect(t *testing.T, s store.Store) (<-chan store.BusMessage, func()) {
 	return ch, stop
 }
 
-func sampleSession(id store.SessionID) *store.Session {
+func SampleSession(id store.SessionID) *store.Session {
 	at := time.Date(2025, 3, 4, 5, 6, 7, 8, time.UTC)
 	return &store.Session{
 		ID: id, Principal: "alice", VHost: "mcp.example.com", ProtocolVersion: "2025-06-18",
@@ -56,16 +56,16 @@ func sampleSession(id store.SessionID) *store.Session {
 	}
 }
 
-func create(t *testing.T, s store.Store, sess *store.Session, ttl time.Duration) {
+func Create(t *testing.T, s store.Store, sess *store.Session, ttl time.Duration) {
 	t.Helper()
 	if err := s.CreateSession(context.Background(), sess, ttl); err != nil {
 		t.Fatalf("CreateSession: %v", err)
 	}
 }
 
-// mustSubscribe subscribes fn to s's bus, failing the test if the store
+// MustSubscribe subscribes fn to s's bus, failing the test if the store
 // does not confirm the subscription.
-func mustSubscribe(t testing.TB, s store.Bus, fn func(store.BusMessage)) (stop func()) {
+func MustSubscribe(t testing.TB, s store.Bus, fn func(store.BusMessage)) (stop func()) {
 	t.Helper()
 	stop, err := s.Subscribe(t.Context(), fn)
 	if err != nil {
@@ -74,7 +74,7 @@ func mustSubscribe(t testing.TB, s store.Bus, fn func(store.BusMessage)) (stop f
 	return stop
 }
 
-func recv(t *testing.T, ch <-chan store.BusMessage) store.BusMessage {
+func Recv(t *testing.T, ch <-chan store.BusMessage) store.BusMessage {
 	t.Helper()
 	select {
 	case m := <-ch:
@@ -85,7 +85,7 @@ func recv(t *testing.T, ch <-chan store.BusMessage) store.BusMessage {
 	}
 }
 
-func publish(t *testing.T, s store.Store, msg store.BusMessage) {
+func Publish(t *testing.T, s store.Store, msg store.BusMessage) {
 	t.Helper()
 	if err := s.Publish(context.Background(), msg); err != nil {
 		t.Fatalf("Publish: %v", err)
@@ -126,8 +126,8 @@ func released(t *testing.T, s store.Store, vhost string) []store.BackendSessionI
 	return ids
 }
 
-// appendEvents appends n events with data e1..en and returns their ids.
-func appendEvents(t *testing.T, s store.Store, id store.SessionID, n, maxLen int) []store.EventID {
+// AppendEvents appends n events with data e1..en and returns their ids.
+func AppendEvents(t *testing.T, s store.Store, id store.SessionID, n, maxLen int) []store.EventID {
 	t.Helper()
 	ids := make([]store.EventID, n)
 	for i := range n {
@@ -140,7 +140,7 @@ func appendEvents(t *testing.T, s store.Store, id store.SessionID, n, maxLen int
 	return ids
 }
 
-func eventsAfter(t *testing.T, s store.Store, id store.SessionID, after store.EventID, limit int) []store.Event {
+func EventsAfter(t *testing.T, s store.Store, id store.SessionID, after store.EventID, limit int) []store.Event {
 	t.Helper()
 	evs, err := s.EventsAfter(context.Background(), id, after, limit)
 	if err != nil {
@@ -160,7 +160,7 @@ func bump(t *testing.T, id store.EventID) store.EventID {
 	return store.EventID(ms + "-" + strconv.FormatUint(n+1, 10))
 }
 
-func callEvents(t *testing.T, s store.Store, stream store.CallStreamID, after store.EventID) (*store.CallStream, []store.Event) {
+func CallEvents(t *testing.T, s store.Store, stream store.CallStreamID, after store.EventID) (*store.CallStream, []store.Event) {
 	t.Helper()
 	cs, evs, err := s.CallStreamEventsAfter(context.Background(), "s1", stream, after, 0)
 	if err != nil {
@@ -169,7 +169,7 @@ func callEvents(t *testing.T, s store.Store, stream store.CallStreamID, after st
 	return cs, evs
 }
 
-func load(t *testing.T, s store.Store, id store.SessionID) *store.Session {
+func Load(t *testing.T, s store.Store, id store.SessionID) *store.Session {
 	t.Helper()
 	got, err := s.LoadSession(context.Background(), id, time.Hour)
 	if err != nil {
@@ -178,17 +178,17 @@ func load(t *testing.T, s store.Store, id store.SessionID) *store.Session {
 	return got
 }
 
-func mustCreateTask(t *testing.T, s store.Store, task *store.Task, limit int) {
+func MustCreateTask(t *testing.T, s store.Store, task *store.Task, limit int) {
 	t.Helper()
-	if err := s.CreateTask(context.Background(), task, running(limit), time.Minute, time.Hour); err != nil {
+	if err := s.CreateTask(context.Background(), task, Running(limit), time.Minute, time.Hour); err != nil {
 		t.Fatalf("CreateTask(%s): %v", task.ID, err)
 	}
 }
 
-// running is a bound on running tasks only.
-func running(n int) store.TaskLimits { return store.TaskLimits{Running: n} }
+// Running is a bound on running tasks only.
+func Running(n int) store.TaskLimits { return store.TaskLimits{Running: n} }
 
-func loadTask(t *testing.T, s store.Store, owner, id string) *store.Task {
+func LoadTask(t *testing.T, s store.Store, owner, id string) *store.Task {
 	t.Helper()
 	got, err := s.LoadTask(context.Background(), owner, id)
 	if err != nil {
@@ -197,14 +197,14 @@ func loadTask(t *testing.T, s store.Store, owner, id string) *store.Task {
 	return got
 }
 
-func sampleTask(owner, id, runner string) *store.Task {
+func SampleTask(owner, id, runner string) *store.Task {
 	at := time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
 	return &store.Task{ID: id, Owner: owner, VHost: "demo", Backend: "fx", Tool: "slow_compute",
 		Status: store.TaskWorking, CreatedAt: at, UpdatedAt: at, TTL: time.Hour, PollInterval: time.Second, Runner: runner}
 }
 
 func manyInputs() *store.Task {
-	t := sampleTask("o", "x", "r")
+	t := SampleTask("o", "x", "r")
 	t.InputRequests = map[string]json.RawMessage{}
 	for i := range store.MaxTaskInputs + 1 {
 		t.InputRequests[fmt.Sprint("k", i)] = json.RawMessage(`{}`)

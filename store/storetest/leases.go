@@ -15,13 +15,13 @@ import (
 // lease lapses, and a late renewal cannot revive it.
 func leasesCallStreamLostWhenTheLeaseLapses(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	create(t, s, sampleSession("s1"), time.Minute)
+	Create(t, s, SampleSession("s1"), time.Minute)
 	if _, err := s.StartCallStream(ctx, "s1", "c1", []byte(`1`), nil, 100, 30*time.Millisecond, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	// Expiry has no signal to wait on: poll the state, bounded.
 	if !testsupport.Eventually(t, busWait, func() bool {
-		cs, _ := callEvents(t, s, "c1", "0-0")
+		cs, _ := CallEvents(t, s, "c1", "0-0")
 		return cs.Lost()
 	}) {
 		t.Fatal("timed out waiting for the lease to lapse")

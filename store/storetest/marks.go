@@ -15,7 +15,7 @@ import (
 
 func marksCancelMarkSeenOnLoadAndBroadcast(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	create(t, s, sampleSession("s1"), time.Minute)
+	Create(t, s, SampleSession("s1"), time.Minute)
 	got, _ := collect(t, s)
 	reqID := `"abc"`
 	msg := store.BusMessage{Kind: store.BusCancel, Session: "s1", ID: reqID, Data: json.RawMessage(`{"reason":"user"}`)}
@@ -24,23 +24,23 @@ func marksCancelMarkSeenOnLoadAndBroadcast(t *testing.T, s store.Store) {
 	}
 	want := msg
 	want.From = s.InstanceID()
-	if m := recv(t, got); !reflect.DeepEqual(m, want) {
+	if m := Recv(t, got); !reflect.DeepEqual(m, want) {
 		t.Errorf("broadcast = %+v, want %+v", m, want)
 	}
-	if c := load(t, s, "s1").Cancelled; !c[reqID] || !c["41"] {
+	if c := Load(t, s, "s1").Cancelled; !c[reqID] || !c["41"] {
 		t.Errorf("Cancelled = %v, want %s marked beside 41", c, reqID)
 	}
 
 	if err := s.ClearCancelled(ctx, "s1", reqID); err != nil {
 		t.Fatal(err)
 	}
-	if c := load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{"41": true}) {
+	if c := Load(t, s, "s1").Cancelled; !reflect.DeepEqual(c, map[string]bool{"41": true}) {
 		t.Errorf("Cancelled after ClearCancelled = %v, want only 41", c)
 	}
 	if err := s.ClearCancelled(ctx, "s1", "41"); err != nil {
 		t.Fatal(err)
 	}
-	if c := load(t, s, "s1").Cancelled; c != nil {
+	if c := Load(t, s, "s1").Cancelled; c != nil {
 		t.Errorf("Cancelled after clearing every mark = %v, want nil", c)
 	}
 	for _, sid := range []store.SessionID{"s1", "missing"} { // absent mark, absent session
@@ -52,7 +52,7 @@ func marksCancelMarkSeenOnLoadAndBroadcast(t *testing.T, s store.Store) {
 
 func marksPendingRoundTrip(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	create(t, s, sampleSession("s1"), time.Minute)
+	Create(t, s, SampleSession("s1"), time.Minute)
 	steps := []error{
 		s.AddPending(ctx, "s1", "gw-1", "aaaaaaaaaaaaaaaa", time.Minute),
 		s.AddPending(ctx, "s1", "gw-2", "bbbbbbbbbbbbbbbb", time.Minute),
@@ -66,7 +66,7 @@ func marksPendingRoundTrip(t *testing.T, s store.Store) {
 		}
 	}
 	want := map[store.ServerRequestID]string{"gw-1": "aaaaaaaaaaaaaaaa", "gw-2": "bbbbbbbbbbbbbbbb"}
-	if got := load(t, s, "s1").Pending; !reflect.DeepEqual(got, want) {
+	if got := Load(t, s, "s1").Pending; !reflect.DeepEqual(got, want) {
 		t.Errorf("Pending = %v, want %v", got, want)
 	}
 	if err := s.AddPending(ctx, "missing", "gw-1", "x", time.Minute); !errors.Is(err, store.ErrNotFound) {
@@ -76,7 +76,7 @@ func marksPendingRoundTrip(t *testing.T, s store.Store) {
 
 func marksAnswerStoredAndBroadcastOnlyWhilePending(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	create(t, s, sampleSession("s1"), time.Minute)
+	Create(t, s, SampleSession("s1"), time.Minute)
 	got, _ := collect(t, s)
 	answer := []byte(`{"jsonrpc":"2.0","id":"gw-1","result":{}}`)
 	msg := store.BusMessage{Kind: store.BusResponse, Session: "s1", ID: "gw-1", Data: answer}
@@ -90,7 +90,7 @@ func marksAnswerStoredAndBroadcastOnlyWhilePending(t *testing.T, s store.Store) 
 		t.Fatal(err)
 	}
 	// The broadcast comes first: nothing was published by the refused post.
-	if m := recv(t, got); m.Kind != store.BusResponse || string(m.Data) != string(answer) {
+	if m := Recv(t, got); m.Kind != store.BusResponse || string(m.Data) != string(answer) {
 		t.Errorf("broadcast = %+v", m)
 	}
 	// The stored copy is there for a waiter whose message was lost, once.
@@ -113,7 +113,7 @@ func marksAnswerStoredAndBroadcastOnlyWhilePending(t *testing.T, s store.Store) 
 	if a, err := s.TakeAnswer(ctx, "missing", "gw-1"); err != nil || a != nil {
 		t.Fatalf("TakeAnswer on a missing session = %s, %v", a, err)
 	}
-	if _, still := load(t, s, "s1").Pending["gw-1"]; still {
+	if _, still := Load(t, s, "s1").Pending["gw-1"]; still {
 		t.Error("gw-1 still pending after RemovePending")
 	}
 }

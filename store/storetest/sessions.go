@@ -16,65 +16,65 @@ import (
 )
 
 func sessionsCreateThenLoadRoundTrips(t *testing.T, s store.Store) {
-	want := sampleSession("s1")
-	create(t, s, want, time.Minute)
-	if got := load(t, s, "s1"); !reflect.DeepEqual(got, want) {
+	want := SampleSession("s1")
+	Create(t, s, want, time.Minute)
+	if got := Load(t, s, "s1"); !reflect.DeepEqual(got, want) {
 		t.Errorf("loaded\n%+v\nwant\n%+v", got, want)
 	}
 }
 
 func sessionsCallersCannotAliasStoredData(t *testing.T, s store.Store) {
-	in := sampleSession("s1")
-	create(t, s, in, time.Minute)
+	in := SampleSession("s1")
+	Create(t, s, in, time.Minute)
 	in.ClientInfo[2] = 'X'
 	in.Backends["github"].Capabilities[2] = 'X'
 	in.Subscriptions[0] = "changed"
 	in.Cancelled["42"] = true
 	in.Pending["gw-0"] = "changed"
 
-	out := load(t, s, "s1")
+	out := Load(t, s, "s1")
 	out.ClientCapabilities[2] = 'X'
 	out.Backends["github"].ServerInfo[2] = 'X'
 	out.Backends["new"] = &store.BackendSnapshot{Key: "new"}
 	out.Cancelled["43"] = true
 	out.Pending["gw-1"] = "x"
 
-	if got, want := load(t, s, "s1"), sampleSession("s1"); !reflect.DeepEqual(got, want) {
+	if got, want := Load(t, s, "s1"), SampleSession("s1"); !reflect.DeepEqual(got, want) {
 		t.Errorf("stored session changed through an alias:\n%+v\nwant\n%+v", got, want)
 	}
 }
 
 func sessionsPutBackendsReplacesOnlyTheGivenBackends(t *testing.T, s store.Store) {
-	want := sampleSession("s1")
-	create(t, s, want, time.Minute)
+	want := SampleSession("s1")
+	Create(t, s, want, time.Minute)
 	github := &store.BackendSnapshot{Key: "github", Error: "timeout", ProbedAt: want.CreatedAt.Add(time.Second)}
 	extra := &store.BackendSnapshot{Key: "extra", Stateless: true, ProbedAt: want.CreatedAt}
 	if err := s.PutBackends(context.Background(), "s1", []*store.BackendSnapshot{github, extra}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	want.Backends["github"], want.Backends["extra"] = github, extra
-	if got := load(t, s, "s1"); !reflect.DeepEqual(got, want) {
+	if got := Load(t, s, "s1"); !reflect.DeepEqual(got, want) {
 		t.Errorf("loaded\n%+v\nwant\n%+v", got, want)
 	}
 }
 
 func sessionsSetLogLevelKeepsTheRestOfTheSession(t *testing.T, s store.Store) {
-	want := sampleSession("s1")
-	create(t, s, want, time.Minute)
+	want := SampleSession("s1")
+	Create(t, s, want, time.Minute)
 	if err := s.SetLogLevel(context.Background(), "s1", "debug", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	want.LogLevel = "debug"
-	if got := load(t, s, "s1"); !reflect.DeepEqual(got, want) {
+	if got := Load(t, s, "s1"); !reflect.DeepEqual(got, want) {
 		t.Errorf("loaded\n%+v\nwant\n%+v", got, want)
 	}
 }
 
 func sessionsSubscriptionsRoundTrip(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	sess := sampleSession("s1")
+	sess := SampleSession("s1")
 	sess.Subscriptions = []string{"file:///a"}
-	create(t, s, sess, time.Minute)
+	Create(t, s, sess, time.Minute)
 	steps := []error{
 		s.AddSubscription(ctx, "s1", "b://x", time.Minute),
 		s.AddSubscription(ctx, "s1", "b://x", time.Minute), // idempotent
@@ -88,16 +88,16 @@ func sessionsSubscriptionsRoundTrip(t *testing.T, s store.Store) {
 		}
 	}
 	want := []string{"b://x", "c://y:with:colons"}
-	if got := load(t, s, "s1").Subscriptions; !reflect.DeepEqual(got, want) {
+	if got := Load(t, s, "s1").Subscriptions; !reflect.DeepEqual(got, want) {
 		t.Errorf("subscriptions = %q, want %q", got, want)
 	}
 }
 
 func sessionsSubscriptionsBoundedPerSession(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	sess := sampleSession("s1")
+	sess := SampleSession("s1")
 	sess.Subscriptions = nil
-	create(t, s, sess, time.Minute)
+	Create(t, s, sess, time.Minute)
 	var want []string
 	for i := range store.MaxSubscriptions {
 		uri := fmt.Sprintf("file:///%03d", i)
@@ -117,7 +117,7 @@ func sessionsSubscriptionsBoundedPerSession(t *testing.T, s store.Store) {
 	if err := s.AddSubscription(ctx, "s1", want[0], time.Minute); err != nil {
 		t.Errorf("subscribing again at the limit: %v", err)
 	}
-	if got := load(t, s, "s1").Subscriptions; !reflect.DeepEqual(got, want) {
+	if got := Load(t, s, "s1").Subscriptions; !reflect.DeepEqual(got, want) {
 		t.Errorf("subscriptions changed by refused writes: %d of them", len(got))
 	}
 	if err := s.RemoveSubscription(ctx, "s1", want[0], time.Minute); err != nil {
@@ -136,7 +136,7 @@ func sessionsSubscriptionsBoundedPerSession(t *testing.T, s store.Store) {
 }
 
 func sessionsClientMetadataBounded(t *testing.T, s store.Store) {
-	sess := sampleSession("s1")
+	sess := SampleSession("s1")
 	sess.ClientCapabilities = json.RawMessage(`{"experimental":{"x":"` + strings.Repeat("a", store.MaxClientMetadataBytes) + `"}}`)
 	if err := s.CreateSession(context.Background(), sess, time.Minute); !errors.Is(err, store.ErrLimit) {
 		t.Fatalf("CreateSession: err = %v, want ErrLimit", err)
@@ -147,7 +147,7 @@ func sessionsClientMetadataBounded(t *testing.T, s store.Store) {
 }
 
 func sessionsCreateRejectsTTLBelowOneMillisecond(t *testing.T, s store.Store) {
-	if err := s.CreateSession(context.Background(), sampleSession("s1"), 0); err == nil {
+	if err := s.CreateSession(context.Background(), SampleSession("s1"), 0); err == nil {
 		t.Error("CreateSession with ttl 0 succeeded")
 	}
 }

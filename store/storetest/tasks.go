@@ -16,11 +16,11 @@ import (
 
 func tasksCompareAndSetLetsOneInstanceSettle(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	mustCreateTask(t, s, sampleTask("alice", "cas", "inst-a"), 5)
+	MustCreateTask(t, s, SampleTask("alice", "cas", "inst-a"), 5)
 	// Two instances read version 1 and settle concurrently: one wins.
 	var wg sync.WaitGroup
 	wins := make(chan string, 2)
-	readers := []*store.Task{loadTask(t, s, "alice", "cas"), loadTask(t, s, "alice", "cas")}
+	readers := []*store.Task{LoadTask(t, s, "alice", "cas"), LoadTask(t, s, "alice", "cas")}
 	for i, status := range []string{store.TaskCompleted, store.TaskFailed} {
 		task := readers[i]
 		wg.Go(func() {
@@ -41,24 +41,24 @@ func tasksCompareAndSetLetsOneInstanceSettle(t *testing.T, s store.Store) {
 	if len(won) != 1 {
 		t.Fatalf("winners %v, want exactly one", won)
 	}
-	got := loadTask(t, s, "alice", "cas")
+	got := LoadTask(t, s, "alice", "cas")
 	if got.Status != won[0] || got.Version != 2 || got.Runner != "" {
 		t.Fatalf("after the race: status %s version %d runner %q; want %s, 2, none", got.Status, got.Version, got.Runner, won[0])
 	}
-	stale := sampleTask("alice", "cas", "")
+	stale := SampleTask("alice", "cas", "")
 	stale.Version = 1
 	if ok, err := s.UpdateTask(ctx, stale); err != nil || ok {
 		t.Fatalf("a stale version: %v, %v; want refused", ok, err)
 	}
-	if _, err := s.UpdateTask(ctx, sampleTask("alice", "absent", "")); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.UpdateTask(ctx, SampleTask("alice", "absent", "")); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("an absent task: %v, want ErrNotFound", err)
 	}
 }
 
 func tasksALapsedLeaseIsSeenAndFreesItsPlace(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	task := sampleTask("carol", "lapse", "inst-a")
-	if err := s.CreateTask(ctx, task, running(1), 200*time.Millisecond, time.Hour); err != nil {
+	task := SampleTask("carol", "lapse", "inst-a")
+	if err := s.CreateTask(ctx, task, Running(1), 200*time.Millisecond, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := s.RenewTaskLease(ctx, "carol", "lapse", "inst-b", time.Minute); err != nil || ok {
@@ -70,7 +70,7 @@ func tasksALapsedLeaseIsSeenAndFreesItsPlace(t *testing.T, s store.Store) {
 	// The runner stops renewing (its instance died).
 	var got *store.Task
 	if !testsupport.Eventually(t, 5*time.Second, func() bool {
-		got = loadTask(t, s, "carol", "lapse")
+		got = LoadTask(t, s, "carol", "lapse")
 		return got.LeaseLapsed
 	}) {
 		t.Fatal("the lease never lapsed")
@@ -78,22 +78,22 @@ func tasksALapsedLeaseIsSeenAndFreesItsPlace(t *testing.T, s store.Store) {
 	if ok, _ := s.RenewTaskLease(ctx, "carol", "lapse", "inst-a", time.Minute); ok {
 		t.Fatal("a lapsed lease was renewed: the runner must stop")
 	}
-	mustCreateTask(t, s, sampleTask("carol", "next", "inst-b"), 1) // the lapsed one no longer counts
+	MustCreateTask(t, s, SampleTask("carol", "next", "inst-b"), 1) // the lapsed one no longer counts
 	// Whoever reads it settles it failed, once.
 	got.Status, got.StatusMessage = store.TaskFailed, "the instance running the task stopped (its lease lapsed)"
 	got.Error = json.RawMessage(`{"code":-32603,"message":"task runner lost"}`)
 	if ok, err := s.UpdateTask(ctx, got); err != nil || !ok {
 		t.Fatalf("settling the lapsed task: %v, %v", ok, err)
 	}
-	if got = loadTask(t, s, "carol", "lapse"); got.LeaseLapsed || got.Status != store.TaskFailed {
+	if got = LoadTask(t, s, "carol", "lapse"); got.LeaseLapsed || got.Status != store.TaskFailed {
 		t.Fatalf("after settling: %+v", got)
 	}
 }
 
 func tasksAnswersAreHeldUntilTheRoundIsComplete(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	mustCreateTask(t, s, sampleTask("dave", "ask", "inst-a"), 5)
-	task := loadTask(t, s, "dave", "ask")
+	MustCreateTask(t, s, SampleTask("dave", "ask", "inst-a"), 5)
+	task := LoadTask(t, s, "dave", "ask")
 	task.Status, task.Round = store.TaskInputRequired, 1
 	task.InputRequests = map[string]json.RawMessage{
 		"name-1":    json.RawMessage(`{"method":"elicitation/create","params":{"message":"name?"}}`),
@@ -111,10 +111,10 @@ func tasksAnswersAreHeldUntilTheRoundIsComplete(t *testing.T, s store.Store) {
 	if err != nil || took != 1 || left != 1 {
 		t.Fatalf("partial answer: took %d left %d (%v); want 1, 1", took, left, err)
 	}
-	if got := recv(t, msgs); got.Kind != store.BusTaskAnswer || got.ID != "ask" {
+	if got := Recv(t, msgs); got.Kind != store.BusTaskAnswer || got.ID != "ask" {
 		t.Fatalf("bus message %+v", got)
 	}
-	got := loadTask(t, s, "dave", "ask")
+	got := LoadTask(t, s, "dave", "ask")
 	if string(got.Answers["name-1"]) != `{"action":"accept","content":{"name":"Ada"}}` || len(got.Answers) != 1 {
 		t.Fatalf("held answers %v", got.Answers)
 	}
@@ -128,8 +128,8 @@ func tasksAnswersAreHeldUntilTheRoundIsComplete(t *testing.T, s store.Store) {
 	if took, left, err := s.PostTaskAnswers(ctx, "dave", "ask", map[string]json.RawMessage{"confirm-1": json.RawMessage(`{"action":"accept"}`)}, msg); err != nil || took != 1 || left != 0 {
 		t.Fatalf("the last answer: took %d left %d (%v)", took, left, err)
 	}
-	recv(t, msgs)
-	got = loadTask(t, s, "dave", "ask")
+	Recv(t, msgs)
+	got = LoadTask(t, s, "dave", "ask")
 	if len(got.Answers) != 2 || len(got.Outstanding()) != 0 {
 		t.Fatalf("a complete round: answers %v outstanding %v", got.Answers, got.Outstanding())
 	}
@@ -138,7 +138,7 @@ func tasksAnswersAreHeldUntilTheRoundIsComplete(t *testing.T, s store.Store) {
 	if ok, _ := s.UpdateTask(ctx, got); !ok {
 		t.Fatal("round 2 refused")
 	}
-	got = loadTask(t, s, "dave", "ask")
+	got = LoadTask(t, s, "dave", "ask")
 	if len(got.Answers) != 0 || len(got.Outstanding()) != 1 {
 		t.Fatalf("round 2: answers %v outstanding %v", got.Answers, got.Outstanding())
 	}
@@ -149,16 +149,16 @@ func tasksAnswersAreHeldUntilTheRoundIsComplete(t *testing.T, s store.Store) {
 
 func tasksCancelIsMarkedAndAnnounced(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	mustCreateTask(t, s, sampleTask("erin", "stop", "inst-a"), 5)
+	MustCreateTask(t, s, SampleTask("erin", "stop", "inst-a"), 5)
 	msgs, _ := collect(t, s)
 	msg := store.BusMessage{Kind: store.BusTaskCancel, ID: "stop", Data: json.RawMessage(`"erin"`)}
 	if err := s.RequestTaskCancel(ctx, "erin", "stop", msg); err != nil {
 		t.Fatal(err)
 	}
-	if got := recv(t, msgs); got.Kind != store.BusTaskCancel || got.ID != "stop" {
+	if got := Recv(t, msgs); got.Kind != store.BusTaskCancel || got.ID != "stop" {
 		t.Fatalf("bus message %+v", got)
 	}
-	if !loadTask(t, s, "erin", "stop").CancelRequested {
+	if !LoadTask(t, s, "erin", "stop").CancelRequested {
 		t.Fatal("the cancel was not marked")
 	}
 	if err := s.RequestTaskCancel(ctx, "erin", "absent", msg); !errors.Is(err, store.ErrNotFound) {
@@ -169,15 +169,15 @@ func tasksCancelIsMarkedAndAnnounced(t *testing.T, s store.Store) {
 func tasksRefusesBadInput(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	long := string(make([]byte, 201))
-	settled := sampleTask("o", "x", "r")
+	settled := SampleTask("o", "x", "r")
 	settled.Status, settled.TTL = store.TaskCompleted, 0
 	for name, try := range map[string]func() error{
-		"empty owner": func() error { return s.CreateTask(ctx, sampleTask("", "x", "r"), running(1), time.Minute, time.Hour) },
-		"long id":     func() error { return s.CreateTask(ctx, sampleTask("o", long, "r"), running(1), time.Minute, time.Hour) },
-		"no runner":   func() error { return s.CreateTask(ctx, sampleTask("o", "x", ""), running(1), time.Minute, time.Hour) },
-		"zero lease":  func() error { return s.CreateTask(ctx, sampleTask("o", "x", "r"), running(1), 0, time.Hour) },
+		"empty owner": func() error { return s.CreateTask(ctx, SampleTask("", "x", "r"), Running(1), time.Minute, time.Hour) },
+		"long id":     func() error { return s.CreateTask(ctx, SampleTask("o", long, "r"), Running(1), time.Minute, time.Hour) },
+		"no runner":   func() error { return s.CreateTask(ctx, SampleTask("o", "x", ""), Running(1), time.Minute, time.Hour) },
+		"zero lease":  func() error { return s.CreateTask(ctx, SampleTask("o", "x", "r"), Running(1), 0, time.Hour) },
 		"zero ttl":    func() error { _, err := s.UpdateTask(ctx, settled); return err },
-		"many inputs": func() error { return s.CreateTask(ctx, manyInputs(), running(1), time.Minute, time.Hour) },
+		"many inputs": func() error { return s.CreateTask(ctx, manyInputs(), Running(1), time.Minute, time.Hour) },
 	} {
 		if err := try(); err == nil || errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s: %v, want refused", name, err)
@@ -190,9 +190,9 @@ func tasksRefusesBadInput(t *testing.T, s store.Store) {
 // not; a settled task's is never.
 func tasksAPlaceholderLeaseIsTakenOverOnce(t *testing.T, s store.Store) {
 	ctx := context.Background()
-	task := sampleTask("dave", "handoff", "launch:inst-a")
+	task := SampleTask("dave", "handoff", "launch:inst-a")
 	task.Run = []byte("sealed run spec")
-	if err := s.CreateTask(ctx, task, running(4), 100*time.Millisecond, time.Hour); err != nil {
+	if err := s.CreateTask(ctx, task, Running(4), 100*time.Millisecond, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(150 * time.Millisecond) // the placeholder lapses: it may still be taken
@@ -216,7 +216,7 @@ func tasksAPlaceholderLeaseIsTakenOverOnce(t *testing.T, s store.Store) {
 	if len(took) != 1 {
 		t.Fatalf("%d instances took the lease: %v", len(took), took)
 	}
-	got := loadTask(t, s, "dave", "handoff")
+	got := LoadTask(t, s, "dave", "handoff")
 	if got.Runner != took[0] || got.LeaseLapsed || string(got.Run) != "sealed run spec" {
 		t.Fatalf("after the take-over: runner %q lapsed %v run %q", got.Runner, got.LeaseLapsed, got.Run)
 	}
