@@ -41,6 +41,14 @@ func oAuthRecordsContract(t *testing.T, s store.Store) {
 	if ok, _ := s.SwapOAuthRecord(ctx, "client", "c2", nil, []byte("new"), time.Minute); !ok {
 		t.Fatal("swap from absent")
 	}
+	oAuthRecordsRaces(t, s)
+	oAuthRecordsExpiryAndBounds(t, s)
+}
+
+// oAuthRecordsRaces: a code is taken once, and of concurrent swaps from
+// one value one wins (c1 holds "two" on entry).
+func oAuthRecordsRaces(t *testing.T, s store.Store) {
+	ctx := context.Background()
 	// Take: once, across concurrent takers.
 	if err := s.PutOAuthRecord(ctx, "code", "k", []byte("auth-request"), time.Minute); err != nil {
 		t.Fatal(err)
@@ -81,6 +89,12 @@ func oAuthRecordsContract(t *testing.T, s store.Store) {
 	if _, ok, _ := s.OAuthRecord(ctx, "client", "c1"); ok {
 		t.Fatal("deleted record still there")
 	}
+}
+
+// oAuthRecordsExpiryAndBounds: a record ends at its TTL; ids and blobs
+// over their bounds are refused.
+func oAuthRecordsExpiryAndBounds(t *testing.T, s store.Store) {
+	ctx := context.Background()
 	// Expiry and bounds.
 	if err := s.PutOAuthRecord(ctx, "consent", "short", []byte("x"), 50*time.Millisecond); err != nil {
 		t.Fatal(err)
