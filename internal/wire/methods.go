@@ -9,7 +9,9 @@ import (
 // switches on (does it target one backend, which params field Mcp-Name
 // mirrors, may it answer input_required, do hooks run, is it served in
 // 2026-07-28, do its results carry cache hints, is it audited) is read
-// from this table, so adding a method is adding a row.
+// from this table, so adding a method is adding a row. Its twins hold the
+// notifications (notifications.go) and the requests a backend sends its
+// client (server_requests.go).
 
 // Method is one MCP method as the gateway serves it.
 type Method struct {
@@ -35,33 +37,101 @@ type Method struct {
 	// Task: a method of the Tasks extension (SEP-2663), routed by the
 	// sealed task id in params.taskId, which Mcp-Name mirrors.
 	Task bool
+	// Handshake: it opens a session (the backend may answer with an
+	// Mcp-Session-Id; a client's capabilities arrive in it).
+	Handshake bool
+	// Liveness: answered at once with an empty result, by whoever
+	// receives it; nothing else follows from it.
+	Liveness bool
+	// OpenEnded: its answer is a stream with no end of its own (it lasts
+	// while the client listens), so buffering and deadlines do not apply.
+	OpenEnded bool
+	// Tool: it runs a backend's tool: params.arguments follow the tool's
+	// inputSchema (plugins validate them, the audit records them) and a
+	// result may report isError.
+	Tool bool
+	// RateLimited: a vhost's rate limits count it.
+	RateLimited bool
+	// Taskable: the gateway may run it as a task (Tasks extension) for a
+	// backend configured so.
+	Taskable bool
+	// ParamHeaders: a 2026-07-28 request mirrors the arguments its
+	// target's schema marks (x-mcp-header) in Mcp-Param-* headers.
+	ParamHeaders bool
+	// Arguments is the params field that holds what the client chose of
+	// a hooked request ("arguments", "uri"); "" when it has none.
+	Arguments string
+	// Subscription is what it does to the session's resource
+	// subscriptions, which the backend session holds.
+	Subscription Subscription
+	// ResultURIs says where its result names the backend's own
+	// resources, which a multi-backend vhost renames.
+	ResultURIs ResultURIs
 }
 
+// Subscription is a method's effect on a session's resource
+// subscriptions.
+type Subscription uint8
+
+const (
+	// SubscriptionNone: it does not change them.
+	SubscriptionNone Subscription = iota
+	// Subscribes: it adds one (resources/subscribe).
+	Subscribes
+	// Unsubscribes: it drops one, which is never refused, so a client
+	// can drop a subscription to a resource it no longer sees.
+	Unsubscribes
+)
+
+// ResultURIs is where a method's result names resources.
+type ResultURIs uint8
+
+const (
+	// URIsNone: its result names none.
+	URIsNone ResultURIs = iota
+	// URIsInContent: content blocks in result.content (resource links,
+	// embedded resources) and a tool's UI resource in result._meta.
+	URIsInContent
+	// URIsInMessages: content blocks in each of result.messages.
+	URIsInMessages
+	// URIsInContents: the uri of each of result.contents.
+	URIsInContents
+	// URIsInChildren: the uri of each of result.resources (a
+	// directory's children).
+	URIsInChildren
+	// URIsInSkill: the skill a result describes, which is kept byte for
+	// byte where nothing changes.
+	URIsInSkill
+)
+
 var methods = map[string]Method{
-	"initialize":               {Session: true},
-	"ping":                     {Session: true},
+	"initialize":               {Session: true, Handshake: true},
+	"ping":                     {Session: true, Liveness: true},
 	"logging/setLevel":         {Session: true},
 	"server/discover":          {Modern: true, Cacheable: true},
-	"subscriptions/listen":     {Modern: true},
+	"subscriptions/listen":     {Modern: true, OpenEnded: true},
 	"tools/list":               {Modern: true, Cacheable: true},
 	"prompts/list":             {Modern: true, Cacheable: true},
 	"resources/list":           {Modern: true, Cacheable: true},
 	"resources/templates/list": {Modern: true, Cacheable: true},
-	"tools/call":               {Routed: "tool", NameField: "name", MultiRoundTrip: true, Hooked: true, Modern: true},
-	"prompts/get":              {Routed: "prompt", NameField: "name", MultiRoundTrip: true, Hooked: true, Modern: true},
-	"resources/read":           {Routed: "resource", NameField: "uri", MultiRoundTrip: true, Hooked: true, Modern: true, Cacheable: true},
-	"resources/subscribe":      {Routed: "resource", Session: true},
-	"resources/unsubscribe":    {Routed: "resource", Session: true},
-	"completion/complete":      {Routed: "reference", Modern: true},
-	"tasks/get":                {NameField: "taskId", Modern: true, Task: true},
-	"tasks/update":             {NameField: "taskId", Modern: true, Task: true},
-	"tasks/cancel":             {NameField: "taskId", Modern: true, Task: true},
+	"tools/call": {Routed: "tool", NameField: "name", MultiRoundTrip: true, Hooked: true, Modern: true,
+		Tool: true, RateLimited: true, Taskable: true, ParamHeaders: true, Arguments: "arguments", ResultURIs: URIsInContent},
+	"prompts/get": {Routed: "prompt", NameField: "name", MultiRoundTrip: true, Hooked: true, Modern: true,
+		Arguments: "arguments", ResultURIs: URIsInMessages},
+	"resources/read": {Routed: "resource", NameField: "uri", MultiRoundTrip: true, Hooked: true, Modern: true, Cacheable: true,
+		Arguments: "uri", ResultURIs: URIsInContents},
+	"resources/subscribe":   {Routed: "resource", Session: true, Subscription: Subscribes},
+	"resources/unsubscribe": {Routed: "resource", Session: true, Subscription: Unsubscribes},
+	"completion/complete":   {Routed: "reference", Modern: true},
+	"tasks/get":             {NameField: "taskId", Modern: true, Task: true},
+	"tasks/update":          {NameField: "taskId", Modern: true, Task: true},
+	"tasks/cancel":          {NameField: "taskId", Modern: true, Task: true},
 	// The Skills extension (SEP-2640): skills/list fans out like the
 	// lists above; skills/get and resources/directory/read route by URI
 	// like resources/read (no Mcp-Name: the revision mirrors none for them).
 	"skills/list":              {Modern: true, Cacheable: true},
-	"skills/get":               {Routed: "skill", Modern: true, Cacheable: true},
-	"resources/directory/read": {Routed: "resource", Modern: true},
+	"skills/get":               {Routed: "skill", Modern: true, Cacheable: true, ResultURIs: URIsInSkill},
+	"resources/directory/read": {Routed: "resource", Modern: true, ResultURIs: URIsInChildren},
 }
 
 // ExtensionTasks is the Tasks extension's id (SEP-2663).
