@@ -78,7 +78,7 @@ func (a *Audit) record(r *http.Request, n *requestNote, vhost string, status int
 	case audit.OutcomeDenied, audit.OutcomeUnauthenticated, audit.OutcomeRateLimited:
 		e.Backend = "" // refused before any backend
 	}
-	if n.method == "tools/call" && status != http.StatusUnauthorized {
+	if wire.MethodOf(n.method).Tool && status != http.StatusUnauthorized {
 		args := toolArguments(n.params)
 		switch a.Arguments {
 		case config.AuditArgumentsFull:

@@ -43,7 +43,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 	}
 	call := &router.Call{VHost: r.PathValue("vhost"), Principal: string(principal), Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header,
 		Request: req, Modern: client}
-	listen := req.Method == "subscriptions/listen"
+	listen := wire.MethodOf(req.Method).OpenEnded
 	if listen && !sseOK {
 		writeRPCError(w, http.StatusNotAcceptable, rawID, &jsonrpc.Error{Code: codeInvalidRequest,
 			Message: "subscriptions/listen answers on an event stream: Accept must include text/event-stream"}, 0)

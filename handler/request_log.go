@@ -190,7 +190,7 @@ func (n *requestNote) setResponse(resp *jsonrpc.Response) {
 		return
 	}
 	if resp.Error == nil {
-		if n.audit != nil && n.method == "tools/call" {
+		if n.audit != nil && wire.MethodOf(n.method).Tool {
 			n.toolError = isToolError(resp.Result)
 		}
 		return

@@ -87,7 +87,7 @@ func decodeBatch(body []byte, max int) ([]batchMessage, *decodeError) {
 		if derr != nil {
 			return nil, &decodeError{derr.code, fmt.Sprintf("batch element %d: %s", i, derr.msg)}
 		}
-		if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" {
+		if req, ok := m.(*jsonrpc.Request); ok && wire.MethodOf(req.Method).Handshake {
 			return nil, &decodeError{codeInvalidRequest, "initialize must not be part of a JSON-RPC batch"}
 		}
 		msgs[i] = batchMessage{m, rawID}

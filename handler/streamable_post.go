@@ -59,7 +59,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 	}
 	principal, _ := auth.FromContext(r.Context())
 	noteOf(w).setCaller(string(principal), nil)
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "initialize" {
+	if req, ok := msg.(*jsonrpc.Request); ok && wire.MethodOf(req.Method).Handshake {
 		s.serveInitialize(w, r, req, rawID, principal, jsonOK)
 		return
 	}
@@ -135,7 +135,7 @@ type earlyAdmission struct {
 // rate limits; nil otherwise.
 func (s *server) admitEarly(r *http.Request, msg jsonrpc.Message, principal auth.Principal) *earlyAdmission {
 	req, ok := msg.(*jsonrpc.Request)
-	if !ok || !req.IsCall() || req.Method != "tools/call" || !s.opts.Router.RateLimits(r.PathValue("vhost")) {
+	if !ok || !req.IsCall() || !wire.MethodOf(req.Method).RateLimited || !s.opts.Router.RateLimits(r.PathValue("vhost")) {
 		return nil
 	}
 	e := &earlyAdmission{done: make(chan struct{}), call: &router.Call{VHost: r.PathValue("vhost"), Principal: string(principal),

@@ -87,7 +87,7 @@ func arguments(c *hook.Call) []byte {
 	if json.Unmarshal(c.Params, &p) != nil {
 		return c.Params // not an object: judge all of it
 	}
-	if c.Method == "resources/read" {
+	if wire.MethodOf(c.Method).Arguments == "uri" {
 		return p.URI
 	}
 	return p.Arguments

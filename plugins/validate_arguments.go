@@ -34,7 +34,7 @@ func newValidateArguments(r rule) *validateArguments {
 }
 
 func (v *validateArguments) Pre(ctx context.Context, c *hook.Call) error {
-	if c.Method != "tools/call" {
+	if !wire.MethodOf(c.Method).Tool {
 		return nil
 	}
 	raw, err := c.InputSchema(ctx)

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // The API Gateway and ALB adapters hand the client the response only once
@@ -45,7 +47,7 @@ func refuseGETStreams(next http.Handler) http.Handler {
 // server that has none.
 func refuseListens(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "subscriptions/listen" && strings.HasPrefix(r.URL.Path, "/servers/") {
+		if r.Method == http.MethodPost && wire.MethodOf(r.Header.Get("Mcp-Method")).OpenEnded && strings.HasPrefix(r.URL.Path, "/servers/") {
 			// The error names the request (the adapters built the body
 			// in memory); a body with no readable id gets null.
 			var msg struct {
@@ -111,7 +113,7 @@ func stripServerRequestCapabilities(body []byte) ([]byte, bool) {
 		return body, false
 	}
 	var method string
-	if json.Unmarshal(msg["method"], &method) != nil || method != "initialize" {
+	if json.Unmarshal(msg["method"], &method) != nil || !wire.MethodOf(method).Handshake {
 		return body, false
 	}
 	var params map[string]json.RawMessage

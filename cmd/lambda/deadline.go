@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // deadlineMargin is how long before the invocation's time limit a request
@@ -51,7 +53,7 @@ func longStream(r *http.Request) bool {
 	case http.MethodGet:
 		return true
 	case http.MethodPost:
-		return r.Header.Get("Mcp-Method") == "subscriptions/listen"
+		return wire.MethodOf(r.Header.Get("Mcp-Method")).OpenEnded
 	}
 	return false
 }

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // This file is a minimal MCP client over Streamable HTTP, written for load:
@@ -428,19 +430,15 @@ func appendParams(b []byte, params json.RawMessage, meta []byte) []byte {
 // of tools/call and prompts/get, params.uri of resources/read; "" for other
 // methods, or when params do not say.
 func mcpName(method string, params json.RawMessage) string {
-	switch method {
-	case "tools/call", "prompts/get", "resources/read":
-	default:
-		return ""
-	}
 	var p struct {
 		Name string `json:"name"`
 		URI  string `json:"uri"`
 	}
-	if json.Unmarshal(params, &p) != nil {
-		return ""
+	field := wire.MethodOf(method).NameField
+	if (field != "name" && field != "uri") || json.Unmarshal(params, &p) != nil {
+		return "" // (a task's id it does not mirror)
 	}
-	if method == "resources/read" {
+	if field == "uri" {
 		return p.URI
 	}
 	return p.Name

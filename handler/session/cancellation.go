@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -26,7 +27,7 @@ const cancelMarkTTL = store.DefaultCancelMarkTTL
 // stops the request it names on whichever instance runs it: directly when it
 // runs here, else through the store. Other notifications need nothing.
 func (rt *Runtime) Notify(ctx context.Context, sess *store.Session, n *jsonrpc.Request) error {
-	if n.Method != "notifications/cancelled" {
+	if !wire.NotificationOf(n.Method).Cancel {
 		return nil
 	}
 	var p struct {

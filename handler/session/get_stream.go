@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -263,7 +264,7 @@ func (ev *SessionEvents) position(ctx context.Context, rt *Runtime, sid store.Se
 // attached client the other instances are told, in case one of them
 // streams the session now.
 func (ss *sessionStream) emit(n *jsonrpc.Request) {
-	if n.Method == "notifications/resources/updated" && !ss.stillSubscribed(n) {
+	if wire.NotificationOf(n.Method).ResourceUpdate && !ss.stillSubscribed(n) {
 		return
 	}
 	data, err := jsonrpc.EncodeMessage(n)
@@ -388,7 +389,7 @@ func (h *streamHub) vhostChanged(vhosts map[string]bool) {
 	}
 	h.mu.Unlock()
 	for _, ss := range affected {
-		for _, m := range []string{"notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed"} {
+		for _, m := range wire.ListChanges {
 			ss.emit(&jsonrpc.Request{Method: m})
 		}
 		ss.requestRestart()

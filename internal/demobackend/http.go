@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpgw/gateway/internal/localserve"
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -64,7 +65,7 @@ func withInitDelay(d time.Duration, next http.Handler) http.Handler {
 			var msg struct {
 				Method string `json:"method"`
 			}
-			if json.Unmarshal(body, &msg) == nil && msg.Method == "initialize" {
+			if json.Unmarshal(body, &msg) == nil && wire.MethodOf(msg.Method).Handshake {
 				t := time.NewTimer(d)
 				defer t.Stop()
 				select {

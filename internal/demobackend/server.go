@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpgw/gateway/internal/wire"
 )
 
 // Version is reported as serverInfo.version; it only needs to be stable so
@@ -159,7 +161,7 @@ func NewServer(name string, opts Options) *mcp.Server {
 func countToolCalls(st *state) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/call" {
+			if wire.MethodOf(method).Tool {
 				st.mu.Lock()
 				st.calls++
 				st.mu.Unlock()

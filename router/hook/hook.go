@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/store"
 )
 
@@ -62,7 +63,7 @@ var ErrNoToolSchema = errors.New("the backend lists no such tool")
 // (router tool_schemas.go). It returns ErrNoToolSchema when the backend lists no
 // such tool, or the call is not a tools/call.
 func (c *Call) InputSchema(ctx context.Context) (json.RawMessage, error) {
-	if c.schema == nil || c.Method != "tools/call" {
+	if c.schema == nil || !wire.MethodOf(c.Method).Tool {
 		return nil, ErrNoToolSchema
 	}
 	return c.schema(ctx)

@@ -39,11 +39,12 @@ func PublishResultURIs(key, method string, result json.RawMessage) json.RawMessa
 		return result
 	}
 	changed := false
-	switch method {
-	case "tools/call":
+	where := wire.MethodOf(method).ResultURIs
+	switch where {
+	case wire.URIsInContent:
 		changed = publishBlocks(key, res, "content")
 		changed = PublishUIMeta(key, res) || changed
-	case "prompts/get":
+	case wire.URIsInMessages:
 		var msgs []map[string]json.RawMessage
 		if json.Unmarshal(res["messages"], &msgs) == nil {
 			hit := false
@@ -55,17 +56,17 @@ func PublishResultURIs(key, method string, result json.RawMessage) json.RawMessa
 				changed = true
 			}
 		}
-	case "resources/read":
+	case wire.URIsInContents:
 		changed = publishEach(key, res, "contents", func(c map[string]json.RawMessage) bool { return publishField(key, c, "uri") })
-	case "resources/directory/read": // SEP-2640: a directory's children
+	case wire.URIsInChildren: // SEP-2640: a directory's children
 		changed = publishEach(key, res, "resources", func(c map[string]json.RawMessage) bool { return publishField(key, c, "uri") })
-	case "skills/get":
+	case wire.URIsInSkill:
 		changed = publishSkillResult(key, res)
 	}
 	if !changed {
 		return result
 	}
-	if method == "skills/get" {
+	if where == wire.URIsInSkill {
 		return wire.RawObject(res) // the skill's frontmatter byte for byte (skills.go)
 	}
 	out, err := json.Marshal(res)

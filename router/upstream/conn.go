@@ -308,7 +308,7 @@ func (conn *Conn) dispatcher(onMessage func(jsonrpc.Message)) func(context.Conte
 // an error instead of hanging until its own timeout.
 func (conn *Conn) autoReply(ctx context.Context, req *jsonrpc.Request) {
 	resp := &jsonrpc.Response{ID: req.ID}
-	if req.Method == "ping" {
+	if wire.ServerRequestOf(req.Method).Liveness {
 		resp.Result = json.RawMessage(`{}`)
 	} else {
 		resp.Error = &jsonrpc.Error{

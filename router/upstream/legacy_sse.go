@@ -210,7 +210,7 @@ func (l *legacySSE) target(msg jsonrpc.Message) *pendingCall {
 	case *jsonrpc.Response:
 		return l.pending[m.ID]
 	case *jsonrpc.Request:
-		if m.Method == "notifications/progress" {
+		if wire.NotificationOf(m.Method).Progress {
 			if tok := progressToken(m.Params, false); tok != "" {
 				for _, p := range l.pending {
 					if p.token == tok {

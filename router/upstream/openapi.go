@@ -76,31 +76,49 @@ func (c *Client) openREST(ctx context.Context, h Handshake, downstream http.Head
 }
 
 func (r *rest) roundTrip(ctx context.Context, req *jsonrpc.Request, _ func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
-	switch req.Method {
-	case "server/discover":
-		return r.result(req, map[string]any{"supportedVersions": wire.AllProtocolVersions(), "capabilities": toolsCapability,
-			"instructions": r.api.Instructions(), "ttlMs": openAPIListTTLMs, "cacheScope": "public",
-			"_meta": map[string]any{metaServerInfo: r.serverInfo()}})
-	case "initialize":
-		var p struct {
-			ProtocolVersion string `json:"protocolVersion"`
-		}
-		_ = json.Unmarshal(req.Params, &p)
-		if !wire.KnowsProtocolVersion(p.ProtocolVersion) {
-			p.ProtocolVersion = wire.LatestProtocolVersion
-		}
-		return r.result(req, map[string]any{"protocolVersion": p.ProtocolVersion, "capabilities": toolsCapability,
-			"serverInfo": r.serverInfo(), "instructions": r.api.Instructions()})
-	case "ping":
-		return r.result(req, map[string]any{})
-	case "tools/list":
-		return r.list(req)
-	case "tools/call":
-		return r.call(ctx, req)
-	case "subscriptions/listen":
-		return nil, r.conn.c.newError(req.Method, 0, ErrNoStream)
+	if serve, ok := restMethods[req.Method]; ok {
+		return serve(r, ctx, req)
 	}
 	return rpcErrorResponse(req, wire.CodeMethodNotFound, fmt.Sprintf("backend %q is a REST API described by OpenAPI: it serves tools only, not %s", r.conn.c.cfg.Key, req.Method)), nil
+}
+
+// restMethods are the methods an OpenAPI backend answers, one row each;
+// any other is unknown to it (-32601).
+var restMethods = map[string]func(r *rest, ctx context.Context, req *jsonrpc.Request) (*jsonrpc.Response, error){
+	"server/discover": func(r *rest, _ context.Context, req *jsonrpc.Request) (*jsonrpc.Response, error) {
+		return r.discover(req)
+	},
+	"initialize": func(r *rest, _ context.Context, req *jsonrpc.Request) (*jsonrpc.Response, error) {
+		return r.initialize(req)
+	},
+	"ping": func(r *rest, _ context.Context, req *jsonrpc.Request) (*jsonrpc.Response, error) {
+		return r.result(req, map[string]any{})
+	},
+	"tools/list": func(r *rest, _ context.Context, req *jsonrpc.Request) (*jsonrpc.Response, error) {
+		return r.list(req)
+	},
+	"tools/call": (*rest).call,
+	"subscriptions/listen": func(r *rest, _ context.Context, req *jsonrpc.Request) (*jsonrpc.Response, error) {
+		return nil, r.conn.c.newError(req.Method, 0, ErrNoStream)
+	},
+}
+
+func (r *rest) discover(req *jsonrpc.Request) (*jsonrpc.Response, error) {
+	return r.result(req, map[string]any{"supportedVersions": wire.AllProtocolVersions(), "capabilities": toolsCapability,
+		"instructions": r.api.Instructions(), "ttlMs": openAPIListTTLMs, "cacheScope": "public",
+		"_meta": map[string]any{metaServerInfo: r.serverInfo()}})
+}
+
+func (r *rest) initialize(req *jsonrpc.Request) (*jsonrpc.Response, error) {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(req.Params, &p)
+	if !wire.KnowsProtocolVersion(p.ProtocolVersion) {
+		p.ProtocolVersion = wire.LatestProtocolVersion
+	}
+	return r.result(req, map[string]any{"protocolVersion": p.ProtocolVersion, "capabilities": toolsCapability,
+		"serverInfo": r.serverInfo(), "instructions": r.api.Instructions()})
 }
 
 // toolsCapability is what an OpenAPI backend can do.

@@ -64,8 +64,7 @@ func (c *Client) openStdio(ctx context.Context, conn *Conn, h Handshake) error {
 
 func (s *stdioConn) roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
 	c := s.conn.c
-	switch req.Method {
-	case "resources/subscribe", "resources/unsubscribe":
+	if wire.MethodOf(req.Method).Subscription != wire.SubscriptionNone {
 		return &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: wire.CodeMethodNotFound,
 			Message: fmt.Sprintf("backend %q runs as a shared local process and takes no resource subscriptions", c.cfg.Key)}}, nil
 	}
@@ -108,15 +107,14 @@ func (s *stdioConn) passes(msg jsonrpc.Message) bool {
 	if !ok || req.IsCall() {
 		return true
 	}
-	switch req.Method {
-	case "notifications/message":
+	switch n := wire.NotificationOf(req.Method); {
+	case n.Log:
 		var p struct {
 			Level string `json:"level"`
 		}
 		_ = json.Unmarshal(req.Params, &p)
 		return s.level != "" && logSeverity(p.Level) >= logSeverity(s.level)
-	case "notifications/resources/updated", "notifications/tools/list_changed",
-		"notifications/resources/list_changed", "notifications/prompts/list_changed":
+	case n.AboutSession():
 		return false
 	}
 	return true

@@ -264,7 +264,7 @@ func (pr *process) unclaimed(msg jsonrpc.Message) {
 		return
 	}
 	resp := &jsonrpc.Response{ID: req.ID}
-	if req.Method == "ping" {
+	if wire.ServerRequestOf(req.Method).Liveness {
 		resp.Result = json.RawMessage(`{}`)
 	} else {
 		resp.Error = &jsonrpc.Error{Code: wire.CodeMethodNotFound,

@@ -97,7 +97,7 @@ func (s *streamable) post(ctx context.Context, msg jsonrpc.Message) (*http.Respo
 // none; issuesSessions tells, and such a refusal is ErrHandshakeRequired.
 func (s *streamable) roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
 	resp, err := s.exchange(ctx, req, handle)
-	if err == nil && resp.Error != nil && s.conn.expectStateless && req.Method != "initialize" && s.issuesSessions(ctx) {
+	if err == nil && resp.Error != nil && s.conn.expectStateless && !wire.MethodOf(req.Method).Handshake && s.issuesSessions(ctx) {
 		return nil, s.conn.c.newError(req.Method, 0, ErrHandshakeRequired)
 	}
 	return resp, err
@@ -117,13 +117,14 @@ func (s *streamable) exchange(ctx context.Context, req *jsonrpc.Request, handle 
 	if hresp.StatusCode < 200 || hresp.StatusCode > 299 {
 		return s.badStatus(req, hresp, sid)
 	}
-	if s.conn.expectStateless && req.Method != "initialize" {
+	handshake := wire.MethodOf(req.Method).Handshake
+	if s.conn.expectStateless && !handshake {
 		if id := hresp.Header.Get(headerSessionID); id != "" {
 			s.abandonSession(id)
 			return nil, c.newError(op, hresp.StatusCode, ErrHandshakeRequired)
 		}
 	}
-	if req.Method == "initialize" {
+	if handshake {
 		if id := hresp.Header.Get(headerSessionID); id != "" {
 			if !visibleASCII(id) {
 				return nil, c.newError(op, 0, errors.New("malformed Mcp-Session-Id"))
