@@ -2,9 +2,12 @@
 // `make lint` keeps them instead of a reviewer's memory (issue 38): no
 // production function longer than a limit, and no comment naming a .go
 // file that is not in the repository (a comment pointing at a file that
-// moved or was renamed sends a reader nowhere).
+// moved or was renamed sends a reader nowhere); and, when their flags
+// are set, the spine's budgets (budgets.go): methods per type, WithValue
+// sites, comparisons of a method to a name.
 //
-//	go run ./scripts/lintcheck [-max 80] FILE...
+//	go run ./scripts/lintcheck [-max 80] [-max-methods N] [-max-withvalue N]
+//		[-max-method-compares N] [-report] FILE...
 //
 // FILE is every tracked .go file (`git ls-files '*.go'`): the list is both
 // what is checked and what a named file may be. It prints one line per
@@ -26,12 +29,21 @@ import (
 )
 
 func main() {
-	max := flag.Int("max", 80, "longest production function body allowed, in lines")
+	var o options
+	flag.IntVar(&o.max, "max", 80, "longest production function body allowed, in lines")
+	flag.IntVar(&o.budgets.methods, "max-methods", 0, "most methods a type of router/ or handler/ may have (0: unchecked)")
+	flag.IntVar(&o.budgets.withValue, "max-withvalue", 0, "most context.WithValue sites in production code (0: unchecked)")
+	flag.IntVar(&o.budgets.methodCompares, "max-method-compares", 0,
+		"most comparisons of a method to a name outside the method tables (0: unchecked)")
+	counts := flag.Bool("report", false, "print the budgets' counts and where they are")
 	flag.Parse()
-	findings, err := check(flag.Args(), *max)
+	findings, t, err := check(flag.Args(), o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lintcheck:", err)
 		os.Exit(2)
+	}
+	if *counts {
+		t.report(os.Stdout)
 	}
 	report(os.Stdout, findings)
 	if len(findings) > 0 {
@@ -57,10 +69,18 @@ func report(w io.Writer, fs []finding) {
 	}
 }
 
-// check parses every file and applies both rules.
-func check(files []string, max int) ([]finding, error) {
+// options are the rules' limits.
+type options struct {
+	max     int // longest function body
+	budgets budgets
+}
+
+// check parses every file, applies the rules and counts what the budgets
+// limit.
+func check(files []string, o options) ([]finding, *tally, error) {
 	known := newFileSet(files)
 	fset := token.NewFileSet()
+	t := newTally()
 	var out []finding
 	for _, p := range files {
 		if !strings.HasSuffix(p, ".go") {
@@ -68,14 +88,15 @@ func check(files []string, max int) ([]finding, error) {
 		}
 		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if production(p) {
-			out = append(out, longFuncs(fset, f, max)...)
+			out = append(out, longFuncs(fset, f, o.max)...)
+			t.add(fset, f, p)
 		}
 		out = append(out, staleNames(fset, f, p, known)...)
 	}
-	return out, nil
+	return append(out, t.over(o.budgets)...), t, nil
 }
 
 // production reports whether p is code the gateway ships or runs, rather
