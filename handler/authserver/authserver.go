@@ -81,6 +81,7 @@ const (
 // Server is the authorization server; Handler serves it.
 type Server struct {
 	o        Options
+	rec      *records
 	provider *op.Provider
 	keys     *keyring
 	docs     *metadataDocs
@@ -97,6 +98,7 @@ func New(o Options) (*Server, error) {
 		o.Log = slog.Default()
 	}
 	s := &Server{o: o, secure: len(o.Issuer) > 8 && o.Issuer[:8] == "https://", mux: http.NewServeMux()}
+	s.rec = &records{store: o.Store, sealer: o.Sealer}
 	s.keys = newKeyring(o.Store, o.Sealer, o.Settings.AccessTokenTTL)
 	s.docs = newMetadataDocs(o.allowPrivate)
 	s.up = &upstream{issuer: o.Upstream, clientID: o.ClientID, secret: o.ClientSecret, scopes: o.LoginScopes,
@@ -173,10 +175,6 @@ func (s *Server) PublicKey(ctx context.Context, kid string) (any, error) {
 // Close releases nothing today; it exists so the app closes every part
 // alike.
 func (s *Server) Close() {}
-
-// digest names a bearer value (a code, a client secret) in the store: a
-// keyed SHA-256, so a store dump does not hold the value.
-func (s *Server) digest(label, v string) string { return s.o.Sealer.Digest("as-"+label, v) }
 
 // randomID is 128 random bits in base64url.
 func randomID() string { return usertokens.RandomID() }

@@ -65,7 +65,7 @@ func (s *Server) lookupClient(ctx context.Context, id string) (*client, error) {
 		return nil, errNotFound
 	}
 	var c client
-	if _, err := s.get(ctx, kindClient, id, &c); err != nil {
+	if _, err := s.rec.get(ctx, kindClient, id, &c); err != nil {
 		return nil, err
 	}
 	c.s = s
@@ -79,14 +79,14 @@ func (s *Server) used(ctx context.Context, c *client) {
 		return
 	}
 	c.Used = time.Now()
-	if err := s.put(ctx, kindClient, c.ID, c, s.o.Settings.RefreshTokenTTL+unusedClientLife); err != nil {
+	if err := s.rec.put(ctx, kindClient, c.ID, c, s.o.Settings.RefreshTokenTTL+unusedClientLife); err != nil {
 		s.o.Log.Warn("authorization server: a client's registration could not be kept", "error", err)
 	}
 }
 
 // secretOK checks a client secret against the stored digest.
 func (c *client) secretOK(secret string) bool {
-	return c.Secret != "" && secret != "" && subtle.ConstantTimeCompare([]byte(c.Secret), []byte(c.s.digest("client-secret", secret))) == 1
+	return c.Secret != "" && secret != "" && subtle.ConstantTimeCompare([]byte(c.Secret), []byte(c.s.rec.digest("client-secret", secret))) == 1
 }
 
 // redirectOK: the URI is one of the client's, byte for byte.

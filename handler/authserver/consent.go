@@ -20,17 +20,17 @@ import (
 // request (the library's unauthenticated callback is not mounted).
 
 func (s *Server) consentKey(a *authRequest) string {
-	return s.digest("consent", a.Subject+"\x00"+a.ClientID+"\x00"+a.Resource+"\x00"+a.RedirectURI)
+	return s.rec.digest("consent", a.Subject+"\x00"+a.ClientID+"\x00"+a.Resource+"\x00"+a.RedirectURI)
 }
 
 // afterSignIn shows the consent page, or answers the client at once when
 // the user approved this client before.
 func (s *Server) afterSignIn(w http.ResponseWriter, r *http.Request, a *authRequest) {
 	var seen bool
-	if _, err := s.get(r.Context(), kindConsent, s.consentKey(a), &seen); err == nil && seen {
+	if _, err := s.rec.get(r.Context(), kindConsent, s.consentKey(a), &seen); err == nil && seen {
 		a.Approved = true
 	}
-	if err := s.put(r.Context(), kindRequest, a.ID, a, authRequestLifeLeft(a)); err != nil {
+	if err := s.rec.put(r.Context(), kindRequest, a.ID, a, authRequestLifeLeft(a)); err != nil {
 		s.unavailable(w, err)
 		return
 	}
@@ -55,10 +55,10 @@ func (s *Server) flowRequest(r *http.Request, id string) (*authRequest, string, 
 		return nil, "", "This sign-in expired or was already completed. Start again from your MCP client."
 	}
 	c, err := r.Cookie(flowCookie)
-	if err != nil || s.digest("browser", c.Value) != a.Browser {
+	if err != nil || s.rec.digest("browser", c.Value) != a.Browser {
 		return nil, "", "This sign-in was started in another browser."
 	}
-	return a, s.digest("consent-form", c.Value+"\x00"+a.ID), ""
+	return a, s.rec.digest("consent-form", c.Value+"\x00"+a.ID), ""
 }
 
 func (s *Server) consentPage(w http.ResponseWriter, r *http.Request) {
@@ -110,12 +110,12 @@ func (s *Server) consentAnswer(w http.ResponseWriter, r *http.Request) {
 		s.deny(w, r, a, "access_denied")
 		return
 	}
-	if err := s.put(r.Context(), kindConsent, s.consentKey(a), true, s.o.Settings.RefreshTokenTTL); err != nil {
+	if err := s.rec.put(r.Context(), kindConsent, s.consentKey(a), true, s.o.Settings.RefreshTokenTTL); err != nil {
 		s.unavailable(w, err)
 		return
 	}
 	a.Approved = true
-	if err := s.put(r.Context(), kindRequest, a.ID, a, authRequestLifeLeft(a)); err != nil {
+	if err := s.rec.put(r.Context(), kindRequest, a.ID, a, authRequestLifeLeft(a)); err != nil {
 		s.unavailable(w, err)
 		return
 	}

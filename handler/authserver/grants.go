@@ -52,7 +52,7 @@ func (s *Server) startGrant(ctx context.Context, a *authRequest) (string, error)
 	secret := randomID() + randomID()
 	g := grant{ClientID: a.ClientID, Subject: a.Subject, Claims: a.Claims, Scopes: a.Scopes, Resource: a.Resource,
 		AuthTime: a.AuthTime, Secret: hash(secret), Rotated: time.Now()}
-	if err := s.put(ctx, kindGrant, a.ID, g, s.o.Settings.RefreshTokenTTL); err != nil {
+	if err := s.rec.put(ctx, kindGrant, a.ID, g, s.o.Settings.RefreshTokenTTL); err != nil {
 		return "", err
 	}
 	return a.ID + "." + secret, nil
@@ -66,7 +66,7 @@ func (s *Server) refreshRequest(ctx context.Context, rt string) (*refreshRequest
 		return nil, errNotFound
 	}
 	r := &refreshRequest{family: family}
-	blob, err := s.get(ctx, kindGrant, family, &r.g)
+	blob, err := s.rec.get(ctx, kindGrant, family, &r.g)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (s *Server) rotate(ctx context.Context, r *refreshRequest) (string, error) 
 	secret := randomID() + randomID()
 	next := r.g
 	next.Secret, next.Rotated = hash(secret), time.Now()
-	blob, err := s.seal(kindGrant, r.family, next)
+	blob, err := s.rec.seal(kindGrant, r.family, next)
 	if err != nil {
 		return "", err
 	}

@@ -84,8 +84,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	browser := randomID()
 	http.SetCookie(w, &http.Cookie{Name: flowCookie, Value: browser, Path: cookiePath, HttpOnly: true, Secure: s.secure,
 		SameSite: http.SameSiteLaxMode, MaxAge: int(authRequestLife / time.Second)})
-	a.Browser = s.digest("browser", browser)
-	if err := s.put(r.Context(), kindRequest, a.ID, a, time.Until(a.Exp)); err != nil {
+	a.Browser = s.rec.digest("browser", browser)
+	if err := s.rec.put(r.Context(), kindRequest, a.ID, a, time.Until(a.Exp)); err != nil {
 		s.unavailable(w, err)
 		return
 	}
@@ -157,10 +157,10 @@ func (s *Server) openUpstreamState(r *http.Request) (upstreamState, *authRequest
 		return st, nil, "The sign-in took too long. Start again from your MCP client."
 	}
 	c, err := r.Cookie(flowCookie)
-	if err != nil || s.digest("browser", c.Value) != st.Browser {
+	if err != nil || s.rec.digest("browser", c.Value) != st.Browser {
 		return st, nil, "This sign-in was started in another browser."
 	}
-	first, err := s.once(r.Context(), "upstream/"+st.ID, time.Until(st.Exp)+time.Second)
+	first, err := s.rec.once(r.Context(), "upstream/"+st.ID, time.Until(st.Exp)+time.Second)
 	if err != nil || !first {
 		return st, nil, "This sign-in step was already completed."
 	}

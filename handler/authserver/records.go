@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/mcpgw/gateway/router/usertokens"
+	"github.com/mcpgw/gateway/store"
 )
 
 // Every record the server keeps is JSON sealed under the user_tokens key
@@ -25,41 +28,52 @@ const (
 	kindOnce    = "once"
 )
 
+// records are the server's sealed records in the store: what every flow
+// keeps between its steps, apart from the endpoints that take the steps.
+type records struct {
+	store  store.OAuthRecords
+	sealer *usertokens.Sealer
+}
+
+// digest names a bearer value (a code, a client secret) in the store: a
+// keyed SHA-256, so a store dump does not hold the value.
+func (r *records) digest(label, v string) string { return r.sealer.Digest("as-"+label, v) }
+
 // errNotFound: no such record (never stored, expired, deleted, or sealed
 // under another key).
 var errNotFound = errors.New("not found")
 
-func (s *Server) seal(kind, id string, v any) ([]byte, error) {
+func (r *records) seal(kind, id string, v any) ([]byte, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	return s.o.Sealer.Seal("as-"+kind, id, b), nil
+	return r.sealer.Seal("as-"+kind, id, b), nil
 }
 
-func (s *Server) put(ctx context.Context, kind, id string, v any, ttl time.Duration) error {
-	blob, err := s.seal(kind, id, v)
+func (r *records) put(ctx context.Context, kind, id string, v any, ttl time.Duration) error {
+	blob, err := r.seal(kind, id, v)
 	if err != nil {
 		return err
 	}
-	return s.o.Store.PutOAuthRecord(ctx, kind, id, blob, ttl)
+	return r.store.PutOAuthRecord(ctx, kind, id, blob, ttl)
 }
 
 // get reads record kind/id into v and returns its sealed blob (for a
 // later swap); errNotFound when there is none that opens.
-func (s *Server) get(ctx context.Context, kind, id string, v any) ([]byte, error) {
-	blob, ok, err := s.o.Store.OAuthRecord(ctx, kind, id)
+func (r *records) get(ctx context.Context, kind, id string, v any) ([]byte, error) {
+	blob, ok, err := r.store.OAuthRecord(ctx, kind, id)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return nil, errNotFound
 	}
-	return blob, s.open(kind, id, blob, v)
+	return blob, r.open(kind, id, blob, v)
 }
 
-func (s *Server) open(kind, id string, blob []byte, v any) error {
-	plain, err := s.o.Sealer.Open("as-"+kind, id, blob)
+func (r *records) open(kind, id string, blob []byte, v any) error {
+	plain, err := r.sealer.Open("as-"+kind, id, blob)
 	if err != nil || json.Unmarshal(plain, v) != nil {
 		return errNotFound
 	}
@@ -67,20 +81,20 @@ func (s *Server) open(kind, id string, blob []byte, v any) error {
 }
 
 // take reads and deletes record kind/id at once.
-func (s *Server) take(ctx context.Context, kind, id string, v any) error {
-	blob, ok, err := s.o.Store.TakeOAuthRecord(ctx, kind, id)
+func (r *records) take(ctx context.Context, kind, id string, v any) error {
+	blob, ok, err := r.store.TakeOAuthRecord(ctx, kind, id)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return errNotFound
 	}
-	return s.open(kind, id, blob, v)
+	return r.open(kind, id, blob, v)
 }
 
 // once reports whether this is the first use of id (for ttl).
-func (s *Server) once(ctx context.Context, id string, ttl time.Duration) (bool, error) {
-	return s.o.Store.SwapOAuthRecord(ctx, kindOnce, id, nil, []byte{1}, ttl)
+func (r *records) once(ctx context.Context, id string, ttl time.Duration) (bool, error) {
+	return r.store.SwapOAuthRecord(ctx, kindOnce, id, nil, []byte{1}, ttl)
 }
 
 // authRequestLifeLeft is the TTL left to a request in flight.

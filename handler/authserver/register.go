@@ -74,9 +74,9 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	var secret string
 	if c.Method != authNone {
 		secret = randomID() + randomID()
-		c.Secret = s.digest("client-secret", secret)
+		c.Secret = s.rec.digest("client-secret", secret)
 	}
-	if err := s.put(r.Context(), kindClient, c.ID, c, unusedClientLife); err != nil {
+	if err := s.rec.put(r.Context(), kindClient, c.ID, c, unusedClientLife); err != nil {
 		s.o.Log.Warn("authorization server: a registration could not be stored", "error", err)
 		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the gateway cannot register clients right now")
 		return
@@ -147,7 +147,7 @@ func (s *Server) admitRegistration(w http.ResponseWriter, r *http.Request) bool 
 		src = s.o.ClientAddr(r)
 	}
 	v, err := s.o.Store.TakeRate(r.Context(), "oauth-register", []store.RateCheck{{
-		Key: s.digest("register-source", src), Limit: registrationsPerHour, Window: time.Hour}})
+		Key: s.rec.digest("register-source", src), Limit: registrationsPerHour, Window: time.Hour}})
 	if err != nil {
 		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the gateway cannot register clients right now")
 		return false

@@ -74,7 +74,7 @@ func (st *storage) CreateAuthRequest(ctx context.Context, req *oidc.AuthRequest,
 	a := &authRequest{ID: randomID(), ClientID: req.ClientID, RedirectURI: req.RedirectURI, State: req.State, Nonce: req.Nonce,
 		Scopes: req.Scopes, ResponseMode: string(req.ResponseMode), Challenge: req.CodeChallenge, Resource: resource,
 		Exp: time.Now().Add(authRequestLife)}
-	if err := st.s.put(ctx, kindRequest, a.ID, a, authRequestLife); err != nil {
+	if err := st.s.rec.put(ctx, kindRequest, a.ID, a, authRequestLife); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -90,7 +90,7 @@ func (s *Server) authRequest(ctx context.Context, id string) (*authRequest, erro
 		return nil, errNotFound
 	}
 	var a authRequest
-	if _, err := s.get(ctx, kindRequest, id, &a); err != nil {
+	if _, err := s.rec.get(ctx, kindRequest, id, &a); err != nil {
 		return nil, err
 	}
 	if a.ID != id || !time.Now().Before(a.Exp) {
@@ -104,19 +104,19 @@ func (s *Server) authRequest(ctx context.Context, id string) (*authRequest, erro
 // 2.1 §4.1.3).
 func (st *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthRequest, error) {
 	s := st.s
-	key := s.digest("code", code)
+	key := s.rec.digest("code", code)
 	var id string
-	if err := s.take(ctx, kindCode, key, &id); err != nil {
+	if err := s.rec.take(ctx, kindCode, key, &id); err != nil {
 		var family string
 		if errors.Is(err, errNotFound) {
-			if _, uerr := s.get(ctx, kindUsed, key, &family); uerr == nil && family != "" {
+			if _, uerr := s.rec.get(ctx, kindUsed, key, &family); uerr == nil && family != "" {
 				_ = s.o.Store.DeleteOAuthRecord(ctx, kindGrant, family)
 				s.o.Log.Warn("authorization server: an authorization code was presented twice: its grant is revoked")
 			}
 		}
 		return nil, err
 	}
-	_ = s.put(ctx, kindUsed, key, id, authRequestLife)
+	_ = s.rec.put(ctx, kindUsed, key, id, authRequestLife)
 	a, err := s.authRequest(ctx, id)
 	if err != nil {
 		return nil, err
@@ -128,7 +128,7 @@ func (st *storage) AuthRequestByCode(ctx context.Context, code string) (op.AuthR
 }
 
 func (st *storage) SaveAuthCode(ctx context.Context, id, code string) error {
-	return st.s.put(ctx, kindCode, st.s.digest("code", code), id, codeLife)
+	return st.s.rec.put(ctx, kindCode, st.s.rec.digest("code", code), id, codeLife)
 }
 
 func (st *storage) DeleteAuthRequest(ctx context.Context, id string) error {
@@ -193,7 +193,7 @@ func (st *storage) RevokeToken(ctx context.Context, tokenOrID, userID, clientID 
 	}
 	family, _, _ := strings.Cut(tokenOrID, ".")
 	var g grant
-	if _, err := st.s.get(ctx, kindGrant, family, &g); err != nil || g.ClientID != clientID || g.Subject != userID {
+	if _, err := st.s.rec.get(ctx, kindGrant, family, &g); err != nil || g.ClientID != clientID || g.Subject != userID {
 		return nil
 	}
 	if err := st.s.o.Store.DeleteOAuthRecord(ctx, kindGrant, family); err != nil {
