@@ -275,7 +275,7 @@ func (s *server) runBatchCall(batchCtx context.Context, r *http.Request, sess *s
 		defer held.Release()
 	}
 	req := bm.msg.(*jsonrpc.Request)
-	call := &router.Call{Session: sess, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req, Runtime: s.opts.Sessions}
+	call := &router.Call{Caller: &router.SessionCaller{Session: sess, Runtime: s.opts.Sessions}, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: req}
 	var ps *postStream
 	if sw != nil {
 		// Counted once for the whole batch, not per call.

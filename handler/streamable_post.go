@@ -91,7 +91,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 		if call == nil {
 			call = &router.Call{VHost: sess.VHost, Principal: sess.Principal, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: m}
 		}
-		call.Session, call.Runtime = sess, s.opts.Sessions
+		call.Caller = &router.SessionCaller{Session: sess, Runtime: s.opts.Sessions}
 		s.serveCall(w, r, call, decided, rawID, jsonOK, sseOK)
 	}
 }
@@ -237,7 +237,7 @@ func (s *server) deliver(w http.ResponseWriter, r *http.Request, sess *store.Ses
 // The backend bytes the call reads are charged to the instance's response
 // budget until its answer has been written (Options.ResponseBudget).
 func (s *server) serveCall(w http.ResponseWriter, r *http.Request, call *router.Call, decided *router.Decisions, rawID json.RawMessage, jsonOK, sseOK bool) {
-	sess, req := call.Session, call.Request
+	sess, req := call.Session(), call.Request
 	// Rate limits are decided before any stream begins: a refusal is an
 	// HTTP status (429), which a stream's 200 could no longer be. (servePOST
 	// has decided and counted a tools/call already, while the session

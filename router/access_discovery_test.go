@@ -39,7 +39,7 @@ func TestAccess_InitializeAndDiscoverShowOnlyVisibleBackends(t *testing.T) {
 			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 		}})
 		return result(t, f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "p", Claims: claims,
-			Request: &jsonrpc.Request{ID: mustID(2), Method: "server/discover", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}}))
+			Request: &jsonrpc.Request{ID: mustID(2), Method: "server/discover", Params: raw}, Caller: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}}))
 	}
 	for _, tc := range []struct {
 		name     string

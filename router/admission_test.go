@@ -31,7 +31,7 @@ func limitsOf(t testing.TB, limits ...policy.RateLimit) *policy.RateLimitPolicy 
 func toolsCall(t *testing.T, f *fixture, sid store.SessionID, name string) *router.Call {
 	t.Helper()
 	raw, _ := json.Marshal(map[string]any{"name": name, "arguments": map[string]any{"text": "hi"}})
-	return &router.Call{Session: f.Instance.Load(t, sid), Header: http.Header{},
+	return &router.Call{Caller: &router.SessionCaller{Session: f.Instance.Load(t, sid)}, Header: http.Header{},
 		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}}
 }
 
@@ -239,7 +239,7 @@ func TestAdmit_ModernCallCountedOnce(t *testing.T) {
 	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
 	ctx := context.Background()
 	for i := range 2 {
-		c := &router.Call{VHost: f.VHost, Principal: "p", Header: http.Header{}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)},
+		c := &router.Call{VHost: f.VHost, Principal: "p", Header: http.Header{}, Caller: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)},
 			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: json.RawMessage(`{"name":"a-echo","arguments":{"text":"x"}}`)}}
 		d, refusal := f.Router.Admit(ctx, c)
 		if refusal != nil {

@@ -27,7 +27,7 @@ import (
 // a backend exchange learns is recorded. A 2025-era request's peer is its
 // session (sessionPeer: snapshots from the store, written back there); a
 // 2026-07-28 request's is built from its _meta and the discovery cache
-// (modernPeer) and has no session id: what it learns goes to the
+// (ModernClient.peer) and has no session id: what it learns goes to the
 // instance's discovery cache, never to the store. No session is made up
 // for a sessionless request.
 type peer struct {

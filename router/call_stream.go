@@ -87,17 +87,14 @@ func (cs *callStream) onMessage(msg jsonrpc.Message) {
 		cs.progress(req)
 		return
 	case "notifications/message":
-		if cs.c.Modern != nil && cs.c.peer.logLevel == "" {
-			return // a 2026-07-28 request that names no log level gets no log messages
+		if !cs.c.Caller.streams(req.Method, cs.c.peer) {
+			return // (a 2026-07-28 request that names no log level gets none)
 		}
 		cs.send(req)
 		return
 	}
-	if cs.c.Modern != nil {
-		// 2026-07-28: what a request's stream carries must relate to the
-		// request (its progress and log messages). List changes and
-		// resource updates reach a client through subscriptions/listen.
-		return
+	if !cs.c.Caller.streams(req.Method, cs.c.peer) {
+		return // (a 2026-07-28 request's: only what relates to the request)
 	}
 	switch req.Method {
 	case "notifications/resources/updated":
@@ -175,7 +172,7 @@ func (cs *callStream) serverRequest(req *jsonrpc.Request) {
 	case !hasClientCapability(cs.c.peer.capabilities, capName):
 		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "the client did not advertise the %q capability", capName)})
 		return
-	case cs.c.Runtime == nil:
+	case cs.c.Caller.asker() == nil:
 		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "method %q is not forwarded to clients", req.Method)})
 		return
 	}
@@ -190,7 +187,7 @@ func (cs *callStream) serverRequest(req *jsonrpc.Request) {
 	go func() {
 		defer cs.wg.Done()
 		defer release()
-		reply(cs.c.Runtime.AskClient(cs.ctx, cs.c, req))
+		reply(cs.c.Caller.asker()(cs.ctx, cs.c, req))
 	}()
 }
 

@@ -47,7 +47,7 @@ func TestSubscriptions_PastTheLimitsAreRefused(t *testing.T) {
 			}
 			before := backend.Count("resources/subscribe")
 			params, _ := json.Marshal(map[string]any{"uri": c.uri})
-			resp := f.Router.Handle(ctx, &router.Call{Session: sess, Header: http.Header{},
+			resp := f.Router.Handle(ctx, &router.Call{Caller: &router.SessionCaller{Session: sess}, Header: http.Header{},
 				Request: &jsonrpc.Request{ID: mustID(9), Method: "resources/subscribe", Params: params}})
 			if e := rpcErr(t, resp); e.Code != router.CodeInvalidParams || !strings.Contains(e.Message, c.want) {
 				t.Errorf("error %d %q, want -32602 saying %q", e.Code, e.Message, c.want)

@@ -184,7 +184,7 @@ func firstCursorsAtOnce(t *testing.T, a *instance, sidA store.SessionID, b *inst
 			in, sess = b, sessB
 		}
 		wg.Go(func() {
-			resp := in.Router.Handle(context.Background(), &router.Call{Session: sess, Header: http.Header{},
+			resp := in.Router.Handle(context.Background(), &router.Call{Caller: &router.SessionCaller{Session: sess}, Header: http.Header{},
 				Request: &jsonrpc.Request{ID: mustID(i), Method: "tools/list"}})
 			var res struct {
 				NextCursor string `json:"nextCursor"`

@@ -34,7 +34,7 @@ import (
 // while one background refresh per backend and instance runs, so a
 // request never waits on the discovery of a backend it does not use, nor
 // on the refresh of one it does. A request waits only for backends it
-// needs and of which nothing is known yet (modernPeer says which). A
+// needs and of which nothing is known yet (ModernClient.peer says which). A
 // refresh that fails keeps the entry it was refreshing (a healthy
 // snapshot is not demoted by one failed probe, as for a session's
 // requests), remembers the failure in the backend's status, and is tried

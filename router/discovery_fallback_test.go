@@ -39,7 +39,7 @@ func TestDiscovery_EveryOddAnswerToTheProbeFallsBackToInitialize(t *testing.T) {
 				b.Timeout = 2 * time.Second
 			}}, backendSpec{Key: "plain"})
 			resp := f.Router.Handle(t.Context(), &router.Call{VHost: f.VHost, Principal: "alice",
-				Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list"}, Modern: &router.ModernClient{}})
+				Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list"}, Caller: &router.ModernClient{}})
 			res := result(t, resp)
 			if tools := names(t, res, "tools"); !slices.Contains(tools, "odd-echo") || !slices.Contains(tools, "plain-echo") {
 				t.Fatalf("tools/list after the probe was answered %s: %v, want both backends' tools", name, tools)

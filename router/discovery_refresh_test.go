@@ -24,7 +24,7 @@ func modernEcho(ctx context.Context, t *testing.T, f *fixture, key string) *json
 	return f.Router.Handle(ctx, &router.Call{VHost: f.VHost, Principal: "alice", Header: http.Header{},
 		Request: &jsonrpc.Request{ID: mustID(2), Method: "tools/call",
 			Params: []byte(`{"name":"` + key + `-echo","arguments":{"text":"hi"}}`)},
-		Modern: &router.ModernClient{}})
+		Caller: &router.ModernClient{}})
 }
 
 // The slow backend's first discovery passes; every later one is held

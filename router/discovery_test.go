@@ -20,7 +20,7 @@ import (
 func modernTools(ctx context.Context, t *testing.T, f *fixture) []string {
 	t.Helper()
 	return names(t, result(t, f.Router.Handle(ctx, &router.Call{VHost: f.VHost, Principal: "alice", Header: http.Header{},
-		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list"}, Modern: &router.ModernClient{}})), "tools")
+		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list"}, Caller: &router.ModernClient{}})), "tools")
 }
 
 var statelessBackend = testsupport.BackendOptions{Stateless: true}
@@ -133,7 +133,7 @@ func TestDiscovery_OneProbeForEveryWaiter(t *testing.T) {
 	gaveUp := make(chan *jsonrpc.Response, 1)
 	go func() {
 		gaveUp <- f.Router.Handle(ctx, &router.Call{VHost: f.VHost, Principal: "alice", Header: http.Header{},
-			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list"}, Modern: &router.ModernClient{}})
+			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list"}, Caller: &router.ModernClient{}})
 	}()
 	<-arrived
 	cancel()

@@ -105,6 +105,7 @@ func (r *Router) askAll(ctx context.Context, cs *callStream, in inputRound) (map
 	}
 	sort.Strings(keys)
 	c := cs.c
+	ask := c.Caller.asker()
 	for _, k := range keys {
 		ir := in.InputRequests[k]
 		capName, known := clientCapability[ir.Method]
@@ -113,7 +114,7 @@ func (r *Router) askAll(ctx context.Context, cs *callStream, in inputRound) (map
 			return nil, fmt.Errorf("backend %s asked for %s, which the gateway does not forward to clients", wire.Quote(cs.key), wire.Quote(ir.Method))
 		case !hasClientCapability(c.peer.capabilities, capName):
 			return nil, fmt.Errorf("backend %s asked for %s, but the client did not declare the %q capability", wire.Quote(cs.key), ir.Method, capName)
-		case c.Runtime == nil:
+		case ask == nil:
 			return nil, fmt.Errorf("backend %s asked the client for %s, which cannot be asked anything on this call", wire.Quote(cs.key), ir.Method)
 		}
 	}
@@ -124,7 +125,7 @@ func (r *Router) askAll(ctx context.Context, cs *callStream, in inputRound) (map
 	for _, k := range keys {
 		ir := in.InputRequests[k]
 		wg.Go(func() {
-			resp := c.Runtime.AskClient(ctx, c, &jsonrpc.Request{Method: ir.Method, Params: ir.Params})
+			resp := ask(ctx, c, &jsonrpc.Request{Method: ir.Method, Params: ir.Params})
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

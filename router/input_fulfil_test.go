@@ -71,8 +71,8 @@ func callAs2025(t *testing.T, f *fixture, caps string, client router.SessionRunt
 	sid := f.InitCaps(caps)
 	sess := f.Instance.Load(t, sid)
 	raw, _ := json.Marshal(map[string]any{"name": name, "arguments": map[string]any{}})
-	return f.Router.Handle(context.Background(), &router.Call{Session: sess, Header: map[string][]string{}, Stream: discardStream{},
-		Runtime: client, Request: &jsonrpc.Request{ID: mustID(9), Method: "tools/call", Params: raw}})
+	return f.Router.Handle(context.Background(), &router.Call{Caller: &router.SessionCaller{Session: sess, Runtime: client}, Header: map[string][]string{}, Stream: discardStream{},
+		Request: &jsonrpc.Request{ID: mustID(9), Method: "tools/call", Params: raw}})
 }
 
 // The backend asks twice, each time with a new requestState; the gateway

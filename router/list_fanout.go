@@ -168,20 +168,8 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	access := c.d.access
 	results := r.pageWaves(ctx, v, c, op, access, positions)
 
-	// A 2026-07-28 page is decorated while it is assembled (decorateFields).
-	var decorate func(map[string]json.RawMessage)
-	private := walkPrivate
-	if c.Modern != nil {
-		h := pageHints(results)
-		h.Private = h.Private || walkPrivate
-		hints := v.accessHints(op.method, &h)
-		private = hints.Private
-		decorate = func(m map[string]json.RawMessage) { envelope.DecorateFields(m, hints, r.clientInfo()) }
-	} else if v.single() {
-		// A single-backend vhost's page keeps the backend's own members:
-		// a 2026-07-28 backend's envelope is not a 2025-era session's.
-		decorate = envelope.StripFields
-	}
+	// A page is decorated while it is assembled, as the client reads it.
+	decorate, private := c.Caller.pageFields(r, v, op.method, func() envelope.Hints { return pageHints(results) }, walkPrivate)
 	raw, err := r.mergePages(ctx, v, op, c.Principal, access, positions, results, private, decorate, c.Page)
 	for _, res := range results {
 		res.release() // raw is a copy of what it took of them

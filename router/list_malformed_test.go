@@ -37,7 +37,7 @@ func TestList_BackendAnswerNotJSONInsideAnItemIsSkipped(t *testing.T) {
 				var resp *jsonrpc.Response
 				if modern {
 					resp = f.Router.Handle(t.Context(), &router.Call{VHost: f.VHost, Principal: "alice",
-						Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list"}, Modern: &router.ModernClient{}})
+						Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list"}, Caller: &router.ModernClient{}})
 				} else {
 					sid, _ := f.Initialize(nil)
 					resp = f.Call(sid, "tools/list", nil)

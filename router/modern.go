@@ -25,18 +25,6 @@ func modernSnapshot(snap *store.BackendSnapshot) bool {
 	return snap.OK() && snap.ProtocolVersion == wire.ModernProtocolVersion
 }
 
-// ModernClient is what a 2026-07-28 request says of its client, in its
-// _meta (the transport has checked it and the headers), and the runtime
-// that holds its calls parked on 2025-era backends.
-type ModernClient struct {
-	ClientCapabilities json.RawMessage
-	ClientInfo         json.RawMessage
-	LogLevel           string
-	// Parks holds calls to 2025-era backends that ask the client
-	// something (modern_park.go); nil: such requests get -32601.
-	Parks *Parking
-}
-
 // handleModern answers a 2026-07-28 request (Serve): server/discover and
 // subscriptions/listen here; any other request once its rate limits are
 // counted, parked when it reaches a 2025-era backend that may ask the
@@ -59,7 +47,7 @@ func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jso
 	if resp := r.parkable(ctx, v, c); resp != nil {
 		return resp
 	}
-	c.peer = r.modernPeer(ctx, v, c)
+	c.peer = c.Caller.peer(ctx, r, v, c) // caller_modern.go
 	resp = r.serve(ctx, v, c)
 	if _, list := listOps[method]; list && resp.Error == nil {
 		return resp // decorated as it was assembled (list_fanout.go)
@@ -89,23 +77,6 @@ func (r *Router) finishModern(ctx context.Context, resp *jsonrpc.Response, metho
 		return errorResponse(resp.ID, rpcError(CodeInternalError, "a backend's result is not a JSON object"))
 	}
 	return resultResponse(resp.ID, out)
-}
-
-// modernPeer is a 2026-07-28 request's peer: its own _meta, and the
-// discovery cache's snapshots of the vhost's backends; no session. A
-// routed request waits only for its target's discovery (when nothing is
-// known of it yet): the others serve as known or are left out.
-func (r *Router) modernPeer(ctx context.Context, v *vhost, c *Call) *peer {
-	p := newPeer("", v.name, c.Modern.ClientCapabilities, c.Modern.LogLevel, make(map[string]*store.BackendSnapshot, len(v.keys)))
-	var need func(string) bool
-	if c.d != nil && c.d.t != nil {
-		target := c.d.t.backend
-		need = func(key string) bool { return key == target }
-	}
-	for key, d := range r.discoveries(ctx, v, c.Header, need) {
-		p.backends[key] = d.snap
-	}
-	return p
 }
 
 // modernDiscover answers server/discover for the virtual host: built from

@@ -26,7 +26,7 @@ func TestModernList_PageCarriesDecorationAndMergeFields(t *testing.T) {
 			"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 		}})
 		return result(t, f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "alice",
-			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}}))
+			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list", Params: raw}, Caller: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}}))
 	}
 
 	// Both up: complete, public, the backends' ttlMs (a go-sdk backend says 0).
@@ -77,7 +77,7 @@ func TestModernList_OneWalkOneCacheScope(t *testing.T) {
 		}
 		raw, _ := json.Marshal(params)
 		res := result(t, f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "alice",
-			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}}))
+			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/list", Params: raw}, Caller: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}}))
 		pages++
 		if res["cacheScope"] != "private" {
 			t.Fatalf("page %d of the walk has cacheScope %v, want private like the first", pages, res["cacheScope"])

@@ -65,7 +65,7 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if resp := r.checkListenFilter(c.Request.ID, p.Notifications); resp != nil {
 		return resp
 	}
-	if len(p.Notifications.TaskIDs) > 0 && !declaresExtension(c.Modern.ClientCapabilities, wire.ExtensionTasks) {
+	if len(p.Notifications.TaskIDs) > 0 && !declaresExtension(c.Caller.clientCapabilities(), wire.ExtensionTasks) {
 		return errorResponse(c.Request.ID, needsTasksExtension("subscriptions/listen with notifications.taskIds"))
 	}
 	tasks, err := r.openListenTasks(ctx, v, c, p.Notifications.TaskIDs)
@@ -82,7 +82,7 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		b.Begin()
 	}
 	subID, _ := json.Marshal(c.Request.ID.Raw())
-	pr := r.modernPeer(ctx, v, c)
+	pr := c.Caller.peer(ctx, r, v, c)
 	ls := &listenSession{r: r, v: v, c: c, subID: subID, tasks: tasks}
 
 	lctx, stop := context.WithCancel(ctx)

@@ -156,14 +156,15 @@ type InputRequest struct {
 // retry of a parked call, or a call whose backend speaks the session
 // protocol. It returns nil when the call takes the ordinary path.
 func (r *Router) parkable(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
-	if c.Modern.Parks == nil || !multiRoundTrip(c.Request.Method) {
+	m, _ := c.Caller.(*ModernClient) // (only a 2026-07-28 request parks)
+	if m == nil || m.Parks == nil || !multiRoundTrip(c.Request.Method) {
 		return nil
 	}
 	t := c.d.t
 	if c.d.rerr != nil || !v.routedVisible(c.d.access, c.Request.Method, t) || v.routedStepUp(c.d.access, c.Request, t) != nil {
 		return nil // the ordinary path answers it (a hidden name: as unknown; a scope lacking: 403)
 	}
-	if r.gatewayTaskTool(v, c.Request.Method, t, declaresExtension(c.Modern.ClientCapabilities, wire.ExtensionTasks)) {
+	if r.gatewayTaskTool(v, c.Request.Method, t, declaresExtension(m.ClientCapabilities, wire.ExtensionTasks)) {
 		return nil // run as a task, or refused, by the ordinary path (tasks_run.go)
 	}
 	if raw, ok := t.params["requestState"]; ok && string(raw) != "null" {
@@ -180,25 +181,25 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respo
 		case env.Backend != t.backend:
 			return errorResponse(c.Request.ID, invalidParams("invalid requestState: it was not issued for this request"))
 		}
-		return r.parkRetry(ctx, v, c, t, env)
+		return r.parkRetry(ctx, v, c, m.Parks, t, env)
 	}
 	if d := r.backendDiscovery(ctx, v, t.backend, c.Header); !d.snap.OK() || modernSnapshot(d.snap) {
 		return nil // a 2026-07-28 backend asks with input_required itself
 	}
-	return r.parkStart(ctx, v, c, t)
+	return r.parkStart(ctx, v, c, m, t)
 }
 
 // parkStart runs c's call where it may park: its answer when it asks
 // nothing, else its first round.
-func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Response {
-	p := c.Modern.Parks
+func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, m *ModernClient, t *target) *jsonrpc.Response {
+	p := m.Parks
 	conv := taskrun.Converse(ctx, func(ctx context.Context, ask taskrun.Ask) (json.RawMessage, error) {
 		if !p.enter() {
 			return nil, taskrun.ErrClosed
 		}
 		defer p.calls.Done()
 		call := *c // the call as the parked run sees it: its questions go to the task
-		call.peer, call.Runtime = r.modernPeer(ctx, v, c), taskAsker(ask)
+		call.peer, call.Caller = m.peer(ctx, r, v, c), m.parked(ask)
 		// The whole answer, error or result: a parked call's task
 		// "completes" with whatever the call answered (parkAnswered).
 		return wire.EncodeMessage(r.serve(ctx, v, &call))

@@ -24,8 +24,8 @@ var errNoProgress = errors.New("the parked call did not go on in time")
 // Rounds are idempotent: a retry whose answer was lost on the way back
 // can be repeated and gets the same; only a retry of a round older than
 // that is told the call has moved on.
-func (r *Router) parkRetry(ctx context.Context, v *vhost, c *Call, t *target, st *sealed.RequestState) *jsonrpc.Response {
-	p, id, round := c.Modern.Parks, c.Request.ID, st.Round
+func (r *Router) parkRetry(ctx context.Context, v *vhost, c *Call, p *Parking, t *target, st *sealed.RequestState) *jsonrpc.Response {
+	id, round := c.Request.ID, st.Round
 	var answers map[string]json.RawMessage
 	_ = json.Unmarshal(t.params["inputResponses"], &answers)
 	wait, cancel := context.WithTimeoutCause(ctx, p.opts.AnswerWithin, errNoProgress)

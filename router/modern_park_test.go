@@ -41,7 +41,7 @@ func modernCall(t *testing.T, r *router.Router, vhost, principal string, parks *
 	defer cancel()
 	return r.Handle(ctx, &router.Call{VHost: vhost, Principal: principal, Header: http.Header{},
 		Request: &jsonrpc.Request{ID: mustID(5), Method: "tools/call", Params: raw},
-		Modern:  &router.ModernClient{ClientCapabilities: caps, Parks: parks}})
+		Caller:  &router.ModernClient{ClientCapabilities: caps, Parks: parks}})
 }
 
 // inputRequired checks res asks the client for input and returns the key

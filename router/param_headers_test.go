@@ -33,7 +33,7 @@ func TestParamHeaders_TranslatedCallCheckedAgainstTheAnnotations(t *testing.T) {
 			h.Set(k, v)
 		}
 		return f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "alice", Header: h,
-			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
+			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, Caller: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
 	}
 	both := map[string]any{"region": "eu-west", "opts": map[string]any{"limit": 7}, "note": "x"}
 	for _, tc := range []struct {
@@ -136,7 +136,7 @@ func TestParamHeaders_RemadeWhenAHookRewritesTheArguments(t *testing.T) {
 	}})
 	h := http.Header{"Mcp-Param-Region": {"eu-west"}}
 	resp := f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "alice", Header: h,
-		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
+		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, Caller: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
 	if res := result(t, resp); res["isError"] == true {
 		t.Fatalf("result %v", res)
 	}

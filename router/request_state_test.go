@@ -20,7 +20,7 @@ func TestRequestState_SealedOnTheWayOutOpenedOnTheWayIn(t *testing.T) {
 	call := func(principal, name string, params map[string]any) (*Call, *target) {
 		params["name"] = name
 		raw, _ := json.Marshal(params)
-		c := &Call{VHost: "v", Principal: principal, Session: &store.Session{VHost: "v", Principal: principal}, Request: &jsonrpc.Request{Method: "tools/call", Params: raw}}
+		c := &Call{VHost: "v", Principal: principal, Caller: &SessionCaller{Session: &store.Session{VHost: "v", Principal: principal}}, Request: &jsonrpc.Request{Method: "tools/call", Params: raw}}
 		tg, err := r.resolve(v, "tools/call", raw)
 		if err != nil {
 			t.Fatal(err.Message)

@@ -1,13 +1,11 @@
 package router
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 
 	"github.com/mcpgw/gateway/internal/wire"
-	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/upstream"
@@ -42,8 +40,8 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			return refusal
 		}
 	}
-	if rerr == nil && method == "resources/subscribe" && c.Session != nil { // (a 2026-07-28 request has no session to hold it)
-		rerr = subscribeRefusal(c.Session, t.public)
+	if sess := c.Caller.session(); rerr == nil && method == "resources/subscribe" && sess != nil { // (a client no session holds has none to hold it)
+		rerr = subscribeRefusal(sess, t.public)
 	}
 	if rerr == nil {
 		rerr = r.skillsRefusal(v, c, t) // skills.go
@@ -59,23 +57,16 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			return resp // over a rate limit: no hook, no backend
 		}
 	}
-	if c.Modern != nil && method == "tools/call" && !modernSnapshot(c.peer.backends[t.backend]) && !c.d.unwrapped {
-		// Translated to a 2025-era backend, which never reads them. (A
-		// call_tool's headers are call_tool's: none to check.)
-		if e := r.checkParamHeaders(ctx, v, c, t); e != nil {
-			return errorResponse(c.Request.ID, e)
-		}
+	ctx, perr := c.Caller.clientParamHeaders(ctx, r, v, c, t, modernSnapshot(c.peer.backends[t.backend]))
+	if perr != nil {
+		return errorResponse(c.Request.ID, perr)
 	}
-	mrtr := c.Modern != nil && multiRoundTrip(method)
-	if mrtr {
+	if c.Caller.asksInRounds() && multiRoundTrip(method) {
 		if resp := r.openRequestState(ctx, v, c, t); resp != nil {
 			return resp
 		}
 		if resp := takeSignInAnswer(c, t); resp != nil { // sign_in.go
 			return resp
-		}
-		if method == "tools/call" && !c.d.unwrapped {
-			ctx = upstream.WithHeaders(ctx, paramHeaders(c.Header))
 		}
 	}
 	if resp := r.signInFirst(ctx, v, c, t); resp != nil { // sign_in.go
@@ -105,14 +96,10 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 // relays its call here too, detached from the client's request.
 func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	method := c.Request.Method
-	mrtr := c.Modern != nil && multiRoundTrip(method)
-	if method == "tools/call" && modernSnapshot(c.peer.backends[t.backend]) && (c.Modern == nil || c.d.unwrapped || !bytes.Equal(params, sent)) {
-		// A call to a 2026-07-28 backend whose Mcp-Param-* headers the
-		// client did not make for these arguments: a session's client
-		// sends none, a call_tool's are call_tool's, and a hook may have
-		// rewritten the arguments.
-		ctx = r.withParamHeaders(ctx, v, c, t, params)
-	}
+	mrtr := c.Caller.asksInRounds() && multiRoundTrip(method)
+	// The Mcp-Param-* headers a 2026-07-28 backend reads, where the
+	// client's do not fit these arguments.
+	ctx = c.Caller.gatewayParamHeaders(ctx, r, v, c, t, params, sent, modernSnapshot(c.peer.backends[t.backend]))
 	resp, err := r.withBackend(ctx, v, t.backend, method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		return r.callRouted(ctx, v, c, t, conn, params, hc)
 	})
@@ -154,9 +141,8 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 	if method == "resources/directory/read" {
 		result = visibleChildren(result, c.d.access) // skills.go
 	}
-	if c.Modern == nil && modernSnapshot(c.peer.backends[t.backend]) && !isTask { // a task keeps its fields
-		result = envelope.Strip(result) // only a 2026-07-28 backend writes the envelope
-	}
+	// The envelope as the client reads it (only a 2026-07-28 backend writes it).
+	result = c.Caller.backendResult(result, modernSnapshot(c.peer.backends[t.backend]), isTask)
 	if hc != nil {
 		var herr *jsonrpc.Error
 		if result, herr = r.postHooks(ctx, v, hc, result); herr != nil {
@@ -265,9 +251,10 @@ func (r *Router) callRouted(ctx context.Context, v *vhost, c *Call, t *target, c
 		// subscriptions/listen carries it (backend_listen.go).
 		return &jsonrpc.Response{ID: c.Request.ID, Result: json.RawMessage(`{}`)}, nil
 	}
-	if c.Modern == nil && conn.Modern() && multiRoundTrip(method) {
-		// A 2025-era client on a 2026-07-28 backend: the gateway
-		// answers the backend's input requests by asking the client.
+	if !c.Caller.asksInRounds() && conn.Modern() && multiRoundTrip(method) {
+		// A client asked otherwise than in rounds, on a 2026-07-28
+		// backend: the gateway answers the backend's input requests by
+		// asking the client.
 		resp, err = r.callFulfilling(callCtx, conn, cs, method, p)
 	} else {
 		resp, err = conn.Call(callCtx, method, p, cs.onMessage)
@@ -294,9 +281,7 @@ func (r *Router) recordSubscription(ctx context.Context, c *Call, t *target, res
 	if err != nil {
 		return r.subscriptionStoreError(c.Request.ID, t.public, err)
 	}
-	if c.Runtime != nil {
-		c.Runtime.ListenersChanged(ctx, c.peer.sessionID)
-	}
+	c.Caller.listenersChanged(ctx, c.peer.sessionID)
 	return resultResponse(c.Request.ID, result)
 }
 

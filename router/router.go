@@ -317,18 +317,11 @@ type Call struct {
 	// front that knows when the answer has been written (LendPageBuffer);
 	// nil: a page gets memory of its own.
 	Page *PageBuffer
-	// Modern is a 2026-07-28 request's client (its _meta); nil for a
-	// request of a 2025-era session, which has Session instead.
-	Modern *ModernClient
-	// Session is a 2025-era request's session record.
-	Session *store.Session
-	// Runtime is whom a backend's server-to-client requests go to: a
-	// 2025-era session's runtime (package handler/session), which asks on
-	// the call's stream and carries the answer back across instances, and
-	// hears of changes to the session's subscriptions; or, for a call run
-	// detached, its rounds (a parked call's input_required, a task's
-	// input_required status). nil: the backend's requests are refused.
-	Runtime SessionRuntime
+	// Caller is the call's client side (caller.go): a 2025 session's
+	// (SessionCaller), a 2026-07-28 request's (ModernClient), or a
+	// gateway-run task's run. It decides how the client is served, asked
+	// and given results; Admit alone needs none.
+	Caller Caller
 
 	// d is what Serve decided of the request (admission.go), set on entry
 	// and only read below it.
@@ -339,14 +332,23 @@ type Call struct {
 	peer *peer
 }
 
+// Session is the 2025 session the call belongs to (nil: none holds its
+// client), for a session runtime asking the client on its behalf.
+func (c *Call) Session() *store.Session {
+	if c.Caller == nil {
+		return nil
+	}
+	return c.Caller.session()
+}
+
 // normalize fills VHost and Principal from a 2025-era request's session.
 func (c *Call) normalize() {
-	if c.Session != nil {
+	if sess := c.Session(); sess != nil {
 		if c.VHost == "" {
-			c.VHost = c.Session.VHost
+			c.VHost = sess.VHost
 		}
 		if c.Principal == "" {
-			c.Principal = c.Session.Principal
+			c.Principal = sess.Principal
 		}
 	}
 }
@@ -397,12 +399,8 @@ func (r *Router) Handle(ctx context.Context, c *Call) *jsonrpc.Response {
 func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrpc.Response) {
 	c.normalize()
 	if r.tracer != nil && c.Request.IsCall() {
-		version := wire.ModernProtocolVersion
-		if c.Modern == nil {
-			version = c.Session.ProtocolVersion
-		}
 		var span trace.Span
-		ctx, span = r.startRequest(ctx, c.VHost, version, c.Header, c.Request)
+		ctx, span = r.startRequest(ctx, c.VHost, c.Caller.protocolVersion(), c.Header, c.Request)
 		defer func() { endRequest(span, resp) }()
 	}
 	if d == nil {
@@ -412,18 +410,7 @@ func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrp
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))
 	}
 	c.d = d
-	if c.Modern == nil {
-		if d.search {
-			return r.serveSearch(ctx, d.v, c) // tool_search.go
-		}
-		return r.serve(ctx, d.v, c)
-	}
-	if d.search {
-		resp = r.serveSearch(ctx, d.v, c)
-	} else {
-		resp = r.handleModern(ctx, d.v, c)
-	}
-	return withModernStatus(resp) // failures.go
+	return c.Caller.serve(ctx, r, d.v, c) // caller_session.go, caller_modern.go
 }
 
 // serve is the core both generations share: methods the gateway answers
@@ -431,7 +418,7 @@ func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrp
 // through handleModern.
 func (r *Router) serve(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Response) {
 	if c.peer == nil {
-		c.peer = sessionPeer(c.Session)
+		c.peer = c.Caller.peer(ctx, r, v, c)
 	}
 	if !c.Request.IsCall() {
 		return nil // notifications/initialized and friends need no answer
@@ -483,9 +470,7 @@ func (r *Router) setLevel(ctx context.Context, c *Call) *jsonrpc.Response {
 	case err != nil:
 		return r.storeUnavailable(c.Request.ID, err)
 	}
-	if c.Runtime != nil {
-		c.Runtime.ListenersChanged(ctx, c.peer.sessionID)
-	}
+	c.Caller.listenersChanged(ctx, c.peer.sessionID)
 	return resultResponse(c.Request.ID, json.RawMessage(`{}`))
 }
 

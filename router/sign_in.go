@@ -43,9 +43,15 @@ func (r *Router) signInAnswer(ctx context.Context, v *vhost, c *Call, t *target,
 	if !errors.As(err, &sr) {
 		return nil
 	}
-	canURL := urlElicitation(c.peer.capabilities)
+	return c.Caller.signIn(ctx, r, v, c, t, sr, urlElicitation(c.peer.capabilities)) // caller_*.go
+}
+
+// signInRound is the answer for a client asked in rounds: an
+// input_required round with a URL elicitation where the method has rounds,
+// else an error saying what to do.
+func (r *Router) signInRound(ctx context.Context, v *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
 	switch {
-	case c.Modern != nil && canURL && multiRoundTrip(c.Request.Method):
+	case canURL && multiRoundTrip(c.Request.Method):
 		params, _ := json.Marshal(map[string]string{"mode": "url", "message": sr.Message(), "url": sr.URL})
 		result, _ := json.Marshal(map[string]any{
 			"resultType": envelope.ResultInputRequired,
@@ -60,20 +66,25 @@ func (r *Router) signInAnswer(ctx context.Context, v *vhost, c *Call, t *target,
 			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cannot seal the request state"))
 		}
 		return resultResponse(c.Request.ID, sealed)
-	case c.Modern != nil && canURL: // completion/complete, subscribe: no input_required there
+	case canURL: // completion/complete, subscribe: no input_required there
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "%s", sr.Error()))
-	case c.Modern != nil:
+	default:
 		e := rpcError(wire.CodeMissingClientCapability, "backend %s needs you to sign in through a URL elicitation, which this client did not declare (capabilities.elicitation.url); open %s in a browser", wire.Quote(t.backend), sr.URL)
 		e.Data, _ = json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}})
 		return errorResponse(c.Request.ID, e)
-	case canURL:
+	}
+}
+
+// signInError is the answer for a client asked on its stream (or through
+// a task): URLElicitationRequired when it declared URL elicitation.
+func signInError(c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
+	if canURL {
 		e := rpcError(codeURLElicitationRequired, "backend %s needs you to sign in: open the link", wire.Quote(t.backend))
 		e.Data, _ = json.Marshal(map[string]any{"elicitations": []map[string]string{{
 			"mode": "url", "elicitationId": sr.ID, "url": sr.URL, "message": sr.Message()}}})
 		return errorResponse(c.Request.ID, e)
-	default:
-		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "%s", sr.Error()))
 	}
+	return errorResponse(c.Request.ID, rpcError(CodeInternalError, "%s", sr.Error()))
 }
 
 // urlElicitation reports whether capabilities declare elicitation.url.

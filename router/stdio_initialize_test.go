@@ -42,7 +42,7 @@ func TestStdio_InitializeThatNeverAnswersIsTriedOncePerRequest(t *testing.T) {
 	call := &jsonrpc.Request{ID: id, Method: "tools/call", Params: json.RawMessage(`{"name":"echo","arguments":{}}`)}
 
 	began := time.Now()
-	resp := r.Handle(t.Context(), &router.Call{VHost: "demo", Principal: "alice", Request: call, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
+	resp := r.Handle(t.Context(), &router.Call{VHost: "demo", Principal: "alice", Request: call, Caller: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
 	e := rpcErr(t, resp)
 	t.Logf("2026-07-28 call: %v after %v", e.Message, time.Since(began))
 	if e.Code != -32603 || !strings.Contains(e.Message, `backend "mute"`) || !strings.Contains(e.Message, "timed out after "+timeout.String()) {
@@ -58,7 +58,7 @@ func TestStdio_InitializeThatNeverAnswersIsTriedOncePerRequest(t *testing.T) {
 		t.Fatalf("initialize: session %+v, want one recording the backend's failure", sess)
 	}
 	before := count()
-	e = rpcErr(t, r.Handle(t.Context(), &router.Call{Session: sess, Request: call}))
+	e = rpcErr(t, r.Handle(t.Context(), &router.Call{Caller: &router.SessionCaller{Session: sess}, Request: call}))
 	if e.Code != -32603 || !strings.Contains(e.Message, `backend "mute"`) {
 		t.Errorf("2025 call after a failed initialize: %d %q, want -32603 naming the backend", e.Code, e.Message)
 	}

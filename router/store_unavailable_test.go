@@ -51,7 +51,7 @@ func handleWithin(t *testing.T, r *router.Router, sess *store.Session, method st
 	raw, _ := json.Marshal(params)
 	done := make(chan *jsonrpc.Response, 1)
 	go func() {
-		done <- r.Handle(context.Background(), &router.Call{Session: sess, Header: http.Header{},
+		done <- r.Handle(context.Background(), &router.Call{Caller: &router.SessionCaller{Session: sess}, Header: http.Header{},
 			Request: &jsonrpc.Request{ID: mustID(3), Method: method, Params: raw}})
 	}()
 	select {

@@ -15,7 +15,6 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/upstream"
-	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -112,10 +111,7 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 	method, id := c.Request.Method, c.Request.ID
 	// The client side: a 2026-07-28 request's _meta and the discovery
 	// cache, or a 2025 session's (its initialize, its snapshots).
-	p := c.peer
-	if c.Modern != nil {
-		p = newPeer("", v.name, c.Modern.ClientCapabilities, c.Modern.LogLevel, nil)
-	}
+	p := c.Caller.taskPeer(ctx, r, v, c, "")
 	if !p.tasks {
 		return errorResponse(id, needsTasksExtension(method))
 	}
@@ -143,16 +139,11 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 	noteRouted(ctx, &target{backend: claims.Backend, public: claims.Tool, kind: "tool"})
 	if claims.Kind == taskid.Gateway {
 		resp := r.gatewayTaskMethod(ctx, c, params, token, claims) // tasks_run.go
-		if c.Modern == nil || resp.Error != nil {
-			return resp
-		}
-		return r.finishModern(ctx, resp, method, nil)
+		return c.Caller.finish(ctx, r, resp, method, nil)
 	}
 	params["taskId"] = wire.Quoted(claims.TaskID)
 	sent := wire.RawObject(params)
-	if c.Modern != nil {
-		p.backends = map[string]*store.BackendSnapshot{claims.Backend: r.backendDiscovery(ctx, v, claims.Backend, c.Header).snap}
-	}
+	p = c.Caller.taskPeer(ctx, r, v, c, claims.Backend)
 	resp, cerr := r.withBackend(ctx, v, claims.Backend, method, p, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		return conn.Call(ctx, method, sent, nil)
 	})
@@ -166,10 +157,7 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 	if method == "tasks/get" {
 		result = clientTaskResult(v, claims.Backend, token, result)
 	}
-	if c.Modern == nil {
-		return resultResponse(id, result) // a 2025 session: the task's fields as the backend wrote them
-	}
-	return r.finishModern(ctx, resultResponse(id, result), method, nil)
+	return c.Caller.finish(ctx, r, resultResponse(id, result), method, nil) // a 2025 session's: as the backend wrote them
 }
 
 // clientTaskResult is a backend's DetailedTask as the client sees it: its

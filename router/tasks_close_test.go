@@ -57,7 +57,7 @@ func TestTasks_RouterCloseWaitsForTheTasksBackendCalls(t *testing.T) {
 	}})
 	res := result(t, f.Router.Handle(t.Context(), &router.Call{VHost: f.VHost, Principal: "alice", Header: http.Header{},
 		Request: &jsonrpc.Request{ID: mustID(5), Method: "tools/call", Params: params},
-		Modern:  &router.ModernClient{ClientCapabilities: caps}}))
+		Caller:  &router.ModernClient{ClientCapabilities: caps}}))
 	if res["resultType"] != "task" {
 		t.Fatalf("not a task: %v", res)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/mcpgw/gateway/internal/taskid"
 	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/wire"
-	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/store"
@@ -224,13 +223,13 @@ func (r *Router) taskRefusal(c *Call, err error) *jsonrpc.Response {
 }
 
 // taskCall is the run's own view of c's call: no stream (it outlives the
-// request), its questions asked through the task, a 2025-era client's
-// view of a 2026-07-28 backend (its input_required rounds fulfilled, its
-// result envelope stripped: the result is stored and inlined in
-// tasks/get); p is its peer (taskPeer).
+// request), a task's client (caller_task.go: its questions asked through
+// the task, a 2026-07-28 backend's input_required rounds fulfilled, its
+// result stored without the envelope and inlined in tasks/get); p is its
+// peer (taskPeer).
 func taskCall(c *Call, p *peer) *Call {
 	run := *c
-	run.Stream, run.Modern = nil, nil
+	run.Stream, run.Caller = nil, taskCaller{}
 	run.peer = p
 	return &run
 }
@@ -245,7 +244,7 @@ func (r *Router) taskConversation(ctx context.Context, v *vhost, run *Call, t *t
 		}
 		defer r.cleanup.Done()
 		call := *run
-		call.Runtime = taskAsker(ask)
+		call.Caller = taskCaller{ask: ask}
 		resp := r.relay(ctx, v, &call, t, params, sent, hc)
 		if resp.Error != nil {
 			var e *jsonrpc.Error
@@ -288,32 +287,13 @@ func (r *Router) firstQuestion(ctx context.Context, v *vhost, c *Call, t *target
 	default:
 		return nil
 	}
-	if c.Modern != nil {
-		// An ordinary input_required round; its retry answers the task.
-		state, err := r.sealState(ctx, binding(v, c, t), sealed.RequestState{Backend: t.backend, Task: task.ID})
-		if err != nil {
-			return r.storeUnavailable(c.Request.ID, err)
-		}
-		result := map[string]json.RawMessage{"inputRequests": wire.RawObject(now.InputRequests)}
-		result["resultType"], _ = json.Marshal(envelope.ResultInputRequired)
-		result["requestState"], _ = json.Marshal(state)
-		return resultResponse(c.Request.ID, wire.RawObject(result))
-	}
-	if c.Runtime != nil && c.Stream != nil {
-		// A 2025 session: asked on its stream, as a synchronous call would.
-		if answers := askSession(ctx, c, now.InputRequests); answers != nil {
-			if err := r.opts.Tasks.Update(ctx, task.Owner, task.ID, answers); err != nil {
-				r.log.Warn("task: the first answers were not posted", "task", task.ID, "error", err)
-			}
-		}
-	}
-	return nil
+	return c.Caller.taskRound(ctx, r, v, c, t, task, now) // caller_*.go
 }
 
-// askSession asks a 2025 session's client every request of a round at
-// once; nil when one could not be asked or was refused (the client can
-// still answer with tasks/update).
-func askSession(ctx context.Context, c *Call, requests map[string]json.RawMessage) map[string]json.RawMessage {
+// askRound asks a client every request of a round at once; nil when one
+// could not be asked or was refused (the client can still answer with
+// tasks/update).
+func askRound(ctx context.Context, c *Call, ask askFunc, requests map[string]json.RawMessage) map[string]json.RawMessage {
 	answers := make(map[string]json.RawMessage, len(requests))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -324,7 +304,7 @@ func askSession(ctx context.Context, c *Call, requests map[string]json.RawMessag
 			return nil
 		}
 		wg.Go(func() {
-			resp := c.Runtime.AskClient(ctx, c, &jsonrpc.Request{Method: in.Method, Params: in.Params})
+			resp := ask(ctx, c, &jsonrpc.Request{Method: in.Method, Params: in.Params})
 			mu.Lock()
 			defer mu.Unlock()
 			if resp.Error != nil {
@@ -434,21 +414,3 @@ func taskPeer(p *peer) *peer {
 	cp.ownSessions = true // not the capabilities the kept backend sessions were opened with
 	return &cp
 }
-
-// taskAsker is the session runtime of a task's run: each question the
-// backend asks becomes part of an input round of the task.
-type taskAsker taskrun.Ask
-
-func (a taskAsker) AskClient(ctx context.Context, _ *Call, req *jsonrpc.Request) *jsonrpc.Response {
-	raw, err := json.Marshal(InputRequest{Method: req.Method, Params: req.Params})
-	if err != nil {
-		return &jsonrpc.Response{Error: rpcError(CodeInternalError, "cannot encode the backend's request")}
-	}
-	answer, err := a(ctx, raw)
-	if err != nil {
-		return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the task ended before the client answered")}
-	}
-	return &jsonrpc.Response{Result: answer}
-}
-
-func (taskAsker) ListenersChanged(context.Context, store.SessionID) {}

@@ -50,7 +50,7 @@ func TestTasks_SealedIDsAndRefusals(t *testing.T) {
 	ask := func(principal, caps, token string) *jsonrpc.Error {
 		params, _ := json.Marshal(map[string]string{"taskId": token})
 		c := &Call{VHost: "v", Principal: principal, Request: &jsonrpc.Request{Method: "tasks/get", Params: params},
-			Modern: &ModernClient{ClientCapabilities: json.RawMessage(caps)}}
+			Caller: &ModernClient{ClientCapabilities: json.RawMessage(caps)}}
 		e := rpcErrOf(r.routeTask(t.Context(), v, c))
 		return e
 	}

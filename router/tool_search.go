@@ -209,16 +209,11 @@ type searchArgs struct {
 
 // serveSearch answers search_tools, for either generation.
 func (r *Router) serveSearch(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
-	if c.Modern != nil {
-		c.peer = r.modernPeer(ctx, v, c)
-	} else if c.peer == nil {
-		c.peer = sessionPeer(c.Session)
+	if c.peer == nil {
+		c.peer = c.Caller.peer(ctx, r, v, c)
 	}
 	resp := r.searchTools(ctx, v, c)
-	if c.Modern != nil {
-		return r.finishModern(ctx, resp, c.Request.Method, v.accessHints(c.Request.Method, nil))
-	}
-	return resp
+	return c.Caller.finish(ctx, r, resp, c.Request.Method, v.accessHints(c.Request.Method, nil))
 }
 
 // searchTools ranks the tools the caller may see for the query and

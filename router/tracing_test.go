@@ -160,7 +160,7 @@ func TestTracing_ModernRequestTakesTraceContextFromMeta(t *testing.T) {
 	raw, _ := json.Marshal(params)
 	hdr := http.Header{"Traceparent": {"00-11111111111111111111111111111111-2222222222222222-01"}}
 	resp := f.Router.Handle(context.Background(), &router.Call{VHost: f.VHost, Principal: "alice", Header: hdr,
-		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, Modern: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
+		Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}, Caller: &router.ModernClient{ClientCapabilities: json.RawMessage(`{}`)}})
 	result(t, resp)
 
 	req := one(t, rec, "mcp tools/call")
@@ -232,7 +232,7 @@ func TestTracing_FanOutChildrenRunInParallel(t *testing.T) {
 		t.Fatal(resp.Error)
 	}
 	rec.Reset()
-	result(t, in.Router.Handle(context.Background(), &router.Call{Session: sess, Header: http.Header{"Traceparent": {clientTraceparent}},
+	result(t, in.Router.Handle(context.Background(), &router.Call{Caller: &router.SessionCaller{Session: sess}, Header: http.Header{"Traceparent": {clientTraceparent}},
 		Request: &jsonrpc.Request{ID: mustID(2), Method: "tools/list"}}))
 
 	req := one(t, rec, "mcp tools/list")

@@ -67,8 +67,8 @@ func (r *Router) CheckVHosts(ctx context.Context) []VHostCheck {
 // when every one of them listed.
 func (r *Router) checkVHost(ctx context.Context, v *vhost) VHostCheck {
 	vc := VHostCheck{VHost: v.name, At: time.Now(), Backends: make([]BackendCheck, len(v.keys))}
-	c := &Call{VHost: v.name, Header: http.Header{}, Modern: &ModernClient{}}
-	c.peer = r.modernPeer(ctx, v, c)
+	c := &Call{VHost: v.name, Header: http.Header{}, Caller: &ModernClient{}}
+	c.peer = c.Caller.peer(ctx, r, v, c)   // every backend's discovery
 	ids := make([][]string, len(v.keys))   // every identifier, per backend
 	tools := make([][]string, len(v.keys)) // tool names, per backend
 	var wg sync.WaitGroup
@@ -104,7 +104,7 @@ func (r *Router) checkBackend(ctx context.Context, v *vhost, c *Call, key string
 		op := listOps[method]
 		cursor := ""
 		for page := 0; page < maxCheckPages; page++ {
-			res := r.listOne(ctx, v, &Call{VHost: v.name, Header: c.Header, Modern: c.Modern, Request: &jsonrpc.Request{Method: method}, peer: c.peer}, op, key, cursor, false)
+			res := r.listOne(ctx, v, &Call{VHost: v.name, Header: c.Header, Caller: c.Caller, Request: &jsonrpc.Request{Method: method}, peer: c.peer}, op, key, cursor, false)
 			if res.signIn != nil {
 				bc.Err = "needs a user's sign-in (user_oauth): not listed without one"
 				return bc, nil, nil

@@ -40,7 +40,7 @@ func (rt *Runtime) AskClient(ctx context.Context, c *router.Call, req *jsonrpc.R
 	if c.Stream == nil {
 		return errorAnswer(router.CodeInternalError, "the client cannot receive requests on this call (it accepts no event stream)")
 	}
-	sid := c.Session.ID
+	sid := c.Session().ID
 	id, _ := jsonrpc.MakeID(string(store.NewServerRequestID()))
 	key := serverRequestKey(id)
 	ch := rt.inflight.addWaiter(sid, key)

@@ -237,7 +237,7 @@ func (in *Instance) call(t testing.TB, sid store.SessionID, id jsonrpc.ID, hdr h
 	}
 	ctx, done := in.Sessions.Track(context.Background(), sess, id)
 	defer done()
-	return in.Router.Handle(ctx, &router.Call{Session: sess, Claims: claims, Header: hdr, Stream: s, Runtime: in.Sessions,
+	return in.Router.Handle(ctx, &router.Call{Caller: &router.SessionCaller{Session: sess, Runtime: in.Sessions}, Claims: claims, Header: hdr, Stream: s,
 		Request: &jsonrpc.Request{ID: id, Method: method, Params: raw}})
 }
 
@@ -272,7 +272,7 @@ func CallOn(t testing.TB, r *router.Router, st store.Store, sid store.SessionID,
 	if hdr == nil {
 		hdr = http.Header{}
 	}
-	return r.Handle(context.Background(), &router.Call{Session: sess, Header: hdr,
+	return r.Handle(context.Background(), &router.Call{Caller: &router.SessionCaller{Session: sess}, Header: hdr,
 		Request: &jsonrpc.Request{ID: MustID(7), Method: method, Params: raw}})
 }
 

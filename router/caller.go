@@ -1,0 +1,91 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A call's client is one of three kinds, and what differs between them is
+// decided here, once per kind, rather than by tests of the call's fields
+// down the router: a 2025 session (SessionCaller: asked on its stream,
+// results plain), a 2026-07-28 sessionless request (ModernClient: asked
+// with input_required rounds, results enveloped), and the run of a task
+// the gateway runs (taskCaller: asked through the task's input_required
+// status, its result stored). Kuadrant's MCP broker splits its
+// ProtocolHandler the same way, one implementation per generation. The
+// backend's generation, as its link reports it, is an argument to the
+// methods that depend on it, never a branch at the call site.
+//
+// The methods are unexported: the router owns the kinds; the fronts
+// (package handler) build one with SessionCaller or ModernClient.
+
+// Caller is the client side of a Call: how the client is served, asked,
+// and given results.
+type Caller interface {
+	// protocolVersion is the version the client speaks, for the
+	// request's span.
+	protocolVersion() string
+	// session is the 2025 session the call belongs to; nil for a client
+	// no session holds.
+	session() *store.Session
+	// clientCapabilities are what the client declared (its initialize,
+	// or its request's _meta).
+	clientCapabilities() json.RawMessage
+	// serve answers a decided request of this client (Serve's body).
+	serve(ctx context.Context, r *Router, v *vhost, c *Call) *jsonrpc.Response
+	// peer is the client as the backend link sees it.
+	peer(ctx context.Context, r *Router, v *vhost, c *Call) *peer
+	// taskPeer is the peer a tasks/get, update or cancel is sent with,
+	// with backend's snapshot ("": before one is needed).
+	taskPeer(ctx context.Context, r *Router, v *vhost, c *Call, backend string) *peer
+	// finish makes an answer the client's (hints: a list's or the
+	// gateway's own cache hints; nil for a routed result).
+	finish(ctx context.Context, r *Router, resp *jsonrpc.Response, method string, hints *envelope.Hints) *jsonrpc.Response
+	// pageFields is how a list page's top-level members are finished while
+	// the page is assembled (nil: as merged), and whether the page is
+	// private to its caller (walkPrivate: what the walk found).
+	pageFields(r *Router, v *vhost, method string, hints func() envelope.Hints, walkPrivate bool) (func(map[string]json.RawMessage), bool)
+	// asker is how a backend's request (sampling, elicitation, roots) is
+	// put to the client during the call; nil: this call cannot be asked
+	// anything.
+	asker() askFunc
+	// asksInRounds: the client is asked with input_required results and
+	// answers by calling again; a backend's own input_required passes to
+	// it (request state sealed) rather than being fulfilled by asker.
+	asksInRounds() bool
+	// clientParamHeaders handles the Mcp-Param-* headers the client sent
+	// for a tools/call's arguments, before the pre-hooks: checked by the
+	// gateway for a backend that does not read them (backendModern
+	// false), else carried to it in the returned context; an error
+	// refuses the call.
+	clientParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, backendModern bool) (context.Context, *jsonrpc.Error)
+	// gatewayParamHeaders is ctx with the Mcp-Param-* headers the gateway
+	// makes for a tools/call to a backend that reads them (backendModern),
+	// where the client's do not fit params (none sent, or the arguments
+	// rewritten since: sent is what the client sent).
+	gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, backendModern bool) context.Context
+	// backendResult is a backend's result as this client reads it:
+	// backendModern says the backend speaks 2026-07-28 and wrote the
+	// envelope; isTask that the result is a task the backend created.
+	backendResult(result json.RawMessage, backendModern, isTask bool) json.RawMessage
+	// streams reports whether a backend's notification of method goes on
+	// the call's stream (progress goes in any case).
+	streams(method string, p *peer) bool
+	// listenersChanged says the client's subscriptions or log level
+	// changed, so whoever holds its listeners rebuilds them.
+	listenersChanged(ctx context.Context, sid store.SessionID)
+	// signIn answers a routed call whose backend needs the caller to sign
+	// in (canURL: the client declared URL elicitation).
+	signIn(ctx context.Context, r *Router, v *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response
+	// taskRound answers an input_before_task call with its task's first
+	// round (now), or asks it and returns nil: the task is handed out.
+	taskRound(ctx context.Context, r *Router, v *vhost, c *Call, t *target, task *store.Task, now store.Task) *jsonrpc.Response
+}
+
+// askFunc puts one backend request to the client and returns its answer.
+type askFunc func(ctx context.Context, c *Call, req *jsonrpc.Request) *jsonrpc.Response

@@ -1,0 +1,165 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/mcpgw/gateway/internal/taskrun"
+	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/sealed"
+	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The 2026-07-28 request's side of a call (caller.go): no session; its
+// peer is its _meta and the discovery cache (ModernClient.peer); it cannot be
+// sent requests, so it is asked with input_required rounds (a backend's
+// own, passed with their state sealed; a 2025-era backend's questions by
+// parking the call, modern_park.go); its results carry the envelope; and
+// it makes its own Mcp-Param-* headers.
+
+// ModernClient is what a 2026-07-28 request says of its client, in its
+// _meta (the transport has checked it and the headers), and the runtime
+// that holds its calls parked on 2025-era backends.
+type ModernClient struct {
+	ClientCapabilities json.RawMessage
+	ClientInfo         json.RawMessage
+	LogLevel           string
+	// Parks holds calls to 2025-era backends that ask the client
+	// something (modern_park.go); nil: such requests get -32601.
+	Parks *Parking
+
+	// ask is the round of the parked call this is the run of (parked);
+	// nil: the call is not parked, and the backend's requests are refused.
+	ask taskrun.Ask
+}
+
+// parked is m as a parked call's run sees it: its questions go to ask,
+// the hidden task's round.
+func (m *ModernClient) parked(ask taskrun.Ask) *ModernClient {
+	cp := *m
+	cp.ask = ask
+	return &cp
+}
+
+func (*ModernClient) protocolVersion() string               { return wire.ModernProtocolVersion }
+func (*ModernClient) session() *store.Session               { return nil }
+func (m *ModernClient) clientCapabilities() json.RawMessage { return m.ClientCapabilities }
+
+func (m *ModernClient) serve(ctx context.Context, r *Router, v *vhost, c *Call) *jsonrpc.Response {
+	var resp *jsonrpc.Response
+	if c.d.search {
+		resp = r.serveSearch(ctx, v, c) // tool_search.go
+	} else {
+		resp = r.handleModern(ctx, v, c)
+	}
+	return withModernStatus(resp) // failures.go
+}
+
+// peer is a 2026-07-28 request's: its own _meta, and the discovery
+// cache's snapshots of the vhost's backends; no session. A routed request
+// waits only for its target's discovery (when nothing is known of it
+// yet): the others serve as known or are left out.
+func (m *ModernClient) peer(ctx context.Context, r *Router, v *vhost, c *Call) *peer {
+	p := newPeer("", v.name, m.ClientCapabilities, m.LogLevel, make(map[string]*store.BackendSnapshot, len(v.keys)))
+	var need func(string) bool
+	if c.d != nil && c.d.t != nil {
+		target := c.d.t.backend
+		need = func(key string) bool { return key == target }
+	}
+	for key, d := range r.discoveries(ctx, v, c.Header, need) {
+		p.backends[key] = d.snap
+	}
+	return p
+}
+
+// taskPeer: the request's _meta, with the discovery cache's snapshot of
+// the backend holding the task.
+func (m *ModernClient) taskPeer(ctx context.Context, r *Router, v *vhost, c *Call, backend string) *peer {
+	p := newPeer("", v.name, m.ClientCapabilities, m.LogLevel, nil)
+	if backend != "" {
+		p.backends = map[string]*store.BackendSnapshot{backend: r.backendDiscovery(ctx, v, backend, c.Header).snap}
+	}
+	return p
+}
+
+func (*ModernClient) finish(ctx context.Context, r *Router, resp *jsonrpc.Response, method string, hints *envelope.Hints) *jsonrpc.Response {
+	return r.finishModern(ctx, resp, method, hints) // modern.go
+}
+
+// pageFields decorates a page with the envelope, its hints the pages'
+// and the vhost's access rules'.
+func (*ModernClient) pageFields(r *Router, v *vhost, method string, hints func() envelope.Hints, walkPrivate bool) (func(map[string]json.RawMessage), bool) {
+	h := hints()
+	h.Private = h.Private || walkPrivate
+	final := v.accessHints(method, &h)
+	return func(m map[string]json.RawMessage) { envelope.DecorateFields(m, final, r.clientInfo()) }, final.Private
+}
+
+func (m *ModernClient) asker() askFunc {
+	if m.ask == nil {
+		return nil
+	}
+	return askThrough(m.ask) // caller_task.go
+}
+
+func (*ModernClient) asksInRounds() bool { return true }
+
+// clientParamHeaders: the client made its own for its arguments (a
+// call_tool's are call_tool's, for call_tool's arguments: none to use).
+func (*ModernClient) clientParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, backendModern bool) (context.Context, *jsonrpc.Error) {
+	if c.Request.Method != "tools/call" || c.d.unwrapped {
+		return ctx, nil
+	}
+	if !backendModern {
+		// Translated to a 2025-era backend, which never reads them: the
+		// gateway checks them.
+		if e := r.checkParamHeaders(ctx, v, c, t); e != nil {
+			return ctx, e
+		}
+	}
+	return upstream.WithHeaders(ctx, paramHeaders(c.Header)), nil
+}
+
+// gatewayParamHeaders: made only where the client's do not fit the
+// arguments: a call_tool's, or arguments a pre-hook rewrote.
+func (*ModernClient) gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, backendModern bool) context.Context {
+	if !c.d.unwrapped && bytes.Equal(params, sent) {
+		return ctx
+	}
+	return madeParamHeaders(ctx, r, v, c, t, params, backendModern) // caller_session.go
+}
+
+// backendResult: a 2026-07-28 backend's envelope is the client's own; a
+// 2025-era backend's result is decorated when the call is finished.
+func (*ModernClient) backendResult(result json.RawMessage, _, _ bool) json.RawMessage { return result }
+
+// streams: what a request's stream carries must relate to the request:
+// its progress, and log messages when the request named a log level.
+// List changes and resource updates reach it through subscriptions/listen.
+func (*ModernClient) streams(method string, p *peer) bool {
+	return method == "notifications/message" && p.logLevel != ""
+}
+
+func (*ModernClient) listenersChanged(context.Context, store.SessionID) {}
+
+func (*ModernClient) signIn(ctx context.Context, r *Router, v *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
+	return r.signInRound(ctx, v, c, t, sr, canURL) // sign_in.go
+}
+
+// taskRound is an ordinary input_required round; its retry answers the
+// task (answerTaskInput).
+func (*ModernClient) taskRound(ctx context.Context, r *Router, v *vhost, c *Call, t *target, task *store.Task, now store.Task) *jsonrpc.Response {
+	state, err := r.sealState(ctx, binding(v, c, t), sealed.RequestState{Backend: t.backend, Task: task.ID})
+	if err != nil {
+		return r.storeUnavailable(c.Request.ID, err)
+	}
+	result := map[string]json.RawMessage{"inputRequests": wire.RawObject(now.InputRequests)}
+	result["resultType"], _ = json.Marshal(envelope.ResultInputRequired)
+	result["requestState"], _ = json.Marshal(state)
+	return resultResponse(c.Request.ID, wire.RawObject(result))
+}

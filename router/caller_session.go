@@ -1,0 +1,135 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The 2025 session's side of a call (caller.go): its peer is its session
+// record, the backend's requests are asked on the call's stream through
+// the session runtime, results pass as the backend wrote them (a
+// 2026-07-28 backend's envelope stripped), and the gateway makes the
+// Mcp-Param-* headers a 2026-07-28 backend reads, since the client sends
+// none.
+
+// SessionCaller is a call's client when the call belongs to a 2025-era
+// session.
+type SessionCaller struct {
+	// Session is the session's record.
+	Session *store.Session
+	// Runtime asks the client on the call's stream and hears of changes
+	// to the session's subscriptions (package handler/session); nil: the
+	// backend's requests are refused.
+	Runtime SessionRuntime
+}
+
+func (s *SessionCaller) protocolVersion() string             { return s.Session.ProtocolVersion }
+func (s *SessionCaller) session() *store.Session             { return s.Session }
+func (s *SessionCaller) clientCapabilities() json.RawMessage { return s.Session.ClientCapabilities }
+
+func (s *SessionCaller) serve(ctx context.Context, r *Router, v *vhost, c *Call) *jsonrpc.Response {
+	if c.d.search {
+		return r.serveSearch(ctx, v, c) // tool_search.go
+	}
+	return r.serve(ctx, v, c)
+}
+
+func (s *SessionCaller) peer(context.Context, *Router, *vhost, *Call) *peer {
+	return sessionPeer(s.Session)
+}
+
+func (s *SessionCaller) taskPeer(_ context.Context, _ *Router, _ *vhost, c *Call, _ string) *peer {
+	return c.peer // the session's: its initialize, its snapshots
+}
+
+func (*SessionCaller) finish(_ context.Context, _ *Router, resp *jsonrpc.Response, _ string, _ *envelope.Hints) *jsonrpc.Response {
+	return resp // the fields as the backend (or the gateway) wrote them
+}
+
+func (*SessionCaller) pageFields(_ *Router, v *vhost, _ string, _ func() envelope.Hints, walkPrivate bool) (func(map[string]json.RawMessage), bool) {
+	return plainPage(v), walkPrivate
+}
+
+func (s *SessionCaller) asker() askFunc {
+	if s.Runtime == nil {
+		return nil
+	}
+	return s.Runtime.AskClient
+}
+
+func (*SessionCaller) asksInRounds() bool { return false }
+
+// clientParamHeaders: the client sends none.
+func (*SessionCaller) clientParamHeaders(ctx context.Context, _ *Router, _ *vhost, _ *Call, _ *target, _ bool) (context.Context, *jsonrpc.Error) {
+	return ctx, nil
+}
+
+func (*SessionCaller) gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, _ json.RawMessage, backendModern bool) context.Context {
+	return madeParamHeaders(ctx, r, v, c, t, params, backendModern)
+}
+
+func (*SessionCaller) backendResult(result json.RawMessage, backendModern, isTask bool) json.RawMessage {
+	return plainResult(result, backendModern, isTask)
+}
+
+// streams: a session's call stream carries whatever the backend sends it.
+func (*SessionCaller) streams(string, *peer) bool { return true }
+
+func (s *SessionCaller) listenersChanged(ctx context.Context, sid store.SessionID) {
+	if s.Runtime != nil {
+		s.Runtime.ListenersChanged(ctx, sid)
+	}
+}
+
+func (*SessionCaller) signIn(_ context.Context, _ *Router, _ *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
+	return signInError(c, t, sr, canURL) // sign_in.go
+}
+
+// taskRound asks the session's client the first round on its stream, as a
+// synchronous call would, and hands out the task.
+func (s *SessionCaller) taskRound(ctx context.Context, r *Router, _ *vhost, c *Call, _ *target, task *store.Task, now store.Task) *jsonrpc.Response {
+	ask := s.asker()
+	if ask == nil || c.Stream == nil {
+		return nil
+	}
+	if answers := askRound(ctx, c, ask, now.InputRequests); answers != nil {
+		if err := r.opts.Tasks.Update(ctx, task.Owner, task.ID, answers); err != nil {
+			r.log.Warn("task: the first answers were not posted", "task", task.ID, "error", err)
+		}
+	}
+	return nil
+}
+
+// plainResult is a result for a client that reads no envelope: only a
+// 2026-07-28 backend writes it; a task the backend created keeps its
+// fields.
+func plainResult(result json.RawMessage, backendModern, isTask bool) json.RawMessage {
+	if backendModern && !isTask {
+		return envelope.Strip(result)
+	}
+	return result
+}
+
+// plainPage finishes a page for a client that reads no envelope: a
+// single-backend vhost's page keeps the backend's own members, less a
+// 2026-07-28 backend's envelope.
+func plainPage(v *vhost) func(map[string]json.RawMessage) {
+	if v.single() {
+		return envelope.StripFields
+	}
+	return nil
+}
+
+// madeParamHeaders is ctx with the Mcp-Param-* headers the gateway makes
+// for a tools/call to a 2026-07-28 backend (param_headers.go).
+func madeParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params json.RawMessage, backendModern bool) context.Context {
+	if !backendModern || c.Request.Method != "tools/call" {
+		return ctx
+	}
+	return r.withParamHeaders(ctx, v, c, t, params)
+}

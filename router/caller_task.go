@@ -1,0 +1,98 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mcpgw/gateway/internal/taskrun"
+	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// The side of a task the gateway runs (caller.go, tasks_run.go): its run
+// outlives the client's request, so it has no stream, and every question
+// the backend asks (a 2025-era backend's request, a 2026-07-28 backend's
+// input_required, fulfilled) becomes part of an input round of the task,
+// answered by tasks/update on any instance. Its result is stored and
+// inlined in tasks/get, without the envelope; its peer is fixed when the
+// task starts (taskPeer).
+
+// taskCaller is the client of a gateway-run task's run: ask is the task's
+// input round (its Conversation's).
+type taskCaller struct {
+	ask taskrun.Ask
+}
+
+func (taskCaller) protocolVersion() string             { return "" }
+func (taskCaller) session() *store.Session             { return nil }
+func (taskCaller) clientCapabilities() json.RawMessage { return nil }
+
+// serve: a task's run relays its call directly (taskConversation), never
+// through Serve; were it to, it would be served by the core as it is.
+func (taskCaller) serve(ctx context.Context, r *Router, v *vhost, c *Call) *jsonrpc.Response {
+	return r.serve(ctx, v, c)
+}
+
+func (taskCaller) peer(_ context.Context, _ *Router, _ *vhost, c *Call) *peer { return c.peer }
+
+func (taskCaller) taskPeer(_ context.Context, _ *Router, _ *vhost, c *Call, _ string) *peer {
+	return c.peer
+}
+
+func (taskCaller) finish(_ context.Context, _ *Router, resp *jsonrpc.Response, _ string, _ *envelope.Hints) *jsonrpc.Response {
+	return resp
+}
+
+func (taskCaller) pageFields(_ *Router, v *vhost, _ string, _ func() envelope.Hints, walkPrivate bool) (func(map[string]json.RawMessage), bool) {
+	return plainPage(v), walkPrivate // caller_session.go
+}
+
+func (a taskCaller) asker() askFunc {
+	if a.ask == nil {
+		return nil
+	}
+	return askThrough(a.ask)
+}
+
+func (taskCaller) asksInRounds() bool { return false }
+
+func (taskCaller) clientParamHeaders(ctx context.Context, _ *Router, _ *vhost, _ *Call, _ *target, _ bool) (context.Context, *jsonrpc.Error) {
+	return ctx, nil
+}
+
+func (taskCaller) gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, _ json.RawMessage, backendModern bool) context.Context {
+	return madeParamHeaders(ctx, r, v, c, t, params, backendModern) // caller_session.go
+}
+
+func (taskCaller) backendResult(result json.RawMessage, backendModern, isTask bool) json.RawMessage {
+	return plainResult(result, backendModern, isTask) // caller_session.go
+}
+
+func (taskCaller) streams(string, *peer) bool                        { return true }
+func (taskCaller) listenersChanged(context.Context, store.SessionID) {}
+
+func (taskCaller) signIn(_ context.Context, _ *Router, _ *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
+	return signInError(c, t, sr, canURL) // sign_in.go
+}
+
+func (taskCaller) taskRound(context.Context, *Router, *vhost, *Call, *target, *store.Task, store.Task) *jsonrpc.Response {
+	return nil
+}
+
+// askThrough puts a backend's request to the client as part of an input
+// round of a task (a gateway-run task's, or a parked call's hidden one).
+func askThrough(ask taskrun.Ask) askFunc {
+	return func(ctx context.Context, _ *Call, req *jsonrpc.Request) *jsonrpc.Response {
+		raw, err := json.Marshal(InputRequest{Method: req.Method, Params: req.Params})
+		if err != nil {
+			return &jsonrpc.Response{Error: rpcError(CodeInternalError, "cannot encode the backend's request")}
+		}
+		answer, err := ask(ctx, raw)
+		if err != nil {
+			return &jsonrpc.Response{Error: rpcError(CodeInternalError, "the task ended before the client answered")}
+		}
+		return &jsonrpc.Response{Result: answer}
+	}
+}
