@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"sync"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/policy"
@@ -82,22 +83,18 @@ func (cs *callStream) onMessage(msg jsonrpc.Message) {
 		cs.serverRequest(req)
 		return
 	}
-	switch req.Method {
-	case "notifications/progress":
+	n := wire.NotificationOf(req.Method)
+	switch {
+	case n.Progress:
 		cs.progress(req)
 		return
-	case "notifications/message":
-		if !cs.c.Caller.streams(req.Method, cs.c.peer) {
-			return // (a 2026-07-28 request that names no log level gets none)
-		}
-		cs.send(req)
-		return
-	}
-	if !cs.c.Caller.streams(req.Method, cs.c.peer) {
+	case !cs.c.Caller.streams(req.Method, cs.c.peer):
 		return // (a 2026-07-28 request's: only what relates to the request)
 	}
-	switch req.Method {
-	case "notifications/resources/updated":
+	switch {
+	case n.Log:
+		cs.send(req)
+	case n.ResourceUpdate:
 		// Only about a resource the caller may see.
 		if n := reprefixNotification(cs.v, cs.key, req); n != nil && updateVisible(cs.access, n) {
 			cs.send(n)
@@ -146,11 +143,12 @@ func (cs *callStream) progress(req *jsonrpc.Request) {
 	cs.send(&jsonrpc.Request{Method: req.Method, Params: params})
 }
 
-// clientCapability is the client capability a server request needs.
-var clientCapability = map[string]string{
-	"sampling/createMessage": "sampling",
-	"elicitation/create":     "elicitation",
-	"roots/list":             "roots",
+// clientCapability is the client capability a backend's request needs
+// for the gateway to forward it to the client; known is false for one the
+// gateway never forwards.
+func clientCapability(method string) (capName string, known bool) {
+	sr, ok := wire.LookupServerRequest(method)
+	return sr.Capability, ok && sr.Capability != ""
 }
 
 // serverRequest forwards a backend's request to the client. It does not
@@ -160,11 +158,11 @@ func (cs *callStream) serverRequest(req *jsonrpc.Request) {
 		resp.ID = req.ID
 		_ = cs.conn.Reply(context.WithoutCancel(cs.ctx), resp)
 	}
-	if req.Method == "ping" {
+	if wire.ServerRequestOf(req.Method).Liveness {
 		reply(&jsonrpc.Response{Result: json.RawMessage(`{}`)})
 		return
 	}
-	capName, known := clientCapability[req.Method]
+	capName, known := clientCapability(req.Method)
 	switch {
 	case !known:
 		reply(&jsonrpc.Response{Error: rpcError(CodeMethodNotFound, "method %q is not forwarded to clients", req.Method)})

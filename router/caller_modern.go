@@ -112,7 +112,7 @@ func (*ModernClient) asksInRounds() bool { return true }
 // clientParamHeaders: the client made its own for its arguments (a
 // call_tool's are call_tool's, for call_tool's arguments: none to use).
 func (*ModernClient) clientParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, backendModern bool) (context.Context, *jsonrpc.Error) {
-	if c.Request.Method != "tools/call" || c.d.unwrapped {
+	if !wire.MethodOf(c.Request.Method).ParamHeaders || c.d.unwrapped {
 		return ctx, nil
 	}
 	if !backendModern {
@@ -142,7 +142,7 @@ func (*ModernClient) backendResult(result json.RawMessage, _, _ bool) json.RawMe
 // its progress, and log messages when the request named a log level.
 // List changes and resource updates reach it through subscriptions/listen.
 func (*ModernClient) streams(method string, p *peer) bool {
-	return method == "notifications/message" && p.logLevel != ""
+	return wire.NotificationOf(method).Log && p.logLevel != ""
 }
 
 func (*ModernClient) listenersChanged(context.Context, store.SessionID) {}

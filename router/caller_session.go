@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/store"
@@ -128,7 +129,7 @@ func plainPage(v *vhost) func(map[string]json.RawMessage) {
 // madeParamHeaders is ctx with the Mcp-Param-* headers the gateway makes
 // for a tools/call to a 2026-07-28 backend (param_headers.go).
 func madeParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params json.RawMessage, backendModern bool) context.Context {
-	if !backendModern || c.Request.Method != "tools/call" {
+	if !backendModern || !wire.MethodOf(c.Request.Method).ParamHeaders {
 		return ctx
 	}
 	return r.withParamHeaders(ctx, v, c, t, params)

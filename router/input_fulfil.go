@@ -108,7 +108,7 @@ func (r *Router) askAll(ctx context.Context, cs *callStream, in inputRound) (map
 	ask := c.Caller.asker()
 	for _, k := range keys {
 		ir := in.InputRequests[k]
-		capName, known := clientCapability[ir.Method]
+		capName, known := clientCapability(ir.Method)
 		switch {
 		case !known:
 			return nil, fmt.Errorf("backend %s asked for %s, which the gateway does not forward to clients", wire.Quote(cs.key), wire.Quote(ir.Method))

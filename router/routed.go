@@ -40,7 +40,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			return refusal
 		}
 	}
-	if sess := c.Caller.session(); rerr == nil && method == "resources/subscribe" && sess != nil { // (a client no session holds has none to hold it)
+	if sess := c.Caller.session(); rerr == nil && wire.MethodOf(method).Subscription == wire.Subscribes && sess != nil { // (a client no session holds has none to hold it)
 		rerr = subscribeRefusal(sess, t.public)
 	}
 	if rerr == nil {
@@ -50,7 +50,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		return errorResponse(c.Request.ID, rerr)
 	}
 	r.annotateTarget(ctx, t)
-	if !counted && v.limits != nil && method == "tools/call" {
+	if !counted && v.limits != nil && wire.MethodOf(method).RateLimited {
 		// Not counted by Admit: a backend's own tool name, or a request
 		// Serve decided itself.
 		if resp := r.admit(ctx, v, c.Request, c.Principal, t); resp != nil {
@@ -127,7 +127,7 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 		}
 	}
 	isTask := false
-	if method == "tools/call" {
+	if wire.MethodOf(method).Tool {
 		if result, isTask, err = r.sealTaskResult(ctx, v, c, t, result); err != nil {
 			if errors.Is(err, errStoreUnavailable) {
 				return r.storeUnavailable(c.Request.ID, err)
@@ -138,7 +138,7 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 	if !v.single() {
 		result = naming.PublishResultURIs(t.backend, method, result)
 	}
-	if method == "resources/directory/read" {
+	if wire.MethodOf(method).ResultURIs == wire.URIsInChildren {
 		result = visibleChildren(result, c.d.access) // skills.go
 	}
 	// The envelope as the client reads it (only a 2026-07-28 backend writes it).
@@ -245,7 +245,7 @@ func (r *Router) callRouted(ctx context.Context, v *vhost, c *Call, t *target, c
 	}
 	var resp *jsonrpc.Response
 	var err error
-	if conn.Modern() && (method == "resources/subscribe" || method == "resources/unsubscribe") {
+	if conn.Modern() && wire.MethodOf(method).Subscription != wire.SubscriptionNone {
 		// A 2026-07-28 backend has no resources/subscribe: the session
 		// records the subscription and the GET-stream holder's
 		// subscriptions/listen carries it (backend_listen.go).
@@ -270,10 +270,10 @@ func (r *Router) callRouted(ctx context.Context, v *vhost, c *Call, t *target, c
 // listeners; other methods' results pass.
 func (r *Router) recordSubscription(ctx context.Context, c *Call, t *target, result json.RawMessage) *jsonrpc.Response {
 	var err error
-	switch c.Request.Method {
-	case "resources/subscribe":
+	switch wire.MethodOf(c.Request.Method).Subscription {
+	case wire.Subscribes:
 		err = r.opts.Store.AddSubscription(ctx, c.peer.sessionID, t.public, r.opts.SessionTTL)
-	case "resources/unsubscribe":
+	case wire.Unsubscribes:
 		err = r.opts.Store.RemoveSubscription(ctx, c.peer.sessionID, t.public, r.opts.SessionTTL)
 	default:
 		return resultResponse(c.Request.ID, result)

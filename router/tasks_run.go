@@ -68,7 +68,7 @@ const firstQuestionWait = 10 * time.Second
 // taskMode is how the gateway runs a tools/call to t: TaskNever for any
 // other method, without a runner, or for a backend without a tasks: block.
 func (r *Router) taskMode(v *vhost, method string, t *target) TaskMode {
-	if method != "tools/call" || r.opts.Tasks == nil {
+	if !wire.MethodOf(method).Taskable || r.opts.Tasks == nil {
 		return TaskNever
 	}
 	if b := v.backends[t.backend]; b != nil && b.Tasks != nil {
