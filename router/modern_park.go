@@ -193,17 +193,7 @@ func (r *Router) parkable(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respo
 // nothing, else its first round.
 func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, m *ModernClient, t *target) *jsonrpc.Response {
 	p := m.Parks
-	conv := taskrun.Converse(ctx, func(ctx context.Context, ask taskrun.Ask) (json.RawMessage, error) {
-		if !p.enter() {
-			return nil, taskrun.ErrClosed
-		}
-		defer p.calls.Done()
-		call := *c // the call as the parked run sees it: its questions go to the task
-		call.peer, call.Caller = m.peer(ctx, r, v, c), m.parked(ask)
-		// The whole answer, error or result: a parked call's task
-		// "completes" with whatever the call answered (parkAnswered).
-		return wire.EncodeMessage(r.serve(ctx, v, &call))
-	})
+	conv := taskrun.Converse(ctx, &parkedRun{r: r, v: v, c: c, m: m})
 	spec := taskrun.Spec{Owner: parkOwner(c.Principal), VHost: v.name, Backend: t.backend, Tool: t.public,
 		TTL: 2*p.opts.AnswerWithin + time.Minute, AnswerWithin: p.opts.AnswerWithin,
 		Unanswered: fmt.Errorf("the client did not answer within %s (streams.client_request_timeout)", p.opts.AnswerWithin)}
@@ -230,7 +220,8 @@ func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, m *ModernClie
 	case err != nil:
 		return r.storeUnavailable(c.Request.ID, err) // the task could not be created
 	case task == nil:
-		return r.parkAnswered(ctx, v, c, out.Result)
+		answer, _ := out.Answer.(parkedAnswer) // the call's own response: nothing stored, nothing decoded
+		return r.parkFinished(ctx, v, c, answer.resp)
 	}
 	resp := r.parkAsks(ctx, v, c, t, task.ID, task.Round, task.InputRequests)
 	if resp.Error != nil {
@@ -241,12 +232,51 @@ func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, m *ModernClie
 	return resp
 }
 
-// parkAnswered is the client's answer when its parked call answered:
-// resp is the call's JSON-RPC response, encoded.
+// parkedRun is a parked call as its runner runs it (taskrun.Call), as a
+// gateway-run task's taskRun is: served as the 2026-07-28 request it is,
+// its client (ModernClient.parked) asked through the round the runner
+// gives it.
+type parkedRun struct {
+	r *Router
+	v *vhost
+	c *Call
+	m *ModernClient
+}
+
+// Run serves the call. Its answer is the whole response, error or result:
+// a parked call's task "completes" with whatever the call answered.
+func (pr *parkedRun) Run(ctx context.Context, ask taskrun.Ask) (taskrun.Answer, error) {
+	p := pr.m.Parks
+	if !p.enter() {
+		return nil, taskrun.ErrClosed
+	}
+	defer p.calls.Done()
+	call := *pr.c // the call as the parked run sees it: its questions go to the task
+	call.peer, call.Caller = pr.m.peer(ctx, pr.r, pr.v, pr.c), pr.m.parked(ask)
+	return parkedAnswer{resp: pr.r.serve(ctx, pr.v, &call)}, nil
+}
+
+// parkedAnswer is a parked call's response; the hidden task keeps it
+// encoded, for a retry on any instance (parkAnswered).
+type parkedAnswer struct{ resp *jsonrpc.Response }
+
+// Result is the response as the task keeps it.
+func (a parkedAnswer) Result() (json.RawMessage, error) { return wire.EncodeMessage(a.resp) }
+
+// parkAnswered is the client's answer when its parked call answered a
+// retry: resp is the call's JSON-RPC response as its task keeps it.
 func (r *Router) parkAnswered(ctx context.Context, v *vhost, c *Call, resp json.RawMessage) *jsonrpc.Response {
 	msg, err := wire.Decode(resp)
 	answer, ok := msg.(*jsonrpc.Response)
 	if err != nil || !ok {
+		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "a parked call's answer could not be read"))
+	}
+	return r.parkFinished(ctx, v, c, answer)
+}
+
+// parkFinished is the client's answer made of its parked call's response.
+func (r *Router) parkFinished(ctx context.Context, v *vhost, c *Call, answer *jsonrpc.Response) *jsonrpc.Response {
+	if answer == nil {
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "a parked call's answer could not be read"))
 	}
 	out := *answer

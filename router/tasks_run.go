@@ -30,7 +30,7 @@ import (
 // once, under a sealed id (internal/taskid, Kind Gateway). The call itself
 // is relayed from a goroutine detached from the request, by the same
 // relay a synchronous call takes (post-hooks, URIs published, envelope
-// stripped), with a session runtime of its own (taskAsker): every
+// stripped), with a client of its own (taskRun, caller_task.go): every
 // question the backend asks (a 2025-era backend's elicitation, sampling or
 // roots request; a 2026-07-28 backend's input_required, fulfilled as for a
 // 2025 client, input_fulfil.go) becomes an input round of the task,
@@ -238,27 +238,43 @@ func taskCall(c *Call, p *peer) *Call {
 // question the backend asks becomes an input round. ctx's values are the
 // call's (its caller's credentials), its end is not.
 func (r *Router) taskConversation(ctx context.Context, v *vhost, run *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *taskrun.Conversation {
-	return taskrun.Converse(ctx, func(ctx context.Context, ask taskrun.Ask) (json.RawMessage, error) {
-		if !r.holdOpen() {
-			return nil, &taskrun.RPCError{Code: CodeInternalError, Message: "the gateway is shutting down"}
+	return taskrun.Converse(ctx, &taskRun{r: r, v: v, run: run, t: t, params: params, sent: sent, hc: hc})
+}
+
+// taskRun is a gateway-run task's call as its runner runs it
+// (taskrun.Call): relayed as a synchronous call is, its client a
+// taskCaller asking through the round the runner gives it.
+type taskRun struct {
+	r            *Router
+	v            *vhost
+	run          *Call
+	t            *target
+	params, sent json.RawMessage
+	hc           *hook.Call
+}
+
+// Run relays the call; its result is what the task keeps, its error the
+// one the task fails with.
+func (tr *taskRun) Run(ctx context.Context, ask taskrun.Ask) (taskrun.Answer, error) {
+	if !tr.r.holdOpen() {
+		return nil, &taskrun.RPCError{Code: CodeInternalError, Message: "the gateway is shutting down"}
+	}
+	defer tr.r.cleanup.Done()
+	call := *tr.run
+	call.Caller = taskCaller{ask: ask} // caller_task.go
+	resp := tr.r.relay(ctx, tr.v, &call, tr.t, tr.params, tr.sent, tr.hc)
+	if resp.Error != nil {
+		var e *jsonrpc.Error
+		if !errors.As(resp.Error, &e) {
+			return nil, &taskrun.RPCError{Code: CodeInternalError, Message: resp.Error.Error()}
 		}
-		defer r.cleanup.Done()
-		call := *run
-		call.Caller = taskCaller{ask: ask}
-		resp := r.relay(ctx, v, &call, t, params, sent, hc)
-		if resp.Error != nil {
-			var e *jsonrpc.Error
-			if !errors.As(resp.Error, &e) {
-				return nil, &taskrun.RPCError{Code: CodeInternalError, Message: resp.Error.Error()}
-			}
-			return nil, &taskrun.RPCError{Code: int(e.Code), Message: e.Message, Data: e.Data}
-		}
-		if len(resp.Result) > MaxTaskResultBytes {
-			return nil, &taskrun.RPCError{Code: CodeInternalError, Message: fmt.Sprintf(
-				"the tool's result has %d bytes, more than a task keeps (%d)", len(resp.Result), MaxTaskResultBytes)}
-		}
-		return resp.Result, nil
-	})
+		return nil, &taskrun.RPCError{Code: int(e.Code), Message: e.Message, Data: e.Data}
+	}
+	if len(resp.Result) > MaxTaskResultBytes {
+		return nil, &taskrun.RPCError{Code: CodeInternalError, Message: fmt.Sprintf(
+			"the tool's result has %d bytes, more than a task keeps (%d)", len(resp.Result), MaxTaskResultBytes)}
+	}
+	return taskrun.RawResult(resp.Result), nil
 }
 
 // firstQuestion waits for an input_before_task tool's first question, and

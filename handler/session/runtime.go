@@ -10,7 +10,7 @@
 // call of one parked on a 2025-era backend is a task the router runs:
 // router/modern_park.go). The handler composes the two: it asks this
 // package to track a request and to carry its server-to-client requests
-// (router.Call.Runtime), and the router to route it.
+// (router.SessionCaller.Runtime), and the router to route it.
 package session
 
 import (

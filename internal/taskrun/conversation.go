@@ -33,17 +33,48 @@ const CollectWindow = 50 * time.Millisecond
 // fails when the conversation ends first.
 type Ask func(ctx context.Context, req json.RawMessage) (json.RawMessage, error)
 
+// Call is a backend call a Conversation runs: Run runs it to its answer,
+// asking the client through ask (router's gateway-run tasks and parked
+// calls).
+type Call interface {
+	Run(ctx context.Context, ask Ask) (Answer, error)
+}
+
+// Answer is a call's answer: Result is what a task keeps of it, made only
+// when a task keeps it.
+type Answer interface {
+	Result() (json.RawMessage, error)
+}
+
+// RawResult is an Answer that is its result.
+type RawResult json.RawMessage
+
+// Result is r.
+func (r RawResult) Result() (json.RawMessage, error) { return json.RawMessage(r), nil }
+
+// CallFunc is a Call whose answer is its result.
+type CallFunc func(ctx context.Context, ask Ask) (json.RawMessage, error)
+
+// Run calls f.
+func (f CallFunc) Run(ctx context.Context, ask Ask) (Answer, error) {
+	result, err := f(ctx, ask)
+	if err != nil {
+		return nil, err
+	}
+	return RawResult(result), nil
+}
+
 // Conversation is one backend call run as a task's Steps. Step is its
 // Step; it must be driven by one Runner run.
 type Conversation struct {
-	call func(ctx context.Context, ask Ask) (json.RawMessage, error)
+	call Call
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	start  sync.Once
 	asks   chan *question
 	done   chan struct{} // closed when call returned
-	result json.RawMessage
+	answer Answer
 	err    error
 
 	waiting map[string]*question // asked and not yet answered, by key (Step's goroutine only)
@@ -58,7 +89,7 @@ type question struct {
 // Converse returns the conversation of call. call's context carries
 // parent's values (the request's: its headers, credentials, trace) but
 // not its end: it ends when the task's run ends.
-func Converse(parent context.Context, call func(ctx context.Context, ask Ask) (json.RawMessage, error)) *Conversation {
+func Converse(parent context.Context, call Call) *Conversation {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
 	return &Conversation{call: call, ctx: ctx, cancel: cancel, asks: make(chan *question),
 		done: make(chan struct{}), waiting: map[string]*question{}}
@@ -95,7 +126,7 @@ func (c *Conversation) Step(ctx context.Context, answers map[string]json.RawMess
 		context.AfterFunc(ctx, func() { c.cancel(context.Cause(ctx)) })
 		go func() {
 			defer close(c.done)
-			c.result, c.err = c.call(c.ctx, c.ask)
+			c.answer, c.err = c.call.Run(c.ctx, c.ask)
 		}()
 	})
 	for key, a := range answers {
@@ -112,7 +143,10 @@ func (c *Conversation) Step(ctx context.Context, answers map[string]json.RawMess
 			// It may have ended while asking: what it asked no longer
 			// matters, and questions still waiting give up.
 			c.cancel(nil)
-			return Outcome{Result: c.result}, c.err
+			if c.err != nil {
+				return Outcome{}, c.err
+			}
+			return Outcome{Answer: c.answer}, nil
 		case q := <-c.asks:
 			c.seq++
 			key := fmt.Sprintf("q%d", c.seq)

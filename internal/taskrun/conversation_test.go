@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // they answer, posted on the other instance.
 func TestConversationRoundsFromACallThatAsks(t *testing.T) {
 	a, b, _ := twoInstances(t, time.Second)
-	conv := taskrun.Converse(t.Context(), func(ctx context.Context, ask taskrun.Ask) (json.RawMessage, error) {
+	conv := taskrun.Converse(t.Context(), taskrun.CallFunc(func(ctx context.Context, ask taskrun.Ask) (json.RawMessage, error) {
 		var wg sync.WaitGroup
 		var first, second json.RawMessage
 		var err1, err2 error
@@ -38,7 +39,7 @@ func TestConversationRoundsFromACallThatAsks(t *testing.T) {
 		out, _ := json.Marshal(map[string]any{"content": []any{}, "structuredContent": map[string]json.RawMessage{
 			"one": first, "two": second, "three": third}})
 		return out, nil
-	})
+	}))
 	task, err := a.Start(t.Context(), spec, conv.Step)
 	if err != nil {
 		t.Fatal(err)
@@ -86,12 +87,12 @@ func TestConversationCancelledWhileAsking(t *testing.T) {
 	a, b, _ := twoInstances(t, time.Second)
 	asked := make(chan struct{})
 	ended := make(chan error, 1)
-	conv := taskrun.Converse(t.Context(), func(ctx context.Context, ask taskrun.Ask) (json.RawMessage, error) {
+	conv := taskrun.Converse(t.Context(), taskrun.CallFunc(func(ctx context.Context, ask taskrun.Ask) (json.RawMessage, error) {
 		close(asked)
 		_, err := ask(ctx, json.RawMessage(`{"method":"elicitation/create","params":{}}`))
 		ended <- err
 		return nil, err
-	})
+	}))
 	task, err := a.Start(t.Context(), spec, conv.Step)
 	if err != nil {
 		t.Fatal(err)
@@ -116,9 +117,9 @@ func TestConversationCancelledWhileAsking(t *testing.T) {
 // Changed reports each status the run wrote.
 func TestConversationProtocolErrorAndChanged(t *testing.T) {
 	a, b, _ := twoInstances(t, time.Second)
-	conv := taskrun.Converse(t.Context(), func(context.Context, taskrun.Ask) (json.RawMessage, error) {
+	conv := taskrun.Converse(t.Context(), taskrun.CallFunc(func(context.Context, taskrun.Ask) (json.RawMessage, error) {
 		return nil, &taskrun.RPCError{Code: -32602, Message: "bad seconds"}
-	})
+	}))
 	changed := make(chan store.Task, 4)
 	s := spec
 	s.Changed = func(t store.Task) { changed <- t }
@@ -137,5 +138,66 @@ func TestConversationProtocolErrorAndChanged(t *testing.T) {
 	got := await(t, b, task.ID, status(store.TaskFailed))
 	if string(got.Error) != `{"code":-32602,"message":"bad seconds"}` {
 		t.Fatalf("error %s", got.Error)
+	}
+}
+
+// countedAnswer is an answer that counts how often it is made into what a
+// task keeps.
+type countedAnswer struct {
+	said  string
+	kepts *atomic.Int32
+}
+
+func (a countedAnswer) Result() (json.RawMessage, error) {
+	a.kepts.Add(1)
+	return json.Marshal(map[string]string{"said": a.said})
+}
+
+type countedCall struct{ kepts *atomic.Int32 }
+
+func (c countedCall) Run(ctx context.Context, ask taskrun.Ask) (taskrun.Answer, error) {
+	if ask == nil {
+		return nil, errors.New("no ask")
+	}
+	name := ""
+	if ctx.Value(askKey{}) != nil {
+		raw, err := ask(ctx, json.RawMessage(`{"method":"elicitation/create"}`))
+		if err != nil {
+			return nil, err
+		}
+		name = string(raw)
+	}
+	return countedAnswer{said: name, kepts: c.kepts}, nil
+}
+
+type askKey struct{}
+
+// A conversation's answer reaches a caller answered by the first step as
+// the call made it, never made into a task's result; a task that holds
+// the answer keeps Answer.Result, made once.
+func TestConversationAnswerIsKeptOnlyByATask(t *testing.T) {
+	a := instance(t, redisStore(t), time.Second)
+	var kepts atomic.Int32
+	conv := taskrun.Converse(t.Context(), countedCall{kepts: &kepts})
+	task, out, err := a.StartOnInput(t.Context(), spec, conv.Step)
+	if answer, ok := out.Answer.(countedAnswer); err != nil || task != nil || !ok || answer.said != "" {
+		t.Fatalf("answered at once: %+v %+v %v", task, out, err)
+	}
+	if n := kepts.Load(); n != 0 {
+		t.Fatalf("the answer was made a result %d times with no task to keep it", n)
+	}
+
+	conv = taskrun.Converse(context.WithValue(t.Context(), askKey{}, true), countedCall{kepts: &kepts})
+	task, _, err = a.StartOnInput(t.Context(), spec, conv.Step)
+	if err != nil || task == nil {
+		t.Fatalf("a call that asks: %+v %v", task, err)
+	}
+	var key string
+	for k := range task.InputRequests {
+		key = k
+	}
+	done, err := a.Answer(t.Context(), spec.Owner, task.ID, 1, map[string]json.RawMessage{key: json.RawMessage(`"ada"`)})
+	if err != nil || done.Status != store.TaskCompleted || string(done.Result) != `{"said":"\"ada\""}` || kepts.Load() != 1 {
+		t.Fatalf("kept: %+v %v (made %d times)", done, err, kepts.Load())
 	}
 }

@@ -53,6 +53,18 @@ import (
 type Outcome struct {
 	Result        json.RawMessage
 	InputRequests map[string]json.RawMessage
+	// Answer, from a Conversation, is the call's answer as the call made
+	// it; a task keeps Answer.Result, made only then, and a caller
+	// answered by the first Step (StartOnInput) takes the value as it is.
+	Answer Answer
+}
+
+// kept is what a task keeps of a completed Outcome.
+func (o Outcome) kept() (json.RawMessage, error) {
+	if o.Result == nil && o.Answer != nil {
+		return o.Answer.Result()
+	}
+	return o.Result, nil
 }
 
 // Step drives the backend call: answers is nil the first time and, after
@@ -449,7 +461,7 @@ func (r *Runner) drive(ctx context.Context, rn *run, t *store.Task, step Step, i
 			r.settle(rn, t, store.TaskFailed, "the tool failed: "+rpc.Message, nil, rpc)
 			return
 		case len(out.InputRequests) == 0:
-			r.settle(rn, t, store.TaskCompleted, "", out.Result, nil)
+			r.complete(rn, t, out)
 			return
 		case len(out.InputRequests) > store.MaxTaskInputs:
 			rpc := tooManyInputs(len(out.InputRequests))
@@ -465,6 +477,18 @@ func (r *Runner) drive(ctx context.Context, rn *run, t *store.Task, step Step, i
 }
 
 // tooManyInputs is the error of a round larger than a task may hold.
+// complete settles a run whose call answered: completed with what the
+// task keeps of the answer, failed when it cannot be kept.
+func (r *Runner) complete(rn *run, t *store.Task, out Outcome) {
+	result, err := out.kept()
+	if err != nil {
+		rpc := &RPCError{Code: -32603, Message: "the answer cannot be kept: " + err.Error()}
+		r.settle(rn, t, store.TaskFailed, rpc.Message, nil, rpc)
+		return
+	}
+	r.settle(rn, t, store.TaskCompleted, "", result, nil)
+}
+
 func tooManyInputs(n int) *RPCError {
 	return &RPCError{Code: -32603, Message: fmt.Sprintf("the backend asked for %d inputs at once, more than %d", n, store.MaxTaskInputs)}
 }
