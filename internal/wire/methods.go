@@ -37,6 +37,8 @@ type Method struct {
 	// Task: a method of the Tasks extension (SEP-2663), routed by the
 	// sealed task id in params.taskId, which Mcp-Name mirrors.
 	Task bool
+	// TaskAction is what a Task method does to its task.
+	TaskAction TaskAction
 	// Handshake: it opens a session (the backend may answer with an
 	// Mcp-Session-Id; a client's capabilities arrive in it).
 	Handshake bool
@@ -68,6 +70,21 @@ type Method struct {
 	// resources, which a multi-backend vhost renames.
 	ResultURIs ResultURIs
 }
+
+// TaskAction is what a method of the Tasks extension does to its task.
+type TaskAction uint8
+
+const (
+	// TaskNone: not a Task method.
+	TaskNone TaskAction = iota
+	// TaskReads: it reads the task's status, and its result once it has
+	// one (tasks/get).
+	TaskReads
+	// TaskAnswers: it answers the task's input requests (tasks/update).
+	TaskAnswers
+	// TaskCancels: it cancels the task (tasks/cancel).
+	TaskCancels
+)
 
 // Subscription is a method's effect on a session's resource
 // subscriptions.
@@ -123,9 +140,9 @@ var methods = map[string]Method{
 	"resources/subscribe":   {Routed: "resource", Session: true, Subscription: Subscribes},
 	"resources/unsubscribe": {Routed: "resource", Session: true, Subscription: Unsubscribes},
 	"completion/complete":   {Routed: "reference", Modern: true},
-	"tasks/get":             {NameField: "taskId", Modern: true, Task: true},
-	"tasks/update":          {NameField: "taskId", Modern: true, Task: true},
-	"tasks/cancel":          {NameField: "taskId", Modern: true, Task: true},
+	"tasks/get":             {NameField: "taskId", Modern: true, Task: true, TaskAction: TaskReads},
+	"tasks/update":          {NameField: "taskId", Modern: true, Task: true, TaskAction: TaskAnswers},
+	"tasks/cancel":          {NameField: "taskId", Modern: true, Task: true, TaskAction: TaskCancels},
 	// The Skills extension (SEP-2640): skills/list fans out like the
 	// lists above; skills/get and resources/directory/read route by URI
 	// like resources/read (no Mcp-Name: the revision mirrors none for them).

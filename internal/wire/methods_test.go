@@ -20,6 +20,9 @@ func TestMethodFactsAgree(t *testing.T) {
 		if (m.RateLimited || m.Taskable || m.ParamHeaders) && !m.Tool {
 			t.Errorf("%s: rate limits, tasks and Mcp-Param headers concern tool calls", name)
 		}
+		if m.Task != (m.TaskAction != TaskNone) {
+			t.Errorf("%s: Task %v but TaskAction %d: each Task method says what it does to its task", name, m.Task, m.TaskAction)
+		}
 		if m.Subscription != SubscriptionNone && (m.Routed != "resource" || !m.Session) {
 			t.Errorf("%s: a subscription is a 2025 session's, to one resource", name)
 		}
