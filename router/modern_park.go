@@ -257,24 +257,25 @@ func (pr *parkedRun) Run(ctx context.Context, ask taskrun.Ask) (taskrun.Answer, 
 }
 
 // parkedAnswer is a parked call's response; the hidden task keeps it
-// encoded, for a retry on any instance (parkAnswered).
+// encoded, for a retry on any instance (keptAnswer).
 type parkedAnswer struct{ resp *jsonrpc.Response }
 
 // Result is the response as the task keeps it.
 func (a parkedAnswer) Result() (json.RawMessage, error) { return wire.EncodeMessage(a.resp) }
 
-// parkAnswered is the client's answer when its parked call answered a
-// retry: resp is the call's JSON-RPC response as its task keeps it.
-func (r *Router) parkAnswered(ctx context.Context, v *vhost, c *Call, resp json.RawMessage) *jsonrpc.Response {
-	msg, err := wire.Decode(resp)
-	answer, ok := msg.(*jsonrpc.Response)
-	if err != nil || !ok {
-		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "a parked call's answer could not be read"))
+// keptAnswer is a parked call's response as its task keeps it, for a
+// retry; nil when it cannot be read.
+func keptAnswer(kept json.RawMessage) *jsonrpc.Response {
+	msg, err := wire.Decode(kept)
+	answer, _ := msg.(*jsonrpc.Response)
+	if err != nil {
+		return nil
 	}
-	return r.parkFinished(ctx, v, c, answer)
+	return answer
 }
 
-// parkFinished is the client's answer made of its parked call's response.
+// parkFinished is the client's answer made of its parked call's response
+// (nil: one that could not be read).
 func (r *Router) parkFinished(ctx context.Context, v *vhost, c *Call, answer *jsonrpc.Response) *jsonrpc.Response {
 	if answer == nil {
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "a parked call's answer could not be read"))

@@ -197,7 +197,7 @@ func (r *Router) preHooks(ctx context.Context, v *vhost, c *Call, t *target, par
 	hc := &hook.Call{Method: method, VHost: v.name, Backend: t.backend, Name: t.name,
 		Principal: c.Principal, SessionID: c.peer.sessionID, Params: params}
 	var schema func(ctx context.Context) (json.RawMessage, error)
-	if method == "tools/call" {
+	if wire.MethodOf(method).Tool {
 		schema = func(ctx context.Context) (json.RawMessage, error) {
 			return r.toolInputSchema(ctx, v, c, t.backend, t.name)
 		}

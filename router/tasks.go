@@ -154,7 +154,7 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 		return &jsonrpc.Response{ID: id, Error: resp.Error} // the backend's own refusal
 	}
 	result := resp.Result
-	if method == "tasks/get" {
+	if wire.MethodOf(method).TaskAction == wire.TaskReads {
 		result = clientTaskResult(v, claims.Backend, token, result)
 	}
 	return c.Caller.finish(ctx, r, resultResponse(id, result), method, nil) // a 2025 session's: as the backend wrote them

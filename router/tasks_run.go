@@ -390,19 +390,19 @@ func (r *Router) gatewayTaskMethod(ctx context.Context, c *Call, params map[stri
 	id, tasks := c.Request.ID, r.opts.Tasks
 	var err error
 	ack := json.RawMessage(`{}`)
-	switch c.Request.Method {
-	case "tasks/get":
+	switch wire.MethodOf(c.Request.Method).TaskAction {
+	case wire.TaskReads:
 		var task *store.Task
 		if task, err = tasks.Get(ctx, claims.Principal, claims.TaskID); err == nil {
 			ack, err = json.Marshal(taskrun.Detailed(task, token, time.Now()))
 		}
-	case "tasks/update":
+	case wire.TaskAnswers:
 		var answers map[string]json.RawMessage
 		if json.Unmarshal(params["inputResponses"], &answers) != nil || answers == nil {
 			return errorResponse(id, invalidParams("tasks/update needs an object inputResponses"))
 		}
 		err = tasks.Update(ctx, claims.Principal, claims.TaskID, answers)
-	case "tasks/cancel":
+	case wire.TaskCancels:
 		err = tasks.Cancel(ctx, claims.Principal, claims.TaskID)
 	}
 	switch {
