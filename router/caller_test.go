@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/credentials"
+	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -227,4 +229,70 @@ func TestCaller_GatewayParamHeadersLeftAlone(t *testing.T) {
 func mustRouterID(n int64) jsonrpc.ID {
 	id, _ := jsonrpc.MakeID(float64(n))
 	return id
+}
+
+// A backend that needs the caller's sign-in: a session's client, or a
+// task's, is told with URLElicitationRequired when it can open a link, else
+// with the link in an error; a 2026-07-28 client that cannot open one is
+// told which capability it lacks, and one that can is asked in a round
+// where the method has rounds.
+func TestCaller_SignIn(t *testing.T) {
+	r := New(nil, Options{CursorSecret: []byte("0123456789abcdef0123456789abcdef")})
+	v := offlineVHost(t, "fx")
+	sr := &credentials.SignInRequired{VHost: "v", Backend: "fx", URL: "https://idp.example/link", ID: "e1"}
+	for _, tc := range []struct {
+		kind, method string
+		canURL       bool
+		code         int64 // 0: a result
+	}{
+		{"session", "tools/call", true, codeURLElicitationRequired},
+		{"session", "tools/call", false, CodeInternalError},
+		{"task", "tools/call", true, codeURLElicitationRequired},
+		{"modern", "tools/call", false, wire.CodeMissingClientCapability},
+		{"modern", "completion/complete", true, CodeInternalError},
+		{"modern", "tools/call", true, 0},
+	} {
+		c := &Call{VHost: "v", Principal: "alice", Request: &jsonrpc.Request{ID: mustRouterID(3), Method: tc.method}, d: &Decisions{}}
+		resp := callers(nil)[tc.kind].signIn(t.Context(), r, v, c, &target{backend: "fx", params: map[string]json.RawMessage{}}, sr, tc.canURL)
+		var got int64
+		if e, ok := resp.Error.(*jsonrpc.Error); ok {
+			got = e.Code
+		} else if resp.Error != nil {
+			got = -1
+		}
+		if got != tc.code || tc.code == 0 && !strings.Contains(string(resp.Result), "input_required") {
+			t.Errorf("%s %s (url %v): %d %s, want %d", tc.kind, tc.method, tc.canURL, got, resp.Result, tc.code)
+		}
+	}
+}
+
+// A page for a client that reads no envelope keeps a single backend's
+// members less its envelope; a 2026-07-28 client's page is decorated, and
+// private when the walk was.
+func TestCaller_PageFields(t *testing.T) {
+	r := New(nil, Options{CursorSecret: []byte("0123456789abcdef0123456789abcdef")})
+	one, two := offlineVHost(t, "fx"), offlineVHost(t, "fx", "gx")
+	hints := func() envelope.Hints { return envelope.Hints{TTLMs: 5} }
+	for kind, c := range callers(nil) {
+		for _, v := range []*vhost{one, two} {
+			decorate, private := c.pageFields(r, v, "tools/list", hints, true)
+			if !private {
+				t.Errorf("%s: a private walk's page is not private", kind)
+			}
+			page := map[string]json.RawMessage{"tools": json.RawMessage(`[]`), "ttlMs": json.RawMessage(`9`)}
+			if decorate != nil {
+				decorate(page)
+			}
+			_, ttl := page["ttlMs"]
+			_, kindOf := page["resultType"]
+			switch {
+			case kind == "modern" && (!kindOf || string(page["ttlMs"]) != "5"):
+				t.Errorf("modern: the page is %v", page)
+			case kind != "modern" && v == one && (ttl || kindOf):
+				t.Errorf("%s, one backend: the page keeps the envelope %v", kind, page)
+			case kind != "modern" && v == two && decorate != nil:
+				t.Errorf("%s, two backends: the merged page is changed", kind)
+			}
+		}
+	}
 }
