@@ -42,11 +42,13 @@ func (r *Router) RateLimits(vhost string) bool {
 
 // Decisions are what the router decides of a request before it serves
 // it, once, on the routing table of that moment: the virtual host, the
-// caller's access view, a routed method's target, and whether the request
-// has been counted against the vhost's rate limits. Admit returns them
-// and Serve takes them, so nothing on the way decides again or reads
-// another table (a reload in between changes the next request, not this
-// one).
+// caller's access view, a routed method's target. Admit makes them and
+// counts the request against the vhost's rate limits; Serve takes them,
+// so nothing on the way decides again or reads another table (a reload
+// in between changes the next request, not this one). They are a value:
+// nothing below Admit (decide) writes them. The one decision Admit
+// cannot make, a backend's own tool name (raw_tool_names.go: it needs
+// the caller's backends), is made once in serve, as new decisions.
 type Decisions struct {
 	v      *vhost
 	access policy.View // policy.View{} when the vhost has no rules
@@ -54,8 +56,6 @@ type Decisions struct {
 	// or malformed name); both nil for methods that are not routed.
 	t    *target
 	rerr *jsonrpc.Error
-	// counted: Admit counted the request against the rate limits.
-	counted bool
 	// search: a tool_search vhost's search_tools, which the gateway
 	// answers; unwrapped: the request was a call_tool, and is now the
 	// tools/call it stands for (tool_search.go).
@@ -75,7 +75,7 @@ func (r *Router) decide(c *Call) *Decisions {
 	if r.decideToolSearch(v, c, d) && (d.search || d.rerr != nil) {
 		return d
 	}
-	if _, routed := routedKind(c.Request.Method); routed && c.Request.IsCall() {
+	if rowOf(c.Request.Method).serving == routed && c.Request.IsCall() {
 		d.t, d.rerr = r.resolve(v, c.Request.Method, c.Request.Params)
 	}
 	return d
@@ -85,7 +85,7 @@ func (r *Router) decide(c *Call) *Decisions {
 // Serve (a launched task's run, tasks_launch.go): admitted where it was
 // created, to target t, judged by the caller's claims on today's rules.
 func relayed(v *vhost, claims map[string]any, t *target) *Decisions {
-	return &Decisions{v: v, access: v.accessOf(claims), t: t, counted: true}
+	return &Decisions{v: v, access: v.accessOf(claims), t: t}
 }
 
 // Admit decides a request (Decisions) and counts it against its virtual
@@ -103,22 +103,37 @@ func (r *Router) Admit(ctx context.Context, c *Call) (d *Decisions, refusal *jso
 	if d = r.decide(c); d == nil {
 		return nil, nil
 	}
-	return d, r.count(ctx, d, c)
+	return d, r.count(ctx, d, c.Request, c.Principal)
 }
 
-// count counts c's call, decided by d, against the rate limits once.
-func (r *Router) count(ctx context.Context, d *Decisions, c *Call) *jsonrpc.Response {
-	v, t := d.v, d.t
-	if t != nil && d.rerr == nil && v.routedVisible(d.access, c.Request.Method, t) {
-		if refusal := v.routedStepUp(d.access, c.Request, t); refusal != nil {
-			return refusal // before the answer begins: a 403 status
-		}
-	}
-	if d.counted || v.limits == nil || c.Request.Method != "tools/call" || t == nil || !v.routedVisible(d.access, c.Request.Method, t) {
+// count counts req, decided by d, against the rate limits: once, where
+// the decisions are made (Admit; serveRawTool for a backend's own tool
+// name). A routed target the caller may see but lacks the scopes for is
+// refused here (HTTP 403); a hidden or unknown one is left for routed to
+// refuse, uncounted.
+func (r *Router) count(ctx context.Context, d *Decisions, req *jsonrpc.Request, principal string) *jsonrpc.Response {
+	if !d.visible(req.Method) {
 		return nil
 	}
-	d.counted = true
-	return r.admit(ctx, v, c.Request, c.Principal, t)
+	if refusal := d.v.routedStepUp(d.access, req, d.t); refusal != nil {
+		return refusal // before the answer begins: a 403 status
+	}
+	return r.countLimits(ctx, d, req, principal)
+}
+
+// visible reports whether d found a routed target that the caller may
+// see (access.go: routedVisible).
+func (d *Decisions) visible(method string) bool {
+	return d.t != nil && d.rerr == nil && d.v.routedVisible(d.access, method, d.t)
+}
+
+// countLimits counts req against the vhost's limits when its method is
+// rate limited (only tools/call: it is what reaches backends' work).
+func (r *Router) countLimits(ctx context.Context, d *Decisions, req *jsonrpc.Request, principal string) *jsonrpc.Response {
+	if d.v.limits == nil || !rowOf(req.Method).rateLimited {
+		return nil
+	}
+	return r.admit(ctx, d.v, req, principal, d.t)
 }
 
 // admit counts one tools/call of principal against every limit of the

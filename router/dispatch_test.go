@@ -1,56 +1,128 @@
 package router
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/mcpgw/gateway/internal/wire"
 )
 
-// dispatchOf names how the router dispatches method (serve, handleModern):
-// "self" for the methods it answers itself, "task" for the Tasks
-// extension's, "list" for a list fan-out, "routed" for a method that
-// targets one backend; "" for one it does not serve (-32601).
-func dispatchOf(method string) string {
-	switch method {
-	case "ping", "initialize", "logging/setLevel", "server/discover", "subscriptions/listen":
-		return "self"
+// TestDispatch_EveryMethodOfTheTable: every method of wire's table has a
+// row in the router's (methods.go), every row a method of wire's, and the
+// row agrees with wire's facts (a routed method is one wire says targets a
+// backend; a list is one that does not; the gateway answers a method for
+// one generation). A method added to either table without its row in the
+// other fails here, not in a client's request.
+func TestDispatch_EveryMethodOfTheTable(t *testing.T) {
+	names := wire.MethodNames()
+	for _, m := range names {
+		row := rowOf(m)
+		if row.Method != wire.MethodOf(m) {
+			t.Errorf("%s: the router's row does not carry wire's facts", m)
+		}
+		switch row.serving {
+		case notServed:
+			t.Errorf("%s is in wire's method table but the router does not dispatch it", m)
+		case byGateway:
+			if row.answer == nil {
+				t.Errorf("%s is the gateway's to answer, but its row has no answer", m)
+			}
+			if row.Session == row.Modern {
+				t.Errorf("%s: the gateway answers it in serve (Session) or in handleModern (Modern), not both or neither", m)
+			}
+		case routed:
+			if row.Routed == "" {
+				t.Errorf("%s is routed, but wire's row names no identifier kind", m)
+			}
+			if row.routeOn == "" {
+				t.Errorf("%s is routed, but its row names no field to route on", m)
+			}
+		case fanOut:
+			if row.Routed != "" || row.Task {
+				t.Errorf("%s fans out, but wire's row says it targets one backend", m)
+			}
+			if row.list.method != m || row.list.field == "" || row.list.capability == "" {
+				t.Errorf("%s fans out, but its list operation is %+v", m, row.list)
+			}
+		case taskMethod:
+			if !row.Task {
+				t.Errorf("%s is dispatched as a task method, but wire's row is not a Task's", m)
+			}
+		}
+		if row.Routed != "" && row.serving != routed {
+			t.Errorf("%s: wire's row names an identifier kind, but the router does not route it", m)
+		}
 	}
-	switch _, list := listOps[method]; {
-	case wire.MethodOf(method).Task:
-		return "task"
-	case list:
-		return "list"
+	for m := range methodRows {
+		if !slices.Contains(names, m) {
+			t.Errorf("%s has a router row but no row in wire's method table", m)
+		}
 	}
-	if _, ok := routedKind(method); ok {
-		return "routed"
+	for _, m := range []string{"tools/made-up", "notifications/initialized", ""} {
+		if got := rowOf(m).serving; got != notServed {
+			t.Errorf("%s dispatches as %d", m, got)
+		}
 	}
-	return ""
 }
 
-// TestDispatch_EveryMethodOfTheTable: every method of wire's table has a
-// way through the router, and the table's facts agree with it (a routed
-// method is one the table says targets a backend; a list is one that does
-// not). A method added to the table without its dispatch fails here, not
-// in a client's request.
-func TestDispatch_EveryMethodOfTheTable(t *testing.T) {
-	for _, m := range wire.MethodNames() {
-		row := wire.MethodOf(m)
-		switch got := dispatchOf(m); got {
-		case "":
-			t.Errorf("%s is in wire's method table but the router does not dispatch it", m)
-		case "routed":
-			if row.Routed == "" {
-				t.Errorf("%s is routed, but its row names no identifier kind", m)
-			}
-		case "list":
-			if row.Routed != "" || row.Task {
-				t.Errorf("%s fans out, but its row says it targets one backend", m)
-			}
+// TestMethodRows_Facts: what each layer asks of a method, as the rows say
+// it (a fact moved to the wrong row changes who is counted, refused or
+// renamed).
+func TestMethodRows_Facts(t *testing.T) {
+	cases := []struct {
+		method  string
+		serving serving
+		kind    string // routed: the identifier kind
+		routeOn string
+		check   func(*methodRow) bool
+	}{
+		{"ping", byGateway, "", "", func(r *methodRow) bool { return r.Session }},
+		{"initialize", byGateway, "", "", func(r *methodRow) bool { return r.Session }},
+		{"logging/setLevel", byGateway, "", "", func(r *methodRow) bool { return r.Session }},
+		{"server/discover", byGateway, "", "", func(r *methodRow) bool { return r.Modern }},
+		{"subscriptions/listen", byGateway, "", "", func(r *methodRow) bool { return r.Modern }},
+		{"tools/list", fanOut, "", "", func(r *methodRow) bool { return r.list.field == "tools" && r.list.uriField == "" }},
+		{"resources/list", fanOut, "", "", func(r *methodRow) bool { return r.list.uriField == "uri" }},
+		{"resources/templates/list", fanOut, "", "", func(r *methodRow) bool {
+			return r.list.field == "resourceTemplates" && r.list.capability == "resources" && r.list.uriField == "uriTemplate"
+		}},
+		{"prompts/list", fanOut, "", "", nil},
+		{"skills/list", fanOut, "", "", func(r *methodRow) bool { return r.list.uriField == "uri" }},
+		{"tools/call", routed, "tool", "name", func(r *methodRow) bool {
+			return r.toolName && r.rateLimited && r.resolveBy != nil && !r.neverHidden
+		}},
+		{"prompts/get", routed, "prompt", "name", nil},
+		{"resources/read", routed, "resource", "uri", nil},
+		{"resources/subscribe", routed, "resource", "uri", nil},
+		{"resources/unsubscribe", routed, "resource", "uri", func(r *methodRow) bool { return r.neverHidden }},
+		{"completion/complete", routed, "reference", "ref", func(r *methodRow) bool { return r.resolveBy != nil }},
+		{"skills/get", routed, "skill", "uri", func(r *methodRow) bool { return r.skills && !r.directory }},
+		{"resources/directory/read", routed, "resource", "uri", func(r *methodRow) bool { return r.skills && r.directory }},
+		{"tasks/get", taskMethod, "", "", func(r *methodRow) bool { return r.detailedTask }},
+		{"tasks/update", taskMethod, "", "", func(r *methodRow) bool { return !r.detailedTask }},
+		{"tasks/cancel", taskMethod, "", "", func(r *methodRow) bool { return !r.detailedTask }},
+	}
+	seen := map[string]bool{}
+	for _, tc := range cases {
+		seen[tc.method] = true
+		row := rowOf(tc.method)
+		if row.serving != tc.serving || row.Routed != tc.kind || row.routeOn != tc.routeOn {
+			t.Errorf("%s: serving %d, kind %q, routed on %q; want %d, %q, %q", tc.method, row.serving, row.Routed, row.routeOn, tc.serving, tc.kind, tc.routeOn)
+		}
+		if tc.check != nil && !tc.check(row) {
+			t.Errorf("%s: its row's facts are not the method's: %+v", tc.method, *row)
+		}
+		// Facts only tools/call has.
+		if tc.method != "tools/call" && (row.toolName || row.rateLimited) {
+			t.Errorf("%s: its row says it names a tool or is rate limited", tc.method)
 		}
 	}
-	for _, m := range []string{"tools/made-up", "notifications/initialized"} {
-		if got := dispatchOf(m); got != "" {
-			t.Errorf("%s dispatches as %q", m, got)
+	for m := range methodRows {
+		if !seen[m] {
+			t.Errorf("%s has a row but no case here", m)
 		}
+	}
+	if len(listOps) != 5 || listOps["tools/list"] != rowOf("tools/list").list {
+		t.Errorf("listOps are not the fan-out rows' operations: %v", listOps)
 	}
 }

@@ -21,22 +21,12 @@ import (
 	"github.com/mcpgw/gateway/store"
 )
 
-// listOp describes one of the list methods.
+// listOp describes one of the list methods (its row: methods.go).
 type listOp struct {
 	method     string // e.g. "tools/list"
 	field      string // result array: "tools"
 	capability string // snapshot capability (or extension) that makes a backend eligible
 	uriField   string // "uri" / "uriTemplate" to prefix, or ""
-}
-
-var listOps = map[string]listOp{
-	"tools/list":               {"tools/list", "tools", "tools", ""},
-	"resources/list":           {"resources/list", "resources", "resources", "uri"},
-	"prompts/list":             {"prompts/list", "prompts", "prompts", ""},
-	"resources/templates/list": {"resources/templates/list", "resourceTemplates", "resources", "uriTemplate"},
-	// The Skills extension's (SEP-2640): entries named by their uri
-	// (skills.go: nameSkill).
-	"skills/list": {"skills/list", "skills", capability.Skills, "uri"},
 }
 
 // MetaSkippedBackends is the result _meta key naming backends that were

@@ -25,31 +25,26 @@ func modernSnapshot(snap *store.BackendSnapshot) bool {
 	return snap.OK() && snap.ProtocolVersion == wire.ModernProtocolVersion
 }
 
-// handleModern answers a 2026-07-28 request (Serve): server/discover and
-// subscriptions/listen here; any other request once its rate limits are
-// counted, parked when it reaches a 2025-era backend that may ask the
-// client something, else through the core (serve) with the discovery
-// cache's snapshots as its peer, its result decorated.
+// handleModern answers a 2026-07-28 request (Serve), admitted: the
+// methods the gateway answers for it alone (server/discover,
+// subscriptions/listen) here; any other parked when it reaches a 2025-era
+// backend that may ask the client something, else through the core
+// (serve) with the discovery cache's snapshots as its peer, its result
+// decorated.
 func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Response) {
-	method := c.Request.Method
-	switch method {
-	case "server/discover":
-		return r.modernDiscover(ctx, v, c)
-	case "subscriptions/listen":
-		return r.listen(ctx, v, c)
-	}
-	if wire.MethodOf(method).Task {
+	method, row := c.Request.Method, rowOf(c.Request.Method)
+	switch {
+	case row.serving == byGateway && row.Modern:
+		return row.answer(r, ctx, v, c)
+	case row.serving == taskMethod:
 		return r.routeTask(ctx, v, c) // the task's own call was admitted and hooked
-	}
-	if resp := r.count(ctx, c.d, c); resp != nil {
-		return resp // over a rate limit: no backend, not even discovery
 	}
 	if resp := r.parkable(ctx, v, c); resp != nil {
 		return resp
 	}
 	c.peer = c.Caller.peer(ctx, r, v, c) // caller_modern.go
 	resp = r.serve(ctx, v, c)
-	if _, list := listOps[method]; list && resp.Error == nil {
+	if row.serving == fanOut && resp.Error == nil {
 		return resp // decorated as it was assembled (list_fanout.go)
 	}
 	return r.finishModern(ctx, resp, method, v.accessHints(method, nil))

@@ -25,6 +25,58 @@ import (
 // (tool_schemas.go): a raw-name call costs a list walk per backend at
 // most once per cache lifetime.
 
+// serveRawTool serves a tools/call whose name no backend publishes (serve):
+// when the name is a backend's own, as an MCP App calls it, the call is
+// decided anew, once, as the published name's (the request renamed, new
+// decisions: the ones Admit made are not changed) and counted against the
+// rate limits, as Admit counts any other; then routed serves it, or
+// refuses it as unknown.
+func (r *Router) serveRawTool(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
+	d, req, refusal := r.decideRawTool(ctx, v, c)
+	if refusal != nil {
+		return refusal
+	}
+	c.d, c.Request = d, req
+	return r.routed(ctx, v, c)
+}
+
+// decideRawTool is c's decisions and request with a backend's own tool
+// name resolved: unchanged when the name is not one (or the call is
+// malformed), an error when it is several backends', else the published
+// name's target and the request renamed to it; refusal when counting it
+// refused it.
+func (r *Router) decideRawTool(ctx context.Context, v *vhost, c *Call) (d *Decisions, req *jsonrpc.Request, refusal *jsonrpc.Response) {
+	d, req = c.d, c.Request
+	// Only a name no backend owns (not a malformed call): the very
+	// error unknownIdentifier makes for it.
+	name, ok := rawToolName(req.Params)
+	if !ok || d.t != nil || d.rerr.Message != unknownIdentifier("tool", name).Message {
+		return d, req, nil
+	}
+	published, perr := r.resolveRawTool(ctx, v, c, name)
+	switch {
+	case perr != nil:
+		decided := *d
+		decided.rerr = perr
+		return &decided, req, nil
+	case published == "":
+		return d, req, nil
+	}
+	renamed := *req
+	renamed.Params = withToolName(req.Params, published)
+	decided := *d
+	decided.t, decided.rerr = r.resolve(v, req.Method, renamed.Params)
+	if n := auditNote(ctx); n != nil {
+		n.Name = published
+	}
+	// Counted only when routed will serve it: a hidden name, or one the
+	// caller lacks the scopes for, is refused there (and noted), uncounted.
+	if decided.visible(req.Method) && v.routedStepUp(decided.access, &renamed, decided.t) == nil {
+		refusal = r.countLimits(ctx, &decided, &renamed, c.Principal)
+	}
+	return &decided, &renamed, refusal
+}
+
 // resolveRawTool resolves tools/call name as a backend's raw tool name,
 // returning the published name it stands for, or the error to answer with
 // (unknown: nil and "").
@@ -42,7 +94,7 @@ func (r *Router) resolveRawTool(ctx context.Context, v *vhost, c *Call, name str
 			continue // not listed, or the backend's list failed
 		}
 		published := v.publishedTool(key, name)
-		if v.routedVisible(access, "tools/call", &target{backend: key, name: name, public: published, kind: "tool"}) {
+		if v.routedVisible(access, c.Request.Method, &target{backend: key, name: name, public: published, kind: "tool"}) {
 			candidates = append(candidates, published)
 		}
 	}

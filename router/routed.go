@@ -25,7 +25,7 @@ type target struct {
 // identifier. The identifier is stripped before the backend sees it.
 func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	method := c.Request.Method
-	t, rerr, counted := r.rawToolTarget(ctx, v, c)
+	t, rerr := c.d.t, c.d.rerr
 	if rerr == nil && !v.routedVisible(c.d.access, method, t) {
 		// Hidden: refused as if no backend owned it, before any hook,
 		// bound or backend could answer differently.
@@ -50,13 +50,6 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		return errorResponse(c.Request.ID, rerr)
 	}
 	r.annotateTarget(ctx, t)
-	if !counted && v.limits != nil && wire.MethodOf(method).RateLimited {
-		// Not counted by Admit: a backend's own tool name, or a request
-		// Serve decided itself.
-		if resp := r.admit(ctx, v, c.Request, c.Principal, t); resp != nil {
-			return resp // over a rate limit: no hook, no backend
-		}
-	}
 	ctx, perr := c.Caller.clientParamHeaders(ctx, r, v, c, t, modernSnapshot(c.peer.backends[t.backend]))
 	if perr != nil {
 		return errorResponse(c.Request.ID, perr)
@@ -150,40 +143,6 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 		}
 	}
 	return r.recordSubscription(ctx, c, t, result)
-}
-
-// rawToolTarget is the call's decided target, or, for a tools/call whose
-// name no backend publishes, the target of a backend's own name as an MCP
-// App calls it (the request renamed to the published name). counted is
-// false when Admit counted no tool of that name.
-func (r *Router) rawToolTarget(ctx context.Context, v *vhost, c *Call) (t *target, rerr *jsonrpc.Error, counted bool) {
-	method := c.Request.Method
-	t, rerr, counted = c.d.t, c.d.rerr, c.d.counted
-	if rerr == nil || method != "tools/call" || t != nil {
-		return t, rerr, counted
-	}
-	// Only a name no backend owns (not a malformed call): the very
-	// error unknownIdentifier makes for it.
-	name, ok := rawToolName(c.Request.Params)
-	if !ok || rerr.Message != unknownIdentifier("tool", name).Message {
-		return t, rerr, counted
-	}
-	// Perhaps a backend's own name, as an MCP App calls it.
-	published, perr := r.resolveRawTool(ctx, v, c, name)
-	switch {
-	case perr != nil:
-		rerr = perr
-	case published != "":
-		req := *c.Request
-		req.Params = withToolName(c.Request.Params, published)
-		c.Request = &req
-		t, rerr = r.resolve(v, method, c.Request.Params)
-		counted = false // Admit saw no tool of that name
-		if n := auditNote(ctx); n != nil {
-			n.Name = published
-		}
-	}
-	return t, rerr, counted
 }
 
 // preHooks runs the plugins' Pre hooks on a hooked method's params: the
@@ -286,64 +245,71 @@ func (r *Router) recordSubscription(ctx context.Context, c *Call, t *target, res
 }
 
 // resolve finds the backend and the backend-side identifier of a routed
-// request, and returns the params with the identifier rewritten.
+// request, and returns the params with the identifier rewritten: by the
+// prefix rule on the field its row routes on, or by the row's own
+// resolver.
 func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target, *jsonrpc.Error) {
 	params, ok := wire.Object(raw) // the transport has checked it is JSON
 	if !ok {
 		return nil, invalidParams("%s params must be an object", method)
 	}
-	kind, _ := routedKind(method)
-	switch method {
-	case "tools/call":
-		name, err := stringField(params, "name", method)
-		if err != nil {
-			return nil, err
-		}
-		// A 2025-11-25 task augmentation (params.task) is ignored, as
-		// SEP-2663 says: the gateway declares no capabilities.tasks, and a
-		// backend that creates tasks does so under the Tasks extension
-		// (router/tasks.go). The backend never sees it.
-		delete(params, "task")
-		t := &target{public: name, kind: kind, params: params}
-		if a, ok := v.aliases.Resolve(name); ok {
-			t.backend, t.name = a.Backend, a.Tool
-		} else if t.backend, t.name, err = v.route(kind, name); err != nil {
-			return nil, err
-		}
-		params["name"], _ = json.Marshal(t.name)
-		// "arguments": null is legal JSON but some SDK servers crash on it;
-		// absent arguments mean the same thing to every backend.
-		if a, ok := params["arguments"]; ok && string(a) == "null" {
-			delete(params, "arguments")
-		}
-		return t, nil
-	case "prompts/get":
-		return routeField(v, params, "name", kind, method)
-	case "completion/complete":
-		var ref map[string]json.RawMessage
-		if err := json.Unmarshal(params["ref"], &ref); err != nil || ref == nil {
-			return nil, invalidParams("completion/complete needs params.ref")
-		}
-		refType, _ := stringField(ref, "type", method)
-		field, kind := "", ""
-		switch refType {
-		case "ref/prompt":
-			field, kind = "name", "prompt"
-		case "ref/resource":
-			field, kind = "uri", "resource"
-		default:
-			return nil, invalidParams("completion/complete: unsupported ref type %s", wire.Quote(refType))
-		}
-		t, err := routeField(v, ref, field, kind, method)
-		if err != nil {
-			return nil, err
-		}
-		params["ref"], _ = json.Marshal(t.params)
-		t.params = params
-		return t, nil
-	default: // resources/read, resources/subscribe, resources/unsubscribe, skills/get, resources/directory/read
-		return routeField(v, params, "uri", kind, method)
+	row := rowOf(method)
+	if row.resolveBy != nil {
+		return row.resolveBy(v, params, row.Routed, method)
 	}
+	return routeField(v, params, row.routeOn, row.Routed, method)
+}
+
+// resolveTool resolves a tools/call: an alias, else the prefix rule.
+func resolveTool(v *vhost, params map[string]json.RawMessage, kind, method string) (*target, *jsonrpc.Error) {
+	name, err := stringField(params, "name", method)
+	if err != nil {
+		return nil, err
+	}
+	// A 2025-11-25 task augmentation (params.task) is ignored, as
+	// SEP-2663 says: the gateway declares no capabilities.tasks, and a
+	// backend that creates tasks does so under the Tasks extension
+	// (router/tasks.go). The backend never sees it.
+	delete(params, "task")
+	t := &target{public: name, kind: kind, params: params}
+	if a, ok := v.aliases.Resolve(name); ok {
+		t.backend, t.name = a.Backend, a.Tool
+	} else if t.backend, t.name, err = v.route(kind, name); err != nil {
+		return nil, err
+	}
+	params["name"], _ = json.Marshal(t.name)
+	// "arguments": null is legal JSON but some SDK servers crash on it;
+	// absent arguments mean the same thing to every backend.
+	if a, ok := params["arguments"]; ok && string(a) == "null" {
+		delete(params, "arguments")
+	}
+	return t, nil
+}
+
+// resolveCompletion resolves a completion/complete by its reference: a
+// prompt's name or a resource's URI.
+func resolveCompletion(v *vhost, params map[string]json.RawMessage, _, method string) (*target, *jsonrpc.Error) {
+	var ref map[string]json.RawMessage
+	if err := json.Unmarshal(params["ref"], &ref); err != nil || ref == nil {
+		return nil, invalidParams("completion/complete needs params.ref")
+	}
+	refType, _ := stringField(ref, "type", method)
+	field, kind := "", ""
+	switch refType {
+	case "ref/prompt":
+		field, kind = "name", "prompt"
+	case "ref/resource":
+		field, kind = "uri", "resource"
+	default:
+		return nil, invalidParams("completion/complete: unsupported ref type %s", wire.Quote(refType))
+	}
+	t, err := routeField(v, ref, field, kind, method)
+	if err != nil {
+		return nil, err
+	}
+	params["ref"], _ = json.Marshal(t.params)
+	t.params = params
+	return t, nil
 }
 
 // routeField routes on one string field of an object and rewrites it.
@@ -367,12 +333,11 @@ func routeField(v *vhost, obj map[string]json.RawMessage, field, kind, method st
 // configured. It reads only the routing table, for the request log: no
 // access rule is evaluated and no backend is contacted.
 func (r *Router) RouteOf(vhost, method, id string) string {
-	v := r.table.Load().vhosts[vhost]
-	kind, routed := routedKind(method)
-	if v == nil || !routed || id == "" {
+	v, row := r.table.Load().vhosts[vhost], rowOf(method)
+	if v == nil || row.serving != routed || id == "" {
 		return ""
 	}
-	if method == "tools/call" {
+	if row.toolName {
 		if v.search != nil && gatewayTool(id) {
 			return "" // the gateway's own (tool_search.go)
 		}
@@ -380,7 +345,7 @@ func (r *Router) RouteOf(vhost, method, id string) string {
 			return a.Backend
 		}
 	}
-	backend, _, err := v.route(kind, id)
+	backend, _, err := v.route(row.Routed, id)
 	if err != nil {
 		return ""
 	}

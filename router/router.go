@@ -393,9 +393,8 @@ func (r *Router) Handle(ctx context.Context, c *Call) *jsonrpc.Response {
 }
 
 // Serve answers one request, of either generation, with the decisions
-// Admit made of it (nil: made here, and a routed call is counted against
-// the rate limits on its way). It never returns nil for a call; for a
-// notification it returns nil.
+// Admit made of it (nil: Admit is asked here). It never returns nil for a
+// call; for a notification it returns nil.
 func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrpc.Response) {
 	c.normalize()
 	if r.tracer != nil && c.Request.IsCall() {
@@ -404,7 +403,10 @@ func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrp
 		defer func() { endRequest(span, resp) }()
 	}
 	if d == nil {
-		d = r.decide(c)
+		var refusal *jsonrpc.Response
+		if d, refusal = r.Admit(ctx, c); refusal != nil {
+			return refusal // a Failure: its status is its own, in either generation
+		}
 	}
 	if d == nil {
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))
@@ -423,29 +425,24 @@ func (r *Router) serve(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Re
 	if !c.Request.IsCall() {
 		return nil // notifications/initialized and friends need no answer
 	}
-	method := c.Request.Method
-	switch method {
-	case "ping":
-		return resultResponse(c.Request.ID, json.RawMessage(`{}`))
-	case "initialize":
-		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "session is already initialized"))
-	case "logging/setLevel":
-		return r.setLevel(ctx, c)
-	}
-	if wire.MethodOf(method).Task {
+	row := rowOf(c.Request.Method)
+	switch {
+	case row.serving == byGateway && row.Session:
+		return row.answer(r, ctx, v, c)
+	case row.serving == taskMethod:
 		return r.routeTask(ctx, v, c) // a 2025 session that declared Tasks in its initialize
-	}
-	op, isList := listOps[method]
-	_, isRouted := routedKind(method)
-	if !isList && !isRouted {
-		return errorResponse(c.Request.ID, rpcError(CodeMethodNotFound, "method %s is not supported", wire.Quote(method)))
+	case row.serving != fanOut && row.serving != routed:
+		return errorResponse(c.Request.ID, rpcError(CodeMethodNotFound, "method %s is not supported", wire.Quote(c.Request.Method)))
 	}
 	if ctx.Err() != nil { // cancelled before it arrived here (a cancel mark)
 		return cancelledResponse(c.Request.ID)
 	}
-	if isList {
-		resp = r.list(ctx, v, c, op)
-	} else {
+	switch {
+	case row.serving == fanOut:
+		resp = r.list(ctx, v, c, row.list)
+	case row.toolName && c.d.rerr != nil:
+		resp = r.serveRawTool(ctx, v, c) // raw_tool_names.go
+	default:
 		resp = r.routed(ctx, v, c)
 	}
 	if errors.Is(context.Cause(ctx), ErrCancelledByClient) {
