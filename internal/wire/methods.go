@@ -86,6 +86,11 @@ const (
 	TaskCancels
 )
 
+// Audited reports whether the method's requests go to the audit trail:
+// the routed ones, each a caller's use of one backend's tool, prompt or
+// resource.
+func (m Method) Audited() bool { return m.Routed != "" }
+
 // Subscription is a method's effect on a session's resource
 // subscriptions.
 type Subscription uint8
