@@ -230,9 +230,9 @@ func noteAudit(a *Audit, r *http.Request, n *requestNote) *http.Request {
 	return r.WithContext(router.WithAuditNote(r.Context(), n.audit))
 }
 
-// audited reports whether a method's requests are audited: the routed
-// ones (internal/wire/methods.go).
-func audited(method string) bool { return wire.MethodOf(method).Routed != "" }
+// audited reports whether a method's requests are audited, as wire's
+// method table says (wire.Method.Audited).
+func audited(method string) bool { return wire.MethodOf(method).Audited() }
 
 // ClientAddr returns the function that names a request's client address
 // as the audit trail does (through the trusted proxies), for other
