@@ -120,31 +120,38 @@ func updateVisible(a policy.View, n *jsonrpc.Request) bool {
 }
 
 // routedVisible reports whether a routed request's target is visible to
-// the request. resources/unsubscribe is never refused: a client must be
-// able to drop a subscription to a resource that has become hidden.
-// A name that only a rule needing more scopes shows counts as visible
-// here (it is listed); routedStepUp then refuses it.
+// the request. A method whose row says neverHidden (resources/unsubscribe)
+// is never refused: a client must be able to drop a subscription to a
+// resource that has become hidden. A name that only a rule needing more
+// scopes shows counts as visible here (it is listed); routedStepUp then
+// refuses it.
 func (v *vhost) routedVisible(a policy.View, method string, t *target) bool {
-	switch {
-	case a.All() || method == "resources/unsubscribe":
+	row := rowOf(method)
+	if a.All() || row.neverHidden {
 		return true
-	case method == "tools/call":
-		return a.Listed(v.publishedTool(t.backend, t.name))
 	}
-	return a.Listed(t.public)
+	return a.Listed(v.judgedName(row, t))
+}
+
+// judgedName is the name access rules judge a routed target by: a tool's
+// published name (an alias is judged as the tool it stands for), else the
+// identifier as the client sent it.
+func (v *vhost) judgedName(row *methodRow, t *target) string {
+	if row.toolName {
+		return v.publishedTool(t.backend, t.name)
+	}
+	return t.public
 }
 
 // routedStepUp refuses a routed request whose target the caller's token
 // lacks the scopes for (HTTP 403, insufficient_scope with the scopes to
 // ask for: a client re-authorizes and retries); nil when it may go on.
 func (v *vhost) routedStepUp(a policy.View, req *jsonrpc.Request, t *target) *jsonrpc.Response {
-	if a.All() || req.Method == "resources/unsubscribe" {
+	row := rowOf(req.Method)
+	if a.All() || row.neverHidden {
 		return nil
 	}
-	name := t.public
-	if req.Method == "tools/call" {
-		name = v.publishedTool(t.backend, t.name)
-	}
+	name := v.judgedName(row, t)
 	scopes := a.StepUp(name)
 	if scopes == nil {
 		return nil

@@ -2,6 +2,7 @@ package router
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcpgw/gateway/internal/wire"
@@ -93,8 +94,8 @@ func TestMethodRows_Facts(t *testing.T) {
 		}},
 		{"prompts/get", routed, "prompt", "name", nil},
 		{"resources/read", routed, "resource", "uri", nil},
-		{"resources/subscribe", routed, "resource", "uri", nil},
-		{"resources/unsubscribe", routed, "resource", "uri", func(r *methodRow) bool { return r.neverHidden }},
+		{"resources/subscribe", routed, "resource", "uri", func(r *methodRow) bool { return r.subscription == subscribes && !r.neverHidden }},
+		{"resources/unsubscribe", routed, "resource", "uri", func(r *methodRow) bool { return r.subscription == unsubscribes && r.neverHidden }},
 		{"completion/complete", routed, "reference", "ref", func(r *methodRow) bool { return r.resolveBy != nil }},
 		{"skills/get", routed, "skill", "uri", func(r *methodRow) bool { return r.skills && !r.directory }},
 		{"resources/directory/read", routed, "resource", "uri", func(r *methodRow) bool { return r.skills && r.directory }},
@@ -115,6 +116,9 @@ func TestMethodRows_Facts(t *testing.T) {
 		// Facts only tools/call has.
 		if tc.method != "tools/call" && (row.toolName || row.rateLimited) {
 			t.Errorf("%s: its row says it names a tool or is rate limited", tc.method)
+		}
+		if !strings.HasPrefix(tc.method, "resources/") && row.subscription != 0 {
+			t.Errorf("%s: its row says it changes subscriptions", tc.method)
 		}
 	}
 	for m := range methodRows {

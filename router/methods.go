@@ -38,6 +38,14 @@ const (
 	taskMethod
 )
 
+// subscription is what a method does to a session's subscriptions.
+type subscription uint8
+
+const (
+	subscribes subscription = iota + 1
+	unsubscribes
+)
+
 // methodRow is one method as the router serves it.
 type methodRow struct {
 	// Method is wire's row: the facts the transport, metrics and the audit
@@ -67,6 +75,9 @@ type methodRow struct {
 	// owning backend is known not to serve the extension (skills.go);
 	// directory: it also needs the extension's directoryRead.
 	skills, directory bool
+	// subscription: it adds or drops a session's resource subscription
+	// (routed.go: recordSubscription).
+	subscription subscription
 	// detailedTask: its result is a task (DetailedTask) whose ids the
 	// gateway seals for the client.
 	detailedTask bool
@@ -91,8 +102,8 @@ var methodRows = withWireFacts(map[string]*methodRow{
 	"tools/call":               {serving: routed, routeOn: "name", resolveBy: resolveTool, toolName: true, rateLimited: true},
 	"prompts/get":              {serving: routed, routeOn: "name"},
 	"resources/read":           {serving: routed, routeOn: "uri"},
-	"resources/subscribe":      {serving: routed, routeOn: "uri"},
-	"resources/unsubscribe":    {serving: routed, routeOn: "uri", neverHidden: true},
+	"resources/subscribe":      {serving: routed, routeOn: "uri", subscription: subscribes},
+	"resources/unsubscribe":    {serving: routed, routeOn: "uri", neverHidden: true, subscription: unsubscribes},
 	"completion/complete":      {serving: routed, routeOn: "ref", resolveBy: resolveCompletion},
 	"skills/get":               {serving: routed, routeOn: "uri", skills: true},
 	"resources/directory/read": {serving: routed, routeOn: "uri", skills: true, directory: true},

@@ -52,8 +52,8 @@ func nameSkill(v *vhost, key string, item json.RawMessage, scan *itemScan) (name
 // snapshot is not known yet is asked. A single-backend vhost passes the
 // request through, as it passes everything.
 func (r *Router) skillsRefusal(v *vhost, c *Call, t *target) *jsonrpc.Error {
-	method := c.Request.Method
-	if v.single() || (method != "skills/get" && method != "resources/directory/read") {
+	row := rowOf(c.Request.Method)
+	if v.single() || !row.skills {
 		return nil
 	}
 	snap := c.peer.backends[t.backend]
@@ -64,7 +64,7 @@ func (r *Router) skillsRefusal(v *vhost, c *Call, t *target) *jsonrpc.Error {
 	switch {
 	case !caps.Has(capability.Skills):
 		return unknownIdentifier(t.kind, t.public)
-	case method == "resources/directory/read" && !caps.ExtensionFlag(capability.Skills, capability.DirectoryRead):
+	case row.directory && !caps.ExtensionFlag(capability.Skills, capability.DirectoryRead):
 		return invalidParams("%s is not a directory resource this virtual host serves", wire.Quote(t.public))
 	}
 	return nil
