@@ -197,10 +197,10 @@ func extractTraceContext(ctx context.Context, hdr http.Header, params json.RawMe
 	return prop.Extract(ctx, propagation.HeaderCarrier(hdr))
 }
 
-// spanMethod is the method as a span name: one the gateway serves, or
-// "other", so a client cannot mint span names.
+// spanMethod is the method as a span name: one the gateway serves (it
+// has a row, methods.go), or "other", so a client cannot mint span names.
 func spanMethod(method string) string {
-	if _, ok := wire.LookupMethod(method); ok {
+	if rowOf(method).serving != notServed {
 		return method
 	}
 	return "other"
