@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/naming"
@@ -120,14 +121,14 @@ func updateVisible(a policy.View, n *jsonrpc.Request) bool {
 }
 
 // routedVisible reports whether a routed request's target is visible to
-// the request. A method whose row says neverHidden (resources/unsubscribe)
+// the request. A method that drops a subscription (resources/unsubscribe)
 // is never refused: a client must be able to drop a subscription to a
 // resource that has become hidden. A name that only a rule needing more
 // scopes shows counts as visible here (it is listed); routedStepUp then
 // refuses it.
 func (v *vhost) routedVisible(a policy.View, method string, t *target) bool {
 	row := rowOf(method)
-	if a.All() || row.neverHidden {
+	if a.All() || row.Subscription == wire.Unsubscribes {
 		return true
 	}
 	return a.Listed(v.judgedName(row, t))
@@ -137,7 +138,7 @@ func (v *vhost) routedVisible(a policy.View, method string, t *target) bool {
 // published name (an alias is judged as the tool it stands for), else the
 // identifier as the client sent it.
 func (v *vhost) judgedName(row *methodRow, t *target) string {
-	if row.toolName {
+	if row.Tool {
 		return v.publishedTool(t.backend, t.name)
 	}
 	return t.public
@@ -148,7 +149,7 @@ func (v *vhost) judgedName(row *methodRow, t *target) string {
 // ask for: a client re-authorizes and retries); nil when it may go on.
 func (v *vhost) routedStepUp(a policy.View, req *jsonrpc.Request, t *target) *jsonrpc.Response {
 	row := rowOf(req.Method)
-	if a.All() || row.neverHidden {
+	if a.All() || row.Subscription == wire.Unsubscribes {
 		return nil
 	}
 	name := v.judgedName(row, t)

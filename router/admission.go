@@ -130,7 +130,7 @@ func (d *Decisions) visible(method string) bool {
 // countLimits counts req against the vhost's limits when its method is
 // rate limited (only tools/call: it is what reaches backends' work).
 func (r *Router) countLimits(ctx context.Context, d *Decisions, req *jsonrpc.Request, principal string) *jsonrpc.Response {
-	if d.v.limits == nil || !rowOf(req.Method).rateLimited {
+	if d.v.limits == nil || !rowOf(req.Method).RateLimited {
 		return nil
 	}
 	return r.admit(ctx, d.v, req, principal, d.t)

@@ -117,14 +117,14 @@ func (r *Router) listenBackend(ctx context.Context, p *peer, hdr http.Header, t 
 // on its standalone stream: renamed for the client and passed to emit.
 func (r *Router) unsolicited(ctx context.Context, v *vhost, key string, emit func(*jsonrpc.Request)) func(*jsonrpc.Request) {
 	return func(n *jsonrpc.Request) {
-		switch n.Method {
-		case "notifications/resources/updated":
+		switch nf := wire.NotificationOf(n.Method); {
+		case nf.ResourceUpdate:
 			if n = reprefixNotification(v, key, n); n == nil || !r.updateVisibleNow(ctx, v, n) {
 				return
 			}
-		case "notifications/progress", "notifications/cancelled":
+		case nf.AboutRequest():
 			return // belong to calls, never to the GET stream
-		case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
+		case nf.ListChanged != "":
 			if v.keepsLists(key) {
 				r.listChanged(ctx, v.name, key)
 			}
@@ -190,15 +190,15 @@ func (r *Router) listenModern(ctx context.Context, v *vhost, p *peer, hdr http.H
 		if !ok || n.IsCall() {
 			return
 		}
-		switch n.Method {
-		case methodListenAck:
+		switch nf := wire.NotificationOf(n.Method); {
+		case nf.ListenAck:
 			up()
 			return
-		case methodResourceUpdate:
+		case nf.ResourceUpdate:
 			if n = reprefixNotification(v, key, n); n == nil || !r.updateVisibleNow(ctx, v, n) {
 				return
 			}
-		case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
+		case nf.ListChanged != "":
 			if v.keepsLists(key) {
 				r.listChanged(ctx, v.name, key)
 			}

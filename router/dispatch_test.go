@@ -2,7 +2,6 @@ package router
 
 import (
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/mcpgw/gateway/internal/wire"
@@ -90,12 +89,12 @@ func TestMethodRows_Facts(t *testing.T) {
 		{"prompts/list", fanOut, "", "", nil},
 		{"skills/list", fanOut, "", "", func(r *methodRow) bool { return r.list.uriField == "uri" }},
 		{"tools/call", routed, "tool", "name", func(r *methodRow) bool {
-			return r.toolName && r.rateLimited && r.resolveBy != nil && !r.neverHidden
+			return r.Tool && r.RateLimited && r.resolveBy != nil
 		}},
 		{"prompts/get", routed, "prompt", "name", nil},
 		{"resources/read", routed, "resource", "uri", nil},
-		{"resources/subscribe", routed, "resource", "uri", func(r *methodRow) bool { return r.subscription == subscribes && !r.neverHidden }},
-		{"resources/unsubscribe", routed, "resource", "uri", func(r *methodRow) bool { return r.subscription == unsubscribes && r.neverHidden }},
+		{"resources/subscribe", routed, "resource", "uri", func(r *methodRow) bool { return r.Subscription == wire.Subscribes }},
+		{"resources/unsubscribe", routed, "resource", "uri", func(r *methodRow) bool { return r.Subscription == wire.Unsubscribes }},
 		{"completion/complete", routed, "reference", "ref", func(r *methodRow) bool { return r.resolveBy != nil }},
 		{"skills/get", routed, "skill", "uri", func(r *methodRow) bool { return r.skills && !r.directory }},
 		{"resources/directory/read", routed, "resource", "uri", func(r *methodRow) bool { return r.skills && r.directory }},
@@ -114,11 +113,8 @@ func TestMethodRows_Facts(t *testing.T) {
 			t.Errorf("%s: its row's facts are not the method's: %+v", tc.method, *row)
 		}
 		// Facts only tools/call has.
-		if tc.method != "tools/call" && (row.toolName || row.rateLimited) {
-			t.Errorf("%s: its row says it names a tool or is rate limited", tc.method)
-		}
-		if !strings.HasPrefix(tc.method, "resources/") && row.subscription != 0 {
-			t.Errorf("%s: its row says it changes subscriptions", tc.method)
+		if tc.method != "tools/call" && (row.Tool || row.RateLimited || row.resolveBy != nil && row.Routed != "reference") {
+			t.Errorf("%s: its row says it names a tool, is rate limited or resolves as one", tc.method)
 		}
 	}
 	for m := range methodRows {

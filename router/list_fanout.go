@@ -521,13 +521,7 @@ func (v *vhost) keepsLists(key string) bool {
 
 // listChange reports whether method is a backend's announcement that one
 // of its lists changed.
-func listChange(method string) bool {
-	switch method {
-	case "notifications/tools/list_changed", "notifications/resources/list_changed", "notifications/prompts/list_changed":
-		return true
-	}
-	return false
-}
+func listChange(method string) bool { return wire.NotificationOf(method).ListChanged != "" }
 
 // listChanged drops a backend's cached pages on every instance: a
 // listener of this instance saw it announce a list change.

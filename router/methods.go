@@ -38,18 +38,16 @@ const (
 	taskMethod
 )
 
-// subscription is what a method does to a session's subscriptions.
-type subscription uint8
-
-const (
-	subscribes subscription = iota + 1
-	unsubscribes
-)
-
 // methodRow is one method as the router serves it.
 type methodRow struct {
 	// Method is wire's row: the facts the transport, metrics and the audit
-	// share with the router (Routed is a routed method's identifier kind).
+	// share with the router. Routed is a routed method's identifier kind;
+	// Tool: its identifier is a tool's name as clients see it (an alias
+	// routes it, access rules judge the tool's published name, a name no
+	// backend publishes may be a backend's own, raw_tool_names.go, and a
+	// tool_search vhost's own tools are called through it); RateLimited:
+	// counted (admission.go); Subscription: it changes a session's
+	// subscriptions (an unsubscribe is never hidden, access.go).
 	wire.Method
 	serving serving
 	// answer is a byGateway method's answer.
@@ -61,23 +59,10 @@ type methodRow struct {
 	// (tools/call's aliases, completion/complete's ref).
 	routeOn   string
 	resolveBy func(v *vhost, params map[string]json.RawMessage, kind, method string) (*target, *jsonrpc.Error)
-	// toolName: its identifier is a tool's name, as clients see it: an
-	// alias routes it, access rules judge the tool's published name, a
-	// name no backend publishes may be a backend's own (raw_tool_names.go)
-	// and a tool_search vhost's own tools are called through it.
-	toolName bool
-	// rateLimited: counted against the vhost's rate limits (admission.go).
-	rateLimited bool
-	// neverHidden: access rules never refuse it (a client must be able to
-	// drop a subscription to a resource that has become hidden).
-	neverHidden bool
 	// skills: the Skills extension's routed methods, refused when the
 	// owning backend is known not to serve the extension (skills.go);
 	// directory: it also needs the extension's directoryRead.
 	skills, directory bool
-	// subscription: it adds or drops a session's resource subscription
-	// (routed.go: recordSubscription).
-	subscription subscription
 	// detailedTask: its result is a task (DetailedTask) whose ids the
 	// gateway seals for the client.
 	detailedTask bool
@@ -99,11 +84,11 @@ var methodRows = withWireFacts(map[string]*methodRow{
 	// (skills.go: nameSkill).
 	"skills/list": {serving: fanOut, list: listOp{"skills/list", "skills", capability.Skills, "uri"}},
 
-	"tools/call":               {serving: routed, routeOn: "name", resolveBy: resolveTool, toolName: true, rateLimited: true},
+	"tools/call":               {serving: routed, routeOn: "name", resolveBy: resolveTool},
 	"prompts/get":              {serving: routed, routeOn: "name"},
 	"resources/read":           {serving: routed, routeOn: "uri"},
-	"resources/subscribe":      {serving: routed, routeOn: "uri", subscription: subscribes},
-	"resources/unsubscribe":    {serving: routed, routeOn: "uri", neverHidden: true, subscription: unsubscribes},
+	"resources/subscribe":      {serving: routed, routeOn: "uri"},
+	"resources/unsubscribe":    {serving: routed, routeOn: "uri"},
 	"completion/complete":      {serving: routed, routeOn: "ref", resolveBy: resolveCompletion},
 	"skills/get":               {serving: routed, routeOn: "uri", skills: true},
 	"resources/directory/read": {serving: routed, routeOn: "uri", skills: true, directory: true},

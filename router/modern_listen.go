@@ -40,10 +40,23 @@ type listenFilter struct {
 }
 
 const (
-	metaSubscriptionID   = "io.modelcontextprotocol/subscriptionId"
-	methodListenAck      = "notifications/subscriptions/acknowledged"
-	methodResourceUpdate = "notifications/resources/updated"
+	metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
+	methodListenAck    = "notifications/subscriptions/acknowledged"
 )
+
+// wantsListChange reports whether the filter asks for changes of list
+// ("tools", "prompts", "resources": a notification's ListChanged).
+func (f *listenFilter) wantsListChange(list string) bool {
+	switch list {
+	case "tools":
+		return f.ToolsListChanged
+	case "prompts":
+		return f.PromptsListChanged
+	case "resources":
+		return f.ResourcesListChanged
+	}
+	return false
+}
 
 // EndListens ends every subscriptions/listen this instance serves, each
 // with its result: servers call it when shutting down, so the clients
@@ -249,7 +262,7 @@ func (ls *listenSession) run(ctx context.Context, p *peer, key string, want *lis
 			if !ok || n.IsCall() {
 				return
 			}
-			if n.Method == methodListenAck {
+			if wire.NotificationOf(n.Method).ListenAck {
 				var p struct {
 					Notifications listenFilter `json:"notifications"`
 				}
@@ -284,20 +297,12 @@ func (ls *listenSession) runLegacy(ctx context.Context, p *peer, key string, wan
 		acked()
 	})
 	return ls.r.listenBackend(ctx, &quiet, ls.c.Header, ListenTarget{Key: key, Subscriptions: want.ResourceSubscriptions}, func(n *jsonrpc.Request) {
-		switch n.Method {
-		case "notifications/tools/list_changed":
-			if !want.ToolsListChanged {
+		switch nf := wire.NotificationOf(n.Method); {
+		case nf.ListChanged != "":
+			if !want.wantsListChange(nf.ListChanged) {
 				return
 			}
-		case "notifications/prompts/list_changed":
-			if !want.PromptsListChanged {
-				return
-			}
-		case "notifications/resources/list_changed":
-			if !want.ResourcesListChanged {
-				return
-			}
-		case methodResourceUpdate:
+		case nf.ResourceUpdate:
 			// ListenBackend renamed it already; the backend may also update
 			// URIs nobody asked this listen for (another subscription of
 			// its session): only the asked ones pass.
@@ -389,17 +394,17 @@ func (ls *listenSession) agreedAny() bool {
 // acknowledgement has gone out). Progress and log messages belong to
 // requests, never to a listen.
 func (ls *listenSession) forward(key string, n *jsonrpc.Request, renamed bool) {
-	switch n.Method {
-	case "notifications/progress", "notifications/message", "notifications/cancelled":
+	switch nf := wire.NotificationOf(n.Method); {
+	case nf.AboutRequest() || nf.Log:
 		return
-	case methodResourceUpdate:
+	case nf.ResourceUpdate:
 		if renamed {
 			break
 		}
 		if n = reprefixNotification(ls.v, key, n); n == nil {
 			return
 		}
-	case methodTaskStatus:
+	case nf.TaskStatus:
 		if n = ls.tasks.clientTaskNotification(ls.v, key, n); n == nil {
 			return
 		}

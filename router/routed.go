@@ -337,7 +337,7 @@ func (r *Router) RouteOf(vhost, method, id string) string {
 	if v == nil || row.serving != routed || id == "" {
 		return ""
 	}
-	if row.toolName {
+	if row.Tool {
 		if v.search != nil && gatewayTool(id) {
 			return "" // the gateway's own (tool_search.go)
 		}

@@ -440,7 +440,7 @@ func (r *Router) serve(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Re
 	switch {
 	case row.serving == fanOut:
 		resp = r.list(ctx, v, c, row.list)
-	case row.toolName && c.d.rerr != nil:
+	case row.Tool && c.d.rerr != nil:
 		resp = r.serveRawTool(ctx, v, c) // raw_tool_names.go
 	default:
 		resp = r.routed(ctx, v, c)

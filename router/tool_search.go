@@ -178,7 +178,7 @@ func unwrapCallTool(req *jsonrpc.Request) (*jsonrpc.Request, *jsonrpc.Error) {
 // call_tool becomes the call it stands for (c.Request replaced), decided
 // from then on as any other. It reports whether it decided anything.
 func (r *Router) decideToolSearch(v *vhost, c *Call, d *Decisions) bool {
-	if v.search == nil || !rowOf(c.Request.Method).toolName || !c.Request.IsCall() {
+	if v.search == nil || !rowOf(c.Request.Method).Tool || !c.Request.IsCall() {
 		return false
 	}
 	name, _ := rawToolName(c.Request.Params)
