@@ -15,7 +15,7 @@ import (
 // the field a routed method routes on, what access rules and rate limits
 // judge). Dispatch reads the row; nothing in the router compares a method
 // name to decide what to do with it. Adding a method is adding a row here
-// and in wire's table: TestMethodRows_EveryMethodOfTheTable fails for a
+// and in wire's table: TestDispatch_EveryMethodOfTheTable fails for a
 // method in one and not the other.
 
 // serving is how the router answers a method.
@@ -76,13 +76,13 @@ var methodRows = withWireFacts(map[string]*methodRow{
 	// subscriptions/listen: the answer is an event stream (modern_listen.go).
 	"subscriptions/listen": {serving: byGateway, answer: (*Router).listen},
 
-	"tools/list":               {serving: fanOut, list: listOp{"tools/list", "tools", "tools", ""}},
-	"resources/list":           {serving: fanOut, list: listOp{"resources/list", "resources", "resources", "uri"}},
-	"prompts/list":             {serving: fanOut, list: listOp{"prompts/list", "prompts", "prompts", ""}},
-	"resources/templates/list": {serving: fanOut, list: listOp{"resources/templates/list", "resourceTemplates", "resources", "uriTemplate"}},
+	"tools/list":               {serving: fanOut, list: listOp{field: "tools", capability: "tools"}},
+	"resources/list":           {serving: fanOut, list: listOp{field: "resources", capability: "resources", uriField: "uri"}},
+	"prompts/list":             {serving: fanOut, list: listOp{field: "prompts", capability: "prompts"}},
+	"resources/templates/list": {serving: fanOut, list: listOp{field: "resourceTemplates", capability: "resources", uriField: "uriTemplate"}},
 	// The Skills extension's (SEP-2640): entries named by their uri
 	// (skills.go: nameSkill).
-	"skills/list": {serving: fanOut, list: listOp{"skills/list", "skills", capability.Skills, "uri"}},
+	"skills/list": {serving: fanOut, list: listOp{field: "skills", capability: capability.Skills, uriField: "uri"}},
 
 	"tools/call":               {serving: routed, routeOn: "name", resolveBy: resolveTool},
 	"prompts/get":              {serving: routed, routeOn: "name"},
@@ -99,10 +99,14 @@ var methodRows = withWireFacts(map[string]*methodRow{
 })
 
 // withWireFacts gives each row wire's facts of its method, so one lookup
-// answers every question a layer asks of a method.
+// answers every question a layer asks of a method, and a list operation
+// its method's name.
 func withWireFacts(rows map[string]*methodRow) map[string]*methodRow {
 	for name, row := range rows {
 		row.Method = wire.MethodOf(name)
+		if row.serving == fanOut {
+			row.list.method = name
+		}
 	}
 	return rows
 }
