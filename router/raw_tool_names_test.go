@@ -2,8 +2,6 @@ package router_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,7 +10,6 @@ import (
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
 	"github.com/mcpgw/gateway/router/policy"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // An MCP App calls its server's tools by their raw names: a name that
@@ -54,11 +51,7 @@ func TestRawToolNames_CountedOnceDecisionsUnchanged(t *testing.T) {
 	f.Router.Reload(map[string]*router.VirtualHost{f.VHost: f.Config})
 	sid, _ := f.Initialize(nil)
 	ctx := context.Background()
-	call := func() *router.Call {
-		raw, _ := json.Marshal(map[string]any{"name": "progress", "arguments": map[string]any{"steps": 1}})
-		return &router.Call{Session: f.Instance.Load(t, sid), Header: http.Header{},
-			Request: &jsonrpc.Request{ID: mustID(1), Method: "tools/call", Params: raw}}
-	}
+	call := func() *router.Call { return toolsCall(t, f, sid, "progress") } // admission_test.go
 	for i := range 2 {
 		c := call()
 		d, refusal := f.Router.Admit(ctx, c)
