@@ -98,9 +98,9 @@ func TestMethodRows_Facts(t *testing.T) {
 		{"completion/complete", routed, "reference", "ref", func(r *methodRow) bool { return r.resolveBy != nil }},
 		{"skills/get", routed, "skill", "uri", func(r *methodRow) bool { return r.skills && !r.directory }},
 		{"resources/directory/read", routed, "resource", "uri", func(r *methodRow) bool { return r.skills && r.directory }},
-		{"tasks/get", taskMethod, "", "", func(r *methodRow) bool { return r.detailedTask }},
-		{"tasks/update", taskMethod, "", "", func(r *methodRow) bool { return !r.detailedTask }},
-		{"tasks/cancel", taskMethod, "", "", func(r *methodRow) bool { return !r.detailedTask }},
+		{"tasks/get", taskMethod, "", "", nil},
+		{"tasks/update", taskMethod, "", "", nil},
+		{"tasks/cancel", taskMethod, "", "", nil},
 	}
 	seen := map[string]bool{}
 	for _, tc := range cases {

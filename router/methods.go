@@ -63,9 +63,6 @@ type methodRow struct {
 	// owning backend is known not to serve the extension (skills.go);
 	// directory: it also needs the extension's directoryRead.
 	skills, directory bool
-	// detailedTask: its result is a task (DetailedTask) whose ids the
-	// gateway seals for the client.
-	detailedTask bool
 }
 
 var methodRows = withWireFacts(map[string]*methodRow{
@@ -93,7 +90,7 @@ var methodRows = withWireFacts(map[string]*methodRow{
 	"skills/get":               {serving: routed, routeOn: "uri", skills: true},
 	"resources/directory/read": {serving: routed, routeOn: "uri", skills: true, directory: true},
 
-	"tasks/get":    {serving: taskMethod, detailedTask: true},
+	"tasks/get":    {serving: taskMethod},
 	"tasks/update": {serving: taskMethod},
 	"tasks/cancel": {serving: taskMethod},
 })
