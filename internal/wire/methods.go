@@ -86,11 +86,6 @@ const (
 	TaskCancels
 )
 
-// Audited reports whether the method's requests go to the audit trail:
-// the routed ones, each a caller's use of one backend's tool, prompt or
-// resource.
-func (m Method) Audited() bool { return m.Routed != "" }
-
 // Subscription is a method's effect on a session's resource
 // subscriptions.
 type Subscription uint8
@@ -171,6 +166,11 @@ func LookupMethod(method string) (m Method, ok bool) {
 
 // MethodOf is method's row, the zero Method for one not served.
 func MethodOf(method string) Method { return methods[method] }
+
+// Audited reports whether the method's requests go to the audit trail:
+// the routed ones, each a caller's use of one backend's tool, prompt or
+// resource.
+func (m Method) Audited() bool { return m.Routed != "" }
 
 // MethodNames are the table's methods, sorted: what a layer that keeps a
 // row per method (the router's dispatch, metrics labels) is tested
