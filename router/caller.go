@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/envelope"
@@ -61,14 +62,14 @@ type Caller interface {
 	// clientParamHeaders handles the Mcp-Param-* headers the client sent
 	// for a tools/call's arguments, before the pre-hooks: checked by the
 	// gateway for a backend that does not read them (backendModern
-	// false), else carried to it in the returned context; an error
-	// refuses the call.
-	clientParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, backendModern bool) (context.Context, *jsonrpc.Error)
-	// gatewayParamHeaders is ctx with the Mcp-Param-* headers the gateway
+	// false), else returned, for the call to carry to it
+	// (target.headers); an error refuses the call.
+	clientParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, backendModern bool) (http.Header, *jsonrpc.Error)
+	// gatewayParamHeaders is t with the Mcp-Param-* headers the gateway
 	// makes for a tools/call to a backend that reads them (backendModern),
 	// where the client's do not fit params (none sent, or the arguments
 	// rewritten since: sent is what the client sent).
-	gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, backendModern bool) context.Context
+	gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, backendModern bool) *target
 	// backendResult is a backend's result as this client reads it:
 	// backendModern says the backend speaks 2026-07-28 and wrote the
 	// envelope; isTask that the result is a task the backend created.

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/sealed"
-	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -111,25 +111,25 @@ func (*ModernClient) asksInRounds() bool { return true }
 
 // clientParamHeaders: the client made its own for its arguments (a
 // call_tool's are call_tool's, for call_tool's arguments: none to use).
-func (*ModernClient) clientParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, backendModern bool) (context.Context, *jsonrpc.Error) {
+func (*ModernClient) clientParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, backendModern bool) (http.Header, *jsonrpc.Error) {
 	if !wire.MethodOf(c.Request.Method).ParamHeaders || c.d.unwrapped {
-		return ctx, nil
+		return nil, nil
 	}
 	if !backendModern {
 		// Translated to a 2025-era backend, which never reads them: the
 		// gateway checks them.
 		if e := r.checkParamHeaders(ctx, v, c, t); e != nil {
-			return ctx, e
+			return nil, e
 		}
 	}
-	return upstream.WithHeaders(ctx, paramHeaders(c.Header)), nil
+	return paramHeaders(c.Header), nil
 }
 
 // gatewayParamHeaders: made only where the client's do not fit the
 // arguments: a call_tool's, or arguments a pre-hook rewrote.
-func (*ModernClient) gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, backendModern bool) context.Context {
+func (*ModernClient) gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, backendModern bool) *target {
 	if !c.d.unwrapped && bytes.Equal(params, sent) {
-		return ctx
+		return t
 	}
 	return madeParamHeaders(ctx, r, v, c, t, params, backendModern) // caller_session.go
 }

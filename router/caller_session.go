@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/credentials"
@@ -66,11 +67,11 @@ func (s *SessionCaller) asker() askFunc {
 func (*SessionCaller) asksInRounds() bool { return false }
 
 // clientParamHeaders: the client sends none.
-func (*SessionCaller) clientParamHeaders(ctx context.Context, _ *Router, _ *vhost, _ *Call, _ *target, _ bool) (context.Context, *jsonrpc.Error) {
-	return ctx, nil
+func (*SessionCaller) clientParamHeaders(context.Context, *Router, *vhost, *Call, *target, bool) (http.Header, *jsonrpc.Error) {
+	return nil, nil
 }
 
-func (*SessionCaller) gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, _ json.RawMessage, backendModern bool) context.Context {
+func (*SessionCaller) gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, _ json.RawMessage, backendModern bool) *target {
 	return madeParamHeaders(ctx, r, v, c, t, params, backendModern)
 }
 
@@ -126,11 +127,11 @@ func plainPage(v *vhost) func(map[string]json.RawMessage) {
 	return nil
 }
 
-// madeParamHeaders is ctx with the Mcp-Param-* headers the gateway makes
+// madeParamHeaders is t with the Mcp-Param-* headers the gateway makes
 // for a tools/call to a 2026-07-28 backend (param_headers.go).
-func madeParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params json.RawMessage, backendModern bool) context.Context {
+func madeParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params json.RawMessage, backendModern bool) *target {
 	if !backendModern || !wire.MethodOf(c.Request.Method).ParamHeaders {
-		return ctx
+		return t
 	}
 	return r.withParamHeaders(ctx, v, c, t, params)
 }

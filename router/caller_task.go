@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/router/credentials"
@@ -58,11 +59,11 @@ func (a taskCaller) asker() askFunc {
 
 func (taskCaller) asksInRounds() bool { return false }
 
-func (taskCaller) clientParamHeaders(ctx context.Context, _ *Router, _ *vhost, _ *Call, _ *target, _ bool) (context.Context, *jsonrpc.Error) {
-	return ctx, nil
+func (taskCaller) clientParamHeaders(context.Context, *Router, *vhost, *Call, *target, bool) (http.Header, *jsonrpc.Error) {
+	return nil, nil
 }
 
-func (taskCaller) gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, _ json.RawMessage, backendModern bool) context.Context {
+func (taskCaller) gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, _ json.RawMessage, backendModern bool) *target {
 	return madeParamHeaders(ctx, r, v, c, t, params, backendModern) // caller_session.go
 }
 

@@ -201,8 +201,8 @@ func TestCaller_ClientParamHeaders(t *testing.T) {
 	for kind, c := range callers(nil) {
 		for _, unwrapped := range []bool{false, true} {
 			call := &Call{Header: hdr, Request: &jsonrpc.Request{Method: "tools/call"}, d: &Decisions{unwrapped: unwrapped}}
-			ctx, err := c.clientParamHeaders(t.Context(), nil, nil, call, &target{}, true)
-			forwarded := ctx != t.Context()
+			h, err := c.clientParamHeaders(t.Context(), nil, nil, call, &target{}, true)
+			forwarded := h.Get("Mcp-Param-Region") == "eu"
 			if err != nil || forwarded != (kind == "modern" && !unwrapped) {
 				t.Errorf("%s (call_tool %v): forwarded %v, error %v", kind, unwrapped, forwarded, err)
 			}
@@ -216,12 +216,12 @@ func TestCaller_GatewayParamHeadersLeftAlone(t *testing.T) {
 	params := json.RawMessage(`{"name":"t","arguments":{}}`)
 	for kind, c := range callers(nil) {
 		call := &Call{Request: &jsonrpc.Request{Method: "tools/call"}, d: &Decisions{}}
-		if ctx := c.gatewayParamHeaders(t.Context(), nil, nil, call, &target{}, params, params, false); ctx != t.Context() {
+		if tt := (&target{}); c.gatewayParamHeaders(t.Context(), nil, nil, call, tt, params, params, false) != tt || tt.headers != nil {
 			t.Errorf("%s: headers made for a 2025-era backend", kind)
 		}
 	}
 	call := &Call{Request: &jsonrpc.Request{Method: "tools/call"}, d: &Decisions{}}
-	if ctx := (&ModernClient{}).gatewayParamHeaders(t.Context(), nil, nil, call, &target{}, params, params, true); ctx != t.Context() {
+	if tt := (&target{}); (&ModernClient{}).gatewayParamHeaders(t.Context(), nil, nil, call, tt, params, params, true) != tt || tt.headers != nil {
 		t.Error("headers made over a 2026-07-28 client's own")
 	}
 }

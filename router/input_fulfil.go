@@ -48,11 +48,11 @@ type inputRound struct {
 // callFulfilling runs a routed call on a 2026-07-28 connection for a
 // 2025-era client: while the backend answers input_required, the client is
 // asked and the backend called again. It returns the backend's last answer
-// (complete, or an error).
-func (r *Router) callFulfilling(ctx context.Context, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage) (*jsonrpc.Response, error) {
+// (complete, or an error). opts go with every round's call.
+func (r *Router) callFulfilling(ctx context.Context, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
 	laters := 0
 	for round := 0; ; round++ {
-		resp, err := conn.Call(ctx, method, params, cs.onMessage)
+		resp, err := conn.CallWith(ctx, method, params, cs.onMessage, opts)
 		if err != nil || resp.Error != nil {
 			return resp, err
 		}

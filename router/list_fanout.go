@@ -329,7 +329,7 @@ func (r *Router) fetchPage(ctx context.Context, res *pageResult, v *vhost, c *Ca
 		params, _ = json.Marshal(map[string]string{"cursor": cursor})
 	}
 	// The page is decoded, and checked, as the answer is read
-	// (upstream.WithResultCheck): walked is the result that walk took.
+	// (upstream.CallOptions.ResultCheck): walked is the result that walk took.
 	expect, _ := v.lists.SizeHint(key, op.method)
 	var walked json.RawMessage
 	check := func(data []byte, i int) int {
@@ -345,11 +345,11 @@ func (r *Router) fetchPage(ctx context.Context, res *pageResult, v *vhost, c *Ca
 			lacks = true // re-probed just now: it does not have this list
 			return &jsonrpc.Response{}, nil
 		}
-		callCtx := upstream.WithResultCheck(ctx, check)
+		opts := upstream.CallOptions{ResultCheck: check}
 		if res.pooled {
-			callCtx = upstream.WithAnswerBuffer(callCtx, &res.answer)
+			opts.Answer = &res.answer
 		}
-		return conn.Call(callCtx, op.method, params, nil)
+		return conn.CallWith(ctx, op.method, params, nil, opts)
 	})
 	if lacks {
 		res.queried = false
@@ -417,7 +417,7 @@ func (res *pageResult) decode(result json.RawMessage, op listOp, expect int) boo
 }
 
 // decodeAt is decode of the result starting at data[i] (a backend's
-// whole answer, as upstream.WithResultCheck hands it over): the index
+// whole answer, as upstream.CallOptions.ResultCheck hands it over): the index
 // just past it, or -1.
 func (res *pageResult) decodeAt(data []byte, i int, op listOp, expect int) int {
 	fn, member, elem := res.walker(op, expect)

@@ -97,7 +97,7 @@ func corruptingFront(t *testing.T, backend, match string, old, new []byte) strin
 }
 
 // A backend on the 2024-11-05 transport answers through a decoder that
-// does not hand the result to the list walk (upstream.WithResultCheck):
+// does not hand the result to the list walk (upstream.CallOptions.ResultCheck):
 // the router walks the result it gets, and its tools are listed.
 func TestList_LegacyTransportBackendIsWalkedAfterTheCall(t *testing.T) {
 	f := newFixture(t, backendSpec{Key: "legacy", Opts: testsupport.BackendOptions{LegacySSE: true}}, backendSpec{Key: "plain"})

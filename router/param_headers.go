@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/mcpgw/gateway/internal/wire"
-	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -56,15 +55,16 @@ func (r *Router) checkParamHeaders(ctx context.Context, v *vhost, c *Call, t *ta
 	return nil
 }
 
-// withParamHeaders returns ctx carrying the Mcp-Param-* headers of a
+// withParamHeaders returns t carrying the Mcp-Param-* headers of a
 // tools/call from a 2025-era session to a 2026-07-28 backend, made from
 // its arguments (params, as the backend gets them) and the tool's
 // annotations: the session's client sent none, and the backend refuses a
-// call that lacks one. Without the schema, ctx is returned as it is.
-func (r *Router) withParamHeaders(ctx context.Context, v *vhost, c *Call, t *target, params json.RawMessage) context.Context {
+// call that lacks one. Without the schema, t is returned as it is; t
+// itself is never changed (a task's rounds share it).
+func (r *Router) withParamHeaders(ctx context.Context, v *vhost, c *Call, t *target, params json.RawMessage) *target {
 	bindings := r.toolParamBindings(ctx, v, c, t)
 	if len(bindings) == 0 {
-		return ctx
+		return t
 	}
 	var p struct {
 		Arguments map[string]json.RawMessage `json:"arguments"`
@@ -79,9 +79,11 @@ func (r *Router) withParamHeaders(ctx context.Context, v *vhost, c *Call, t *tar
 		}
 	}
 	if len(h) == 0 {
-		return ctx
+		return t
 	}
-	return upstream.WithHeaders(ctx, h)
+	with := *t
+	with.headers = h
+	return &with
 }
 
 // toolParamBindings are the annotated arguments of the call's tool, from

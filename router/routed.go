@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/hook"
@@ -19,6 +20,10 @@ type target struct {
 	public  string // downstream identifier, for messages and re-prefixing
 	kind    string // what the identifier names: tool, prompt, resource
 	params  map[string]json.RawMessage
+	// headers are the Mcp-Param-* headers the call to a 2026-07-28
+	// backend carries (upstream.CallOptions.Headers): the client's, or
+	// made from the arguments (withParamHeaders).
+	headers http.Header
 }
 
 // routed forwards a targeted method to the one backend that owns the
@@ -50,10 +55,11 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		return errorResponse(c.Request.ID, rerr)
 	}
 	r.annotateTarget(ctx, t)
-	ctx, perr := c.Caller.clientParamHeaders(ctx, r, v, c, t, modernSnapshot(c.peer.backends[t.backend]))
+	headers, perr := c.Caller.clientParamHeaders(ctx, r, v, c, t, modernSnapshot(c.peer.backends[t.backend]))
 	if perr != nil {
 		return errorResponse(c.Request.ID, perr)
 	}
+	t.headers = headers
 	if c.Caller.asksInRounds() && multiRoundTrip(method) {
 		if resp := r.openRequestState(ctx, v, c, t); resp != nil {
 			return resp
@@ -92,7 +98,7 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 	mrtr := c.Caller.asksInRounds() && multiRoundTrip(method)
 	// The Mcp-Param-* headers a 2026-07-28 backend reads, where the
 	// client's do not fit these arguments.
-	ctx = c.Caller.gatewayParamHeaders(ctx, r, v, c, t, params, sent, modernSnapshot(c.peer.backends[t.backend]))
+	t = c.Caller.gatewayParamHeaders(ctx, r, v, c, t, params, sent, modernSnapshot(c.peer.backends[t.backend]))
 	resp, err := r.withBackend(ctx, v, t.backend, method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		return r.callRouted(ctx, v, c, t, conn, params, hc)
 	})
@@ -214,9 +220,9 @@ func (r *Router) callRouted(ctx context.Context, v *vhost, c *Call, t *target, c
 		// A client asked otherwise than in rounds, on a 2026-07-28
 		// backend: the gateway answers the backend's input requests by
 		// asking the client.
-		resp, err = r.callFulfilling(callCtx, conn, cs, method, p)
+		resp, err = r.callFulfilling(callCtx, conn, cs, method, p, upstream.CallOptions{Headers: t.headers})
 	} else {
-		resp, err = conn.Call(callCtx, method, p, cs.onMessage)
+		resp, err = conn.CallWith(callCtx, method, p, cs.onMessage, upstream.CallOptions{Headers: t.headers})
 	}
 	endCall() // server-to-client requests still waiting give up
 	cs.wg.Wait()

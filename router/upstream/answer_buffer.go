@@ -1,42 +1,27 @@
 package upstream
 
-import (
-	"context"
-
-	"github.com/mcpgw/gateway/internal/bufpool"
-)
+import "github.com/mcpgw/gateway/internal/bufpool"
 
 // A backend's answer read from an event stream lies in a buffer of its
 // own (sseReader.take), lent by bufpool. Most callers pass the answer on
 // and let the collector have the buffer. A caller that knows when the
 // answer's bytes are last read (a list page is read, merged into the
 // gateway's page and dropped, all within one request) asks for the buffer
-// with WithAnswerBuffer and gives it back with Release: a walk over a
+// with CallOptions.Answer and gives it back with Release: a walk over a
 // large vhost then reads every page into a few buffers, not a new one
 // each (docs/design/benchmarks-history.md, issue 24).
 
-// AnswerBuffer receives the buffer of the answer of the Call its context
-// was given to. The zero value is ready; it holds at most one buffer.
+// AnswerBuffer receives the buffer of the answer of the call it was given
+// to (CallOptions.Answer). The zero value is ready; it holds at most one
+// buffer.
 type AnswerBuffer struct{ b []byte }
 
-type answerBufferKey struct{}
-
-// WithAnswerBuffer asks the Call made with ctx to hand a over the buffer
-// its answer lies in. Give ctx to that Call alone, not to a handshake.
-func WithAnswerBuffer(ctx context.Context, a *AnswerBuffer) context.Context {
-	return context.WithValue(ctx, answerBufferKey{}, a)
-}
-
-// claim hands b, the buffer of the answer to ctx's call, to ctx's
-// AnswerBuffer if it asked for one and holds none yet (a call retried
-// keeps its first answer's buffer; the second goes to the collector). It
-// reports whether b was taken.
-func claimAnswerBuffer(ctx context.Context, b []byte) bool {
-	if b == nil {
-		return false
-	}
-	a, _ := ctx.Value(answerBufferKey{}).(*AnswerBuffer)
-	if a == nil || a.b != nil {
+// claim hands b, the buffer of the call's answer, to a if the call asked
+// for it (a is not nil) and a holds none yet (a call retried keeps its
+// first answer's buffer; the second goes to the collector). It reports
+// whether b was taken.
+func (a *AnswerBuffer) claim(b []byte) bool {
+	if b == nil || a == nil || a.b != nil {
 		return false
 	}
 	a.b = b

@@ -359,7 +359,7 @@ func (conn *Conn) handshake(ctx context.Context, h Handshake) error {
 	if err != nil {
 		return conn.c.newError(op, 0, fmt.Errorf("encoding params: %w", err))
 	}
-	resp, err := conn.t.roundTrip(ctx, conn.newCall(ctx, op, params), conn.dispatcher(nil))
+	resp, err := conn.t.roundTrip(ctx, conn.newCall(ctx, op, params), conn.dispatcher(nil), CallOptions{})
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,9 @@ type transport interface {
 	// id. Every other message that arrives for the call is passed to
 	// handle, in arrival order, on the caller's goroutine or the stream
 	// reader's; handle may send (Reply) but must not call roundTrip.
-	roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error)
+	// opts are the call's optional arguments (call_options.go), the
+	// zero value for a handshake.
+	roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message), opts CallOptions) (*jsonrpc.Response, error)
 	// send delivers a notification or a response; no answer is expected.
 	send(ctx context.Context, msg jsonrpc.Message) error
 	// listen delivers the messages no call claims until ctx ends or the
@@ -177,6 +179,12 @@ func (conn *Conn) newCall(ctx context.Context, method string, params json.RawMes
 // timeout so a following Close cannot overtake it, and returns an *Error
 // wrapping the context's error.
 func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessage, onMessage func(jsonrpc.Message)) (*jsonrpc.Response, error) {
+	return conn.CallWith(ctx, method, params, onMessage, CallOptions{})
+}
+
+// CallWith is Call with the call's optional arguments (call_options.go),
+// which reach this call alone.
+func (conn *Conn) CallWith(ctx context.Context, method string, params json.RawMessage, onMessage func(jsonrpc.Message), opts CallOptions) (*jsonrpc.Response, error) {
 	if !conn.begin() {
 		return nil, conn.c.newError(method, 0, ErrClosed)
 	}
@@ -187,7 +195,7 @@ func (conn *Conn) Call(ctx context.Context, method string, params json.RawMessag
 	stop := context.AfterFunc(conn.abort, cancel)
 	defer stop()
 
-	resp, err := conn.t.roundTrip(callCtx, req, conn.dispatcher(onMessage))
+	resp, err := conn.t.roundTrip(callCtx, req, conn.dispatcher(onMessage), opts)
 	if err == nil {
 		return resp, nil
 	}

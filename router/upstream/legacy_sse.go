@@ -229,7 +229,7 @@ func (l *legacySSE) target(msg jsonrpc.Message) *pendingCall {
 	return oldest
 }
 
-func (l *legacySSE) roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
+func (l *legacySSE) roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message), _ CallOptions) (*jsonrpc.Response, error) {
 	c, op := l.conn.c, req.Method
 	l.mu.Lock()
 	l.seq++

@@ -18,7 +18,7 @@ import (
 // one POST, its _meta completed from the Handshake (keys the caller already
 // set are kept, the protocol version is the connection's), its headers
 // (Mcp-Method, Mcp-Name) built from the request the backend gets, after
-// renaming, plus any the caller adds (WithHeaders: Mcp-Param-*). A
+// renaming, plus any the call adds (CallOptions.Headers: Mcp-Param-*). A
 // cancelled request is cancelled by closing its HTTP exchange; nothing
 // else is sent.
 
@@ -123,8 +123,8 @@ func withoutModernMeta(params json.RawMessage, trace map[string]json.RawMessage)
 }
 
 // setModernHeaders mirrors a request's method and target in its headers,
-// and adds the caller's (WithHeaders).
-func setModernHeaders(ctx context.Context, h http.Header, msg jsonrpc.Message) {
+// and adds extra, the call's own (CallOptions.Headers).
+func setModernHeaders(h http.Header, msg jsonrpc.Message, extra http.Header) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
 		return
@@ -137,27 +137,13 @@ func setModernHeaders(ctx context.Context, h http.Header, msg jsonrpc.Message) {
 			}
 		}
 	}
-	for k, vs := range extraHeaders(ctx) {
+	for k, vs := range extra {
 		h[k] = append([]string(nil), vs...)
 	}
 }
 
 // nameField is the params field Mcp-Name mirrors for method, or "".
 func nameField(method string) string { return wire.MethodOf(method).NameField }
-
-type headersKey struct{}
-
-// WithHeaders returns a context whose modern backend requests also carry h
-// (the Mcp-Param-* headers of a tools/call, say). Other headers the
-// connection sets win over h.
-func WithHeaders(ctx context.Context, h http.Header) context.Context {
-	return context.WithValue(ctx, headersKey{}, h)
-}
-
-func extraHeaders(ctx context.Context) http.Header {
-	h, _ := ctx.Value(headersKey{}).(http.Header)
-	return h
-}
 
 // DiscoverResult is what a backend's server/discover said.
 type DiscoverResult struct {

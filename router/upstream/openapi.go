@@ -75,7 +75,7 @@ func (c *Client) openREST(ctx context.Context, h Handshake, downstream http.Head
 	return conn, nil
 }
 
-func (r *rest) roundTrip(ctx context.Context, req *jsonrpc.Request, _ func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
+func (r *rest) roundTrip(ctx context.Context, req *jsonrpc.Request, _ func(context.Context, jsonrpc.Message), _ CallOptions) (*jsonrpc.Response, error) {
 	if serve, ok := restMethods[req.Method]; ok {
 		return serve(r, ctx, req)
 	}

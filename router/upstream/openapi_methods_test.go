@@ -20,7 +20,7 @@ func TestREST_MethodTable(t *testing.T) {
 	id, _ := jsonrpc.MakeID(float64(1))
 	r := &rest{conn: &Conn{c: &Client{cfg: Config{Key: "api"}}}}
 	for _, m := range []string{"prompts/get", "resources/read", "completion/complete"} {
-		resp, err := r.roundTrip(context.Background(), &jsonrpc.Request{ID: id, Method: m}, nil)
+		resp, err := r.roundTrip(context.Background(), &jsonrpc.Request{ID: id, Method: m}, nil, CallOptions{})
 		if err != nil || resp.Error == nil {
 			t.Fatalf("%s: %v, %+v", m, err, resp)
 		}
@@ -29,7 +29,7 @@ func TestREST_MethodTable(t *testing.T) {
 			t.Errorf("%s: error %v, want -32601", m, resp.Error)
 		}
 	}
-	resp, err := r.roundTrip(context.Background(), &jsonrpc.Request{ID: id, Method: "ping"}, nil)
+	resp, err := r.roundTrip(context.Background(), &jsonrpc.Request{ID: id, Method: "ping"}, nil, CallOptions{})
 	if err != nil || resp.Error != nil || string(resp.Result) != "{}" {
 		t.Errorf("ping: %v, %+v", err, resp)
 	}

@@ -62,7 +62,7 @@ func (c *Client) openStdio(ctx context.Context, conn *Conn, h Handshake) error {
 	return nil
 }
 
-func (s *stdioConn) roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
+func (s *stdioConn) roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message), _ CallOptions) (*jsonrpc.Response, error) {
 	c := s.conn.c
 	if wire.MethodOf(req.Method).Subscription != wire.SubscriptionNone {
 		return &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: wire.CodeMethodNotFound,

@@ -69,7 +69,9 @@ func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
 	return jsonrpc.EncodeMessage(msg)
 }
 
-func (s *streamable) post(ctx context.Context, msg jsonrpc.Message) (*http.Response, string, error) {
+// extra are the call's own headers (CallOptions.Headers; nil for
+// anything but a call).
+func (s *streamable) post(ctx context.Context, msg jsonrpc.Message, extra http.Header) (*http.Response, string, error) {
 	c, op := s.conn.c, opOf(msg)
 	body, err := encodeMessage(msg)
 	if err != nil {
@@ -80,7 +82,7 @@ func (s *streamable) post(ctx context.Context, msg jsonrpc.Message) (*http.Respo
 		return nil, "", c.newError(op, 0, err)
 	}
 	if s.conn.Modern() {
-		setModernHeaders(ctx, hreq.Header, msg)
+		setModernHeaders(hreq.Header, msg, extra)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json, text/event-stream")
@@ -95,8 +97,8 @@ func (s *streamable) post(ctx context.Context, msg jsonrpc.Message) (*http.Respo
 // that skipped the handshake (the backend was stateless), an error answer
 // may mean the backend keeps sessions now and refused a request that had
 // none; issuesSessions tells, and such a refusal is ErrHandshakeRequired.
-func (s *streamable) roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
-	resp, err := s.exchange(ctx, req, handle)
+func (s *streamable) roundTrip(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message), opts CallOptions) (*jsonrpc.Response, error) {
+	resp, err := s.exchange(ctx, req, handle, opts)
 	if err == nil && resp.Error != nil && s.conn.expectStateless && !wire.MethodOf(req.Method).Handshake && s.issuesSessions(ctx) {
 		return nil, s.conn.c.newError(req.Method, 0, ErrHandshakeRequired)
 	}
@@ -104,12 +106,12 @@ func (s *streamable) roundTrip(ctx context.Context, req *jsonrpc.Request, handle
 }
 
 // exchange is one POST of req and the reading of its answer.
-func (s *streamable) exchange(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
+func (s *streamable) exchange(ctx context.Context, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message), opts CallOptions) (*jsonrpc.Response, error) {
 	c, op := s.conn.c, req.Method
 	// reqCtx lets us end the HTTP exchange after a short drain (see drain).
 	reqCtx, reqCancel := context.WithCancel(ctx)
 	defer reqCancel()
-	hresp, sid, err := s.post(reqCtx, req)
+	hresp, sid, err := s.post(reqCtx, req, opts.Headers)
 	if err != nil {
 		return nil, err
 	}
@@ -137,10 +139,10 @@ func (s *streamable) exchange(ctx context.Context, req *jsonrpc.Request, handle 
 	}
 	switch ct := mediaType(hresp.Header.Get("Content-Type")); ct {
 	case "application/json":
-		return s.readJSON(ctx, req, hresp.Body, handle)
+		return s.readJSON(ctx, req, hresp.Body, handle, opts.ResultCheck)
 	case "text/event-stream":
 		// reqCtx, not ctx: resumed GETs must end with the exchange too.
-		return s.readStream(reqCtx, req, hresp.Body, reqCancel, handle)
+		return s.readStream(reqCtx, req, hresp.Body, reqCancel, handle, opts)
 	default:
 		return nil, c.newError(op, 0, fmt.Errorf("unexpected Content-Type %q", ct))
 	}
@@ -150,7 +152,7 @@ func (s *streamable) exchange(ctx context.Context, req *jsonrpc.Request, handle 
 // array from older servers; anything besides our response is dispatched.
 // The body's bytes stay charged to the request's budget tab (see
 // response_budget.go) until the request's answer has been written.
-func (s *streamable) readJSON(ctx context.Context, req *jsonrpc.Request, body io.Reader, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
+func (s *streamable) readJSON(ctx context.Context, req *jsonrpc.Request, body io.Reader, handle func(context.Context, jsonrpc.Message), check func([]byte, int) int) (*jsonrpc.Response, error) {
 	c, op := s.conn.c, req.Method
 	metered, _ := meter(ctx, body)
 	data, err := io.ReadAll(io.LimitReader(metered, int64(c.cfg.MaxMessageBytes)+1))
@@ -168,7 +170,7 @@ func (s *streamable) readJSON(ctx context.Context, req *jsonrpc.Request, body io
 	}
 	var ours *jsonrpc.Response
 	for _, raw := range raws {
-		msg, err := decodeAnswer(ctx, raw)
+		msg, err := decodeAnswer(check, raw)
 		if err != nil {
 			return nil, c.newError(op, 0, fmt.Errorf("malformed JSON-RPC message: %w", err))
 		}
@@ -188,7 +190,7 @@ func (s *streamable) readJSON(ctx context.Context, req *jsonrpc.Request, body io
 // stream breaks first and the backend gave event ids, it resumes with GET
 // and Last-Event-ID, waiting the backend's retry hint (SEP-1699 lets a
 // server close a long call's stream and have the client poll this way).
-func (s *streamable) readStream(ctx context.Context, req *jsonrpc.Request, body io.ReadCloser, endReq context.CancelFunc, handle func(context.Context, jsonrpc.Message)) (*jsonrpc.Response, error) {
+func (s *streamable) readStream(ctx context.Context, req *jsonrpc.Request, body io.ReadCloser, endReq context.CancelFunc, handle func(context.Context, jsonrpc.Message), opts CallOptions) (*jsonrpc.Response, error) {
 	c, op := s.conn.c, req.Method
 	var (
 		lastID string
@@ -198,11 +200,11 @@ func (s *streamable) readStream(ctx context.Context, req *jsonrpc.Request, body 
 	for {
 		metered, m := meter(ctx, body)
 		r := newSSEReader(metered, c.cfg.MaxMessageBytes, c.sizes.hint(op))
-		resp, progressed, fatal, err := s.consume(ctx, r, m, req, handle)
+		resp, progressed, fatal, err := s.consume(ctx, r, m, req, handle, opts.ResultCheck)
 		r.Recycle()
 		if resp != nil {
 			c.sizes.note(op, r.Longest())
-			claimAnswerBuffer(ctx, r.Given())
+			opts.Answer.claim(r.Given())
 			drain(body, endReq)
 			body.Close()
 			return resp, nil
@@ -242,7 +244,7 @@ func (s *streamable) readStream(ctx context.Context, req *jsonrpc.Request, body 
 // stream, or a fatal protocol error (fatal=true: resuming cannot help).
 // The response's bytes stay charged to the request's budget tab (m);
 // every other message's are given back once handle has passed it on.
-func (s *streamable) consume(ctx context.Context, r *sseReader, m *meteredBody, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message)) (resp *jsonrpc.Response, progressed, fatal bool, err error) {
+func (s *streamable) consume(ctx context.Context, r *sseReader, m *meteredBody, req *jsonrpc.Request, handle func(context.Context, jsonrpc.Message), check func([]byte, int) int) (resp *jsonrpc.Response, progressed, fatal bool, err error) {
 	for {
 		ev, err := r.Next()
 		if err != nil {
@@ -252,7 +254,7 @@ func (s *streamable) consume(ctx context.Context, r *sseReader, m *meteredBody, 
 		if ev.Name != "message" || len(ev.Data) == 0 {
 			continue // e.g. a priming event that only carries an id
 		}
-		msg, err := decodeAnswer(ctx, ev.Data)
+		msg, err := decodeAnswer(check, ev.Data)
 		if err != nil {
 			return nil, progressed, true, fmt.Errorf("malformed JSON-RPC message: %w", err)
 		}
@@ -309,7 +311,7 @@ func (s *streamable) statusError(op string, status int, sid string) error {
 }
 
 func (s *streamable) send(ctx context.Context, msg jsonrpc.Message) error {
-	hresp, sid, err := s.post(ctx, msg)
+	hresp, sid, err := s.post(ctx, msg, nil)
 	if err != nil {
 		return err
 	}
@@ -404,7 +406,7 @@ func (s *streamable) issuesSessions(ctx context.Context) bool {
 	}
 	reqCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	hresp, _, err := s.post(reqCtx, s.conn.newCall(reqCtx, "initialize", params))
+	hresp, _, err := s.post(reqCtx, s.conn.newCall(reqCtx, "initialize", params), nil)
 	if err != nil {
 		return false
 	}
