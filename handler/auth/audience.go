@@ -12,24 +12,21 @@ import (
 // server that honours it puts that URL in aud. So a token is accepted
 // when its audience holds a configured audience or the canonical URL of
 // the vhost being called, which the handler puts in the request's
-// context (WithResource) only where it knows the gateway's public URL:
+// Identity (WithResource) only where it knows the gateway's public URL:
 // a URL built from the request's Host would let a token minted for any
 // server be replayed here. With audience: resource, only the vhost's URL
 // is accepted, so a token for one vhost works on no other.
 
-type resourceKey struct{}
-
-// WithResource returns a copy of ctx naming the canonical URL of the
-// resource being called ({public_url}/servers/{vhost}/mcp).
+// WithResource returns a copy of ctx whose Identity names the canonical
+// URL of the resource being called ({public_url}/servers/{vhost}/mcp).
 func WithResource(ctx context.Context, url string) context.Context {
-	return context.WithValue(ctx, resourceKey{}, url)
+	id := IdentityFrom(ctx)
+	id.Resource = url
+	return WithIdentity(ctx, id)
 }
 
 // ResourceFromContext returns the URL WithResource stored, or "".
-func ResourceFromContext(ctx context.Context) string {
-	u, _ := ctx.Value(resourceKey{}).(string)
-	return u
-}
+func ResourceFromContext(ctx context.Context) string { return IdentityFrom(ctx).Resource }
 
 // audienceRule is one issuer's audience rule.
 type audienceRule struct {

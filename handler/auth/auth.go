@@ -1,7 +1,7 @@
 // Package auth authenticates downstream callers (bearer tokens of the
 // trusted issuers: JWTs checked with configured keys or the issuers' JWK
 // Sets, opaque tokens by introspection; or none) and carries the resulting
-// principal in the request context.
+// principal in the request context (Identity).
 package auth
 
 import (
@@ -21,53 +21,62 @@ type Principal string
 // Anonymous is every caller's principal in auth mode "none".
 const Anonymous Principal = "anonymous"
 
-type principalKey struct{}
-
-// WithPrincipal returns a copy of ctx carrying p.
-func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+// Identity is who a request comes from and what it is addressed to: one
+// value, set in the request's context as the handler learns it (the
+// resource before authentication, the rest by Middleware once the token
+// is verified), read by the verifiers, the access rules and the backend
+// side. It is the one thing of the request's own that travels in the
+// context: every layer below the handler needs it, none may change it.
+type Identity struct {
+	// Resource is the canonical URL of the resource being called
+	// ({public_url}/servers/{vhost}/mcp), for the audience rule
+	// (audience.go); "" when the gateway's public URL is unknown.
+	Resource string
+	// Principal is the caller ("" before authentication).
+	Principal Principal
+	// Claims are the verified token's claims; nil when the caller has
+	// none (auth mode none).
+	Claims Claims
+	// Token is the verified bearer token ("" in auth mode none). It
+	// exists for backends whose credentials are an exchange of the
+	// caller's token; it must never be forwarded as it is.
+	Token string
 }
 
-// FromContext returns the principal stored by Middleware (or WithPrincipal).
+type identityKey struct{}
+
+// WithIdentity returns a copy of ctx carrying id, which replaces the
+// identity ctx carried.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the identity ctx carries (the zero Identity when
+// it carries none).
+func IdentityFrom(ctx context.Context) Identity {
+	id, _ := ctx.Value(identityKey{}).(Identity)
+	return id
+}
+
+// FromContext returns the principal Middleware stored.
 func FromContext(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(Principal)
-	return p, ok && p != ""
+	p := IdentityFrom(ctx).Principal
+	return p, p != ""
 }
 
 // Claims are a verified token's claims as JSON values (string, float64,
 // bool, []any, map[string]any, nil): what access rules are written over.
-// They live in the request's context only; nothing stores them.
+// They live in the request's context only (Identity); nothing stores
+// them.
 type Claims map[string]any
 
-type claimsKey struct{}
-
-// WithClaims returns a copy of ctx carrying the caller's claims.
-func WithClaims(ctx context.Context, c Claims) context.Context {
-	return context.WithValue(ctx, claimsKey{}, c)
-}
-
-// ClaimsFromContext returns the claims stored by Middleware (or
-// WithClaims); nil when the caller has none (auth mode none).
-func ClaimsFromContext(ctx context.Context) Claims {
-	c, _ := ctx.Value(claimsKey{}).(Claims)
-	return c
-}
-
-type tokenKey struct{}
-
-// WithToken returns a copy of ctx carrying the caller's verified bearer
-// token.
-func WithToken(ctx context.Context, raw string) context.Context {
-	return context.WithValue(ctx, tokenKey{}, raw)
-}
+// ClaimsFromContext returns the claims Middleware stored; nil when the
+// caller has none (auth mode none).
+func ClaimsFromContext(ctx context.Context) Claims { return IdentityFrom(ctx).Claims }
 
 // TokenFromContext returns the verified bearer token Middleware stored
-// ("" in auth mode none). It exists for backends whose credentials are an
-// exchange of the caller's token; it must never be forwarded as it is.
-func TokenFromContext(ctx context.Context) string {
-	t, _ := ctx.Value(tokenKey{}).(string)
-	return t
-}
+// (Identity.Token: never to be forwarded as it is).
+func TokenFromContext(ctx context.Context) string { return IdentityFrom(ctx).Token }
 
 // ClaimsVerifier is a Verifier that also returns the verified token's
 // claims. Middleware puts them in the request context; a Verifier without

@@ -400,7 +400,7 @@ func TestAuth_PrincipalContext(t *testing.T) {
 	if _, ok := FromContext(context.Background()); ok {
 		t.Error("empty context has a principal")
 	}
-	ctx := WithPrincipal(context.Background(), "alice")
+	ctx := WithIdentity(context.Background(), Identity{Principal: "alice"})
 	if p, ok := FromContext(ctx); !ok || p != "alice" {
 		t.Errorf("FromContext = %q, %v", p, ok)
 	}
@@ -472,5 +472,21 @@ func TestAuth_MiddlewareKeepsTheVerifiedTokenInTheContextOnly(t *testing.T) {
 				t.Fatalf("called %v, token in context %q, want %q", called, got, tc.want)
 			}
 		})
+	}
+}
+
+// The identity is one value: Middleware fills in the caller and keeps
+// the resource named before it (the audience rule's input).
+func TestAuth_MiddlewareCompletesTheIdentity(t *testing.T) {
+	k := newKeys(t)
+	tok := sign(t, jwt.SigningMethodHS256, k.hmac, claims())
+	var got Identity
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = IdentityFrom(r.Context()) })
+	req := httptest.NewRequest(http.MethodPost, "/servers/demo/mcp", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req = req.WithContext(WithResource(req.Context(), "https://gw/servers/demo/mcp"))
+	Middleware(mustVerifier(t, settings(k.hmac, nil)), realm, nil)(next).ServeHTTP(httptest.NewRecorder(), req)
+	if got.Resource != "https://gw/servers/demo/mcp" || got.Principal == "" || got.Claims == nil || got.Token != tok {
+		t.Fatalf("identity = %+v", got)
 	}
 }

@@ -13,9 +13,10 @@ import (
 const CodeUnauthorized = wire.CodeUnauthorized
 
 // Middleware authenticates every request with v. On success the principal
-// is stored in the request context (FromContext), with the token's claims
-// when v is a ClaimsVerifier (ClaimsFromContext), and the Authorization
-// header is dropped, so nothing downstream can forward the caller's token.
+// is stored in the request's Identity (FromContext), with the token's
+// claims and the token itself when v is a ClaimsVerifier, and the
+// Authorization header is dropped, so nothing downstream can forward the
+// caller's token.
 // On failure it answers 401 with a Bearer challenge for realm and a
 // JSON-RPC error body; the token never appears in the answer, and nothing
 // is logged. params, if not nil, adds auth-params to the challenge for
@@ -57,17 +58,18 @@ func MiddlewareReporting(v Verifier, realm string, params func(*http.Request) st
 				unauthorized(w, challenge, f)
 				return
 			}
-			ctx := WithPrincipal(r.Context(), p)
+			id := IdentityFrom(r.Context()) // its Resource, if set
+			id.Principal = p
 			if claims != nil {
-				ctx = WithClaims(ctx, claims)
+				id.Claims = claims
 				// The verified token itself, for an RFC 8693 exchange
 				// (router/credentials); it is dropped from the headers
 				// below and is never forwarded or logged.
 				if raw, err := BearerToken(r); err == nil {
-					ctx = WithToken(ctx, raw)
+					id.Token = raw
 				}
 			}
-			r = r.WithContext(ctx)
+			r = r.WithContext(WithIdentity(r.Context(), id))
 			r.Header.Del("Authorization")
 			next.ServeHTTP(w, r)
 		})
