@@ -17,7 +17,6 @@ import (
 	"github.com/mcpgw/gateway/internal/config"
 	"github.com/mcpgw/gateway/internal/metrics"
 	"github.com/mcpgw/gateway/router"
-	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/upstream"
 )
 
@@ -90,10 +89,9 @@ type Options struct {
 	// Catalog (server_card.go); nil serves none.
 	Cards *Cards
 	// SignIn, when set, serves the user_oauth sign-in pages under
-	// /oauth/ (handler/connect), and UserTokens gives user_oauth
-	// backends' requests the caller's own token (user_tokens.go).
-	SignIn     http.Handler
-	UserTokens credentials.UserTokenSource
+	// /oauth/ (handler/connect). (The tokens they keep reach user_oauth
+	// backends through router.Options.UserTokens.)
+	SignIn http.Handler
 	// AuthServer, when set, is the gateway's own OAuth authorization
 	// server (handler/authserver), served on the paths AuthServerPaths
 	// lists (its metadata's well-known URLs and /oauth2/).
@@ -151,7 +149,6 @@ func New(opts Options) http.Handler {
 		withResource(opts.ResourceBaseURL),
 		auth.MiddlewareReporting(opts.Auth, "mcpgw", challenge, noteAuthFailure),
 		withBackendCaller,
-		withUserTokens(opts.UserTokens),
 		requireSingleHeaders,
 	)
 	mux.Handle("/servers/{vhost}/mcp", mcp)

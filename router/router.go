@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/wire"
+	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
@@ -92,6 +93,9 @@ type Options struct {
 	// request that creates them (tasks_launch.go): on Lambda, an asynchronous
 	// invocation that calls RunTask. nil: they run in this process.
 	TaskLauncher TaskLauncher
+	// UserTokens gives user_oauth backends' requests the calling user's
+	// own token (router/usertokens.Vault); nil: the gateway has none.
+	UserTokens credentials.UserTokenSource
 }
 
 // DefaultMaxPageItems is Options.MaxPageItems's default (config
@@ -183,9 +187,10 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 }
 
 // clientOptions are what every backend client is built with: where a
-// stdio backend logs, and the identity its processes are initialized with.
+// stdio backend logs, the identity its processes are initialized with,
+// and where user_oauth backends' tokens are kept.
 func (r *Router) clientOptions() []upstream.Option {
-	return []upstream.Option{upstream.WithLogger(r.log), upstream.WithClientInfo(r.clientInfo())}
+	return []upstream.Option{upstream.WithLogger(r.log), upstream.WithClientInfo(r.clientInfo()), upstream.WithUserTokens(r.opts.UserTokens)}
 }
 
 // Start subscribes to the store's bus, on which instances tell each other

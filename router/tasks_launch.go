@@ -116,9 +116,8 @@ const firstQuestionPoll = 200 * time.Millisecond
 // rebuilds the call from the task's sealed run spec and relays it as the
 // creating instance would have (post-hooks included; pre-hooks ran
 // there), renewing the task's lease, until the call ends or ctx does
-// (then the task fails: taskrun.ErrTimeLimit). ctx carries what the
-// handler would give a request (credentials.WithUserTokens). It returns
-// when the task's last status is written.
+// (then the task fails: taskrun.ErrTimeLimit). It returns when the
+// task's last status is written.
 func (r *Router) RunTask(ctx context.Context, owner, id string) error {
 	if r.opts.Tasks == nil {
 		return errors.New("router: no task runner (Options.Tasks)")

@@ -23,7 +23,7 @@ func BenchmarkTemplate_Expand(b *testing.B) {
 }
 
 func BenchmarkSource_CachedToken(b *testing.B) {
-	src := NewSource(Settings{Grant: GrantTokenExchange}, nil)
+	src := NewSource(Settings{Grant: GrantTokenExchange}, nil, nil)
 	src.cache.store("alice", "tok", time.Now().Add(time.Hour))
 	ctx := WithCaller(context.Background(), Caller{Principal: "alice", Token: "t"})
 	b.ReportAllocs()

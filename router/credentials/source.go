@@ -34,11 +34,16 @@ type Source struct {
 	cache *tokenCache
 	hc    *http.Client
 	now   func() time.Time
+	users UserTokenSource // user_oauth: the gateway's vault (nil: none)
 }
 
 // NewSource builds the token source of s. now is the clock (nil:
-// time.Now), so tests can expire tokens without waiting.
-func NewSource(s Settings, now func() time.Time) *Source {
+// time.Now), so tests can expire tokens without waiting. users is where
+// a user_oauth backend's tokens are kept (router/usertokens.Vault): a
+// service of the gateway's, given here once rather than with each
+// request; nil when the gateway has none (those backends' requests then
+// fail).
+func NewSource(s Settings, now func() time.Time, users UserTokenSource) *Source {
 	if now == nil {
 		now = time.Now
 	}
@@ -61,6 +66,7 @@ func NewSource(s Settings, now func() time.Time) *Source {
 		s:     s,
 		cache: newTokenCache(s.MaxEntries, now),
 		now:   now,
+		users: users,
 		hc: &http.Client{
 			Transport: ht,
 			// A redirect would resend the client secret and the subject

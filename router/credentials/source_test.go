@@ -56,7 +56,7 @@ func TestSource_ExchangesPerPrincipalAndCachesUntilShortlyBeforeExpiry(t *testin
 	ep := testsupport.StartTokenEndpoint(t, "mcpgw", secret, gatewayKey)
 	ep.SetExpiresIn(100 * time.Second)
 	clk := &clock{now: time.Now()}
-	src := credentials.NewSource(exchangeSettings(ep), clk.Now)
+	src := credentials.NewSource(exchangeSettings(ep), clk.Now, nil)
 	defer src.Close()
 
 	alice, aliceTok := callerCtx(t, "alice")
@@ -107,7 +107,7 @@ func TestSource_ExchangesPerPrincipalAndCachesUntilShortlyBeforeExpiry(t *testin
 func TestSource_ExchangedTokenNeverOutlivesTheSubjectToken(t *testing.T) {
 	ep := testsupport.StartTokenEndpoint(t, "mcpgw", secret, gatewayKey)
 	clk := &clock{now: time.Now()}
-	src := credentials.NewSource(exchangeSettings(ep), clk.Now)
+	src := credentials.NewSource(exchangeSettings(ep), clk.Now, nil)
 	defer src.Close()
 	tok := testsupport.MintJWT(t, gatewayKey, testsupport.StdClaims("alice"))
 	ctx := credentials.WithCaller(t.Context(), credentials.Caller{Principal: "alice", Token: tok,
@@ -125,7 +125,7 @@ func TestSource_ExchangedTokenNeverOutlivesTheSubjectToken(t *testing.T) {
 // endpoint holds the first until every caller is asking.
 func TestSource_ConcurrentFirstRequestsExchangeOnce(t *testing.T) {
 	ep := testsupport.StartTokenEndpoint(t, "mcpgw", secret, gatewayKey)
-	src := credentials.NewSource(exchangeSettings(ep), nil)
+	src := credentials.NewSource(exchangeSettings(ep), nil, nil)
 	defer src.Close()
 	ep.Hold()
 	const n = 16
@@ -160,7 +160,7 @@ func TestSource_ConcurrentFirstRequestsExchangeOnce(t *testing.T) {
 // exchange.
 func TestSource_OneCallerCancellingDoesNotFailTheFlight(t *testing.T) {
 	ep := testsupport.StartTokenEndpoint(t, "mcpgw", secret, gatewayKey)
-	src := credentials.NewSource(exchangeSettings(ep), nil)
+	src := credentials.NewSource(exchangeSettings(ep), nil, nil)
 	defer src.Close()
 	ep.Hold()
 	ctx, _ := callerCtx(t, "alice")
@@ -207,7 +207,7 @@ func TestSource_FailuresAreClearAndHoldNoSecret(t *testing.T) {
 			defer ep.Release()
 			s := exchangeSettings(ep)
 			tc.setup(&s)
-			src := credentials.NewSource(s, nil)
+			src := credentials.NewSource(s, nil, nil)
 			defer src.Close()
 			ctx, tok := callerCtx(t, "alice")
 			_, err := src.Token(ctx)
@@ -222,7 +222,7 @@ func TestSource_FailuresAreClearAndHoldNoSecret(t *testing.T) {
 		})
 	}
 	// No caller, or a caller without a token, cannot be exchanged for.
-	src := credentials.NewSource(exchangeSettings(ep), nil)
+	src := credentials.NewSource(exchangeSettings(ep), nil, nil)
 	defer src.Close()
 	for _, ctx := range []context.Context{t.Context(), credentials.WithCaller(t.Context(), credentials.Caller{Principal: "anonymous"})} {
 		if _, err := src.Token(ctx); err == nil || !strings.Contains(err.Error(), "no caller token to exchange") {
@@ -238,7 +238,7 @@ func TestSource_ClientCredentialsOneTokenPerBackend(t *testing.T) {
 	ep.SetExpiresIn(100 * time.Second)
 	clk := &clock{now: time.Now()}
 	src := credentials.NewSource(credentials.Settings{Grant: credentials.GrantClientCredentials, TokenURL: ep.URL,
-		ClientID: "mcpgw", ClientSecret: secret, Scopes: []string{"a", "b"}}, clk.Now)
+		ClientID: "mcpgw", ClientSecret: secret, Scopes: []string{"a", "b"}}, clk.Now, nil)
 	defer src.Close()
 	alice, _ := callerCtx(t, "alice")
 	var first string

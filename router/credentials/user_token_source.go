@@ -16,19 +16,6 @@ type UserTokenSource interface {
 	ForgetUserToken(ctx context.Context, principal string, s *Settings)
 }
 
-type userTokensKey struct{}
-
-// WithUserTokens returns a copy of ctx carrying the user token source
-// (set by the handler beside WithCaller).
-func WithUserTokens(ctx context.Context, src UserTokenSource) context.Context {
-	return context.WithValue(ctx, userTokensKey{}, src)
-}
-
-func userTokensFrom(ctx context.Context) UserTokenSource {
-	src, _ := ctx.Value(userTokensKey{}).(UserTokenSource)
-	return src
-}
-
 // SignInRequired is a user_oauth backend's answer to a caller who has no
 // usable token there: the caller must open URL (a sealed, single-use
 // connect link on public_url) in a browser. The router turns it into a
@@ -50,14 +37,15 @@ func (e *SignInRequired) Message() string {
 	return "Sign in to " + e.Backend + " to let the gateway call it for you."
 }
 
-// errNoUserTokens: a user_oauth backend reached without the handler's
-// token source (a request the gateway makes for itself).
+// errNoUserTokens: a user_oauth backend reached without a caller (a
+// request the gateway makes for itself), or in a gateway with no token
+// source (NewSource's users).
 var errNoUserTokens = errors.New("this backend needs the calling user's sign-in; the request has no user")
 
 // userToken is Token for GrantUserOAuth.
 func (src *Source) userToken(ctx context.Context) (string, error) {
 	caller, ok := CallerFrom(ctx)
-	users := userTokensFrom(ctx)
+	users := src.users
 	if !ok || caller.Principal == "" || users == nil {
 		return "", errNoUserTokens
 	}
@@ -67,7 +55,7 @@ func (src *Source) userToken(ctx context.Context) (string, error) {
 // forgetUserToken is Forget for GrantUserOAuth.
 func (src *Source) forgetUserToken(ctx context.Context) {
 	caller, ok := CallerFrom(ctx)
-	if users := userTokensFrom(ctx); ok && users != nil {
+	if users := src.users; ok && users != nil {
 		users.ForgetUserToken(ctx, caller.Principal, &src.s)
 	}
 }

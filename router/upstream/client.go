@@ -124,6 +124,7 @@ type Option func(*options)
 type options struct {
 	log        *slog.Logger
 	clientInfo json.RawMessage
+	users      credentials.UserTokenSource
 }
 
 // WithLogger is where a stdio backend's pool logs (its processes' stderr,
@@ -134,6 +135,12 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
 // initialized with (a gateway default if unset).
 func WithClientInfo(info json.RawMessage) Option {
 	return func(o *options) { o.clientInfo = info }
+}
+
+// WithUserTokens is where a user_oauth backend's requests get the calling
+// user's token (credentials.NewSource's users).
+func WithUserTokens(src credentials.UserTokenSource) Option {
+	return func(o *options) { o.users = src }
 }
 
 // New returns a client for cfg. A bad URL is reported by Open, as an *Error.
@@ -162,14 +169,14 @@ func New(cfg Config, opts ...Option) *Client {
 	if cfg.MaxMessageBytes <= 0 {
 		c.cfg.MaxMessageBytes = defaultMaxMessageBytes
 	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if cfg.Credentials != nil {
-		c.tokens = credentials.NewSource(*cfg.Credentials, nil)
+		c.tokens = credentials.NewSource(*cfg.Credentials, nil, o.users)
 	}
 	if cfg.Transport == TransportStdio {
-		var o options
-		for _, opt := range opts {
-			opt(&o)
-		}
 		if o.log == nil {
 			o.log = slog.Default()
 		}

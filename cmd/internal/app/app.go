@@ -54,8 +54,6 @@ type App struct {
 	// parks holds 2026-07-28 calls parked on 2025-era backends (nil with
 	// WithoutParking).
 	parks *router.Parking
-	// userTokens gives user_oauth backends the caller's token (RunTask).
-	userTokens credentials.UserTokenSource
 }
 
 // Option adjusts what Build assembles.
@@ -129,6 +127,8 @@ type builder struct {
 	undo []func()
 	app  App
 	m    *metrics.Metrics // nil WithoutMetrics
+	// signInPages serve user_oauth sign-in (nil: no such backend).
+	signInPages http.Handler
 }
 
 // build runs Build's steps in order: the parts the router needs, the
@@ -206,7 +206,14 @@ func (b *builder) buildRouter() error {
 			return fmt.Errorf("tasks: %w", err)
 		}
 	}
+	// The user_oauth token source, which the router's backend clients
+	// read, and the sign-in pages that fill it.
+	var users credentials.UserTokenSource
+	if b.signInPages, users, err = signIn(cfg, a.Store, b.log); err != nil { // sign_in.go
+		return err
+	}
 	rt := router.New(cfg.VirtualHosts, router.Options{
+		UserTokens:   users,
 		Tasks:        a.tasks,
 		TaskLauncher: bo.taskLauncher,
 		Store:        a.Store,
@@ -261,10 +268,6 @@ func (b *builder) handlerOptions() (handler.Options, error) {
 		b.m.ObserveAuditDropped(a.Audit.DroppedFor, audit.DropReasons)
 		aud = &handler.Audit{Writer: a.Audit, Arguments: cfg.Audit.Arguments, TrustedProxies: cfg.Audit.TrustedProxies}
 	}
-	var signInPages http.Handler
-	if signInPages, a.userTokens, err = signIn(cfg, a.Store, log); err != nil { // sign_in.go
-		return handler.Options{}, err
-	}
 	// Calls parked on 2025-era backends are tasks of a runner of their
 	// own (router/modern_park.go): not with WithoutParking.
 	if !b.bo.noParking {
@@ -282,8 +285,7 @@ func (b *builder) handlerOptions() (handler.Options, error) {
 	return handler.Options{
 		AuthServer:      asHandler,
 		AuthServerPaths: authserver.Paths(),
-		SignIn:          signInPages,
-		UserTokens:      a.userTokens,
+		SignIn:          b.signInPages,
 		Router:          a.Router,
 		Sessions:        a.Sessions,
 		Parks:           a.parks,
@@ -330,12 +332,8 @@ func taskRunner(cfg *config.Config, st store.Store, aw *audit.Writer, log *slog.
 }
 
 // RunTask runs a task this gateway's TaskLauncher launched
-// (router.Router.RunTask), with what the handler gives a request's backend
-// calls (user_oauth backends' tokens).
+// (router.Router.RunTask).
 func (a *App) RunTask(ctx context.Context, owner, id string) error {
-	if a.userTokens != nil {
-		ctx = credentials.WithUserTokens(ctx, a.userTokens)
-	}
 	return a.Router.RunTask(ctx, owner, id)
 }
 
