@@ -221,13 +221,21 @@ func (a *Audit) trusted(addr netip.Addr) bool {
 	return false
 }
 
-// noteAudit gives the router an audit note for r when the trail is on.
-func noteAudit(a *Audit, r *http.Request, n *requestNote) *http.Request {
-	if a == nil || a.Writer == nil {
-		return r
+// noteAudit makes n an audit note for the router to fill in when the
+// trail is on (auditNote gives it to the request's call).
+func noteAudit(a *Audit, n *requestNote) {
+	if a != nil && a.Writer != nil {
+		n.audit = &router.AuditNote{}
 	}
-	n.audit = &router.AuditNote{}
-	return r.WithContext(router.WithAuditNote(r.Context(), n.audit))
+}
+
+// auditNote is the note the router fills in for the call of the request
+// n notes (router.Call.Audit); nil when the trail is off or n is nil.
+func (n *requestNote) auditNote() *router.AuditNote {
+	if n == nil {
+		return nil
+	}
+	return n.audit
 }
 
 // audited reports whether a method's requests are audited, as wire's

@@ -42,7 +42,7 @@ func (s *server) serveModern(w http.ResponseWriter, r *http.Request, req *jsonrp
 		client.LogLevel = *meta.LogLevel
 	}
 	call := &router.Call{VHost: r.PathValue("vhost"), Principal: string(principal), Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header,
-		Request: req, Caller: client}
+		Request: req, Caller: client, Audit: noteOf(w).auditNote()}
 	listen := wire.MethodOf(req.Method).OpenEnded
 	if listen && !sseOK {
 		writeRPCError(w, http.StatusNotAcceptable, rawID, &jsonrpc.Error{Code: codeInvalidRequest,

@@ -38,7 +38,8 @@ func logRequests(log *slog.Logger, aud *Audit, routeOf func(vhost, method, id st
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
 			rec := &loggedWriter{StatusWriter: metrics.StatusWriter{ResponseWriter: w}}
-			next.ServeHTTP(rec, noteAudit(aud, r, &rec.note))
+			noteAudit(aud, &rec.note)
+			next.ServeHTTP(rec, r)
 			vhost, ok := mcpPathVHost(r.URL.Path)
 			if !ok {
 				return // the probes, /metrics, the well-known documents

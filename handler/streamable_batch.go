@@ -289,7 +289,7 @@ func (s *server) runBatchCall(batchCtx context.Context, r *http.Request, sess *s
 		principal, _ := auth.FromContext(r.Context())
 		an = &requestNote{method: req.Method, params: req.Params, session: string(sess.ID), principal: string(principal), client: sess.ClientInfo,
 			audit: &router.AuditNote{}}
-		ctx = router.WithAuditNote(ctx, an.audit)
+		call.Audit = an.audit
 	}
 	start := time.Now()
 	resp := s.opts.Router.Handle(ctx, call)

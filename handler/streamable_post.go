@@ -92,6 +92,7 @@ func (s *server) servePOST(w http.ResponseWriter, r *http.Request) {
 			call = &router.Call{VHost: sess.VHost, Principal: sess.Principal, Claims: auth.ClaimsFromContext(r.Context()), Header: r.Header, Request: m}
 		}
 		call.Caller = &router.SessionCaller{Session: sess, Runtime: s.opts.Sessions}
+		call.Audit = noteOf(w).auditNote()
 		s.serveCall(w, r, call, decided, rawID, jsonOK, sseOK)
 	}
 }

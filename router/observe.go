@@ -69,9 +69,6 @@ func (r *Router) startRequest(ctx context.Context, vhostName, protocol string, h
 	ctx = extractTraceContext(ctx, hdr, req.Params)
 	ctx, span := r.tracer.Start(ctx, "mcp "+spanMethod(req.Method), trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attrVHost.String(vhostName), attrMethod.String(wire.Clip(req.Method)), attrProtocol.String(protocol)))
-	if n := auditNote(ctx); n != nil && span.SpanContext().IsSampled() {
-		n.TraceID = span.SpanContext().TraceID().String()
-	}
 	return ctx, span
 }
 
@@ -267,9 +264,9 @@ func outcome(resp *jsonrpc.Response, err error) string {
 // whether it was allowed. Some of that only the router knows: which
 // backend took a request, that a name was refused by an access rule
 // (which the client is told as "unknown", on purpose) or a plugin, and the
-// request's trace id. The handler puts an AuditNote in the request's
-// context when the trail is on; the router fills it in as it decides.
-// Without one nothing is noted and nothing is spent.
+// request's trace id. The handler gives the call an AuditNote (Call.Audit)
+// when the trail is on; the router fills it in as it decides. Without one
+// nothing is noted and nothing is spent.
 
 // AuditNote is what the router tells the audit trail of one request.
 type AuditNote struct {
@@ -289,47 +286,41 @@ type AuditNote struct {
 	Task string
 }
 
-type auditNoteKey struct{}
-
-// WithAuditNote returns ctx carrying n.
-func WithAuditNote(ctx context.Context, n *AuditNote) context.Context {
-	return context.WithValue(ctx, auditNoteKey{}, n)
-}
-
-// auditNote is ctx's note, nil when the trail is off.
-func auditNote(ctx context.Context) *AuditNote {
-	n, _ := ctx.Value(auditNoteKey{}).(*AuditNote)
-	return n
+// noteTrace records the trace of c's request span (nil: not traced).
+func noteTrace(c *Call, span trace.Span) {
+	if n := c.Audit; n != nil && span != nil && span.SpanContext().IsSampled() {
+		n.TraceID = span.SpanContext().TraceID().String()
+	}
 }
 
 // noteTask records the gateway-run task a request created or answered.
-func noteTask(ctx context.Context, id string) {
-	if n := auditNote(ctx); n != nil {
+func noteTask(c *Call, id string) {
+	if n := c.Audit; n != nil {
 		n.Task = taskrun.IDDigest(id)
 	}
 }
 
 // noteRouted records where a routed request went.
-func noteRouted(ctx context.Context, t *target) {
-	if n := auditNote(ctx); n != nil && t != nil {
+func noteRouted(c *Call, t *target) {
+	if n := c.Audit; n != nil && t != nil {
 		n.Backend = t.backend
 	}
 }
 
 // noteDenied records a refusal by an access rule or a plugin.
-func noteDenied(ctx context.Context, reason string) {
-	if n := auditNote(ctx); n != nil {
+func noteDenied(c *Call, reason string) {
+	if n := c.Audit; n != nil {
 		n.Denied, n.Reason = true, reason
 	}
 }
 
-// hookRefusal is hookError, noted for the audit trail when a plugin
-// denied the request.
-func (r *Router) hookRefusal(ctx context.Context, err error) *jsonrpc.Error {
+// hookRefusal is hookError, noted in c's audit note when a plugin denied
+// the request.
+func hookRefusal(c *Call, err error) *jsonrpc.Error {
 	e := hookError(err)
 	var d *hook.Denial
 	if errors.As(err, &d) {
-		noteDenied(ctx, d.Message)
+		noteDenied(c, d.Message)
 	}
 	return e
 }

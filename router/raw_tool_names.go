@@ -66,7 +66,7 @@ func (r *Router) decideRawTool(ctx context.Context, v *vhost, c *Call) (d *Decis
 	renamed.Params = withToolName(req.Params, published)
 	decided := *d
 	decided.t, decided.rerr = r.resolve(v, req.Method, renamed.Params)
-	if n := auditNote(ctx); n != nil {
+	if n := c.Audit; n != nil {
 		n.Name = published
 	}
 	// Counted only when routed will serve it: a hidden name, or one the

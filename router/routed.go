@@ -35,13 +35,13 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		// Hidden: refused as if no backend owned it, before any hook,
 		// bound or backend could answer differently.
 		rerr = unknownIdentifier(t.kind, t.public)
-		noteDenied(ctx, c.d.access.DenialReason(t.public))
+		noteDenied(c, c.d.access.DenialReason(t.public))
 	} else if rerr == nil {
-		noteRouted(ctx, t)
+		noteRouted(c, t)
 	}
 	if rerr == nil {
 		if refusal := v.routedStepUp(c.d.access, c.Request, t); refusal != nil {
-			noteDenied(ctx, c.d.access.DenialReason(t.public)+" without the scopes of the rule ahead")
+			noteDenied(c, c.d.access.DenialReason(t.public)+" without the scopes of the rule ahead")
 			return refusal
 		}
 	}
@@ -144,7 +144,7 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 	result = c.Caller.backendResult(result, modernSnapshot(c.peer.backends[t.backend]), isTask)
 	if hc != nil {
 		var herr *jsonrpc.Error
-		if result, herr = r.postHooks(ctx, v, hc, result); herr != nil {
+		if result, herr = r.postHooks(ctx, v, c, hc, result); herr != nil {
 			return errorResponse(c.Request.ID, herr)
 		}
 	}
@@ -172,7 +172,7 @@ func (r *Router) preHooks(ctx context.Context, v *vhost, c *Call, t *target, par
 	for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
 		for _, h := range hooks {
 			if err := h.Pre(ctx, hc); err != nil {
-				return nil, nil, r.hookRefusal(ctx, err)
+				return nil, nil, hookRefusal(c, err)
 			}
 		}
 	}
@@ -180,12 +180,12 @@ func (r *Router) preHooks(ctx context.Context, v *vhost, c *Call, t *target, par
 }
 
 // postHooks runs the plugins' Post hooks on a result.
-func (r *Router) postHooks(ctx context.Context, v *vhost, hc *hook.Call, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+func (r *Router) postHooks(ctx context.Context, v *vhost, c *Call, hc *hook.Call, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	var err error
 	for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
 		for _, h := range hooks {
 			if result, err = h.Post(ctx, hc, result); err != nil {
-				return nil, r.hookRefusal(ctx, err)
+				return nil, hookRefusal(c, err)
 			}
 		}
 	}

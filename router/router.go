@@ -327,6 +327,10 @@ type Call struct {
 	// gateway-run task's run. It decides how the client is served, asked
 	// and given results; Admit alone needs none.
 	Caller Caller
+	// Audit, when set, is the audit trail's note of the request, which
+	// the router fills in as it decides (observe.go); nil when the trail
+	// is off, and for a run detached from its request.
+	Audit *AuditNote
 
 	// d is what Serve decided of the request (admission.go), set on entry
 	// and only read below it.
@@ -405,6 +409,7 @@ func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrp
 	if r.tracer != nil && c.Request.IsCall() {
 		var span trace.Span
 		ctx, span = r.startRequest(ctx, c.VHost, c.Caller.protocolVersion(), c.Header, c.Request)
+		noteTrace(c, span)
 		defer func() { endRequest(span, resp) }()
 	}
 	if d == nil {

@@ -136,7 +136,7 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 		claims.Kind == taskid.Gateway && r.opts.Tasks == nil {
 		return errorResponse(id, unknownTask(token))
 	}
-	noteRouted(ctx, &target{backend: claims.Backend, public: claims.Tool, kind: "tool"})
+	noteRouted(c, &target{backend: claims.Backend, public: claims.Tool, kind: "tool"})
 	if claims.Kind == taskid.Gateway {
 		resp := r.gatewayTaskMethod(ctx, c, params, token, claims) // tasks_run.go
 		return c.Caller.finish(ctx, r, resp, method, nil)

@@ -177,5 +177,5 @@ func (r *Router) adoptedConversation(ctx context.Context, task *store.Task) (*ta
 		ctx = credentials.WithCaller(ctx, credentials.Caller{Principal: run.Principal, Claims: run.Claims, Token: run.Token})
 	}
 	task.Principal = run.Principal // the run's, for the audit trail of its end (never stored)
-	return r.taskConversation(WithAuditNote(ctx, nil), v, c, t, run.Params, run.Params, hc), nil
+	return r.taskConversation(ctx, v, c, t, run.Params, run.Params, hc), nil
 }

@@ -175,7 +175,7 @@ func (r *Router) startTask(ctx context.Context, v *vhost, c *Call, t *target, pa
 	if r.opts.TaskLauncher != nil {
 		task, err = r.launchTask(ctx, v, c, t, params, hc, spec)
 	} else {
-		conv := r.taskConversation(WithAuditNote(ctx, nil), v, taskCall(c, taskPeer(c.peer)), t, params, sent, hc)
+		conv := r.taskConversation(ctx, v, taskCall(c, taskPeer(c.peer)), t, params, sent, hc)
 		if task, err = r.opts.Tasks.Start(ctx, spec, conv.Step); err != nil {
 			conv.Close()
 		}
@@ -188,7 +188,7 @@ func (r *Router) startTask(ctx context.Context, v *vhost, c *Call, t *target, pa
 	case err != nil:
 		return r.storeUnavailable(c.Request.ID, err)
 	}
-	noteTask(ctx, task.ID)
+	noteTask(c, task.ID)
 	token, err := r.sealGatewayTask(ctx, v, c, t, task)
 	if err != nil {
 		return r.storeUnavailable(c.Request.ID, err)
@@ -222,14 +222,14 @@ func (r *Router) taskRefusal(c *Call, err error) *jsonrpc.Response {
 		Message: fmt.Sprintf(msg, most, field), Data: LimitData(field, most)})
 }
 
-// taskCall is the run's own view of c's call: no stream (it outlives the
-// request), a task's client (caller_task.go: its questions asked through
+// taskCall is the run's own view of c's call: no stream and no audit
+// note (it outlives the request), a task's client (caller_task.go: its questions asked through
 // the task, a 2026-07-28 backend's input_required rounds fulfilled, its
 // result stored without the envelope and inlined in tasks/get); p is its
 // peer (taskPeer).
 func taskCall(c *Call, p *peer) *Call {
 	run := *c
-	run.Stream, run.Caller = nil, taskCaller{}
+	run.Stream, run.Caller, run.Audit = nil, taskCaller{}, nil
 	run.peer = p
 	return &run
 }
@@ -360,7 +360,7 @@ func (r *Router) answerTaskInput(ctx context.Context, v *vhost, c *Call, t *targ
 	case err != nil:
 		return r.storeUnavailable(c.Request.ID, err)
 	}
-	noteTask(ctx, task.ID)
+	noteTask(c, task.ID)
 	token, err := r.sealGatewayTask(ctx, v, c, t, task)
 	if err != nil {
 		return r.storeUnavailable(c.Request.ID, err)
