@@ -33,6 +33,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := op.ContextWithIssuer(r.Context(), s.o.Issuer)
 	if res := r.Form["resource"]; len(res) == 1 {
+		// A context value because zitadel leaves no other way: its
+		// oidc.AuthRequest has no resource (RFC 8707), and op.Authorize
+		// hands ValidateAuthRequest and Storage.CreateAuthRequest
+		// nothing of ours but ctx.
 		ctx = context.WithValue(ctx, resourceKey{}, res[0])
 	}
 	op.Authorize(w, r.WithContext(ctx), authorizer{Provider: s.provider, s: s})

@@ -30,7 +30,13 @@ type Caller struct {
 
 type callerKey struct{}
 
-// WithCaller returns a copy of ctx carrying c.
+// WithCaller returns a copy of ctx carrying c. The caller is the one
+// thing of a request's own that the backend side reads from the context,
+// on purpose: every path that opens a backend connection for the request
+// (routed calls, list fan-outs, probes, discovery, listens, a session's
+// DELETEs) must present the same credentials, and none of them may lose
+// it or swap it. Everything else a backend call takes is an argument
+// (upstream.CallOptions, upstream.WithUserTokens).
 func WithCaller(ctx context.Context, c Caller) context.Context {
 	return context.WithValue(ctx, callerKey{}, c)
 }

@@ -184,6 +184,8 @@ func (src *Source) fetch(ctx context.Context, params url.Values) (string, time.T
 		AuthStyle:      oauth2.AuthStyleInHeader,
 	}
 	start := src.now()
+	// x/oauth2 takes its HTTP client from the context only
+	// (oauth2.HTTPClient): the one way to keep redirects unfollowed.
 	tok, err := cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, src.hc))
 	if err != nil {
 		return "", time.Time{}, src.fail(err)

@@ -79,6 +79,8 @@ func (v *Vault) Endpoints(ctx context.Context, s *credentials.Settings) (Endpoin
 // RedirectURL is the one redirect URI of every flow.
 func (v *Vault) RedirectURL() string { return v.PublicURL + "/oauth/callback" }
 
+// ctx is ctx with the vault's HTTP client, which x/oauth2 takes from the
+// context only (oauth2.HTTPClient).
 func (v *Vault) ctx(ctx context.Context) context.Context {
 	return context.WithValue(ctx, oauth2.HTTPClient, v.HTTP)
 }
