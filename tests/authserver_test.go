@@ -293,7 +293,7 @@ func asDocumentAndFlood(t *testing.T, r *asRig) {
 // asNoSecrets: no token, code, verifier or secret in either instance's
 // log or in the store.
 func asNoSecrets(t *testing.T, r *asRig, secrets []string) {
-	haystacks := map[string]string{"instance a log": r.a.Output(), "instance b log": r.b.Output(), "redis": dumpRedis(t)}
+	haystacks := map[string]string{"instance a log": r.a.Output(), "instance b log": r.b.Output(), "redis": dumpRedis(t, redisSrv)}
 	for name, h := range haystacks {
 		for _, s := range secrets {
 			if s != "" && strings.Contains(h, s) {

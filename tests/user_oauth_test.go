@@ -49,6 +49,10 @@ type uoRig struct {
 	bobToken    string
 	carolToken  string
 	redirectURI string
+	// redis is the rig's own store: a user's stored tokens are keyed by
+	// vhost, backend and principal, which every rig shares, so a rig on
+	// the package's Redis would find the last test's tokens for alice.
+	redis *testsupport.RedisServer
 }
 
 // tokenBackend is an MCP server (stateless, both generations) behind the
@@ -126,6 +130,12 @@ func startUserOAuthWith(t *testing.T, block string) *uoRig {
 func startUserOAuthPlus(t *testing.T, block string, more func(*uoRig) string) *uoRig {
 	t.Helper()
 	r := &uoRig{t: t}
+	rs, err := testsupport.StartRedis()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rs.Stop)
+	r.redis = rs
 	r.idp = hydra.Start(t, hydra.Options{})
 	r.third = hydra.Start(t, hydra.Options{AccessTokenTTL: 3 * time.Second, Opaque: true})
 	r.backend = startTokenBackend(t, r.third)
@@ -165,7 +175,7 @@ virtual_hosts:
 	}
 	bin := testsupport.BuildBinary(t, "github.com/mcpgw/gateway/cmd/gateway")
 	env := []string{"E2E_UO_KEY=" + uoKeyB64, "E2E_UO_LOGIN_SECRET=" + uoLoginSecret, "E2E_UO_THIRD_SECRET=" + uoThirdSecret}
-	args := []string{"--config", path, "--redis-url", redisSrv.URL(), "--log-level", "debug"}
+	args := []string{"--config", path, "--redis-url", r.redis.URL(), "--log-level", "debug"}
 	// The users' MCP clients sign in first: Hydra makes its access-token
 	// signing key with the first token, and a gateway started earlier
 	// would wait out its unknown-kid refetch bound (5 s) to see it.
@@ -411,7 +421,7 @@ func TestUserOAuth_SignInThroughURLElicitationOnTwoInstances(t *testing.T) {
 	// Nothing secret anywhere: responses, both instances' debug logs,
 	// every Redis key.
 	secrets := append(r.backend.tokens(), uoLoginSecret, uoThirdSecret, uoKeyB64, r.aliceToken, r.bobToken, "ory_rt_", "ory_at_")
-	haystacks := map[string]string{"instance a log": r.a.Output(), "instance b log": r.b.Output(), "redis": dumpRedis(t)}
+	haystacks := map[string]string{"instance a log": r.a.Output(), "instance b log": r.b.Output(), "redis": dumpRedis(t, r.redis)}
 	for name, h := range haystacks {
 		for _, s := range secrets {
 			if strings.Contains(h, s) {
@@ -421,10 +431,10 @@ func TestUserOAuth_SignInThroughURLElicitationOnTwoInstances(t *testing.T) {
 	}
 }
 
-// dumpRedis is every key of the test Redis with its value, whatever its type.
-func dumpRedis(t *testing.T) string {
+// dumpRedis is every key of a test Redis with its value, whatever its type.
+func dumpRedis(t *testing.T, rs *testsupport.RedisServer) string {
 	ctx := context.Background()
-	cl := redisSrv.Client()
+	cl := rs.Client()
 	var b strings.Builder
 	iter := cl.Scan(ctx, 0, "*", 1000).Iterator()
 	for iter.Next(ctx) {
