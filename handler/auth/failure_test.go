@@ -90,7 +90,7 @@ func TestFailure_DetailNamesWhatDiffers(t *testing.T) {
 // the provider, not the token.
 func TestFailure_UnknownKidAndKeysNotHeld(t *testing.T) {
 	p := oidcop.Start(t, oidcop.Options{Clients: []*oidcop.Client{alice("alice")}})
-	v, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(p.Issuer)})
+	v := startHeld(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(p.Issuer)})
 	if rec, got := serve(t, v, "Bearer "+p.Token(t, "svc-alice")); rec.Code != http.StatusNoContent || got != "alice" {
 		t.Fatalf("the provider's token: %d", rec.Code)
 	}

@@ -41,6 +41,44 @@ func startVerifier(t *testing.T, a config.Auth, opts ...Option) (Verifier, *test
 	return v, logs
 }
 
+// startHeld is startVerifier for a test about tokens the provider
+// issued: it returns once every issuer's first key fetch has ended with
+// keys held. A request waits for that fetch at most keyWait (3 s), a
+// bound a loaded machine (-race, parallel packages) can pass; the test
+// waits for the fetch itself instead.
+func startHeld(t *testing.T, a config.Auth, opts ...Option) Verifier {
+	t.Helper()
+	v, logs := startVerifier(t, a, opts...)
+	var remotes []*remoteKeys
+	switch v := v.(type) {
+	case *jwtVerifier:
+		remotes = append(remotes, v.remote)
+	case *issuersVerifier:
+		for _, jv := range v.byIssuer {
+			remotes = append(remotes, jv.remote)
+		}
+	default:
+		t.Fatalf("startHeld: a %T fetches no keys", v)
+	}
+	for _, k := range remotes {
+		if k == nil {
+			continue // configured keys: nothing to fetch
+		}
+		k.mu.Lock()
+		done := k.done // the first fetch's, or a later one's: either ends
+		k.mu.Unlock()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: the first key fetch never ended", k.issuer)
+		}
+		if !k.holdsKeys(t.Context()) {
+			t.Fatalf("%s: no keys held after the first fetch; log:\n%s", k.issuer, logs)
+		}
+	}
+	return v
+}
+
 func alice(sub string, aud ...string) *oidcop.Client {
 	if len(aud) == 0 {
 		aud = []string{opAudience}
@@ -78,7 +116,7 @@ func TestProvider_KeysDiscoveredFromTheIssuer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			o.Clients = []*oidcop.Client{alice("alice")}
 			p := oidcop.Start(t, o)
-			v, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(p.Issuer)})
+			v := startHeld(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(p.Issuer)})
 			rec, got := serve(t, v, "Bearer "+p.Token(t, "svc-alice"))
 			if rec.Code != http.StatusNoContent || got != "alice" {
 				t.Fatalf("status %d principal %q: %s", rec.Code, got, rec.Body)
@@ -108,7 +146,7 @@ func TestProvider_IssuerMismatchIsReported(t *testing.T) {
 // family the provider may rotate to.
 func TestProvider_RotationPickedUpWithinTenSeconds(t *testing.T) {
 	p := oidcop.Start(t, oidcop.Options{Clients: []*oidcop.Client{alice("alice")}})
-	v, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(p.Issuer)})
+	v := startHeld(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(p.Issuer)})
 	if rec, _ := serve(t, v, "Bearer "+p.Token(t, "svc-alice")); rec.Code != http.StatusNoContent {
 		t.Fatalf("before rotation: %d", rec.Code)
 	}
@@ -138,7 +176,7 @@ func TestProvider_RotationPickedUpWithinTenSeconds(t *testing.T) {
 // most one per minRefetch (5 s), however many tokens come.
 func TestProvider_KidFloodIsBounded(t *testing.T) {
 	p := oidcop.Start(t, oidcop.Options{Clients: []*oidcop.Client{alice("alice")}})
-	v, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(p.Issuer)})
+	v := startHeld(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(p.Issuer)})
 	if rec, _ := serve(t, v, "Bearer "+p.Token(t, "svc-alice")); rec.Code != http.StatusNoContent {
 		t.Fatalf("status %d", rec.Code)
 	}
@@ -245,7 +283,7 @@ func TestProvider_SeveralIssuersKeepEqualSubjectsApart(t *testing.T) {
 	a := oidcop.Start(t, oidcop.Options{Path: "/a", Clients: []*oidcop.Client{alice("alice")}})
 	b := oidcop.Start(t, oidcop.Options{Path: "/b", Clients: []*oidcop.Client{alice("alice")}})
 	stranger := oidcop.Start(t, oidcop.Options{Path: "/c", Clients: []*oidcop.Client{alice("alice")}})
-	v, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, QualifiedPrincipals: true,
+	v := startHeld(t, config.Auth{Mode: config.ModeJWT, QualifiedPrincipals: true,
 		Issuers: []*config.JWTSettings{discovered(a.Issuer), discovered(b.Issuer)}})
 	_, pa := serve(t, v, "Bearer "+a.Token(t, "svc-alice"))
 	_, pb := serve(t, v, "Bearer "+b.Token(t, "svc-alice"))
@@ -262,11 +300,11 @@ func TestProvider_SeveralIssuersKeepEqualSubjectsApart(t *testing.T) {
 	}
 	// auth.jwt: the principal stays sub; auth.issuers with one entry
 	// qualifies it all the same.
-	one, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(a.Issuer)})
+	one := startHeld(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(a.Issuer)})
 	if _, p := serve(t, one, "Bearer "+a.Token(t, "svc-alice")); p != "alice" {
 		t.Errorf("single issuer principal %q", p)
 	}
-	listed, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, QualifiedPrincipals: true, Issuers: []*config.JWTSettings{discovered(a.Issuer)}})
+	listed := startHeld(t, config.Auth{Mode: config.ModeJWT, QualifiedPrincipals: true, Issuers: []*config.JWTSettings{discovered(a.Issuer)}})
 	if _, p := serve(t, listed, "Bearer "+a.Token(t, "svc-alice")); p != Principal(a.Issuer+"#alice") {
 		t.Errorf("one listed issuer principal %q", p)
 	}
@@ -287,7 +325,7 @@ func TestProvider_AudienceClaim(t *testing.T) {
 	p := oidcop.Start(t, oidcop.Options{Clients: []*oidcop.Client{alice("alice", "some-resource")}})
 	s := discovered(p.Issuer)
 	s.Audience, s.AudienceClaim = "svc-alice", "client_id"
-	v, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, JWT: s})
+	v := startHeld(t, config.Auth{Mode: config.ModeJWT, JWT: s})
 	tok := p.Token(t, "svc-alice")
 	if rec, got := serve(t, v, "Bearer "+tok); rec.Code != http.StatusNoContent || got != "alice" {
 		t.Fatalf("client_id audience: %d %q", rec.Code, got)
@@ -304,7 +342,7 @@ func TestProvider_AudienceClaim(t *testing.T) {
 // alg none, whatever kid the token names.
 func TestProvider_RefusesAlgorithmConfusionWithJWKS(t *testing.T) {
 	p := oidcop.Start(t, oidcop.Options{Clients: []*oidcop.Client{alice("alice")}})
-	v, _ := startVerifier(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(p.Issuer)})
+	v := startHeld(t, config.Auth{Mode: config.ModeJWT, JWT: discovered(p.Issuer)})
 	real := p.Token(t, "svc-alice")
 	if rec, _ := serve(t, v, "Bearer "+real); rec.Code != http.StatusNoContent {
 		t.Fatalf("status %d", rec.Code)
