@@ -111,10 +111,17 @@ func TestMainErrors(t *testing.T) {
 		t.Errorf("unknown flag: exit %d", code)
 	}
 
-	// Interrupted: still reports, exit 130.
-	ts := startServer(t, serverOpts{})
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	// Interrupted: still reports, exit 130. The run is cancelled once it
+	// is measuring (a few tools/calls served), not after a fixed time: a
+	// deadline can expire before the sessions are open on a loaded
+	// machine, and a run that never started exits 1.
+	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
+	ts := startServer(t, serverOpts{onCall: func(n int64) {
+		if n == 3 {
+			cancel()
+		}
+	}})
 	stdout.Reset()
 	code := run(ctx, []string{"-quiet", "-d", "1m", "-warmup", "0", ts.URL}, &stdout, &stderr)
 	if code != 130 || !strings.Contains(stdout.String(), "interrupted") || !strings.Contains(stdout.String(), "req/s") {

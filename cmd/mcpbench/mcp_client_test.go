@@ -40,6 +40,10 @@ type testServer struct {
 type serverOpts struct {
 	jsonResponse, stateless bool
 	pageSize, extraTools    int
+	// onCall, if set, is called with the count so far as each tools/call
+	// arrives, before it is served: a test's signal that a run is under
+	// way (its sessions open, its clock started).
+	onCall func(n int64)
 }
 
 func startServer(t testing.TB, o serverOpts) *testServer {
@@ -74,7 +78,10 @@ func startServer(t testing.TB, o serverOpts) *testServer {
 			key += " " + msg.Method
 		}
 		n, _ := ts.methods.LoadOrStore(key, new(atomic.Int64))
-		n.(*atomic.Int64).Add(1)
+		count := n.(*atomic.Int64).Add(1)
+		if o.onCall != nil && key == "POST tools/call" {
+			o.onCall(count)
+		}
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
