@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +44,31 @@ virtual_hosts:
 	}
 	if three == one || three.Len() != 1 || one.Len() != 2 {
 		t.Fatalf("another operations list shares the API: %p %p (%d tools)", three, one, three.Len())
+	}
+}
+
+// A description that cannot be read is reported at the backend's spec
+// field, naming the file as resolved from the config's directory, and
+// the backend.
+func TestOpenAPI_UnreadableDescriptionNamesItAndTheBackend(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "gateway.yaml")
+	if err := os.WriteFile(path, []byte(`auth: {mode: none}
+virtual_hosts:
+  demo:
+    backends:
+      notes: {openapi: {spec: specs/notes.yaml}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	for _, s := range []string{"virtual_hosts.demo.backends.notes.openapi.spec: cannot read the description",
+		filepath.Join(dir, "specs", "notes.yaml"), `backend "notes"`} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("%q does not say %q", err, s)
+		}
 	}
 }

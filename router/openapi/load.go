@@ -45,7 +45,7 @@ func Load(ctx context.Context, o Options) (*API, error) {
 	}
 	data, err := r.read(ctx, r.root)
 	if err != nil {
-		return nil, fieldError("spec", fmt.Errorf("cannot read the description: %w", err))
+		return nil, fieldError("spec", fmt.Errorf("cannot read the description %s of backend %q: %w", r.where(), o.Backend, err))
 	}
 	doc, err := r.parse(ctx, data)
 	if err != nil {
@@ -73,7 +73,8 @@ func newReader(o Options) (*reader, error) {
 	case strings.HasPrefix(spec, "https://") || strings.HasPrefix(spec, "http://"):
 		u, err := url.Parse(spec)
 		if err != nil || u.Host == "" {
-			return nil, fmt.Errorf("%q is not a URL", spec)
+			// Not echoed: what cannot be parsed cannot be redacted.
+			return nil, fmt.Errorf("backend %q: its description's address is not a URL", o.Backend)
 		}
 		r.root = u
 	default:
@@ -105,7 +106,11 @@ func (r *reader) read(ctx context.Context, loc *url.URL) ([]byte, error) {
 		if !r.remoteAllowed(loc) {
 			return nil, fmt.Errorf("reference to %s: remote references are followed only under a prefix listed in openapi.remote_refs", redactURL(loc))
 		}
-		return r.fetch(ctx, loc)
+		data, err := r.fetch(ctx, loc)
+		if err != nil && !r.isRoot(loc) { // Load names the root
+			err = fmt.Errorf("fetching %s: %w", redactURL(loc), err)
+		}
+		return data, err
 	}
 	if loc.Scheme != "" && loc.Scheme != "file" {
 		return nil, fmt.Errorf("reference with scheme %q: only files and http(s) URLs are read", loc.Scheme)
@@ -125,11 +130,25 @@ func (r *reader) read(ctx context.Context, loc *url.URL) ([]byte, error) {
 	return readBounded(f, p)
 }
 
+// where names the description in an error: its file, or its URL without
+// user information or query (either may hold a key).
+func (r *reader) where() string {
+	if r.rootDir != "" {
+		return filepath.FromSlash(r.root.Path)
+	}
+	return redactURL(r.root)
+}
+
+// isRoot reports whether loc is the description's own URL.
+func (r *reader) isRoot(loc *url.URL) bool {
+	return r.root.Scheme != "" && loc.String() == r.root.String()
+}
+
 // remoteAllowed reports whether loc may be fetched: the root itself, or
 // under a configured prefix.
 func (r *reader) remoteAllowed(loc *url.URL) bool {
 	s := loc.String()
-	if r.root.Scheme != "" && s == r.root.String() {
+	if r.isRoot(loc) {
 		return true
 	}
 	for _, p := range r.remote {
@@ -140,6 +159,8 @@ func (r *reader) remoteAllowed(loc *url.URL) bool {
 	return false
 }
 
+// fetch GETs one document. Its errors leave loc to the caller, which
+// names it redacted.
 func (r *reader) fetch(ctx context.Context, loc *url.URL) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc.String(), nil)
 	if err != nil {
@@ -152,11 +173,11 @@ func (r *reader) fetch(ctx context.Context, loc *url.URL) ([]byte, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // its text would repeat the URL, query included
 		}
-		return nil, fmt.Errorf("fetching %s: %w", redactURL(loc), err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetching %s: HTTP %d", redactURL(loc), resp.StatusCode)
+		return nil, fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
 	return readBounded(resp.Body, redactURL(loc))
 }
