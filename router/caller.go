@@ -7,6 +7,8 @@ import (
 
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -83,6 +85,14 @@ type Caller interface {
 	// signIn answers a routed call whose backend needs the caller to sign
 	// in (canURL: the client declared URL elicitation).
 	signIn(ctx context.Context, r *Router, v *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response
+	// relay sends a routed call to t, decided and hooked (routed), and
+	// answers it: through Router.relay, or parked where its backend would
+	// ask the client on a stream it does not have (modern_park.go).
+	relay(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response
+	// resumeParked answers a retry whose request state st names a parked
+	// call (modern_park_retry.go); nil: this client parks nothing, and the
+	// state is refused.
+	resumeParked(ctx context.Context, r *Router, v *vhost, c *Call, t *target, st *sealed.RequestState) *jsonrpc.Response
 	// taskRound answers an input_before_task call with its task's first
 	// round (now), or asks it and returns nil: the task is handed out.
 	taskRound(ctx context.Context, r *Router, v *vhost, c *Call, t *target, task *store.Task, now store.Task) *jsonrpc.Response

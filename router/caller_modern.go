@@ -10,6 +10,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -162,4 +163,29 @@ func (*ModernClient) taskRound(ctx context.Context, r *Router, v *vhost, c *Call
 	result["resultType"], _ = json.Marshal(envelope.ResultInputRequired)
 	result["requestState"], _ = json.Marshal(state)
 	return resultResponse(c.Request.ID, wire.RawObject(result))
+}
+
+// relay: a call that may ask its client something parks when its backend
+// is a 2025-era one, which asks on a stream this client does not have
+// (modern_park.go), unless this is the parked call's own run, or nothing
+// parks here (Parks nil: the backend's requests get -32601).
+func (m *ModernClient) relay(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
+	if m.Parks != nil && m.ask == nil && multiRoundTrip(c.Request.Method) {
+		if snap := c.peer.backends[t.backend]; snap.OK() && !modernSnapshot(snap) {
+			return r.parkStart(ctx, v, c, m, t, params, sent, hc)
+		}
+	}
+	return r.relay(ctx, v, c, t, params, sent, hc)
+}
+
+// resumeParked delivers the retry's answers to its parked call, when
+// calls park here.
+func (m *ModernClient) resumeParked(ctx context.Context, r *Router, v *vhost, c *Call, t *target, st *sealed.RequestState) *jsonrpc.Response {
+	switch {
+	case m.Parks == nil:
+		return nil
+	case st.Backend != t.backend:
+		return errorResponse(c.Request.ID, invalidParams("invalid requestState: it was not issued for this request"))
+	}
+	return r.parkRetry(ctx, v, c, m.Parks, t, st)
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -134,4 +136,12 @@ func madeParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *targ
 		return t
 	}
 	return r.withParamHeaders(ctx, v, c, t, params)
+}
+
+func (*SessionCaller) relay(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
+	return r.relay(ctx, v, c, t, params, sent, hc)
+}
+
+func (*SessionCaller) resumeParked(context.Context, *Router, *vhost, *Call, *target, *sealed.RequestState) *jsonrpc.Response {
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/hook"
+	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -96,4 +98,12 @@ func askThrough(ask taskrun.Ask) askFunc {
 		}
 		return &jsonrpc.Response{Result: answer}
 	}
+}
+
+func (taskCaller) relay(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
+	return r.relay(ctx, v, c, t, params, sent, hc)
+}
+
+func (taskCaller) resumeParked(context.Context, *Router, *vhost, *Call, *target, *sealed.RequestState) *jsonrpc.Response {
+	return nil
 }

@@ -4,9 +4,11 @@ package router
 // ask these questions (the transport asks Refusal).
 
 import (
+	"context"
 	"net/http"
 	"time"
 
+	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -23,3 +25,14 @@ func StoreUnavailable(resp *jsonrpc.Response) bool {
 	status, _, ok := Refusal(resp)
 	return ok && status == http.StatusServiceUnavailable
 }
+
+// SealSignInState seals the requestState a sign-in round hands a client
+// (request_state.go: the backend kept none, nothing parked), for a test of
+// its retry.
+func SealSignInState(ctx context.Context, r *Router, vhost, principal, method, public, backend string) (string, error) {
+	return r.sealState(ctx, sealed.Binding{VHost: vhost, Principal: principal, Method: method, Target: public},
+		sealed.RequestState{Backend: backend})
+}
+
+// SignInInputKey is the inputResponses key of a sign-in round's answer.
+const SignInInputKey = signInInputKey

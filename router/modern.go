@@ -27,10 +27,9 @@ func modernSnapshot(snap *store.BackendSnapshot) bool {
 
 // handleModern answers a 2026-07-28 request (Serve), admitted: the
 // methods the gateway answers for it alone (server/discover,
-// subscriptions/listen) here; any other parked when it reaches a 2025-era
-// backend that may ask the client something, else through the core
-// (serve) with the discovery cache's snapshots as its peer, its result
-// decorated.
+// subscriptions/listen) here; any other through the core (serve) with the
+// discovery cache's snapshots as its peer, its result decorated (a call
+// that may ask the client something parks in routed: ModernClient.relay).
 func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Response) {
 	method, row := c.Request.Method, rowOf(c.Request.Method)
 	switch {
@@ -38,9 +37,6 @@ func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jso
 		return row.answer(r, ctx, v, c)
 	case row.serving == taskMethod:
 		return r.routeTask(ctx, v, c) // the task's own call was admitted and hooked
-	}
-	if resp := r.parkable(ctx, v, c); resp != nil {
-		return resp
 	}
 	c.peer = c.Caller.peer(ctx, r, v, c) // caller_modern.go
 	resp = r.serve(ctx, v, c)

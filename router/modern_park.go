@@ -14,6 +14,7 @@ import (
 	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/envelope"
+	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -152,48 +153,12 @@ type InputRequest struct {
 	Params json.RawMessage `json:"params,omitempty"`
 }
 
-// parkable routes a modern MRTR-capable call that may have to park: a
-// retry of a parked call, or a call whose backend speaks the session
-// protocol. It returns nil when the call takes the ordinary path.
-func (r *Router) parkable(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
-	m, _ := c.Caller.(*ModernClient) // (only a 2026-07-28 request parks)
-	if m == nil || m.Parks == nil || !multiRoundTrip(c.Request.Method) {
-		return nil
-	}
-	t := c.d.t
-	if c.d.rerr != nil || !v.routedVisible(c.d.access, c.Request.Method, t) || v.routedStepUp(c.d.access, c.Request, t) != nil {
-		return nil // the ordinary path answers it (a hidden name: as unknown; a scope lacking: 403)
-	}
-	if r.gatewayTaskTool(v, c.Request.Method, t, declaresExtension(m.ClientCapabilities, wire.ExtensionTasks)) {
-		return nil // run as a task, or refused, by the ordinary path (tasks_run.go)
-	}
-	if raw, ok := t.params["requestState"]; ok && string(raw) != "null" {
-		var token string
-		if json.Unmarshal(raw, &token) != nil {
-			return nil
-		}
-		env, err := r.openState(ctx, binding(v, c, t), token)
-		switch {
-		case errors.Is(err, errStoreUnavailable):
-			return r.storeUnavailable(c.Request.ID, err)
-		case err != nil || env.Park == "":
-			return nil // the ordinary path refuses it, or unwraps a backend's state
-		case env.Backend != t.backend:
-			return errorResponse(c.Request.ID, invalidParams("invalid requestState: it was not issued for this request"))
-		}
-		return r.parkRetry(ctx, v, c, m.Parks, t, env)
-	}
-	if d := r.backendDiscovery(ctx, v, t.backend, c.Header); !d.snap.OK() || modernSnapshot(d.snap) {
-		return nil // a 2026-07-28 backend asks with input_required itself
-	}
-	return r.parkStart(ctx, v, c, m, t)
-}
-
-// parkStart runs c's call where it may park: its answer when it asks
-// nothing, else its first round.
-func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, m *ModernClient, t *target) *jsonrpc.Response {
+// parkStart runs c's call to t, decided and hooked (routed), where it may
+// park: its answer when it asks nothing, else its first round. Either is
+// finished for the client as any routed answer is.
+func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, m *ModernClient, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	p := m.Parks
-	conv := taskrun.Converse(ctx, &parkedRun{r: r, v: v, c: c, m: m})
+	conv := taskrun.Converse(ctx, &parkedRun{r: r, v: v, c: c, m: m, t: t, params: params, sent: sent, hc: hc})
 	spec := taskrun.Spec{Owner: parkOwner(c.Principal), VHost: v.name, Backend: t.backend, Tool: t.public,
 		TTL: 2*p.opts.AnswerWithin + time.Minute, AnswerWithin: p.opts.AnswerWithin,
 		Unanswered: fmt.Errorf("the client did not answer within %s (streams.client_request_timeout)", p.opts.AnswerWithin)}
@@ -221,7 +186,7 @@ func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, m *ModernClie
 		return r.storeUnavailable(c.Request.ID, err) // the task could not be created
 	case task == nil:
 		answer, _ := out.Answer.(parkedAnswer) // the call's own response: nothing stored, nothing decoded
-		return r.parkFinished(ctx, v, c, answer.resp)
+		return parkFinished(c, answer.resp)
 	}
 	resp := r.parkAsks(ctx, v, c, t, task.ID, task.Round, task.InputRequests)
 	if resp.Error != nil {
@@ -233,17 +198,20 @@ func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, m *ModernClie
 }
 
 // parkedRun is a parked call as its runner runs it (taskrun.Call), as a
-// gateway-run task's taskRun is: served as the 2026-07-28 request it is,
-// its client (ModernClient.parked) asked through the round the runner
-// gives it.
+// gateway-run task's taskRun is: relayed as the 2026-07-28 request it is,
+// decided and hooked, its client (ModernClient.parked) asked through the
+// round the runner gives it.
 type parkedRun struct {
-	r *Router
-	v *vhost
-	c *Call
-	m *ModernClient
+	r            *Router
+	v            *vhost
+	c            *Call
+	m            *ModernClient
+	t            *target
+	params, sent json.RawMessage
+	hc           *hook.Call
 }
 
-// Run serves the call. Its answer is the whole response, error or result:
+// Run relays the call. Its answer is the whole response, error or result:
 // a parked call's task "completes" with whatever the call answered.
 func (pr *parkedRun) Run(ctx context.Context, ask taskrun.Ask) (taskrun.Answer, error) {
 	p := pr.m.Parks
@@ -252,8 +220,8 @@ func (pr *parkedRun) Run(ctx context.Context, ask taskrun.Ask) (taskrun.Answer, 
 	}
 	defer p.calls.Done()
 	call := *pr.c // the call as the parked run sees it: its questions go to the task
-	call.peer, call.Caller = pr.m.peer(ctx, pr.r, pr.v, pr.c), pr.m.parked(ask)
-	return parkedAnswer{resp: pr.r.serve(ctx, pr.v, &call)}, nil
+	call.Caller = pr.m.parked(ask)
+	return parkedAnswer{resp: pr.r.relay(ctx, pr.v, &call, pr.t, pr.params, pr.sent, pr.hc)}, nil
 }
 
 // parkedAnswer is a parked call's response; the hidden task keeps it
@@ -274,15 +242,15 @@ func keptAnswer(kept json.RawMessage) *jsonrpc.Response {
 	return answer
 }
 
-// parkFinished is the client's answer made of its parked call's response
+// parkFinished is the answer to c made of its parked call's response
 // (nil: one that could not be read).
-func (r *Router) parkFinished(ctx context.Context, v *vhost, c *Call, answer *jsonrpc.Response) *jsonrpc.Response {
+func parkFinished(c *Call, answer *jsonrpc.Response) *jsonrpc.Response {
 	if answer == nil {
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "a parked call's answer could not be read"))
 	}
 	out := *answer
 	out.ID = c.Request.ID
-	return r.finishModern(ctx, &out, c.Request.Method, v.accessHints(c.Request.Method, nil))
+	return &out
 }
 
 // parkAsks is input_required with a round's requests and a sealed state
@@ -295,5 +263,5 @@ func (r *Router) parkAsks(ctx context.Context, v *vhost, c *Call, t *target, par
 	result := map[string]json.RawMessage{"inputRequests": wire.RawObject(inputs)}
 	result["resultType"], _ = json.Marshal(envelope.ResultInputRequired)
 	result["requestState"], _ = json.Marshal(token)
-	return r.finishModern(ctx, resultResponse(c.Request.ID, wire.RawObject(result)), c.Request.Method, nil)
+	return resultResponse(c.Request.ID, wire.RawObject(result))
 }

@@ -45,7 +45,7 @@ func (r *Router) parkRetry(ctx context.Context, v *vhost, c *Call, p *Parking, t
 	case task.Status == store.TaskCompleted && task.Round == round:
 		// Its answer, to this retry or again to a repeat of it (the
 		// client may not have received it the first time).
-		return r.parkFinished(ctx, v, c, keptAnswer(task.Result))
+		return parkFinished(c, keptAnswer(task.Result))
 	case task.Status == store.TaskFailed && task.StatusMessage == taskrun.LapsedMessage:
 		return errorResponse(id, rpcError(CodeInternalError, "the gateway instance holding this call stopped before it answered; the call's outcome is unknown"))
 	case store.TaskTerminal(task.Status):

@@ -71,8 +71,12 @@ func (r *Router) openRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 		return r.storeUnavailable(c.Request.ID, err)
 	case err == nil && st.Task != "" && st.Backend == t.backend:
 		return r.answerTaskInput(ctx, v, c, t, st) // tasks_run.go: input_before_task
+	case err == nil && st.Park != "":
+		if resp := c.Caller.resumeParked(ctx, r, v, c, t, st); resp != nil {
+			return resp // modern_park_retry.go
+		}
+		fallthrough // a caller that parks nothing
 	case err != nil, st.Park != "", st.Backend != t.backend:
-		// (a parked call's state is handled before routing: modern_park.go)
 		return errorResponse(c.Request.ID, invalidParams("invalid requestState: it was not issued by this gateway for this request and caller, or it has expired"))
 	}
 	if st.State == "" {

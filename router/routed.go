@@ -84,7 +84,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	} else if runs {
 		return r.startTask(ctx, v, c, t, params, sent, hc) // tasks_run.go
 	}
-	return r.relay(ctx, v, c, t, params, sent, hc)
+	return c.Caller.relay(ctx, r, v, c, t, params, sent, hc) // caller_*.go: relay, or park
 }
 
 // relay sends a routed request, decided and hooked, to its backend and

@@ -92,14 +92,6 @@ func (r *Router) runsAsTask(v *vhost, c *Call, t *target) (runs bool, refusal *j
 	return false, nil
 }
 
-// gatewayTaskTool reports whether a tools/call to t runs as a task the
-// gateway runs, or is refused for want of the extension, for a request
-// that declares it or not (parkable: such a call is never parked).
-func (r *Router) gatewayTaskTool(v *vhost, method string, t *target, declared bool) bool {
-	mode := r.taskMode(v, method, t)
-	return mode == TaskRequired || mode == TaskOptional && declared
-}
-
 // advertiseTasks adds the Tasks extension to merged capabilities when the
 // gateway runs tasks for a backend of v and routes the extension to this
 // client (routed: capability.Session- or ModernExtensions).
