@@ -30,15 +30,8 @@ import (
 // Caller is the client side of a Call: how the client is served, asked,
 // and given results.
 type Caller interface {
-	// protocolVersion is the version the client speaks, for the
-	// request's span.
-	protocolVersion() string
-	// session is the 2025 session the call belongs to; nil for a client
-	// no session holds.
-	session() *store.Session
-	// clientCapabilities are what the client declared (its initialize,
-	// or its request's _meta).
-	clientCapabilities() json.RawMessage
+	// facts are what the client is, as the router reads it.
+	facts() callerFacts
 	// serve answers a decided request of this client (Serve's body).
 	serve(ctx context.Context, r *Router, v *vhost, c *Call) *jsonrpc.Response
 	// peer is the client as the backend link sees it.
@@ -57,10 +50,6 @@ type Caller interface {
 	// put to the client during the call; nil: this call cannot be asked
 	// anything.
 	asker() askFunc
-	// asksInRounds: the client is asked with input_required results and
-	// answers by calling again; a backend's own input_required passes to
-	// it (request state sealed) rather than being fulfilled by asker.
-	asksInRounds() bool
 	// clientParamHeaders handles the Mcp-Param-* headers the client sent
 	// for a tools/call's arguments, before the pre-hooks: checked by the
 	// gateway for a backend that does not read them (backendModern
@@ -96,6 +85,24 @@ type Caller interface {
 	// taskRound answers an input_before_task call with its task's first
 	// round (now), or asks it and returns nil: the task is handed out.
 	taskRound(ctx context.Context, r *Router, v *vhost, c *Call, t *target, task *store.Task, now store.Task) *jsonrpc.Response
+}
+
+// callerFacts are what a kind of client is, beside what it does: plain
+// values, read where they matter rather than each a method of Caller.
+type callerFacts struct {
+	// protocolVersion is the version the client speaks, for the
+	// request's span.
+	protocolVersion string
+	// session is the 2025 session the call belongs to; nil for a client
+	// no session holds.
+	session *store.Session
+	// capabilities are what the client declared (its initialize, or its
+	// request's _meta).
+	capabilities json.RawMessage
+	// inRounds: the client is asked with input_required results and
+	// answers by calling again; a backend's own input_required passes to
+	// it (request state sealed) rather than being fulfilled by asker.
+	inRounds bool
 }
 
 // askFunc puts one backend request to the client and returns its answer.

@@ -47,9 +47,9 @@ func (m *ModernClient) parked(ask taskrun.Ask) *ModernClient {
 	return &cp
 }
 
-func (*ModernClient) protocolVersion() string               { return wire.ModernProtocolVersion }
-func (*ModernClient) session() *store.Session               { return nil }
-func (m *ModernClient) clientCapabilities() json.RawMessage { return m.ClientCapabilities }
+func (m *ModernClient) facts() callerFacts {
+	return callerFacts{protocolVersion: wire.ModernProtocolVersion, capabilities: m.ClientCapabilities, inRounds: true}
+}
 
 func (m *ModernClient) serve(ctx context.Context, r *Router, v *vhost, c *Call) *jsonrpc.Response {
 	var resp *jsonrpc.Response
@@ -107,8 +107,6 @@ func (m *ModernClient) asker() askFunc {
 	}
 	return askThrough(m.ask) // caller_task.go
 }
-
-func (*ModernClient) asksInRounds() bool { return true }
 
 // clientParamHeaders: the client made its own for its arguments (a
 // call_tool's are call_tool's, for call_tool's arguments: none to use).

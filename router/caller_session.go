@@ -32,9 +32,9 @@ type SessionCaller struct {
 	Runtime SessionRuntime
 }
 
-func (s *SessionCaller) protocolVersion() string             { return s.Session.ProtocolVersion }
-func (s *SessionCaller) session() *store.Session             { return s.Session }
-func (s *SessionCaller) clientCapabilities() json.RawMessage { return s.Session.ClientCapabilities }
+func (s *SessionCaller) facts() callerFacts {
+	return callerFacts{protocolVersion: s.Session.ProtocolVersion, session: s.Session, capabilities: s.Session.ClientCapabilities}
+}
 
 func (s *SessionCaller) serve(ctx context.Context, r *Router, v *vhost, c *Call) *jsonrpc.Response {
 	if c.d.search {
@@ -65,8 +65,6 @@ func (s *SessionCaller) asker() askFunc {
 	}
 	return s.Runtime.AskClient
 }
-
-func (*SessionCaller) asksInRounds() bool { return false }
 
 // clientParamHeaders: the client sends none.
 func (*SessionCaller) clientParamHeaders(context.Context, *Router, *vhost, *Call, *target, bool) (http.Header, *jsonrpc.Error) {

@@ -28,9 +28,7 @@ type taskCaller struct {
 	ask taskrun.Ask
 }
 
-func (taskCaller) protocolVersion() string             { return "" }
-func (taskCaller) session() *store.Session             { return nil }
-func (taskCaller) clientCapabilities() json.RawMessage { return nil }
+func (taskCaller) facts() callerFacts { return callerFacts{} }
 
 // serve: a task's run relays its call directly (taskConversation), never
 // through Serve; were it to, it would be served by the core as it is.
@@ -58,8 +56,6 @@ func (a taskCaller) asker() askFunc {
 	}
 	return askThrough(a.ask)
 }
-
-func (taskCaller) asksInRounds() bool { return false }
 
 func (taskCaller) clientParamHeaders(context.Context, *Router, *vhost, *Call, *target, bool) (http.Header, *jsonrpc.Error) {
 	return nil, nil

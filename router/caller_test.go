@@ -56,17 +56,17 @@ func TestCaller_Facts(t *testing.T) {
 		{kind: "modern", version: wire.ModernProtocolVersion, round: true, caps: `{"sampling":{}}`},
 		{kind: "task", version: ""},
 	} {
-		c := cs[tc.kind]
-		if got := c.protocolVersion(); got != tc.version {
+		c := cs[tc.kind].facts()
+		if got := c.protocolVersion; got != tc.version {
 			t.Errorf("%s: protocol version %q, want %q", tc.kind, got, tc.version)
 		}
-		if got := c.session() != nil; got != tc.session {
+		if got := c.session != nil; got != tc.session {
 			t.Errorf("%s: has a session %v, want %v", tc.kind, got, tc.session)
 		}
-		if got := c.asksInRounds(); got != tc.round {
+		if got := c.inRounds; got != tc.round {
 			t.Errorf("%s: asks in rounds %v, want %v", tc.kind, got, tc.round)
 		}
-		if got := string(c.clientCapabilities()); got != tc.caps {
+		if got := string(c.capabilities); got != tc.caps {
 			t.Errorf("%s: capabilities %s, want %s", tc.kind, got, tc.caps)
 		}
 	}

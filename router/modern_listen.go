@@ -78,7 +78,7 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if resp := r.checkListenFilter(c.Request.ID, p.Notifications); resp != nil {
 		return resp
 	}
-	if len(p.Notifications.TaskIDs) > 0 && !declaresExtension(c.Caller.clientCapabilities(), wire.ExtensionTasks) {
+	if len(p.Notifications.TaskIDs) > 0 && !declaresExtension(c.Caller.facts().capabilities, wire.ExtensionTasks) {
 		return errorResponse(c.Request.ID, needsTasksExtension("subscriptions/listen with notifications.taskIds"))
 	}
 	tasks, err := r.openListenTasks(ctx, v, c, p.Notifications.TaskIDs)

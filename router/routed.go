@@ -45,7 +45,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 			return refusal
 		}
 	}
-	if sess := c.Caller.session(); rerr == nil && wire.MethodOf(method).Subscription == wire.Subscribes && sess != nil { // (a client no session holds has none to hold it)
+	if sess := c.Caller.facts().session; rerr == nil && wire.MethodOf(method).Subscription == wire.Subscribes && sess != nil { // (a client no session holds has none to hold it)
 		rerr = subscribeRefusal(sess, t.public)
 	}
 	if rerr == nil {
@@ -60,7 +60,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		return errorResponse(c.Request.ID, perr)
 	}
 	t.headers = headers
-	if c.Caller.asksInRounds() && multiRoundTrip(method) {
+	if c.Caller.facts().inRounds && multiRoundTrip(method) {
 		if resp := r.openRequestState(ctx, v, c, t); resp != nil {
 			return resp
 		}
@@ -95,7 +95,7 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 // relays its call here too, detached from the client's request.
 func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	method := c.Request.Method
-	mrtr := c.Caller.asksInRounds() && multiRoundTrip(method)
+	mrtr := c.Caller.facts().inRounds && multiRoundTrip(method)
 	// The Mcp-Param-* headers a 2026-07-28 backend reads, where the
 	// client's do not fit these arguments.
 	t = c.Caller.gatewayParamHeaders(ctx, r, v, c, t, params, sent, modernSnapshot(c.peer.backends[t.backend]))
@@ -216,7 +216,7 @@ func (r *Router) callRouted(ctx context.Context, v *vhost, c *Call, t *target, c
 		// subscriptions/listen carries it (backend_listen.go).
 		return &jsonrpc.Response{ID: c.Request.ID, Result: json.RawMessage(`{}`)}, nil
 	}
-	if !c.Caller.asksInRounds() && conn.Modern() && multiRoundTrip(method) {
+	if !c.Caller.facts().inRounds && conn.Modern() && multiRoundTrip(method) {
 		// A client asked otherwise than in rounds, on a 2026-07-28
 		// backend: the gateway answers the backend's input requests by
 		// asking the client.

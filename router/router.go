@@ -347,7 +347,7 @@ func (c *Call) Session() *store.Session {
 	if c.Caller == nil {
 		return nil
 	}
-	return c.Caller.session()
+	return c.Caller.facts().session
 }
 
 // normalize fills VHost and Principal from a 2025-era request's session.
@@ -408,7 +408,7 @@ func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrp
 	c.normalize()
 	if r.tracer != nil && c.Request.IsCall() {
 		var span trace.Span
-		ctx, span = r.startRequest(ctx, c.VHost, c.Caller.protocolVersion(), c.Header, c.Request)
+		ctx, span = r.startRequest(ctx, c.VHost, c.Caller.facts().protocolVersion, c.Header, c.Request)
 		noteTrace(c, span)
 		defer func() { endRequest(span, resp) }()
 	}
