@@ -9,6 +9,7 @@ import (
 	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/sealed"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -74,6 +75,11 @@ type Caller interface {
 	// signIn answers a routed call whose backend needs the caller to sign
 	// in (canURL: the client declared URL elicitation).
 	signIn(ctx context.Context, r *Router, v *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response
+	// exchange sends a routed call on conn, and returns the backend's
+	// answer: a 2026-07-28 backend's input_required as it is, for a
+	// client asked in rounds, else fulfilled by asking the client
+	// (input_fulfil.go).
+	exchange(ctx context.Context, r *Router, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error)
 	// relay sends a routed call to t, decided and hooked (routed), and
 	// answers it: through Router.relay, or parked where its backend would
 	// ask the client on a stream it does not have (modern_park.go).

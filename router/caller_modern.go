@@ -12,6 +12,7 @@ import (
 	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/sealed"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -186,4 +187,9 @@ func (m *ModernClient) resumeParked(ctx context.Context, r *Router, v *vhost, c 
 		return errorResponse(c.Request.ID, invalidParams("invalid requestState: it was not issued for this request"))
 	}
 	return r.parkRetry(ctx, v, c, m.Parks, t, st)
+}
+
+// exchange: the backend's input_required rounds are the client's own.
+func (*ModernClient) exchange(ctx context.Context, _ *Router, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
+	return conn.CallWith(ctx, method, params, cs.onMessage, opts)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/sealed"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -142,4 +143,19 @@ func (*SessionCaller) relay(ctx context.Context, r *Router, v *vhost, c *Call, t
 
 func (*SessionCaller) resumeParked(context.Context, *Router, *vhost, *Call, *target, *sealed.RequestState) *jsonrpc.Response {
 	return nil
+}
+
+func (*SessionCaller) exchange(ctx context.Context, r *Router, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
+	return fulfilledExchange(ctx, r, conn, cs, method, params, opts)
+}
+
+// fulfilledExchange is the exchange of a client asked otherwise than in
+// rounds (a 2025 session, a task's run): a 2026-07-28 backend's
+// input_required is fulfilled by the gateway, which asks the client; a
+// 2025-era backend asks on the call's stream itself.
+func fulfilledExchange(ctx context.Context, r *Router, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
+	if conn.Modern() && multiRoundTrip(method) {
+		return r.callFulfilling(ctx, conn, cs, method, params, opts) // input_fulfil.go
+	}
+	return conn.CallWith(ctx, method, params, cs.onMessage, opts)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/sealed"
+	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -102,4 +103,8 @@ func (taskCaller) relay(ctx context.Context, r *Router, v *vhost, c *Call, t *ta
 
 func (taskCaller) resumeParked(context.Context, *Router, *vhost, *Call, *target, *sealed.RequestState) *jsonrpc.Response {
 	return nil
+}
+
+func (taskCaller) exchange(ctx context.Context, r *Router, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
+	return fulfilledExchange(ctx, r, conn, cs, method, params, opts) // caller_session.go
 }

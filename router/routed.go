@@ -208,22 +208,15 @@ func (r *Router) callRouted(ctx context.Context, v *vhost, c *Call, t *target, c
 	if c.Stream != nil {
 		p = cs.mapProgressToken(params)
 	}
-	var resp *jsonrpc.Response
-	var err error
 	if conn.Modern() && wire.MethodOf(method).Subscription != wire.SubscriptionNone {
 		// A 2026-07-28 backend has no resources/subscribe: the session
 		// records the subscription and the GET-stream holder's
 		// subscriptions/listen carries it (backend_listen.go).
 		return &jsonrpc.Response{ID: c.Request.ID, Result: json.RawMessage(`{}`)}, nil
 	}
-	if !c.Caller.facts().inRounds && conn.Modern() && multiRoundTrip(method) {
-		// A client asked otherwise than in rounds, on a 2026-07-28
-		// backend: the gateway answers the backend's input requests by
-		// asking the client.
-		resp, err = r.callFulfilling(callCtx, conn, cs, method, p, upstream.CallOptions{Headers: t.headers})
-	} else {
-		resp, err = conn.CallWith(callCtx, method, p, cs.onMessage, upstream.CallOptions{Headers: t.headers})
-	}
+	// A client asked in rounds gets a 2026-07-28 backend's own; another
+	// has the gateway fulfil them (caller_*.go).
+	resp, err := c.Caller.exchange(callCtx, r, conn, cs, method, p, upstream.CallOptions{Headers: t.headers})
 	endCall() // server-to-client requests still waiting give up
 	cs.wg.Wait()
 	return resp, err
