@@ -72,11 +72,11 @@ func (r *Router) decide(c *Call) *Decisions {
 		return nil
 	}
 	d := &Decisions{v: v, access: v.accessOf(c.Claims)}
-	if r.decideToolSearch(v, c, d) && (d.search || d.rerr != nil) {
+	if r.fed.decideToolSearch(v, c, d) && (d.search || d.rerr != nil) {
 		return d
 	}
 	if rowOf(c.Request.Method).serving == routed && c.Request.IsCall() {
-		d.t, d.rerr = r.resolve(v, c.Request.Method, c.Request.Params)
+		d.t, d.rerr = r.calls.resolve(v, c.Request.Method, c.Request.Params)
 	}
 	return d
 }
@@ -129,16 +129,16 @@ func (d *Decisions) visible(method string) bool {
 
 // countLimits counts req against the vhost's limits when its method is
 // rate limited (only tools/call: it is what reaches backends' work).
-func (r *Router) countLimits(ctx context.Context, d *Decisions, req *jsonrpc.Request, principal string) *jsonrpc.Response {
+func (b *base) countLimits(ctx context.Context, d *Decisions, req *jsonrpc.Request, principal string) *jsonrpc.Response {
 	if d.v.limits == nil || !rowOf(req.Method).RateLimited {
 		return nil
 	}
-	return r.admit(ctx, d.v, req, principal, d.t)
+	return b.admit(ctx, d.v, req, principal, d.t)
 }
 
 // admit counts one tools/call of principal against every limit of the
 // vhost that applies to its tool, in one store round trip.
-func (r *Router) admit(ctx context.Context, v *vhost, req *jsonrpc.Request, principal string, t *target) *jsonrpc.Response {
+func (b *base) admit(ctx context.Context, v *vhost, req *jsonrpc.Request, principal string, t *target) *jsonrpc.Response {
 	tool := v.publishedTool(t.backend, t.name)
 	var checks [4]store.RateCheck // most vhosts have few limits: no allocation
 	list := checks[:0]
@@ -166,13 +166,13 @@ func (r *Router) admit(ctx context.Context, v *vhost, req *jsonrpc.Request, prin
 	if len(list) == 0 {
 		return nil
 	}
-	verdict, err := r.opts.Store.TakeRate(ctx, v.name, list)
+	verdict, err := b.opts.Store.TakeRate(ctx, v.name, list)
 	if err == nil && !verdict.Allowed && list[verdict.Denied].Count > 1 {
 		// Near the limit a batch no longer fits: take this request alone.
 		for i := range list {
 			list[i].Count = 0
 		}
-		verdict, err = r.opts.Store.TakeRate(ctx, v.name, list)
+		verdict, err = b.opts.Store.TakeRate(ctx, v.name, list)
 	}
 	if err != nil || !verdict.Allowed {
 		for _, c := range handed { // not used: the call does not run
@@ -180,14 +180,14 @@ func (r *Router) admit(ctx context.Context, v *vhost, req *jsonrpc.Request, prin
 		}
 	}
 	if err != nil {
-		return r.storeUnavailable(req.ID, err)
+		return b.storeUnavailable(req.ID, err)
 	}
 	if verdict.Allowed {
 		for _, c := range list {
 			v.allowance.Give(c.Key, c.Count-1, now, c.Window) // a batch's spares
 		}
 	}
-	obs, _ := r.opts.Observer.(PluginObserver)
+	obs, _ := b.opts.Observer.(PluginObserver)
 	if verdict.Allowed {
 		if obs != nil {
 			obs.PluginDecision("rate_limit", "allow")

@@ -33,7 +33,7 @@ func TestAliases_ResolveBeforeThePrefix(t *testing.T) {
 		{"gateway-two-echo", "gateway-two", "echo"},
 	} {
 		params, _ := json.Marshal(map[string]any{"name": tc.name})
-		got, err := r.resolve(v, "tools/call", params)
+		got, err := r.calls.resolve(v, "tools/call", params)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -45,7 +45,7 @@ func TestAliases_ResolveBeforeThePrefix(t *testing.T) {
 	}
 	for _, unknown := range []string{"public.tool", "Public.Tool2", "get_stats"} {
 		params, _ := json.Marshal(map[string]any{"name": unknown})
-		if _, err := r.resolve(v, "tools/call", params); err == nil || err.Code != CodeInvalidParams {
+		if _, err := r.calls.resolve(v, "tools/call", params); err == nil || err.Code != CodeInvalidParams {
 			t.Errorf("%s: %v, want -32602", unknown, err)
 		}
 	}

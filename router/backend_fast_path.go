@@ -41,20 +41,20 @@ type backendCall func(conn *upstream.Conn) (*jsonrpc.Response, error)
 //
 // The exchange also gets a span under the request's (observe.go), and its
 // outcome goes to the backend's status (status.go).
-func (r *Router) withBackend(ctx context.Context, v *vhost, key, method string, p *peer, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
-	if err := r.notDue(key, p.backends[key]); err != nil {
+func (lk *backendLink) withBackend(ctx context.Context, v *vhost, key, method string, p *peer, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
+	if err := lk.notDue(key, p.backends[key]); err != nil {
 		// Failed just now: no second wait, and no backend call to observe
 		// (notDue, backend_session.go).
 		return nil, err
 	}
-	ctx, span := r.startBackend(ctx, v, key, method, p.backends[key])
+	ctx, span := lk.startBackend(ctx, v, key, method, p.backends[key])
 	start := time.Now()
-	resp, err := r.exchange(ctx, v, key, p, hdr, fn)
+	resp, err := lk.exchange(ctx, v, key, p, hdr, fn)
 	oc := outcome(resp, err)
-	if obs := r.opts.Observer; obs != nil {
+	if obs := lk.opts.Observer; obs != nil {
 		obs.BackendCall(v.name, key, method, time.Since(start), oc)
 	}
-	r.forgetRefusedToken(ctx, v, key, err)
+	lk.forgetRefusedToken(ctx, v, key, err)
 	v.health[key].exchanged(method, oc, err)
 	endBackend(span, resp, err, oc)
 	return resp, err
@@ -64,7 +64,7 @@ func (r *Router) withBackend(ctx context.Context, v *vhost, key, method string, 
 // 401 (the token was revoked before it expired, or the backend's keys
 // changed), so the caller's next request obtains a new one instead of
 // failing until the cached one expires.
-func (r *Router) forgetRefusedToken(ctx context.Context, v *vhost, key string, err error) {
+func (lk *backendLink) forgetRefusedToken(ctx context.Context, v *vhost, key string, err error) {
 	var ue *upstream.Error
 	if err != nil && errors.As(err, &ue) && ue.Status == http.StatusUnauthorized {
 		v.clients[key].ForgetToken(ctx)
@@ -72,36 +72,36 @@ func (r *Router) forgetRefusedToken(ctx context.Context, v *vhost, key string, e
 }
 
 // exchange is withBackend without the observation.
-func (r *Router) exchange(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
+func (lk *backendLink) exchange(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header, fn backendCall) (*jsonrpc.Response, error) {
 	orig := p.backends[key]
-	k := r.keeperFor(ctx, v, key, p)
-	snap := r.principalSnapshot(ctx, k, orig)
+	k := lk.keeperFor(ctx, v, key, p)
+	snap := lk.principalSnapshot(ctx, k, orig)
 	keep := k.kind != keepNone
 	if keep {
-		r.maybeSweep()
+		lk.maybeSweep()
 	}
-	if h, ok := r.fastHandshake(v, key, p, snap, keep); ok {
+	if h, ok := lk.fastHandshake(v, key, p, snap, keep); ok {
 		conn, err := v.clients[key].Open(ctx, h, hdr) // no round trip: nothing to shake hands about
 		if err == nil {
-			r.applyLogLevel(ctx, conn, p, key)
+			lk.applyLogLevel(ctx, conn, p, key)
 			resp, err := fn(conn)
-			r.release(conn, keep)
+			lk.release(conn, keep)
 			if !refusedFastPath(err) {
 				return resp, err
 			}
-			r.log.Debug("backend refused the fast path; full handshake", "backend", key, "error", err)
+			lk.log.Debug("backend refused the fast path; full handshake", "backend", key, "error", err)
 		}
 	}
 
-	conn, err := v.clients[key].Open(ctx, r.handshake(p, snap), hdr)
+	conn, err := v.clients[key].Open(ctx, lk.handshake(p, snap), hdr)
 	if err != nil && refusedHandshake(err) {
 		// A backend that refuses initialize may speak only 2026-07-28 (now).
-		if next, _ := r.discoverModern(ctx, v, key, hdr); next != nil {
-			r.persistSnapshots(ctx, p, []*store.BackendSnapshot{next})
-			h, _ := r.fastHandshake(v, key, p, next, false)
+		if next, _ := lk.discoverModern(ctx, v, key, hdr); next != nil {
+			lk.persistSnapshots(ctx, p, []*store.BackendSnapshot{next})
+			h, _ := lk.fastHandshake(v, key, p, next, false)
 			if conn, err = v.clients[key].Open(ctx, h, hdr); err == nil {
 				resp, err := fn(conn)
-				r.release(conn, false)
+				lk.release(conn, false)
 				return resp, err
 			}
 		}
@@ -109,13 +109,13 @@ func (r *Router) exchange(ctx context.Context, v *vhost, key string, p *peer, hd
 	if err != nil {
 		// A caller's credentials failing says nothing of the backend.
 		if !snap.OK() && !errors.Is(err, upstream.ErrCredentials) {
-			r.persistSnapshots(ctx, p, []*store.BackendSnapshot{failedSnapshot(key, err)})
+			lk.persistSnapshots(ctx, p, []*store.BackendSnapshot{failedSnapshot(key, err)})
 		}
 		return nil, err
 	}
 	kept := false
 	if init := conn.Init(); init != nil {
-		kept = r.adopt(ctx, v, key, p, k, keptID(snap), conn)
+		kept = lk.adopt(ctx, v, key, p, k, keptID(snap), conn)
 		next := snapshotFrom(key, init)
 		switch {
 		case kept && k.kind == keepSession:
@@ -124,12 +124,12 @@ func (r *Router) exchange(ctx context.Context, v *vhost, key string, p *peer, hd
 			next.SessionID = keptID(orig) // not this request's to replace
 		}
 		if snapshotChanged(orig, next) {
-			r.persistSnapshots(ctx, p, []*store.BackendSnapshot{next})
+			lk.persistSnapshots(ctx, p, []*store.BackendSnapshot{next})
 		}
 	}
-	r.applyLogLevel(ctx, conn, p, key)
+	lk.applyLogLevel(ctx, conn, p, key)
 	resp, err := fn(conn)
-	r.release(conn, kept)
+	lk.release(conn, kept)
 	return resp, err
 }
 
@@ -145,21 +145,21 @@ func keptID(snap *store.BackendSnapshot) store.BackendSessionID {
 // (per-request sessions) runs in the background: the answer is already
 // known, so the client need not wait a round trip for the cleanup.
 // Router.Close waits for these.
-func (r *Router) release(conn *upstream.Conn, keep bool) {
+func (lk *backendLink) release(conn *upstream.Conn, keep bool) {
 	if keep || conn.SessionID() == "" {
 		_ = conn.Close(keep) // nothing to send
 		return
 	}
-	r.cleanup.Go(func() { _ = conn.Close(false) })
+	lk.cleanup.Go(func() { _ = conn.Close(false) })
 }
 
 // fastHandshake returns the handshake that skips initialize, if the
 // snapshot allows one.
-func (r *Router) fastHandshake(v *vhost, key string, p *peer, snap *store.BackendSnapshot, keep bool) (upstream.Handshake, bool) {
+func (lk *backendLink) fastHandshake(v *vhost, key string, p *peer, snap *store.BackendSnapshot, keep bool) (upstream.Handshake, bool) {
 	if !snap.OK() || v.backends[key].Transport == upstream.TransportSSE {
 		return upstream.Handshake{}, false // legacy SSE: the stream is the session
 	}
-	h := r.handshake(p, snap)
+	h := lk.handshake(p, snap)
 	switch {
 	case modernSnapshot(snap):
 		// A 2026-07-28 backend: one exchange per request, never a session
@@ -206,7 +206,7 @@ func (r *Router) EndBackendSessions(ctx context.Context, sess *store.Session) {
 		if !snap.OK() || snap.SessionID == "" || v.clients[key] == nil {
 			continue
 		}
-		h := r.handshake(p, snap)
+		h := r.link.handshake(p, snap)
 		h.SessionID = string(snap.SessionID)
 		if conn, err := v.clients[key].Open(ctx, h, nil); err == nil {
 			_ = conn.Close(false) // sends DELETE

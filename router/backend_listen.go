@@ -86,7 +86,7 @@ func (r *Router) listenBackend(ctx context.Context, p *peer, hdr http.Header, t 
 		// log messages, list changes) arrives on that session's stream, so
 		// the listener attaches there rather than opening a session of its
 		// own. A session the backend forgot falls back to one of its own.
-		if h, ok := r.fastHandshake(v, key, p, p.backends[key], true); ok && h.SessionID != "" {
+		if h, ok := r.link.fastHandshake(v, key, p, p.backends[key], true); ok && h.SessionID != "" {
 			conn, err := v.clients[key].Open(ctx, h, hdr)
 			if err == nil {
 				defer conn.Close(true) // the session is the client's: kept
@@ -98,12 +98,12 @@ func (r *Router) listenBackend(ctx context.Context, p *peer, hdr http.Header, t 
 			}
 		}
 	}
-	conn, _, err := r.open(ctx, v, key, p, hdr)
+	conn, _, err := r.link.open(ctx, v, key, p, hdr)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(false)
-	r.applyLogLevel(ctx, conn, p, key)
+	r.link.applyLogLevel(ctx, conn, p, key)
 	for _, uri := range t.Subscriptions {
 		params, _ := json.Marshal(map[string]string{"uri": uri})
 		if _, err := conn.Call(ctx, "resources/subscribe", params, nil); err != nil {
@@ -126,7 +126,7 @@ func (r *Router) unsolicited(ctx context.Context, v *vhost, key string, emit fun
 			return // belong to calls, never to the GET stream
 		case nf.ListChanged != "":
 			if v.keepsLists(key) {
-				r.listChanged(ctx, v.name, key)
+				r.fed.listChanged(ctx, v.name, key)
 			}
 		}
 		emit(n)
@@ -175,7 +175,7 @@ func (r *Router) listenModern(ctx context.Context, v *vhost, p *peer, hdr http.H
 		ResourcesListChanged:  caps.Resources != nil && caps.Resources.ListChanged,
 		ResourceSubscriptions: t.Subscriptions,
 	}
-	h, ok := r.fastHandshake(v, key, p, p.backends[key], false)
+	h, ok := r.link.fastHandshake(v, key, p, p.backends[key], false)
 	if !ok {
 		return ErrNoStream
 	}
@@ -200,7 +200,7 @@ func (r *Router) listenModern(ctx context.Context, v *vhost, p *peer, hdr http.H
 			}
 		case nf.ListChanged != "":
 			if v.keepsLists(key) {
-				r.listChanged(ctx, v.name, key)
+				r.fed.listChanged(ctx, v.name, key)
 			}
 		default:
 			return // progress and log messages belong to requests

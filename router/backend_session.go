@@ -83,23 +83,23 @@ func (p *peer) extensions(*store.BackendSnapshot) map[string]bool {
 // handshake builds the upstream handshake for a session's backend: the
 // snapshot's version, or the newest session version for a backend known
 // by none (or a modern one being asked to shake hands after all).
-func (r *Router) handshake(p *peer, snap *store.BackendSnapshot) upstream.Handshake {
+func (lk *backendLink) handshake(p *peer, snap *store.BackendSnapshot) upstream.Handshake {
 	pv := wire.LatestProtocolVersion
 	if snap.OK() && snap.ProtocolVersion != "" && !modernSnapshot(snap) {
 		pv = snap.ProtocolVersion
 	}
 	return upstream.Handshake{
 		ProtocolVersion:    pv,
-		ClientInfo:         r.clientInfo(),
+		ClientInfo:         lk.clientInfo(),
 		ClientCapabilities: capability.ForwardedClient(p.capabilities, p.extensions(snap)),
 		LogLevel:           p.logLevel,
 	}
 }
 
 // clientInfo is the gateway's identity in backend handshakes, encoded once.
-func (r *Router) clientInfo() json.RawMessage {
-	r.infoOnce.Do(func() { r.infoJSON, _ = json.Marshal(r.opts.Info) })
-	return r.infoJSON
+func (b *base) clientInfo() json.RawMessage {
+	b.infoOnce.Do(func() { b.infoJSON, _ = json.Marshal(b.opts.Info) })
+	return b.infoJSON
 }
 
 // open connects to one backend with a full handshake (the listeners of a
@@ -107,9 +107,9 @@ func (r *Router) clientInfo() json.RawMessage {
 // snapshot of that backend records a failure (or is missing because the
 // backend was added to config later), the handshake doubles as the re-probe:
 // the returned snapshot is non-nil and should be persisted.
-func (r *Router) open(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header) (*upstream.Conn, *store.BackendSnapshot, error) {
+func (lk *backendLink) open(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header) (*upstream.Conn, *store.BackendSnapshot, error) {
 	snap := p.backends[key]
-	conn, err := v.clients[key].Open(ctx, r.handshake(p, snap), hdr)
+	conn, err := v.clients[key].Open(ctx, lk.handshake(p, snap), hdr)
 	if err != nil {
 		if snap.OK() {
 			return nil, nil, err // a healthy snapshot is not demoted by one failed request
@@ -151,16 +151,16 @@ func (e *recentFailure) Error() string {
 
 // notDue returns the failure recorded in snap when the backend may not be
 // tried again yet, nil when it may (or snap records no failure).
-func (r *Router) notDue(key string, snap *store.BackendSnapshot) error {
-	if snap.OK() || r.reprobeDue(snap) {
+func (lk *backendLink) notDue(key string, snap *store.BackendSnapshot) error {
+	if snap.OK() || lk.reprobeDue(snap) {
 		return nil
 	}
 	return &recentFailure{key: key, msg: snap.Error, age: time.Since(snap.ProbedAt)}
 }
 
 // reprobeDue reports whether a failed backend may be tried again now.
-func (r *Router) reprobeDue(snap *store.BackendSnapshot) bool {
-	return snap == nil || time.Since(snap.ProbedAt) >= r.opts.ReprobeInterval
+func (lk *backendLink) reprobeDue(snap *store.BackendSnapshot) bool {
+	return snap == nil || time.Since(snap.ProbedAt) >= lk.opts.ReprobeInterval
 }
 
 // probe learns what one backend speaks for a 2025-era session and records
@@ -182,46 +182,46 @@ func (r *Router) reprobeDue(snap *store.BackendSnapshot) bool {
 // `reuse` in the session's snapshot, so later requests, on any instance,
 // send on it; `per-principal` in the principal's record, unless the
 // principal has one already); otherwise it is closed.
-func (r *Router) probe(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header) *store.BackendSnapshot {
+func (lk *backendLink) probe(ctx context.Context, v *vhost, key string, p *peer, hdr http.Header) *store.BackendSnapshot {
 	reuse := v.backends[key].Session == SessionReuse
 	legacyKnown := false
 	if !reuse {
 		var snap *store.BackendSnapshot
-		if snap, legacyKnown = r.cachedGeneration(ctx, v, key, hdr); snap != nil {
+		if snap, legacyKnown = lk.cachedGeneration(ctx, v, key, hdr); snap != nil {
 			return snap
 		}
 		if !legacyKnown {
-			if snap, res := r.discoverModern(ctx, v, key, hdr); snap != nil {
-				r.rememberModern(v, snap, res)
+			if snap, res := lk.discoverModern(ctx, v, key, hdr); snap != nil {
+				lk.rememberModern(v, snap, res)
 				return snap
 			}
 		}
 	}
-	conn, err := v.clients[key].Open(ctx, r.handshake(p, nil), hdr)
+	conn, err := v.clients[key].Open(ctx, lk.handshake(p, nil), hdr)
 	if err != nil {
 		if refusedHandshake(err) && legacyKnown {
 			// A backend that turned modern-only since it was last seen.
-			if snap, res := r.discoverModern(ctx, v, key, hdr); snap != nil {
-				r.rememberModern(v, snap, res)
+			if snap, res := lk.discoverModern(ctx, v, key, hdr); snap != nil {
+				lk.rememberModern(v, snap, res)
 				return snap
 			}
 		}
-		r.log.Warn("backend initialize failed", "vhost", v.name, "backend", key, "error", err)
+		lk.log.Warn("backend initialize failed", "vhost", v.name, "backend", key, "error", err)
 		snap := failedSnapshot(key, err)
-		r.noteSnapshot(v, snap, "initialize")
+		lk.noteSnapshot(v, snap, "initialize")
 		return snap
 	}
 	snap := snapshotFrom(key, conn.Init())
-	r.noteSnapshot(v, snap, "initialize")
+	lk.noteSnapshot(v, snap, "initialize")
 	if !reuse {
-		r.rememberLegacy(v, snap)
+		lk.rememberLegacy(v, snap)
 	}
-	k := r.keeperFor(ctx, v, key, p)
-	keep := r.adopt(ctx, v, key, p, k, "", conn)
+	k := lk.keeperFor(ctx, v, key, p)
+	keep := lk.adopt(ctx, v, key, p, k, "", conn)
 	if keep && k.kind == keepSession {
 		snap.SessionID = store.BackendSessionID(conn.SessionID())
 	}
-	r.release(conn, keep)
+	lk.release(conn, keep)
 	return snap
 }
 
@@ -257,16 +257,16 @@ func snapshotFrom(key string, init *upstream.InitResult) *store.BackendSnapshot 
 
 // persistSnapshots writes changed snapshots back to the session, so the
 // next request, on any instance, sees the backend's new state.
-func (r *Router) persistSnapshots(ctx context.Context, p *peer, snaps []*store.BackendSnapshot) {
+func (lk *backendLink) persistSnapshots(ctx context.Context, p *peer, snaps []*store.BackendSnapshot) {
 	if len(snaps) == 0 {
 		return
 	}
 	// sess itself is not updated: list fan-out calls this concurrently, and
 	// the rest of the request does not need the new snapshot.
-	v, ok := r.table.Load().vhosts[p.vhost]
+	v, ok := lk.table.Load().vhosts[p.vhost]
 	if ok {
 		for _, snap := range snaps {
-			r.noteSnapshot(v, snap, "")
+			lk.noteSnapshot(v, snap, "")
 		}
 	}
 	if p.sessionID == "" {
@@ -275,25 +275,25 @@ func (r *Router) persistSnapshots(ctx context.Context, p *peer, snaps []*store.B
 		// backend session id: rememberDiscovery drops it).
 		if ok {
 			for _, snap := range snaps {
-				r.rememberDiscovery(v, snap)
+				lk.rememberDiscovery(v, snap)
 			}
 		}
 		return
 	}
-	if err := r.opts.Store.PutBackends(ctx, p.sessionID, snaps, r.opts.SessionTTL); err != nil {
-		r.log.Warn("storing backend snapshots failed", "session_backends", len(snaps), "error", err)
+	if err := lk.opts.Store.PutBackends(ctx, p.sessionID, snaps, lk.opts.SessionTTL); err != nil {
+		lk.log.Warn("storing backend snapshots failed", "session_backends", len(snaps), "error", err)
 	}
 }
 
 // applyLogLevel replays the session's logging/setLevel on a fresh backend
 // connection, so log messages the backend sends during the call respect
 // the level the client chose (on whichever instance it chose it).
-func (r *Router) applyLogLevel(ctx context.Context, conn *upstream.Conn, p *peer, key string) {
+func (lk *backendLink) applyLogLevel(ctx context.Context, conn *upstream.Conn, p *peer, key string) {
 	if p.logLevel == "" || conn.Modern() || !capability.Has(p.backends[key], "logging") {
 		return // a 2026-07-28 backend gets the level in each request's _meta
 	}
 	params, _ := json.Marshal(map[string]string{"level": p.logLevel})
 	if _, err := conn.Call(ctx, "logging/setLevel", params, nil); err != nil {
-		r.log.Debug("backend logging/setLevel failed", "backend", key, "error", err)
+		lk.log.Debug("backend logging/setLevel failed", "backend", key, "error", err)
 	}
 }

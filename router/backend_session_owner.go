@@ -48,7 +48,7 @@ const (
 // keeperFor is where a request of peer p keeps its session of backend key.
 // A per-principal backend needs the caller (the handler puts it in every
 // request's context): without one, nothing is kept rather than shared.
-func (r *Router) keeperFor(ctx context.Context, v *vhost, key string, p *peer) keeper {
+func (lk *backendLink) keeperFor(ctx context.Context, v *vhost, key string, p *peer) keeper {
 	if p.ownSessions {
 		return keeper{}
 	}
@@ -76,13 +76,13 @@ func principalOwner(vhost, key, principal string) string {
 // principalSnapshot is snap with the principal's backend session in it (a
 // copy), for the fast path; snap itself when none is kept or the store
 // cannot say (the request then opens a session of its own).
-func (r *Router) principalSnapshot(ctx context.Context, k keeper, snap *store.BackendSnapshot) *store.BackendSnapshot {
+func (lk *backendLink) principalSnapshot(ctx context.Context, k keeper, snap *store.BackendSnapshot) *store.BackendSnapshot {
 	if k.kind != keepPrincipal || !snap.OK() || snap.Stateless || modernSnapshot(snap) {
 		return snap
 	}
-	id, err := r.opts.Store.PrincipalBackendSession(ctx, k.owner, r.opts.SessionTTL)
+	id, err := lk.opts.Store.PrincipalBackendSession(ctx, k.owner, lk.opts.SessionTTL)
 	if err != nil {
-		r.log.Warn("reading a principal's backend session failed", "backend", snap.Key, "error", err)
+		lk.log.Warn("reading a principal's backend session failed", "backend", snap.Key, "error", err)
 	}
 	cp := *snap
 	cp.SessionID = id
@@ -93,7 +93,7 @@ func (r *Router) principalSnapshot(ctx context.Context, k keeper, snap *store.Ba
 // handshake is kept, and records it where k says; old is the one it
 // replaces ("": none), closed at the backend once replaced. A session
 // that is not kept is the request's own: the caller closes it after use.
-func (r *Router) adopt(ctx context.Context, v *vhost, key string, p *peer, k keeper, old store.BackendSessionID, conn *upstream.Conn) bool {
+func (lk *backendLink) adopt(ctx context.Context, v *vhost, key string, p *peer, k keeper, old store.BackendSessionID, conn *upstream.Conn) bool {
 	id := store.BackendSessionID(conn.SessionID())
 	if k.kind == keepNone || id == "" || conn.Modern() || v.backends[key].Transport == upstream.TransportSSE {
 		return false // legacy HTTP+SSE: the stream is the session, nothing to keep
@@ -103,9 +103,9 @@ func (r *Router) adopt(ctx context.Context, v *vhost, key string, p *peer, k kee
 	case keepSession:
 		kept.Session = p.sessionID // the caller writes the snapshot naming it
 	case keepPrincipal:
-		now, err := r.opts.Store.SwapPrincipalBackendSession(ctx, k.owner, old, id, r.opts.SessionTTL)
+		now, err := lk.opts.Store.SwapPrincipalBackendSession(ctx, k.owner, old, id, lk.opts.SessionTTL)
 		if err != nil {
-			r.log.Warn("keeping a principal's backend session failed", "backend", key, "error", err)
+			lk.log.Warn("keeping a principal's backend session failed", "backend", key, "error", err)
 			return false
 		}
 		if now != id {
@@ -113,38 +113,38 @@ func (r *Router) adopt(ctx context.Context, v *vhost, key string, p *peer, k kee
 		}
 		kept.Owner = k.owner
 	}
-	if err := r.opts.Store.TrackBackendSessions(ctx, []store.KeptBackendSession{kept}, r.keptCheckAfter()); err != nil {
-		r.log.Warn("indexing a kept backend session failed", "backend", key, "error", err)
+	if err := lk.opts.Store.TrackBackendSessions(ctx, []store.KeptBackendSession{kept}, lk.keptCheckAfter()); err != nil {
+		lk.log.Warn("indexing a kept backend session failed", "backend", key, "error", err)
 	}
 	if old != "" && old != id {
-		r.closeBackendSession(ctx, v, key, old)
+		lk.closeBackendSession(ctx, v, key, old)
 	}
 	return true
 }
 
 // closeBackendSession ends a backend session the gateway no longer keeps
 // (DELETE), in the background, with the request's credentials.
-func (r *Router) closeBackendSession(ctx context.Context, v *vhost, key string, id store.BackendSessionID) {
-	if !r.holdOpen() {
+func (lk *backendLink) closeBackendSession(ctx context.Context, v *vhost, key string, id store.BackendSessionID) {
+	if !lk.holdOpen() {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
 	go func() {
-		defer r.cleanup.Done()
-		r.endBackendSession(ctx, v, key, id)
+		defer lk.cleanup.Done()
+		lk.endBackendSession(ctx, v, key, id)
 	}()
 }
 
 // endBackendSession sends DELETE for one backend session, best effort,
 // bounded by the backend's timeout.
-func (r *Router) endBackendSession(ctx context.Context, v *vhost, key string, id store.BackendSessionID) {
-	ctx, cancel := upstream.WithTimeout(ctx, r.backendTimeout(v, key))
+func (lk *backendLink) endBackendSession(ctx context.Context, v *vhost, key string, id store.BackendSessionID) {
+	ctx, cancel := upstream.WithTimeout(ctx, lk.backendTimeout(v, key))
 	defer cancel()
-	h := upstream.Handshake{ProtocolVersion: wire.LatestProtocolVersion, ClientInfo: r.clientInfo(),
+	h := upstream.Handshake{ProtocolVersion: wire.LatestProtocolVersion, ClientInfo: lk.clientInfo(),
 		ClientCapabilities: json.RawMessage(`{}`), SessionID: string(id)}
 	conn, err := v.clients[key].Open(ctx, h, nil)
 	if err != nil {
-		r.log.Debug("closing a backend session failed", "vhost", v.name, "backend", key, "error", err)
+		lk.log.Debug("closing a backend session failed", "vhost", v.name, "backend", key, "error", err)
 		return
 	}
 	_ = conn.Close(false) // sends DELETE
@@ -155,8 +155,8 @@ func (r *Router) endBackendSession(ctx context.Context, v *vhost, key string, id
 // (an owner cannot lapse sooner than that after its last use), within 1s
 // and 5 minutes, so one whose gateway session expired is closed within
 // about that long of the expiry.
-func (r *Router) keptCheckAfter() time.Duration {
-	return min(max(r.opts.SessionTTL, time.Second), 5*time.Minute)
+func (lk *backendLink) keptCheckAfter() time.Duration {
+	return min(max(lk.opts.SessionTTL, time.Second), 5*time.Minute)
 }
 
 // sweepBatch and sweepRounds bound one sweep: 10 rounds of 100 checks.
@@ -170,38 +170,38 @@ const (
 // start it, not a timer, so it runs the same on Lambda, where a process
 // only runs during invocations: there "in the background" means during
 // the invocation that started it and, if it is frozen, the next one.
-func (r *Router) maybeSweep() {
+func (lk *backendLink) maybeSweep() {
 	now := time.Now().UnixNano()
-	last := r.lastSweep.Load()
-	every := min(r.keptCheckAfter()/2, 30*time.Second)
-	if now-last < int64(every) || !r.lastSweep.CompareAndSwap(last, now) || !r.holdOpen() {
+	last := lk.lastSweep.Load()
+	every := min(lk.keptCheckAfter()/2, 30*time.Second)
+	if now-last < int64(every) || !lk.lastSweep.CompareAndSwap(last, now) || !lk.holdOpen() {
 		return
 	}
 	go func() {
-		defer r.cleanup.Done()
-		r.sweepKept()
+		defer lk.cleanup.Done()
+		lk.sweepKept()
 	}()
 }
 
 // sweepKept closes the indexed backend sessions no owner keeps any more.
 // Each is handed to one instance only (the store removes it as it returns
 // it), so each is closed once.
-func (r *Router) sweepKept() {
+func (lk *backendLink) sweepKept() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for range sweepRounds {
-		released, err := r.opts.Store.ReleasedBackendSessions(ctx, sweepBatch, r.keptCheckAfter())
+		released, err := lk.opts.Store.ReleasedBackendSessions(ctx, sweepBatch, lk.keptCheckAfter())
 		if err != nil {
-			r.log.Warn("sweeping kept backend sessions failed", "error", err)
+			lk.log.Warn("sweeping kept backend sessions failed", "error", err)
 			return
 		}
 		if len(released) == 0 {
 			return
 		}
-		table := r.table.Load()
+		table := lk.table.Load()
 		for _, k := range released {
 			if v, ok := table.vhosts[k.VHost]; ok && v.clients[k.Backend] != nil {
-				r.endBackendSession(ctx, v, k.Backend, k.ID)
+				lk.endBackendSession(ctx, v, k.Backend, k.ID)
 			}
 		}
 	}

@@ -22,7 +22,7 @@ import (
 // elicitation, roots), which go to the client under a gateway-issued id and
 // whose answers may come back through any instance.
 type callStream struct {
-	r    *Router
+	r    *routedCalls
 	v    *vhost
 	c    *Call
 	ctx  context.Context

@@ -36,17 +36,17 @@ type Caller interface {
 	// serve answers a decided request of this client (Serve's body).
 	serve(ctx context.Context, r *Router, v *vhost, c *Call) *jsonrpc.Response
 	// peer is the client as the backend link sees it.
-	peer(ctx context.Context, r *Router, v *vhost, c *Call) *peer
+	peer(ctx context.Context, r *backendLink, v *vhost, c *Call) *peer
 	// taskPeer is the peer a tasks/get, update or cancel is sent with,
 	// with backend's snapshot ("": before one is needed).
-	taskPeer(ctx context.Context, r *Router, v *vhost, c *Call, backend string) *peer
+	taskPeer(ctx context.Context, r *backendLink, v *vhost, c *Call, backend string) *peer
 	// finish makes an answer the client's (hints: a list's or the
 	// gateway's own cache hints; nil for a routed result).
-	finish(ctx context.Context, r *Router, resp *jsonrpc.Response, method string, hints *envelope.Hints) *jsonrpc.Response
+	finish(ctx context.Context, r *base, resp *jsonrpc.Response, method string, hints *envelope.Hints) *jsonrpc.Response
 	// pageFields is how a list page's top-level members are finished while
 	// the page is assembled (nil: as merged), and whether the page is
 	// private to its caller (walkPrivate: what the walk found).
-	pageFields(r *Router, v *vhost, method string, hints func() envelope.Hints, walkPrivate bool) (func(map[string]json.RawMessage), bool)
+	pageFields(r *base, v *vhost, method string, hints func() envelope.Hints, walkPrivate bool) (func(map[string]json.RawMessage), bool)
 	// asker is how a backend's request (sampling, elicitation, roots) is
 	// put to the client during the call; nil: this call cannot be asked
 	// anything.
@@ -56,12 +56,12 @@ type Caller interface {
 	// gateway for a backend that does not read them (backendModern
 	// false), else returned, for the call to carry to it
 	// (target.headers); an error refuses the call.
-	clientParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, backendModern bool) (http.Header, *jsonrpc.Error)
+	clientParamHeaders(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, backendModern bool) (http.Header, *jsonrpc.Error)
 	// gatewayParamHeaders is t with the Mcp-Param-* headers the gateway
 	// makes for a tools/call to a backend that reads them (backendModern),
 	// where the client's do not fit params (none sent, or the arguments
 	// rewritten since: sent is what the client sent).
-	gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, backendModern bool) *target
+	gatewayParamHeaders(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, params, sent json.RawMessage, backendModern bool) *target
 	// backendResult is a backend's result as this client reads it:
 	// backendModern says the backend speaks 2026-07-28 and wrote the
 	// envelope; isTask that the result is a task the backend created.
@@ -74,23 +74,23 @@ type Caller interface {
 	listenersChanged(ctx context.Context, sid store.SessionID)
 	// signIn answers a routed call whose backend needs the caller to sign
 	// in (canURL: the client declared URL elicitation).
-	signIn(ctx context.Context, r *Router, v *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response
+	signIn(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response
 	// exchange sends a routed call on conn, and returns the backend's
 	// answer: a 2026-07-28 backend's input_required as it is, for a
 	// client asked in rounds, else fulfilled by asking the client
 	// (input_fulfil.go).
-	exchange(ctx context.Context, r *Router, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error)
+	exchange(ctx context.Context, r *routedCalls, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error)
 	// relay sends a routed call to t, decided and hooked (routed), and
 	// answers it: through Router.relay, or parked where its backend would
 	// ask the client on a stream it does not have (modern_park.go).
-	relay(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response
+	relay(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response
 	// resumeParked answers a retry whose request state st names a parked
 	// call (modern_park_retry.go); nil: this client parks nothing, and the
 	// state is refused.
-	resumeParked(ctx context.Context, r *Router, v *vhost, c *Call, t *target, st *sealed.RequestState) *jsonrpc.Response
+	resumeParked(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, st *sealed.RequestState) *jsonrpc.Response
 	// taskRound answers an input_before_task call with its task's first
 	// round (now), or asks it and returns nil: the task is handed out.
-	taskRound(ctx context.Context, r *Router, v *vhost, c *Call, t *target, task *store.Task, now store.Task) *jsonrpc.Response
+	taskRound(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, task *store.Task, now store.Task) *jsonrpc.Response
 }
 
 // callerFacts are what a kind of client is, beside what it does: plain

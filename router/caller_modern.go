@@ -55,7 +55,7 @@ func (m *ModernClient) facts() callerFacts {
 func (m *ModernClient) serve(ctx context.Context, r *Router, v *vhost, c *Call) *jsonrpc.Response {
 	var resp *jsonrpc.Response
 	if c.d.search {
-		resp = r.serveSearch(ctx, v, c) // tool_search.go
+		resp = r.fed.serveSearch(ctx, v, c) // tool_search.go
 	} else {
 		resp = r.handleModern(ctx, v, c)
 	}
@@ -66,7 +66,7 @@ func (m *ModernClient) serve(ctx context.Context, r *Router, v *vhost, c *Call) 
 // cache's snapshots of the vhost's backends; no session. A routed request
 // waits only for its target's discovery (when nothing is known of it
 // yet): the others serve as known or are left out.
-func (m *ModernClient) peer(ctx context.Context, r *Router, v *vhost, c *Call) *peer {
+func (m *ModernClient) peer(ctx context.Context, r *backendLink, v *vhost, c *Call) *peer {
 	p := newPeer("", v.name, m.ClientCapabilities, m.LogLevel, make(map[string]*store.BackendSnapshot, len(v.keys)))
 	var need func(string) bool
 	if c.d != nil && c.d.t != nil {
@@ -81,7 +81,7 @@ func (m *ModernClient) peer(ctx context.Context, r *Router, v *vhost, c *Call) *
 
 // taskPeer: the request's _meta, with the discovery cache's snapshot of
 // the backend holding the task.
-func (m *ModernClient) taskPeer(ctx context.Context, r *Router, v *vhost, c *Call, backend string) *peer {
+func (m *ModernClient) taskPeer(ctx context.Context, r *backendLink, v *vhost, c *Call, backend string) *peer {
 	p := newPeer("", v.name, m.ClientCapabilities, m.LogLevel, nil)
 	if backend != "" {
 		p.backends = map[string]*store.BackendSnapshot{backend: r.backendDiscovery(ctx, v, backend, c.Header).snap}
@@ -89,13 +89,13 @@ func (m *ModernClient) taskPeer(ctx context.Context, r *Router, v *vhost, c *Cal
 	return p
 }
 
-func (*ModernClient) finish(ctx context.Context, r *Router, resp *jsonrpc.Response, method string, hints *envelope.Hints) *jsonrpc.Response {
+func (*ModernClient) finish(ctx context.Context, r *base, resp *jsonrpc.Response, method string, hints *envelope.Hints) *jsonrpc.Response {
 	return r.finishModern(ctx, resp, method, hints) // modern.go
 }
 
 // pageFields decorates a page with the envelope, its hints the pages'
 // and the vhost's access rules'.
-func (*ModernClient) pageFields(r *Router, v *vhost, method string, hints func() envelope.Hints, walkPrivate bool) (func(map[string]json.RawMessage), bool) {
+func (*ModernClient) pageFields(r *base, v *vhost, method string, hints func() envelope.Hints, walkPrivate bool) (func(map[string]json.RawMessage), bool) {
 	h := hints()
 	h.Private = h.Private || walkPrivate
 	final := v.accessHints(method, &h)
@@ -111,7 +111,7 @@ func (m *ModernClient) asker() askFunc {
 
 // clientParamHeaders: the client made its own for its arguments (a
 // call_tool's are call_tool's, for call_tool's arguments: none to use).
-func (*ModernClient) clientParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, backendModern bool) (http.Header, *jsonrpc.Error) {
+func (*ModernClient) clientParamHeaders(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, backendModern bool) (http.Header, *jsonrpc.Error) {
 	if !wire.MethodOf(c.Request.Method).ParamHeaders || c.d.unwrapped {
 		return nil, nil
 	}
@@ -127,7 +127,7 @@ func (*ModernClient) clientParamHeaders(ctx context.Context, r *Router, v *vhost
 
 // gatewayParamHeaders: made only where the client's do not fit the
 // arguments: a call_tool's, or arguments a pre-hook rewrote.
-func (*ModernClient) gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, backendModern bool) *target {
+func (*ModernClient) gatewayParamHeaders(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, params, sent json.RawMessage, backendModern bool) *target {
 	if !c.d.unwrapped && bytes.Equal(params, sent) {
 		return t
 	}
@@ -147,13 +147,13 @@ func (*ModernClient) streams(method string, p *peer) bool {
 
 func (*ModernClient) listenersChanged(context.Context, store.SessionID) {}
 
-func (*ModernClient) signIn(ctx context.Context, r *Router, v *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
+func (*ModernClient) signIn(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
 	return r.signInRound(ctx, v, c, t, sr, canURL) // sign_in.go
 }
 
 // taskRound is an ordinary input_required round; its retry answers the
 // task (answerTaskInput).
-func (*ModernClient) taskRound(ctx context.Context, r *Router, v *vhost, c *Call, t *target, task *store.Task, now store.Task) *jsonrpc.Response {
+func (*ModernClient) taskRound(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, task *store.Task, now store.Task) *jsonrpc.Response {
 	state, err := r.sealState(ctx, binding(v, c, t), sealed.RequestState{Backend: t.backend, Task: task.ID})
 	if err != nil {
 		return r.storeUnavailable(c.Request.ID, err)
@@ -168,7 +168,7 @@ func (*ModernClient) taskRound(ctx context.Context, r *Router, v *vhost, c *Call
 // is a 2025-era one, which asks on a stream this client does not have
 // (modern_park.go), unless this is the parked call's own run, or nothing
 // parks here (Parks nil: the backend's requests get -32601).
-func (m *ModernClient) relay(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
+func (m *ModernClient) relay(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	if m.Parks != nil && m.ask == nil && multiRoundTrip(c.Request.Method) {
 		if snap := c.peer.backends[t.backend]; snap.OK() && !modernSnapshot(snap) {
 			return r.parkStart(ctx, v, c, m, t, params, sent, hc)
@@ -179,7 +179,7 @@ func (m *ModernClient) relay(ctx context.Context, r *Router, v *vhost, c *Call, 
 
 // resumeParked delivers the retry's answers to its parked call, when
 // calls park here.
-func (m *ModernClient) resumeParked(ctx context.Context, r *Router, v *vhost, c *Call, t *target, st *sealed.RequestState) *jsonrpc.Response {
+func (m *ModernClient) resumeParked(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, st *sealed.RequestState) *jsonrpc.Response {
 	switch {
 	case m.Parks == nil:
 		return nil
@@ -190,6 +190,6 @@ func (m *ModernClient) resumeParked(ctx context.Context, r *Router, v *vhost, c 
 }
 
 // exchange: the backend's input_required rounds are the client's own.
-func (*ModernClient) exchange(ctx context.Context, _ *Router, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
+func (*ModernClient) exchange(ctx context.Context, _ *routedCalls, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
 	return conn.CallWith(ctx, method, params, cs.onMessage, opts)
 }

@@ -39,24 +39,24 @@ func (s *SessionCaller) facts() callerFacts {
 
 func (s *SessionCaller) serve(ctx context.Context, r *Router, v *vhost, c *Call) *jsonrpc.Response {
 	if c.d.search {
-		return r.serveSearch(ctx, v, c) // tool_search.go
+		return r.fed.serveSearch(ctx, v, c) // tool_search.go
 	}
 	return r.serve(ctx, v, c)
 }
 
-func (s *SessionCaller) peer(context.Context, *Router, *vhost, *Call) *peer {
+func (s *SessionCaller) peer(context.Context, *backendLink, *vhost, *Call) *peer {
 	return sessionPeer(s.Session)
 }
 
-func (s *SessionCaller) taskPeer(_ context.Context, _ *Router, _ *vhost, c *Call, _ string) *peer {
+func (s *SessionCaller) taskPeer(_ context.Context, _ *backendLink, _ *vhost, c *Call, _ string) *peer {
 	return c.peer // the session's: its initialize, its snapshots
 }
 
-func (*SessionCaller) finish(_ context.Context, _ *Router, resp *jsonrpc.Response, _ string, _ *envelope.Hints) *jsonrpc.Response {
+func (*SessionCaller) finish(_ context.Context, _ *base, resp *jsonrpc.Response, _ string, _ *envelope.Hints) *jsonrpc.Response {
 	return resp // the fields as the backend (or the gateway) wrote them
 }
 
-func (*SessionCaller) pageFields(_ *Router, v *vhost, _ string, _ func() envelope.Hints, walkPrivate bool) (func(map[string]json.RawMessage), bool) {
+func (*SessionCaller) pageFields(_ *base, v *vhost, _ string, _ func() envelope.Hints, walkPrivate bool) (func(map[string]json.RawMessage), bool) {
 	return plainPage(v), walkPrivate
 }
 
@@ -68,11 +68,11 @@ func (s *SessionCaller) asker() askFunc {
 }
 
 // clientParamHeaders: the client sends none.
-func (*SessionCaller) clientParamHeaders(context.Context, *Router, *vhost, *Call, *target, bool) (http.Header, *jsonrpc.Error) {
+func (*SessionCaller) clientParamHeaders(context.Context, *routedCalls, *vhost, *Call, *target, bool) (http.Header, *jsonrpc.Error) {
 	return nil, nil
 }
 
-func (*SessionCaller) gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, _ json.RawMessage, backendModern bool) *target {
+func (*SessionCaller) gatewayParamHeaders(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, params, _ json.RawMessage, backendModern bool) *target {
 	return madeParamHeaders(ctx, r, v, c, t, params, backendModern)
 }
 
@@ -89,13 +89,13 @@ func (s *SessionCaller) listenersChanged(ctx context.Context, sid store.SessionI
 	}
 }
 
-func (*SessionCaller) signIn(_ context.Context, _ *Router, _ *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
+func (*SessionCaller) signIn(_ context.Context, _ *routedCalls, _ *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
 	return signInError(c, t, sr, canURL) // sign_in.go
 }
 
 // taskRound asks the session's client the first round on its stream, as a
 // synchronous call would, and hands out the task.
-func (s *SessionCaller) taskRound(ctx context.Context, r *Router, _ *vhost, c *Call, _ *target, task *store.Task, now store.Task) *jsonrpc.Response {
+func (s *SessionCaller) taskRound(ctx context.Context, r *routedCalls, _ *vhost, c *Call, _ *target, task *store.Task, now store.Task) *jsonrpc.Response {
 	ask := s.asker()
 	if ask == nil || c.Stream == nil {
 		return nil
@@ -130,22 +130,22 @@ func plainPage(v *vhost) func(map[string]json.RawMessage) {
 
 // madeParamHeaders is t with the Mcp-Param-* headers the gateway makes
 // for a tools/call to a 2026-07-28 backend (param_headers.go).
-func madeParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params json.RawMessage, backendModern bool) *target {
+func madeParamHeaders(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, params json.RawMessage, backendModern bool) *target {
 	if !backendModern || !wire.MethodOf(c.Request.Method).ParamHeaders {
 		return t
 	}
 	return r.withParamHeaders(ctx, v, c, t, params)
 }
 
-func (*SessionCaller) relay(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
+func (*SessionCaller) relay(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	return r.relay(ctx, v, c, t, params, sent, hc)
 }
 
-func (*SessionCaller) resumeParked(context.Context, *Router, *vhost, *Call, *target, *sealed.RequestState) *jsonrpc.Response {
+func (*SessionCaller) resumeParked(context.Context, *routedCalls, *vhost, *Call, *target, *sealed.RequestState) *jsonrpc.Response {
 	return nil
 }
 
-func (*SessionCaller) exchange(ctx context.Context, r *Router, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
+func (*SessionCaller) exchange(ctx context.Context, r *routedCalls, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
 	return fulfilledExchange(ctx, r, conn, cs, method, params, opts)
 }
 
@@ -153,7 +153,7 @@ func (*SessionCaller) exchange(ctx context.Context, r *Router, conn *upstream.Co
 // rounds (a 2025 session, a task's run): a 2026-07-28 backend's
 // input_required is fulfilled by the gateway, which asks the client; a
 // 2025-era backend asks on the call's stream itself.
-func fulfilledExchange(ctx context.Context, r *Router, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
+func fulfilledExchange(ctx context.Context, r *routedCalls, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
 	if conn.Modern() && multiRoundTrip(method) {
 		return r.callFulfilling(ctx, conn, cs, method, params, opts) // input_fulfil.go
 	}

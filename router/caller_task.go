@@ -37,17 +37,17 @@ func (taskCaller) serve(ctx context.Context, r *Router, v *vhost, c *Call) *json
 	return r.serve(ctx, v, c)
 }
 
-func (taskCaller) peer(_ context.Context, _ *Router, _ *vhost, c *Call) *peer { return c.peer }
+func (taskCaller) peer(_ context.Context, _ *backendLink, _ *vhost, c *Call) *peer { return c.peer }
 
-func (taskCaller) taskPeer(_ context.Context, _ *Router, _ *vhost, c *Call, _ string) *peer {
+func (taskCaller) taskPeer(_ context.Context, _ *backendLink, _ *vhost, c *Call, _ string) *peer {
 	return c.peer
 }
 
-func (taskCaller) finish(_ context.Context, _ *Router, resp *jsonrpc.Response, _ string, _ *envelope.Hints) *jsonrpc.Response {
+func (taskCaller) finish(_ context.Context, _ *base, resp *jsonrpc.Response, _ string, _ *envelope.Hints) *jsonrpc.Response {
 	return resp
 }
 
-func (taskCaller) pageFields(_ *Router, v *vhost, _ string, _ func() envelope.Hints, walkPrivate bool) (func(map[string]json.RawMessage), bool) {
+func (taskCaller) pageFields(_ *base, v *vhost, _ string, _ func() envelope.Hints, walkPrivate bool) (func(map[string]json.RawMessage), bool) {
 	return plainPage(v), walkPrivate // caller_session.go
 }
 
@@ -58,11 +58,11 @@ func (a taskCaller) asker() askFunc {
 	return askThrough(a.ask)
 }
 
-func (taskCaller) clientParamHeaders(context.Context, *Router, *vhost, *Call, *target, bool) (http.Header, *jsonrpc.Error) {
+func (taskCaller) clientParamHeaders(context.Context, *routedCalls, *vhost, *Call, *target, bool) (http.Header, *jsonrpc.Error) {
 	return nil, nil
 }
 
-func (taskCaller) gatewayParamHeaders(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, _ json.RawMessage, backendModern bool) *target {
+func (taskCaller) gatewayParamHeaders(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, params, _ json.RawMessage, backendModern bool) *target {
 	return madeParamHeaders(ctx, r, v, c, t, params, backendModern) // caller_session.go
 }
 
@@ -73,11 +73,11 @@ func (taskCaller) backendResult(result json.RawMessage, backendModern, isTask bo
 func (taskCaller) streams(string, *peer) bool                        { return true }
 func (taskCaller) listenersChanged(context.Context, store.SessionID) {}
 
-func (taskCaller) signIn(_ context.Context, _ *Router, _ *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
+func (taskCaller) signIn(_ context.Context, _ *routedCalls, _ *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
 	return signInError(c, t, sr, canURL) // sign_in.go
 }
 
-func (taskCaller) taskRound(context.Context, *Router, *vhost, *Call, *target, *store.Task, store.Task) *jsonrpc.Response {
+func (taskCaller) taskRound(context.Context, *routedCalls, *vhost, *Call, *target, *store.Task, store.Task) *jsonrpc.Response {
 	return nil
 }
 
@@ -97,14 +97,14 @@ func askThrough(ask taskrun.Ask) askFunc {
 	}
 }
 
-func (taskCaller) relay(ctx context.Context, r *Router, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
+func (taskCaller) relay(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	return r.relay(ctx, v, c, t, params, sent, hc)
 }
 
-func (taskCaller) resumeParked(context.Context, *Router, *vhost, *Call, *target, *sealed.RequestState) *jsonrpc.Response {
+func (taskCaller) resumeParked(context.Context, *routedCalls, *vhost, *Call, *target, *sealed.RequestState) *jsonrpc.Response {
 	return nil
 }
 
-func (taskCaller) exchange(ctx context.Context, r *Router, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
+func (taskCaller) exchange(ctx context.Context, r *routedCalls, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
 	return fulfilledExchange(ctx, r, conn, cs, method, params, opts) // caller_session.go
 }

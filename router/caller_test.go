@@ -185,7 +185,7 @@ func TestCaller_Finish(t *testing.T) {
 	r := New(nil, Options{CursorSecret: []byte("0123456789abcdef0123456789abcdef")})
 	resp := resultResponse(mustRouterID(1), json.RawMessage(`{"content":[]}`))
 	for kind, c := range callers(nil) {
-		out := c.finish(t.Context(), r, resp, "tools/call", nil)
+		out := c.finish(t.Context(), r.base, resp, "tools/call", nil)
 		decorated := strings.Contains(string(out.Result), `"resultType"`)
 		if decorated != (kind == "modern") {
 			t.Errorf("%s: finished as %s", kind, out.Result)
@@ -253,7 +253,7 @@ func TestCaller_SignIn(t *testing.T) {
 		{"modern", "tools/call", true, 0},
 	} {
 		c := &Call{VHost: "v", Principal: "alice", Request: &jsonrpc.Request{ID: mustRouterID(3), Method: tc.method}, d: &Decisions{}}
-		resp := callers(nil)[tc.kind].signIn(t.Context(), r, v, c, &target{backend: "fx", params: map[string]json.RawMessage{}}, sr, tc.canURL)
+		resp := callers(nil)[tc.kind].signIn(t.Context(), r.calls, v, c, &target{backend: "fx", params: map[string]json.RawMessage{}}, sr, tc.canURL)
 		var got int64
 		if e, ok := resp.Error.(*jsonrpc.Error); ok {
 			got = e.Code
@@ -275,7 +275,7 @@ func TestCaller_PageFields(t *testing.T) {
 	hints := func() envelope.Hints { return envelope.Hints{TTLMs: 5} }
 	for kind, c := range callers(nil) {
 		for _, v := range []*vhost{one, two} {
-			decorate, private := c.pageFields(r, v, "tools/list", hints, true)
+			decorate, private := c.pageFields(r.base, v, "tools/list", hints, true)
 			if !private {
 				t.Errorf("%s: a private walk's page is not private", kind)
 			}

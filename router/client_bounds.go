@@ -143,12 +143,12 @@ func subscribeRefusal(sess *store.Session, uri string) *jsonrpc.Error {
 
 // subscriptionStoreError answers request id, a subscription of uri the
 // store did not record.
-func (r *Router) subscriptionStoreError(id jsonrpc.ID, uri string, err error) *jsonrpc.Response {
+func (b *base) subscriptionStoreError(id jsonrpc.ID, uri string, err error) *jsonrpc.Response {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return errorResponse(id, rpcError(CodeInternalError, "the session has ended"))
 	case !errors.Is(err, store.ErrLimit):
-		return r.storeUnavailable(id, err)
+		return b.storeUnavailable(id, err)
 	case len(uri) > store.MaxSubscriptionURIBytes:
 		return errorResponse(id, uriTooLong())
 	default:

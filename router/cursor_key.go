@@ -15,8 +15,8 @@ const cursorKeyName = "cursor"
 
 // cursorKey returns the key to sign a new cursor with. An error wraps
 // errStoreUnavailable: the store could not be read.
-func (r *Router) cursorKey(ctx context.Context) ([]byte, error) {
-	key, err := r.cursorKeys.Sign(ctx)
+func (fd *federation) cursorKey(ctx context.Context) ([]byte, error) {
+	key, err := fd.cursorKeys.Sign(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cursor key: %w", errStoreUnavailable, err)
 	}
@@ -26,9 +26,9 @@ func (r *Router) cursorKey(ctx context.Context) ([]byte, error) {
 // openCursor verifies and decodes a client's cursor: sealed.ErrBadCursor when no
 // key it may have been signed with accepts it, an error wrapping
 // errStoreUnavailable when that took a store read that failed.
-func (r *Router) openCursor(ctx context.Context, token string) (*sealed.Cursor, error) {
+func (fd *federation) openCursor(ctx context.Context, token string) (*sealed.Cursor, error) {
 	var st *sealed.Cursor
-	ok, err := r.cursorKeys.Verify(ctx, func(key []byte) bool {
+	ok, err := fd.cursorKeys.Verify(ctx, func(key []byte) bool {
 		var err error
 		st, err = sealed.OpenCursor(key, token)
 		return err == nil

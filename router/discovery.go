@@ -67,19 +67,19 @@ func newDiscoveryCache() *discoveryCache {
 // backendDiscovery returns backend key's discovery: what is known, fresh
 // or stale (a stale one refreshed in the background), or, when nothing
 // is, a probe's (once for every request waiting).
-func (r *Router) backendDiscovery(ctx context.Context, v *vhost, key string, hdr http.Header) discovery {
-	found, missing := r.knownDiscoveries(ctx, v, []string{key}, hdr)
+func (lk *backendLink) backendDiscovery(ctx context.Context, v *vhost, key string, hdr http.Header) discovery {
+	found, missing := lk.knownDiscoveries(ctx, v, []string{key}, hdr)
 	if len(missing) == 0 {
 		return found[key]
 	}
-	return r.probeDiscovery(ctx, v, key, hdr)
+	return lk.probeDiscovery(ctx, v, key, hdr)
 }
 
 // knownDiscoveries returns the cached discovery of each of keys, fresh or
 // stale, under one lock and with no goroutine unless one is stale, and
 // the keys of which nothing is known. Each stale entry gets one
 // background refresh (refreshDiscovery), started here.
-func (r *Router) knownDiscoveries(ctx context.Context, v *vhost, keys []string, hdr http.Header) (map[string]discovery, []string) {
+func (lk *backendLink) knownDiscoveries(ctx context.Context, v *vhost, keys []string, hdr http.Header) (map[string]discovery, []string) {
 	c := v.discovered
 	now := time.Now()
 	found := make(map[string]discovery, len(keys))
@@ -100,23 +100,23 @@ func (r *Router) knownDiscoveries(ctx context.Context, v *vhost, keys []string, 
 	}
 	c.mu.Unlock()
 	for _, key := range stale {
-		r.refreshDiscovery(ctx, v, key, hdr)
+		lk.refreshDiscovery(ctx, v, key, hdr)
 	}
 	return found, missing
 }
 
 // allDiscoveries returns every backend's discovery of the vhost, waiting
 // for the probes of those of which nothing is known.
-func (r *Router) allDiscoveries(ctx context.Context, v *vhost, hdr http.Header) map[string]discovery {
-	return r.discoveries(ctx, v, hdr, nil)
+func (lk *backendLink) allDiscoveries(ctx context.Context, v *vhost, hdr http.Header) map[string]discovery {
+	return lk.discoveries(ctx, v, hdr, nil)
 }
 
 // discoveries returns what is known of the vhost's backends. Of a backend
 // of which nothing is known it waits for a probe when need is nil or
 // need(key) holds; any other is probed in the background and left out, so
 // a request never waits on a backend it does not use.
-func (r *Router) discoveries(ctx context.Context, v *vhost, hdr http.Header, need func(string) bool) map[string]discovery {
-	found, missing := r.knownDiscoveries(ctx, v, v.keys, hdr)
+func (lk *backendLink) discoveries(ctx context.Context, v *vhost, hdr http.Header, need func(string) bool) map[string]discovery {
+	found, missing := lk.knownDiscoveries(ctx, v, v.keys, hdr)
 	if len(missing) == 0 {
 		return found
 	}
@@ -124,11 +124,11 @@ func (r *Router) discoveries(ctx context.Context, v *vhost, hdr http.Header, nee
 	var wg sync.WaitGroup
 	for _, key := range missing {
 		if need != nil && !need(key) {
-			r.refreshDiscovery(ctx, v, key, hdr)
+			lk.refreshDiscovery(ctx, v, key, hdr)
 			continue
 		}
 		wg.Go(func() {
-			d := r.probeDiscovery(ctx, v, key, hdr)
+			d := lk.probeDiscovery(ctx, v, key, hdr)
 			mu.Lock()
 			found[key] = d
 			mu.Unlock()
@@ -141,20 +141,20 @@ func (r *Router) discoveries(ctx context.Context, v *vhost, hdr http.Header, nee
 // refreshDiscovery probes backend key in the background (probeDiscovery,
 // detached from the request, which does not wait). Router.Close waits for
 // it.
-func (r *Router) refreshDiscovery(ctx context.Context, v *vhost, key string, hdr http.Header) {
-	if !r.holdOpen() {
+func (lk *backendLink) refreshDiscovery(ctx context.Context, v *vhost, key string, hdr http.Header) {
+	if !lk.holdOpen() {
 		return
 	}
 	ctx, hdr = context.WithoutCancel(ctx), hdr.Clone()
 	go func() {
-		defer r.cleanup.Done()
-		r.probeDiscovery(ctx, v, key, hdr)
+		defer lk.cleanup.Done()
+		lk.probeDiscovery(ctx, v, key, hdr)
 	}()
 }
 
 // probeDiscovery discovers backend key, once for every request waiting,
 // and caches what it learned.
-func (r *Router) probeDiscovery(ctx context.Context, v *vhost, key string, hdr http.Header) discovery {
+func (lk *backendLink) probeDiscovery(ctx context.Context, v *vhost, key string, hdr http.Header) discovery {
 	c := v.discovered
 	// Detached from the first caller: the result serves every waiter. A
 	// backend whose requests carry per-caller credentials is discovered
@@ -172,14 +172,14 @@ func (r *Router) probeDiscovery(ctx context.Context, v *vhost, key string, hdr h
 		// Two exchanges at most, each bounded by the backend's timeout:
 		// server/discover, then initialize when the backend does not
 		// speak 2026-07-28 (one that never answers the probe included).
-		pctx, cancel := upstream.WithTimeout(context.WithoutCancel(ctx), 2*r.backendTimeout(v, key))
+		pctx, cancel := upstream.WithTimeout(context.WithoutCancel(ctx), 2*lk.backendTimeout(v, key))
 		defer cancel()
 		if err := v.clients[key].Authorize(pctx); err != nil {
 			c.settle(key, discovery{}, false)
 			return discovery{snap: failedSnapshot(key, err)}, nil
 		}
-		pctx, span := r.startBackend(pctx, v, key, "discover", nil)
-		d := r.probeGeneration(pctx, v, key, hdr)
+		pctx, span := lk.startBackend(pctx, v, key, "discover", nil)
+		d := lk.probeGeneration(pctx, v, key, hdr)
 		endProbe(span, d.snap)
 		return c.settle(key, d, true), nil
 	})
@@ -220,15 +220,15 @@ func (c *discoveryCache) settle(key string, d discovery, learned bool) discovery
 // request learned (a backend that changed generation, or recovered). The
 // cache serves every principal, so it never holds a backend session id:
 // one is dropped here, whoever passed it.
-func (r *Router) rememberDiscovery(v *vhost, snap *store.BackendSnapshot) {
+func (lk *backendLink) rememberDiscovery(v *vhost, snap *store.BackendSnapshot) {
 	if snap.SessionID != "" {
 		cp := *snap
 		cp.SessionID = ""
 		snap = &cp
 	}
-	ttl := r.opts.DiscoveryMinTTL
+	ttl := lk.opts.DiscoveryMinTTL
 	if !snap.OK() {
-		ttl = r.opts.ReprobeInterval
+		ttl = lk.opts.ReprobeInterval
 	}
 	c := v.discovered
 	c.mu.Lock()
@@ -241,8 +241,8 @@ func (r *Router) rememberDiscovery(v *vhost, snap *store.BackendSnapshot) {
 // legacy when the backend is known to speak only the session protocol.
 // Neither when nothing is known, or only a failure. A stale entry serves
 // (and is refreshed in the background) as for a 2026-07-28 request.
-func (r *Router) cachedGeneration(ctx context.Context, v *vhost, key string, hdr http.Header) (modern *store.BackendSnapshot, legacy bool) {
-	found, _ := r.knownDiscoveries(ctx, v, []string{key}, hdr)
+func (lk *backendLink) cachedGeneration(ctx context.Context, v *vhost, key string, hdr http.Header) (modern *store.BackendSnapshot, legacy bool) {
+	found, _ := lk.knownDiscoveries(ctx, v, []string{key}, hdr)
 	d, ok := found[key]
 	if !ok || !d.snap.OK() {
 		return nil, false
@@ -257,8 +257,8 @@ func (r *Router) cachedGeneration(ctx context.Context, v *vhost, key string, hdr
 
 // rememberModern records a backend's discovery (it speaks 2026-07-28) for
 // the backend's ttlMs, within the cache's bounds.
-func (r *Router) rememberModern(v *vhost, snap *store.BackendSnapshot, res *upstream.DiscoverResult) {
-	ttl := min(max(time.Duration(res.TTLMs)*time.Millisecond, r.opts.DiscoveryMinTTL), r.opts.DiscoveryMaxTTL)
+func (lk *backendLink) rememberModern(v *vhost, snap *store.BackendSnapshot, res *upstream.DiscoverResult) {
+	ttl := min(max(time.Duration(res.TTLMs)*time.Millisecond, lk.opts.DiscoveryMinTTL), lk.opts.DiscoveryMaxTTL)
 	c := v.discovered
 	c.mu.Lock()
 	c.entries[snap.Key] = discovery{snap: snap, ttlMs: res.TTLMs, expires: time.Now().Add(ttl)}
@@ -267,13 +267,13 @@ func (r *Router) rememberModern(v *vhost, snap *store.BackendSnapshot, res *upst
 
 // rememberLegacy records that a backend answered initialize after refusing
 // server/discover, unless the cache already knows it.
-func (r *Router) rememberLegacy(v *vhost, snap *store.BackendSnapshot) {
+func (lk *backendLink) rememberLegacy(v *vhost, snap *store.BackendSnapshot) {
 	cp := *snap
 	cp.SessionID = ""
 	c := v.discovered
 	c.mu.Lock()
 	if d, ok := c.entries[snap.Key]; !ok || !time.Now().Before(d.expires) {
-		c.entries[snap.Key] = discovery{snap: &cp, expires: time.Now().Add(r.opts.DiscoveryMinTTL)}
+		c.entries[snap.Key] = discovery{snap: &cp, expires: time.Now().Add(lk.opts.DiscoveryMinTTL)}
 	}
 	c.mu.Unlock()
 }
@@ -282,33 +282,33 @@ func (r *Router) rememberLegacy(v *vhost, snap *store.BackendSnapshot) {
 // first; any answer but a discover result naming 2026-07-28 means a legacy
 // backend, probed with initialize (on a backend session closed at once: a
 // discovery is shared by every caller, so it never keeps one).
-func (r *Router) probeGeneration(ctx context.Context, v *vhost, key string, hdr http.Header) discovery {
+func (lk *backendLink) probeGeneration(ctx context.Context, v *vhost, key string, hdr http.Header) discovery {
 	now := time.Now()
-	if snap, res := r.discoverModern(ctx, v, key, hdr); snap != nil {
-		ttl := min(max(time.Duration(res.TTLMs)*time.Millisecond, r.opts.DiscoveryMinTTL), r.opts.DiscoveryMaxTTL)
+	if snap, res := lk.discoverModern(ctx, v, key, hdr); snap != nil {
+		ttl := min(max(time.Duration(res.TTLMs)*time.Millisecond, lk.opts.DiscoveryMinTTL), lk.opts.DiscoveryMaxTTL)
 		return discovery{snap: snap, ttlMs: res.TTLMs, expires: now.Add(ttl)}
 	}
-	snap := r.probeLegacy(ctx, v, key, hdr)
-	ttl := r.opts.DiscoveryMinTTL
+	snap := lk.probeLegacy(ctx, v, key, hdr)
+	ttl := lk.opts.DiscoveryMinTTL
 	if !snap.OK() {
-		ttl = r.opts.ReprobeInterval
+		ttl = lk.opts.ReprobeInterval
 	}
 	return discovery{snap: snap, expires: now.Add(ttl)}
 }
 
 // discoverModern asks a backend for server/discover; it returns the
 // snapshot of a backend that speaks 2026-07-28, or nil.
-func (r *Router) discoverModern(ctx context.Context, v *vhost, key string, hdr http.Header) (*store.BackendSnapshot, *upstream.DiscoverResult) {
+func (lk *backendLink) discoverModern(ctx context.Context, v *vhost, key string, hdr http.Header) (*store.BackendSnapshot, *upstream.DiscoverResult) {
 	if v.backends[key].Transport == upstream.TransportSSE {
 		return nil, nil // HTTP+SSE predates the revision
 	}
-	res, err := v.clients[key].Discover(ctx, r.clientInfo(), hdr)
+	res, err := v.clients[key].Discover(ctx, lk.clientInfo(), hdr)
 	if err != nil || !slices.Contains(res.SupportedVersions, wire.ModernProtocolVersion) {
 		return nil, nil
 	}
 	snap := &store.BackendSnapshot{Key: key, ProbedAt: time.Now().UTC(), ProtocolVersion: wire.ModernProtocolVersion,
 		Capabilities: res.Capabilities, ServerInfo: res.ServerInfo, Instructions: res.Instructions, Stateless: true}
-	r.noteSnapshot(v, snap, "server/discover")
+	lk.noteSnapshot(v, snap, "server/discover")
 	return snap, res
 }
 
@@ -326,23 +326,23 @@ func refusedHandshake(err error) bool {
 
 // probeLegacy runs initialize against a backend on a session of its own
 // and closes it.
-func (r *Router) probeLegacy(ctx context.Context, v *vhost, key string, hdr http.Header) *store.BackendSnapshot {
+func (lk *backendLink) probeLegacy(ctx context.Context, v *vhost, key string, hdr http.Header) *store.BackendSnapshot {
 	conn, err := v.clients[key].Open(ctx, upstream.Handshake{ProtocolVersion: wire.LatestProtocolVersion,
-		ClientInfo: r.clientInfo(), ClientCapabilities: json.RawMessage(`{}`)}, hdr)
+		ClientInfo: lk.clientInfo(), ClientCapabilities: json.RawMessage(`{}`)}, hdr)
 	if err != nil {
-		r.log.Warn("backend discovery failed", "vhost", v.name, "backend", key, "error", err)
+		lk.log.Warn("backend discovery failed", "vhost", v.name, "backend", key, "error", err)
 		snap := failedSnapshot(key, err)
-		r.noteSnapshot(v, snap, "initialize")
+		lk.noteSnapshot(v, snap, "initialize")
 		return snap
 	}
 	snap := snapshotFrom(key, conn.Init())
-	r.noteSnapshot(v, snap, "initialize")
-	r.release(conn, false)
+	lk.noteSnapshot(v, snap, "initialize")
+	lk.release(conn, false)
 	return snap
 }
 
 // backendTimeout is a backend's configured timeout (a discovery's bound).
-func (r *Router) backendTimeout(v *vhost, key string) time.Duration {
+func (lk *backendLink) backendTimeout(v *vhost, key string) time.Duration {
 	if t := v.backends[key].Timeout; t > 0 {
 		return t
 	}

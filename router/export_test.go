@@ -30,7 +30,7 @@ func StoreUnavailable(resp *jsonrpc.Response) bool {
 // (request_state.go: the backend kept none, nothing parked), for a test of
 // its retry.
 func SealSignInState(ctx context.Context, r *Router, vhost, principal, method, public, backend string) (string, error) {
-	return r.sealState(ctx, sealed.Binding{VHost: vhost, Principal: principal, Method: method, Target: public},
+	return r.calls.sealState(ctx, sealed.Binding{VHost: vhost, Principal: principal, Method: method, Target: public},
 		sealed.RequestState{Backend: backend})
 }
 

@@ -153,8 +153,8 @@ const msgStoreUnavailable = wire.MsgStoreUnavailable
 var errStoreUnavailable = errors.New(msgStoreUnavailable)
 
 // storeUnavailable answers request id after the store failed with err.
-func (r *Router) storeUnavailable(id jsonrpc.ID, err error) *jsonrpc.Response {
-	r.log.Error(wire.MsgStoreUnavailable, "error", err)
+func (b *base) storeUnavailable(id jsonrpc.ID, err error) *jsonrpc.Response {
+	b.log.Error(wire.MsgStoreUnavailable, "error", err)
 	return refuse(id, http.StatusServiceUnavailable, 0, rpcError(CodeInternalError, msgStoreUnavailable))
 }
 

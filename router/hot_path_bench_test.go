@@ -68,7 +68,7 @@ func BenchmarkResolve_ToolsCall(b *testing.B) {
 	params := json.RawMessage(`{"name":"gateway-two-echo","arguments":{"text":"hello"},"_meta":{"progressToken":1}}`)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := r.resolve(v, "tools/call", params); err != nil {
+		if _, err := r.calls.resolve(v, "tools/call", params); err != nil {
 			b.Fatal(err)
 		}
 	}

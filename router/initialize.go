@@ -52,7 +52,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	if !wire.ServesProtocolVersion(version) {
 		version = wire.LatestProtocolVersion
 	}
-	r.maybeSweep() // backend sessions kept for sessions gone since
+	r.link.maybeSweep() // backend sessions kept for sessions gone since
 	id := store.NewSessionID()
 	sess := &store.Session{
 		ID:                 id,
@@ -70,7 +70,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	for _, key := range v.keys {
 		wg.Go(func() {
 			pctx, pspan := r.startBackend(ctx, v, key, "initialize", nil)
-			snap := r.probe(pctx, v, key, sessionPeer(sess), hdr)
+			snap := r.link.probe(pctx, v, key, sessionPeer(sess), hdr)
 			endProbe(pspan, snap)
 			mu.Lock()
 			sess.Backends[key] = snap
@@ -88,7 +88,7 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	shown := v.visibleSnapshots(callerAccess(ctx, v), sess.Backends)
 	result := map[string]any{
 		"protocolVersion": version,
-		"capabilities":    r.advertiseTasks(v, capability.Merged(shown, sessionPeer(sess).extensions(nil)), sessionPeer(sess).extensions(nil)),
+		"capabilities":    r.tasks.advertiseTasks(v, capability.Merged(shown, sessionPeer(sess).extensions(nil)), sessionPeer(sess).extensions(nil)),
 		"serverInfo":      r.opts.Info,
 	}
 	if ins := capability.JoinedInstructions(v.keys, shown); ins != "" {

@@ -49,7 +49,7 @@ type inputRound struct {
 // 2025-era client: while the backend answers input_required, the client is
 // asked and the backend called again. It returns the backend's last answer
 // (complete, or an error). opts go with every round's call.
-func (r *Router) callFulfilling(ctx context.Context, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
+func (rc *routedCalls) callFulfilling(ctx context.Context, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
 	laters := 0
 	for round := 0; ; round++ {
 		resp, err := conn.CallWith(ctx, method, params, cs.onMessage, opts)
@@ -85,7 +85,7 @@ func (r *Router) callFulfilling(ctx context.Context, conn *upstream.Conn, cs *ca
 				return nil, ctx.Err()
 			case <-t.C:
 			}
-		} else if answers, err = r.askAll(ctx, cs, in); err != nil {
+		} else if answers, err = rc.askAll(ctx, cs, in); err != nil {
 			return &jsonrpc.Response{Error: rpcError(CodeInternalError, "%s", err.Error())}, nil
 		}
 		if params, err = retryParams(params, answers, in.RequestState); err != nil {
@@ -98,7 +98,7 @@ func (r *Router) callFulfilling(ctx context.Context, conn *upstream.Conn, cs *ca
 // and collects the answers by key. A request the client cannot take (a
 // capability it did not declare, no event stream) or answers with an
 // error fails the call: the backend gets no partial answer.
-func (r *Router) askAll(ctx context.Context, cs *callStream, in inputRound) (map[string]json.RawMessage, error) {
+func (rc *routedCalls) askAll(ctx context.Context, cs *callStream, in inputRound) (map[string]json.RawMessage, error) {
 	keys := make([]string, 0, len(in.InputRequests))
 	for k := range in.InputRequests {
 		keys = append(keys, k)

@@ -126,7 +126,7 @@ func (n *namedItem) size() int {
 // list fans a list method out to every eligible backend concurrently and
 // merges the pages. Pagination is federated: the gateway cursor carries each
 // backend's own cursor (see cursor.go for the rules on resume).
-func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrpc.Response {
+func (fd *federation) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrpc.Response {
 	var p struct {
 		Cursor *string `json:"cursor"`
 	}
@@ -139,9 +139,9 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	positions := map[string]sealed.BackendCursor{}
 	walkPrivate := false // an earlier page of the walk was private
 	if p.Cursor != nil {
-		st, err := r.openCursor(ctx, *p.Cursor)
+		st, err := fd.openCursor(ctx, *p.Cursor)
 		if errors.Is(err, errStoreUnavailable) {
-			return r.storeUnavailable(c.Request.ID, err)
+			return fd.storeUnavailable(c.Request.ID, err)
 		}
 		if err != nil || !st.Accepts(op.method, v.name, c.Principal) {
 			return errorResponse(c.Request.ID, invalidParams("invalid cursor for %s on this virtual host", op.method))
@@ -156,22 +156,22 @@ func (r *Router) list(ctx context.Context, v *vhost, c *Call, op listOp) *jsonrp
 	}
 
 	access := c.d.access
-	results := r.pageWaves(ctx, v, c, op, access, positions)
+	results := fd.pageWaves(ctx, v, c, op, access, positions)
 
 	// A page is decorated while it is assembled, as the client reads it.
-	decorate, private := c.Caller.pageFields(r, v, op.method, func() envelope.Hints { return pageHints(results) }, walkPrivate)
-	raw, err := r.mergePages(ctx, v, op, c.Principal, access, positions, results, private, decorate, c.Page)
+	decorate, private := c.Caller.pageFields(fd.base, v, op.method, func() envelope.Hints { return pageHints(results) }, walkPrivate)
+	raw, err := fd.mergePages(ctx, v, op, c.Principal, access, positions, results, private, decorate, c.Page)
 	for _, res := range results {
 		res.release() // raw is a copy of what it took of them
 	}
 	var stranded *strandedPagesError
 	switch {
 	case errors.Is(err, errStoreUnavailable):
-		return r.storeUnavailable(c.Request.ID, err)
+		return fd.storeUnavailable(c.Request.ID, err)
 	case errors.As(err, &stranded):
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "%s", stranded.Error()))
 	case err != nil:
-		r.log.Error("building a list result failed", "method", op.method, "vhost", v.name, "error", err)
+		fd.log.Error("building a list result failed", "method", op.method, "vhost", v.name, "error", err)
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "building the %s result failed", op.method))
 	}
 	return resultResponse(c.Request.ID, raw)
@@ -194,7 +194,7 @@ const unseenShare = 8
 // first page asks eight, not fifty, for every walk under way); a vhost
 // whose backends' items fit in a page asks every backend in one wave
 // once their sizes are known, and up to eight at once before.
-func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, access policy.View, positions map[string]sealed.BackendCursor) []*pageResult {
+func (fd *federation) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, access policy.View, positions map[string]sealed.BackendCursor) []*pageResult {
 	results := make([]*pageResult, len(v.keys))
 	hits := 0 // pages from the list cache: no backend span
 	// left is the items a result adds to the page: those past the
@@ -217,19 +217,19 @@ func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, ac
 			todo = append(todo, i)
 		}
 	}
-	for len(todo) > 0 && have < r.opts.MaxPageItems {
+	for len(todo) > 0 && have < fd.opts.MaxPageItems {
 		var wg sync.WaitGroup
 		var wave []int
 		full := false // a backend known not to fit whole waits for the next page
 		rest := todo[:0]
 		for _, i := range todo {
 			key := v.keys[i]
-			if full || have >= r.opts.MaxPageItems {
+			if full || have >= fd.opts.MaxPageItems {
 				rest = append(rest, i)
 				continue
 			}
 			pos := positions[key]
-			p, ck := r.cachedPage(v, c, op, key, pos.Cursor)
+			p, ck := fd.cachedPage(v, c, op, key, pos.Cursor)
 			if p != nil {
 				results[i] = p
 				hits++
@@ -237,8 +237,8 @@ func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, ac
 				continue
 			}
 			if n, ok := v.lists.SizeHint(key, op.method); !ok {
-				have += max(r.opts.MaxPageItems/unseenShare, 1)
-			} else if expect := max(n-pos.Offset, 1); have > 0 && have+expect > r.opts.MaxPageItems {
+				have += max(fd.opts.MaxPageItems/unseenShare, 1)
+			} else if expect := max(n-pos.Offset, 1); have > 0 && have+expect > fd.opts.MaxPageItems {
 				// Asked now, its page would be cut and asked for again
 				// on the next page, which sends the rest: a page of
 				// fewer items costs less than a page fetched twice.
@@ -249,7 +249,7 @@ func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, ac
 				have += expect // not done: at least one more
 			}
 			wave = append(wave, i)
-			wg.Go(func() { results[i] = r.listCached(ctx, v, c, op, key, pos.Cursor, ck) })
+			wg.Go(func() { results[i] = fd.listCached(ctx, v, c, op, key, pos.Cursor, ck) })
 		}
 		wg.Wait()
 		todo = rest
@@ -272,7 +272,7 @@ func (r *Router) pageWaves(ctx context.Context, v *vhost, c *Call, op listOp, ac
 	for _, i := range todo {
 		results[i] = &pageResult{key: v.keys[i], deferred: true}
 	}
-	r.annotateCacheHits(ctx, hits)
+	fd.annotateCacheHits(ctx, hits)
 	return results
 }
 
@@ -301,17 +301,17 @@ func pageHints(results []*pageResult) envelope.Hints {
 // listOne fetches one page from one backend. A pooled page is the
 // caller's alone and is read into a buffer lent for it, given back by
 // pageResult.release; a page others may share (the list cache's) is not.
-func (r *Router) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor string, pooled bool) *pageResult {
+func (fd *federation) listOne(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor string, pooled bool) *pageResult {
 	res := &pageResult{key: key, pooled: pooled}
-	r.fetchPage(ctx, res, v, c, op, cursor)
+	fd.fetchPage(ctx, res, v, c, op, cursor)
 	return res
 }
 
 // fetchPage asks res's backend for the page at cursor and decodes it
 // into res.
-func (r *Router) fetchPage(ctx context.Context, res *pageResult, v *vhost, c *Call, op listOp, cursor string) {
+func (fd *federation) fetchPage(ctx context.Context, res *pageResult, v *vhost, c *Call, op listOp, cursor string) {
 	key := res.key
-	if res.signIn = r.signInNeeded(ctx, v, key); res.signIn != nil {
+	if res.signIn = fd.link.signInNeeded(ctx, v, key); res.signIn != nil {
 		res.queried, res.failed = true, true
 		return
 	}
@@ -319,7 +319,7 @@ func (r *Router) fetchPage(ctx context.Context, res *pageResult, v *vhost, c *Ca
 	if snap.OK() && !capability.Has(snap, op.capability) {
 		return
 	}
-	if !snap.OK() && !r.reprobeDue(snap) {
+	if !snap.OK() && !fd.link.reprobeDue(snap) {
 		res.queried, res.failed = true, true
 		return
 	}
@@ -340,7 +340,7 @@ func (r *Router) fetchPage(ctx context.Context, res *pageResult, v *vhost, c *Ca
 		return end
 	}
 	var lacks bool
-	resp, err := r.withBackend(ctx, v, key, op.method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+	resp, err := fd.link.withBackend(ctx, v, key, op.method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		if init := conn.Init(); init != nil && !snap.OK() && !capability.Has(snapshotFrom(key, init), op.capability) {
 			lacks = true // re-probed just now: it does not have this list
 			return &jsonrpc.Response{}, nil
@@ -359,7 +359,7 @@ func (r *Router) fetchPage(ctx context.Context, res *pageResult, v *vhost, c *Ca
 		if err == nil {
 			err = resp.Error
 		}
-		r.log.Warn("backend skipped", "method", op.method, "vhost", v.name, "backend", key, "error", err)
+		fd.log.Warn("backend skipped", "method", op.method, "vhost", v.name, "backend", key, "error", err)
 		res.failed = true
 		return
 	}
@@ -472,7 +472,7 @@ func (res *pageResult) walker(op listOp, expect int) (fn func(string, []byte), m
 // cachedPage looks the backend's page up in its list cache: a hit costs
 // no goroutine. ck is the page's cache key, "" when the backend's pages
 // are not cached; listCached takes it on a miss.
-func (r *Router) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) (p *pageResult, ck string) {
+func (fd *federation) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) (p *pageResult, ck string) {
 	b := v.backends[key]
 	if b.ListCacheTTL <= 0 || !c.peer.backends[key].OK() {
 		return nil, ""
@@ -484,7 +484,7 @@ func (r *Router) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) (p
 	} else {
 		h.cacheMisses.Add(1)
 	}
-	if o, ok := r.opts.Observer.(ListCacheObserver); ok {
+	if o, ok := fd.opts.Observer.(ListCacheObserver); ok {
 		o.ListCacheLookup(v.name, key, p != nil)
 	}
 	return p, ck
@@ -492,18 +492,18 @@ func (r *Router) cachedPage(v *vhost, c *Call, op listOp, key, cursor string) (p
 
 // listCached is listOne through the backend's list cache under key ck
 // (from cachedPage; "" for a backend without one).
-func (r *Router) listCached(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor, ck string) *pageResult {
+func (fd *federation) listCached(ctx context.Context, v *vhost, c *Call, op listOp, key, cursor, ck string) *pageResult {
 	if ck == "" {
-		return r.listOne(ctx, v, c, op, key, cursor, true) // this request's alone
+		return fd.listOne(ctx, v, c, op, key, cursor, true) // this request's alone
 	}
 	return v.lists.Page(ck, key, v.backends[key].ListCacheTTL, func() (*pageResult, bool) {
 		// Shared by every caller waiting on this key: not cancelled by
 		// the first one leaving (the backend timeout still bounds it).
-		p := r.listOne(context.WithoutCancel(ctx), v, c, op, key, cursor, false)
+		p := fd.listOne(context.WithoutCancel(ctx), v, c, op, key, cursor, false)
 		if p.queried && !p.failed {
 			// Rename once for every request the entry serves; a page
 			// that cannot be renamed is left to fail in the merge.
-			p.named, _ = r.renameAll(v, op, key, p.items, p.scans, true)
+			p.named, _ = fd.renameAll(v, op, key, p.items, p.scans, true)
 			if p.named != nil && !v.single() {
 				p.dropRaw(op)
 			}
@@ -525,10 +525,10 @@ func listChange(method string) bool { return wire.NotificationOf(method).ListCha
 
 // listChanged drops a backend's cached pages on every instance: a
 // listener of this instance saw it announce a list change.
-func (r *Router) listChanged(ctx context.Context, vhostName, key string) {
-	r.dropListCache(vhostName, key)
-	if err := r.opts.Store.Publish(ctx, storeListChanged(vhostName, key)); err != nil {
-		r.log.Warn("publishing a list change failed", "error", err)
+func (fd *federation) listChanged(ctx context.Context, vhostName, key string) {
+	fd.dropListCache(vhostName, key)
+	if err := fd.opts.Store.Publish(ctx, storeListChanged(vhostName, key)); err != nil {
+		fd.log.Warn("publishing a list change failed", "error", err)
 	}
 }
 
@@ -536,8 +536,8 @@ func storeListChanged(vhostName, key string) store.BusMessage {
 	return store.BusMessage{Kind: store.BusListChanged, ID: vhostName + "/" + key}
 }
 
-func (r *Router) dropListCache(vhostName, key string) {
-	if v, ok := r.table.Load().vhosts[vhostName]; ok {
+func (fd *federation) dropListCache(vhostName, key string) {
+	if v, ok := fd.table.Load().vhosts[vhostName]; ok {
 		v.lists.Invalidate(key)
 		if h := v.health[key]; h != nil {
 			h.cacheDropped.Store(time.Now().UnixNano())

@@ -32,15 +32,15 @@ import (
 // A single-backend vhost passes names through unchanged and keeps the
 // backend's own order and result fields; only nextCursor is replaced by a
 // gateway cursor, so that cursors are uniform across vhosts.
-func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access policy.View, positions map[string]sealed.BackendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage), lent *PageBuffer) (json.RawMessage, error) {
+func (fd *federation) mergePages(ctx context.Context, v *vhost, op listOp, principal string, access policy.View, positions map[string]sealed.BackendCursor, results []*pageResult, private bool, decorate func(map[string]json.RawMessage), lent *PageBuffer) (json.RawMessage, error) {
 	m := &pageMerge{v: v, op: op, positions: positions, results: results,
 		lists: make([][]namedItem, len(results)), pageNext: map[string]string{}, left: map[string]int{},
 		next: &sealed.Cursor{Op: op.method, VHost: v.name, Principal: sealed.PrincipalTag(principal), Backends: map[string]sealed.BackendCursor{}, Private: private}}
-	if err := m.collect(r, access); err != nil {
+	if err := m.collect(fd, access); err != nil {
 		return nil, err
 	}
 	m.sort()
-	cut, sent := m.bound(r.opts.MaxPageItems)
+	cut, sent := m.bound(fd.opts.MaxPageItems)
 	m.advance(cut)
 	out := m.fields()
 	lead := v.search.lead(op, len(positions) == 0) // tool_search.go: the gateway's tools
@@ -56,7 +56,7 @@ func (r *Router) mergePages(ctx context.Context, v *vhost, op listOp, principal 
 			size += it.size()
 		}
 	}
-	if err := r.pageCursor(ctx, m, out); err != nil {
+	if err := fd.pageCursor(ctx, m, out); err != nil {
 		return nil, err
 	}
 	if decorate != nil {
@@ -101,7 +101,7 @@ func (m *pageMerge) byName(a, b pageEntry) int {
 
 // collect takes each result's items past its offset into the entries,
 // and notes the backends that hold no items on this page.
-func (m *pageMerge) collect(r *Router, access policy.View) error {
+func (m *pageMerge) collect(r *federation, access policy.View) error {
 	total := 0
 	for _, res := range m.results {
 		if res != nil && res.queried && !res.failed {
@@ -258,12 +258,12 @@ func (m *pageMerge) fields() map[string]json.RawMessage {
 // position in it is unchanged). A backend that has failed since the first
 // page was never part of the walk; it is named in _meta on every page, and
 // the walk ends without it.
-func (r *Router) pageCursor(ctx context.Context, m *pageMerge, out map[string]json.RawMessage) error {
+func (fd *federation) pageCursor(ctx context.Context, m *pageMerge, out map[string]json.RawMessage) error {
 	if !m.more && len(m.stranded) > 0 {
 		return &strandedPagesError{method: m.op.method, backends: m.stranded}
 	}
 	if m.more {
-		key, err := r.cursorKey(ctx)
+		key, err := fd.cursorKey(ctx)
 		if err != nil {
 			return err
 		}
@@ -356,9 +356,9 @@ func quoteAll(keys []string) []string {
 // renamed items, written end to end into one buffer (itemArena), not one
 // allocation each, so that a page of 200 tools is one object for the
 // collector to track for as long as the entry lives.
-func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMessage, scans []itemScan, copies bool) ([]namedItem, error) {
+func (fd *federation) renameAll(v *vhost, op listOp, key string, items []json.RawMessage, scans []itemScan, copies bool) ([]namedItem, error) {
 	named := make([]namedItem, len(items))
-	tasks := r.taskPolicy(v, op, key)
+	tasks := fd.taskPolicy(v, op, key)
 	var arena *itemArena
 	if copies {
 		arena = newItemArena(items, key)
@@ -371,7 +371,7 @@ func (r *Router) renameAll(v *vhost, op listOp, key string, items []json.RawMess
 		case len(scans) == len(items) && scans[i].scanned:
 			scan = &scans[i]
 		}
-		n, err := r.nameItem(v, op, key, item, scan)
+		n, err := fd.nameItem(v, op, key, item, scan)
 		if err != nil {
 			return nil, err
 		}
@@ -418,8 +418,8 @@ func (a *itemArena) take(n int) []byte {
 // with its downstream name and the identifier access rules judge (the
 // name; for resources and templates the published URI or URI template).
 // Items whose name does not change pass through byte-for-byte.
-func (r *Router) renameItem(v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, string, error) {
-	n, err := r.nameItem(v, op, key, item, nil)
+func (fd *federation) renameItem(v *vhost, op listOp, key string, item json.RawMessage) (json.RawMessage, string, string, error) {
+	n, err := fd.nameItem(v, op, key, item, nil)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -470,7 +470,7 @@ func (s *itemScan) member(op listOp, k []byte, start, end int) {
 // published: as it is, with its name (and URI) replaced in place when it
 // is written (edit), or rewritten now (the rare items below). scan, when
 // set, is where the item's members lie (else the item is walked here).
-func (r *Router) nameItem(v *vhost, op listOp, key string, item json.RawMessage, scan *itemScan) (namedItem, error) {
+func (fd *federation) nameItem(v *vhost, op listOp, key string, item json.RawMessage, scan *itemScan) (namedItem, error) {
 	if op.field == "skills" {
 		return nameSkill(v, key, item, scan) // skills.go: no name member to rename
 	}

@@ -54,7 +54,7 @@ func BenchmarkMergePages(b *testing.B) {
 					}
 					results[i] = res
 				}
-				out, err := r.mergePages(b.Context(), v, op, "alice", v.access.Decide("v", nil), map[string]sealed.BackendCursor{}, results, false, nil, nil)
+				out, err := r.fed.mergePages(b.Context(), v, op, "alice", v.access.Decide("v", nil), map[string]sealed.BackendCursor{}, results, false, nil, nil)
 				if err != nil || len(out) == 0 {
 					b.Fatal(err)
 				}

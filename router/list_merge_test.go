@@ -41,7 +41,7 @@ func TestRenameItem(t *testing.T) {
 		{"a URI twice", "resources/list", `{"uri":"a:1","name":"n","uri":"a:2"}`, `{"uri":"one-a:2","name":"one-n"}`, "one-n", "one-a:2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, published, id, err := r.renameItem(v, listOps[c.op], "one", json.RawMessage(c.in))
+			out, published, id, err := r.fed.renameItem(v, listOps[c.op], "one", json.RawMessage(c.in))
 			if err != nil || published != c.published || id != c.id {
 				t.Fatalf("renamed %q / %q (%v), want %q / %q", published, id, err, c.published, c.id)
 			}
@@ -67,7 +67,7 @@ func TestRenameItem(t *testing.T) {
 		})
 	}
 	for _, bad := range []string{`"a string"`, `{"name":3}`, `{"name":"x"`, `[]`} {
-		if _, _, _, err := r.renameItem(v, listOps["tools/list"], "one", json.RawMessage(bad)); err == nil {
+		if _, _, _, err := r.fed.renameItem(v, listOps["tools/list"], "one", json.RawMessage(bad)); err == nil {
 			t.Errorf("%s renamed, want an error", bad)
 		}
 	}
@@ -86,7 +86,7 @@ func TestPageResultDropRaw(t *testing.T) {
 		t.Fatal("page does not decode")
 	}
 	var err error
-	if p.named, err = r.renameAll(v, op, "one", p.items, p.scans, true); err != nil {
+	if p.named, err = r.fed.renameAll(v, op, "one", p.items, p.scans, true); err != nil {
 		t.Fatal(err)
 	}
 	p.dropRaw(op)
@@ -116,18 +116,18 @@ func TestRenameAll_SharedRoom(t *testing.T) {
 			// Names that escape grow past the estimate: new chunks.
 			items = append(items, json.RawMessage(fmt.Sprintf(`{"name":"t%d%s","uri":"u:%d","d":"%s"}`, i, strings.Repeat(`\u00e9`, i%7), i, strings.Repeat("x", i%50))))
 		}
-		named, err := r.renameAll(v, op, "one", items, nil, true)
+		named, err := r.fed.renameAll(v, op, "one", items, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, n := range named {
-			want, _, _, _ := r.renameItem(v, op, "one", items[i])
+			want, _, _, _ := r.fed.renameItem(v, op, "one", items[i])
 			if string(n.item) != string(want) || cap(n.item) != len(n.item) {
 				t.Fatalf("%s item %d: %s (cap %d), want %s", op.method, i, n.item, cap(n.item), want)
 			}
 		}
 		grown := append(named[0].item, `,"x":1`...)
-		if string(named[1].item) != func() string { w, _, _, _ := r.renameItem(v, op, "one", items[1]); return string(w) }() || &grown[0] == &named[0].item[0] {
+		if string(named[1].item) != func() string { w, _, _, _ := r.fed.renameItem(v, op, "one", items[1]); return string(w) }() || &grown[0] == &named[0].item[0] {
 			t.Fatalf("%s: growing an item reached its neighbour", op.method)
 		}
 	}
@@ -145,7 +145,7 @@ func TestLendPageBuffer(t *testing.T) {
 		if !res.decode([]byte(`{"tools":[{"name":"b"},{"name":"a"}]}`), op, 0) {
 			t.Fatal("page does not decode")
 		}
-		out, err := r.mergePages(t.Context(), v, op, "alice", v.access.Decide("v", nil), map[string]sealed.BackendCursor{}, []*pageResult{res}, false, nil, lent)
+		out, err := r.fed.mergePages(t.Context(), v, op, "alice", v.access.Decide("v", nil), map[string]sealed.BackendCursor{}, []*pageResult{res}, false, nil, lent)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,14 +181,14 @@ func TestRenameAll_PassThroughAllocatesNoRoom(t *testing.T) {
 		items[i] = json.RawMessage(fmt.Sprintf(`{"name":"t%d","description":"%s"}`, i, strings.Repeat("x", 700)))
 	}
 	allocated := testing.AllocsPerRun(5, func() {
-		if _, err := r.renameAll(v, listOps["tools/list"], "one", items, nil, true); err != nil {
+		if _, err := r.fed.renameAll(v, listOps["tools/list"], "one", items, nil, true); err != nil {
 			t.Fatal(err)
 		}
 	})
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc
-	_, _ = r.renameAll(v, listOps["tools/list"], "one", items, nil, true)
+	_, _ = r.fed.renameAll(v, listOps["tools/list"], "one", items, nil, true)
 	runtime.ReadMemStats(&ms)
 	if grew := ms.TotalAlloc - before; grew > 200<<10 {
 		t.Fatalf("renaming 1,000 passed-through items allocated %d bytes (%v allocations)", grew, allocated)
@@ -217,16 +217,16 @@ func TestRenameAll_DecodedScansAgree(t *testing.T) {
 		if !p.decode(answer, op, 0) || len(p.scans) != len(items) {
 			t.Fatalf("%s: decode: %d items, %d scans", op.method, len(p.items), len(p.scans))
 		}
-		got, err := r.renameAll(v, op, "one", p.items, p.scans, true)
+		got, err := r.fed.renameAll(v, op, "one", p.items, p.scans, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := r.renameAll(v, op, "one", p.items, nil, true)
+		want, err := r.fed.renameAll(v, op, "one", p.items, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Renamed as the page is written (uncached pages), the same bytes.
-		later, err := r.renameAll(v, op, "one", p.items, p.scans, false)
+		later, err := r.fed.renameAll(v, op, "one", p.items, p.scans, false)
 		if err != nil {
 			t.Fatal(err)
 		}

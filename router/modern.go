@@ -36,9 +36,9 @@ func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jso
 	case row.serving == byGateway && row.Modern:
 		return row.answer(r, ctx, v, c)
 	case row.serving == taskMethod:
-		return r.routeTask(ctx, v, c) // the task's own call was admitted and hooked
+		return r.tasks.routeTask(ctx, v, c) // the task's own call was admitted and hooked
 	}
-	c.peer = c.Caller.peer(ctx, r, v, c) // caller_modern.go
+	c.peer = c.Caller.peer(ctx, r.link, v, c) // caller_modern.go
 	resp = r.serve(ctx, v, c)
 	if row.serving == fanOut && resp.Error == nil {
 		return resp // decorated as it was assembled (list_fanout.go)
@@ -49,7 +49,7 @@ func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jso
 // finishModern turns a response into a 2026-07-28 one: results decorated;
 // a backend's version refusal, which is about the gateway's link to it and
 // not the client's request, reported as the gateway's failure.
-func (r *Router) finishModern(ctx context.Context, resp *jsonrpc.Response, method string, hints *envelope.Hints) *jsonrpc.Response {
+func (b *base) finishModern(ctx context.Context, resp *jsonrpc.Response, method string, hints *envelope.Hints) *jsonrpc.Response {
 	if resp.Error != nil {
 		var e *jsonrpc.Error
 		if errors.As(resp.Error, &e) && e.Code == wire.CodeUnsupportedProtocolVersion {
@@ -62,9 +62,9 @@ func (r *Router) finishModern(ctx context.Context, resp *jsonrpc.Response, metho
 	} else if hints == nil {
 		hints = &envelope.Hints{FromResult: true} // a routed result: the backend's own hints
 	}
-	out, err := r.decorateModern(resp.Result, hints)
+	out, err := b.decorateModern(resp.Result, hints)
 	if err != nil {
-		r.log.Warn("a backend result is not a JSON object", "method", method, "error", err)
+		b.log.Warn("a backend result is not a JSON object", "method", method, "error", err)
 		return errorResponse(resp.ID, rpcError(CodeInternalError, "a backend's result is not a JSON object"))
 	}
 	return resultResponse(resp.ID, out)
@@ -75,7 +75,7 @@ func (r *Router) finishModern(ctx context.Context, resp *jsonrpc.Response, metho
 func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	snaps := make(map[string]*store.BackendSnapshot, len(v.keys))
 	hints := envelope.Hints{TTLMs: -1}
-	for key, d := range r.allDiscoveries(ctx, v, c.Header) {
+	for key, d := range r.link.allDiscoveries(ctx, v, c.Header) {
 		snaps[key] = d.snap
 		if d.snap.OK() && (hints.TTLMs < 0 || d.ttlMs < hints.TTLMs) {
 			hints.TTLMs = d.ttlMs
@@ -85,7 +85,7 @@ func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *Call) *jsonrpc
 	shown := v.visibleSnapshots(c.d.access, snaps) // what this caller may see
 	result := map[string]any{
 		"supportedVersions": wire.AllProtocolVersions(),
-		"capabilities":      r.advertiseTasks(v, capability.Merged(shown, capability.ModernExtensions), capability.ModernExtensions),
+		"capabilities":      r.tasks.advertiseTasks(v, capability.Merged(shown, capability.ModernExtensions), capability.ModernExtensions),
 	}
 	if ins := capability.JoinedInstructions(v.keys, shown); ins != "" {
 		result["instructions"] = ins
@@ -96,6 +96,6 @@ func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *Call) *jsonrpc
 
 // decorateModern adds the 2026-07-28 envelope, with the gateway's
 // serverInfo, to a result (package router/envelope).
-func (r *Router) decorateModern(result json.RawMessage, hints *envelope.Hints) (json.RawMessage, error) {
-	return envelope.Decorate(result, hints, r.clientInfo())
+func (b *base) decorateModern(result json.RawMessage, hints *envelope.Hints) (json.RawMessage, error) {
+	return envelope.Decorate(result, hints, b.clientInfo())
 }

@@ -81,7 +81,7 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	if len(p.Notifications.TaskIDs) > 0 && !declaresExtension(c.Caller.facts().capabilities, wire.ExtensionTasks) {
 		return errorResponse(c.Request.ID, needsTasksExtension("subscriptions/listen with notifications.taskIds"))
 	}
-	tasks, err := r.openListenTasks(ctx, v, c, p.Notifications.TaskIDs)
+	tasks, err := r.tasks.openListenTasks(ctx, v, c, p.Notifications.TaskIDs)
 	if err != nil {
 		return r.storeUnavailable(c.Request.ID, err)
 	}
@@ -95,7 +95,7 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		b.Begin()
 	}
 	subID, _ := json.Marshal(c.Request.ID.Raw())
-	pr := c.Caller.peer(ctx, r, v, c)
+	pr := c.Caller.peer(ctx, r.link, v, c)
 	ls := &listenSession{r: r, v: v, c: c, subID: subID, tasks: tasks}
 
 	lctx, stop := context.WithCancel(ctx)
@@ -119,7 +119,7 @@ func (r *Router) listen(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 	ls.pending.Wait() // every backend acknowledged, or failed
 	ls.acknowledgedGatewayTasks()
 	ls.acknowledge()
-	wg.Go(func() { r.watchGatewayTasks(lctx, tasks, ls.deliver) })
+	wg.Go(func() { r.tasks.watchGatewayTasks(lctx, tasks, ls.deliver) })
 
 	if ls.agreedAny() {
 		select {
@@ -239,7 +239,7 @@ func (ls *listenSession) rejoin(ctx context.Context, p *peer, key string, access
 			return
 		case <-t.C:
 		}
-		if d := ls.r.backendDiscovery(ctx, ls.v, key, ls.c.Header); d.snap.OK() {
+		if d := ls.r.link.backendDiscovery(ctx, ls.v, key, ls.c.Header); d.snap.OK() {
 			want := ls.filterFor(key, access, f, d.snap)
 			if want == nil {
 				return // back, but it can honour none of the filter
@@ -256,7 +256,7 @@ func (ls *listenSession) rejoin(ctx context.Context, p *peer, key string, access
 // backend's part of the client's.
 func (ls *listenSession) run(ctx context.Context, p *peer, key string, want *listenFilter, acked func()) error {
 	params, _ := json.Marshal(map[string]any{"notifications": want})
-	_, err := ls.r.withBackend(ctx, ls.v, key, "subscriptions/listen", p, ls.c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+	_, err := ls.r.link.withBackend(ctx, ls.v, key, "subscriptions/listen", p, ls.c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		return conn.Call(ctx, "subscriptions/listen", params, func(msg jsonrpc.Message) {
 			n, ok := msg.(*jsonrpc.Request)
 			if !ok || n.IsCall() {
@@ -272,7 +272,7 @@ func (ls *listenSession) run(ctx context.Context, p *peer, key string, want *lis
 				return
 			}
 			if listChange(n.Method) && ls.v.keepsLists(key) {
-				ls.r.listChanged(ctx, ls.v.name, key)
+				ls.r.fed.listChanged(ctx, ls.v.name, key)
 			}
 			ls.forward(key, n, false)
 		})

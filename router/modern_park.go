@@ -156,9 +156,9 @@ type InputRequest struct {
 // parkStart runs c's call to t, decided and hooked (routed), where it may
 // park: its answer when it asks nothing, else its first round. Either is
 // finished for the client as any routed answer is.
-func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, m *ModernClient, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
+func (rc *routedCalls) parkStart(ctx context.Context, v *vhost, c *Call, m *ModernClient, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	p := m.Parks
-	conv := taskrun.Converse(ctx, &parkedRun{r: r, v: v, c: c, m: m, t: t, params: params, sent: sent, hc: hc})
+	conv := taskrun.Converse(ctx, &parkedRun{r: rc, v: v, c: c, m: m, t: t, params: params, sent: sent, hc: hc})
 	spec := taskrun.Spec{Owner: parkOwner(c.Principal), VHost: v.name, Backend: t.backend, Tool: t.public,
 		TTL: 2*p.opts.AnswerWithin + time.Minute, AnswerWithin: p.opts.AnswerWithin,
 		Unanswered: fmt.Errorf("the client did not answer within %s (streams.client_request_timeout)", p.opts.AnswerWithin)}
@@ -183,12 +183,12 @@ func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, m *ModernClie
 	case errors.As(err, &rpc):
 		return errorResponse(c.Request.ID, &jsonrpc.Error{Code: int64(rpc.Code), Message: rpc.Message, Data: rpc.Data})
 	case err != nil:
-		return r.storeUnavailable(c.Request.ID, err) // the task could not be created
+		return rc.storeUnavailable(c.Request.ID, err) // the task could not be created
 	case task == nil:
 		answer, _ := out.Answer.(parkedAnswer) // the call's own response: nothing stored, nothing decoded
 		return parkFinished(c, answer.resp)
 	}
-	resp := r.parkAsks(ctx, v, c, t, task.ID, task.Round, task.InputRequests)
+	resp := rc.parkAsks(ctx, v, c, t, task.ID, task.Round, task.InputRequests)
 	if resp.Error != nil {
 		// No retry can continue a round whose state could not be sealed:
 		// the call ends now rather than when its round times out.
@@ -202,7 +202,7 @@ func (r *Router) parkStart(ctx context.Context, v *vhost, c *Call, m *ModernClie
 // decided and hooked, its client (ModernClient.parked) asked through the
 // round the runner gives it.
 type parkedRun struct {
-	r            *Router
+	r            *routedCalls
 	v            *vhost
 	c            *Call
 	m            *ModernClient
@@ -255,10 +255,10 @@ func parkFinished(c *Call, answer *jsonrpc.Response) *jsonrpc.Response {
 
 // parkAsks is input_required with a round's requests and a sealed state
 // naming the parked call (its task) and the round.
-func (r *Router) parkAsks(ctx context.Context, v *vhost, c *Call, t *target, park string, round int, inputs map[string]json.RawMessage) *jsonrpc.Response {
-	token, err := r.sealState(ctx, binding(v, c, t), sealed.RequestState{Backend: t.backend, Park: park, Round: round})
+func (rc *routedCalls) parkAsks(ctx context.Context, v *vhost, c *Call, t *target, park string, round int, inputs map[string]json.RawMessage) *jsonrpc.Response {
+	token, err := rc.sealState(ctx, binding(v, c, t), sealed.RequestState{Backend: t.backend, Park: park, Round: round})
 	if err != nil {
-		return r.storeUnavailable(c.Request.ID, err)
+		return rc.storeUnavailable(c.Request.ID, err)
 	}
 	result := map[string]json.RawMessage{"inputRequests": wire.RawObject(inputs)}
 	result["resultType"], _ = json.Marshal(envelope.ResultInputRequired)

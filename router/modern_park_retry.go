@@ -24,7 +24,7 @@ var errNoProgress = errors.New("the parked call did not go on in time")
 // Rounds are idempotent: a retry whose answer was lost on the way back
 // can be repeated and gets the same; only a retry of a round older than
 // that is told the call has moved on.
-func (r *Router) parkRetry(ctx context.Context, v *vhost, c *Call, p *Parking, t *target, st *sealed.RequestState) *jsonrpc.Response {
+func (rc *routedCalls) parkRetry(ctx context.Context, v *vhost, c *Call, p *Parking, t *target, st *sealed.RequestState) *jsonrpc.Response {
 	id, round := c.Request.ID, st.Round
 	var answers map[string]json.RawMessage
 	_ = json.Unmarshal(t.params["inputResponses"], &answers)
@@ -39,7 +39,7 @@ func (r *Router) parkRetry(ctx context.Context, v *vhost, c *Call, p *Parking, t
 	case err != nil && ctx.Err() != nil:
 		return errorResponse(id, rpcError(CodeRequestCancelled, "request cancelled by the client"))
 	case err != nil:
-		return r.storeUnavailable(id, err)
+		return rc.storeUnavailable(id, err)
 	case task.VHost != v.name || task.Backend != t.backend:
 		return errorResponse(id, invalidParams("invalid requestState: it was not issued for this request and caller"))
 	case task.Status == store.TaskCompleted && task.Round == round:
@@ -60,7 +60,7 @@ func (r *Router) parkRetry(ctx context.Context, v *vhost, c *Call, p *Parking, t
 		// What the round still asks (a retry answers what the latest
 		// input_required asked, not the whole round again), or the round
 		// it led to, when an earlier retry of this one delivered it.
-		return r.parkAsks(ctx, v, c, t, task.ID, task.Round, task.Outstanding())
+		return rc.parkAsks(ctx, v, c, t, task.ID, task.Round, task.Outstanding())
 	}
 	return errorResponse(id, invalidParams("invalid requestState: the call has moved on from that round"))
 }

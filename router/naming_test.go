@@ -100,7 +100,7 @@ func TestExtensions_LegacyTaskParamIgnored(t *testing.T) {
 	t.Cleanup(table.close)
 	r := New(nil, Options{})
 	for _, params := range []string{`{"name":"slow","task":{"ttl":60000}}`, `{"name":"slow","task":null}`} {
-		tg, err := r.resolve(table.vhosts["v"], "tools/call", json.RawMessage(params))
+		tg, err := r.calls.resolve(table.vhosts["v"], "tools/call", json.RawMessage(params))
 		if err != nil {
 			t.Fatalf("%s refused: %+v", params, err)
 		}

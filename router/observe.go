@@ -62,12 +62,12 @@ const (
 
 // startRequest opens the span of one downstream request, in the client's
 // trace when it sent one. It returns a nil span when tracing is off.
-func (r *Router) startRequest(ctx context.Context, vhostName, protocol string, hdr http.Header, req *jsonrpc.Request) (context.Context, trace.Span) {
-	if r.tracer == nil {
+func (b *base) startRequest(ctx context.Context, vhostName, protocol string, hdr http.Header, req *jsonrpc.Request) (context.Context, trace.Span) {
+	if b.tracer == nil {
 		return ctx, nil
 	}
 	ctx = extractTraceContext(ctx, hdr, req.Params)
-	ctx, span := r.tracer.Start(ctx, "mcp "+spanMethod(req.Method), trace.WithSpanKind(trace.SpanKindServer),
+	ctx, span := b.tracer.Start(ctx, "mcp "+spanMethod(req.Method), trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(attrVHost.String(vhostName), attrMethod.String(wire.Clip(req.Method)), attrProtocol.String(protocol)))
 	return ctx, span
 }
@@ -95,8 +95,8 @@ func endRequest(span trace.Span, resp *jsonrpc.Response) {
 
 // annotateTarget names the published identifier and the backend a routed
 // request resolved to on the request's span.
-func (r *Router) annotateTarget(ctx context.Context, t *target) {
-	if r.tracer == nil {
+func (b *base) annotateTarget(ctx context.Context, t *target) {
+	if b.tracer == nil {
 		return
 	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
@@ -106,8 +106,8 @@ func (r *Router) annotateTarget(ctx context.Context, t *target) {
 
 // annotateCacheHits counts a list's pages that came from the list cache:
 // those backends have no span of their own.
-func (r *Router) annotateCacheHits(ctx context.Context, hits int) {
-	if r.tracer == nil || hits == 0 {
+func (b *base) annotateCacheHits(ctx context.Context, hits int) {
+	if b.tracer == nil || hits == 0 {
 		return
 	}
 	trace.SpanFromContext(ctx).SetAttributes(attrCached.Int(hits))
@@ -115,15 +115,15 @@ func (r *Router) annotateCacheHits(ctx context.Context, hits int) {
 
 // startBackend opens the span of one backend exchange (or probe) under
 // the request's. snap, when known, says which protocol it speaks.
-func (r *Router) startBackend(ctx context.Context, v *vhost, key, method string, snap *store.BackendSnapshot) (context.Context, trace.Span) {
-	if r.tracer == nil {
+func (b *base) startBackend(ctx context.Context, v *vhost, key, method string, snap *store.BackendSnapshot) (context.Context, trace.Span) {
+	if b.tracer == nil {
 		return ctx, nil
 	}
 	attrs := []attribute.KeyValue{attrVHost.String(v.name), attrBackend.String(key), attrMethod.String(method)}
 	if snap.OK() {
 		attrs = append(attrs, attrProtocol.String(snap.ProtocolVersion))
 	}
-	return r.tracer.Start(ctx, "backend "+key+" "+method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return b.tracer.Start(ctx, "backend "+key+" "+method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
 
 // endBackend records an exchange's outcome (the Observer's) and ends its

@@ -42,8 +42,8 @@ type paramBinding struct {
 
 // checkParamHeaders checks a translated tools/call's Mcp-Param-* headers
 // against its arguments; nil when they agree, or nothing can be checked.
-func (r *Router) checkParamHeaders(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Error {
-	bindings := r.toolParamBindings(ctx, v, c, t)
+func (rc *routedCalls) checkParamHeaders(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Error {
+	bindings := rc.toolParamBindings(ctx, v, c, t)
 	if len(bindings) == 0 {
 		return nil
 	}
@@ -61,8 +61,8 @@ func (r *Router) checkParamHeaders(ctx context.Context, v *vhost, c *Call, t *ta
 // annotations: the session's client sent none, and the backend refuses a
 // call that lacks one. Without the schema, t is returned as it is; t
 // itself is never changed (a task's rounds share it).
-func (r *Router) withParamHeaders(ctx context.Context, v *vhost, c *Call, t *target, params json.RawMessage) *target {
-	bindings := r.toolParamBindings(ctx, v, c, t)
+func (rc *routedCalls) withParamHeaders(ctx context.Context, v *vhost, c *Call, t *target, params json.RawMessage) *target {
+	bindings := rc.toolParamBindings(ctx, v, c, t)
 	if len(bindings) == 0 {
 		return t
 	}
@@ -89,10 +89,10 @@ func (r *Router) withParamHeaders(ctx context.Context, v *vhost, c *Call, t *tar
 // toolParamBindings are the annotated arguments of the call's tool, from
 // the schema its backend lists; none when that cannot be read (logged at
 // debug: the call goes on as if the tool had none).
-func (r *Router) toolParamBindings(ctx context.Context, v *vhost, c *Call, t *target) []paramBinding {
-	schema, err := r.toolInputSchema(ctx, v, c, t.backend, t.name)
+func (rc *routedCalls) toolParamBindings(ctx context.Context, v *vhost, c *Call, t *target) []paramBinding {
+	schema, err := rc.fed.toolInputSchema(ctx, v, c, t.backend, t.name)
 	if err != nil {
-		r.log.Debug("Mcp-Param-* headers neither checked nor made: the tool's schema is not available", "vhost", v.name, "backend", t.backend, "error", err)
+		rc.log.Debug("Mcp-Param-* headers neither checked nor made: the tool's schema is not available", "vhost", v.name, "backend", t.backend, "error", err)
 		return nil
 	}
 	return paramBindings(schema)

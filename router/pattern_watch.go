@@ -39,34 +39,34 @@ const patternCheckTimeout = 2 * time.Minute
 // after every reload, until Close.
 func (r *Router) WatchPatterns() {
 	r.mu.Lock()
-	if r.patterns.on || r.closed {
+	if r.fed.patterns.on || r.closed {
 		r.mu.Unlock()
 		return
 	}
-	r.patterns.on = true
+	r.fed.patterns.on = true
 	t := r.table.Load()
 	r.mu.Unlock()
-	r.watchTable(t)
+	r.fed.watchTable(t)
 }
 
 // watchTable starts one watcher per vhost of t, when the watch is on.
-func (r *Router) watchTable(t *routingTable) {
-	r.mu.Lock()
-	on := r.patterns.on
-	r.mu.Unlock()
+func (fd *federation) watchTable(t *routingTable) {
+	fd.mu.Lock()
+	on := fd.patterns.on
+	fd.mu.Unlock()
 	if !on {
 		return
 	}
-	r.patterns.mu.Lock()
-	for name := range r.patterns.logged { // a vhost no longer watched starts afresh
+	fd.patterns.mu.Lock()
+	for name := range fd.patterns.logged { // a vhost no longer watched starts afresh
 		if v, ok := t.vhosts[name]; !ok || (v.access == nil && v.limits == nil) {
-			delete(r.patterns.logged, name)
+			delete(fd.patterns.logged, name)
 		}
 	}
-	r.patterns.mu.Unlock()
+	fd.patterns.mu.Unlock()
 	for _, v := range t.vhosts {
 		if v.access != nil || v.limits != nil {
-			r.watchVHost(t, v)
+			fd.watchVHost(t, v)
 		}
 	}
 }
@@ -83,37 +83,37 @@ func (v *vhost) recheckPatterns() {
 // watchVHost checks v until t is retired or the router closes: at once,
 // then on a recheck, every DiscoveryMaxTTL, and after a failed check
 // sooner, backing off from ReprobeInterval.
-func (r *Router) watchVHost(t *routingTable, v *vhost) {
-	if !r.holdOpen() {
+func (fd *federation) watchVHost(t *routingTable, v *vhost) {
+	if !fd.holdOpen() {
 		return
 	}
 	go func() {
-		defer r.cleanup.Done()
-		retry := r.opts.ReprobeInterval
+		defer fd.cleanup.Done()
+		retry := fd.opts.ReprobeInterval
 		for {
-			ctx, cancel := context.WithTimeout(r.patterns.ctx, patternCheckTimeout)
-			vc := r.checkVHost(ctx, v)
+			ctx, cancel := context.WithTimeout(fd.patterns.ctx, patternCheckTimeout)
+			vc := fd.checkVHost(ctx, v)
 			cancel()
-			if r.patterns.ctx.Err() != nil || r.table.Load() != t {
+			if fd.patterns.ctx.Err() != nil || fd.table.Load() != t {
 				return
 			}
 			v.patterns.Store(&vc)
-			wait := r.opts.DiscoveryMaxTTL
+			wait := fd.opts.DiscoveryMaxTTL
 			if vc.Complete {
-				r.reportPatterns(vc)
-				retry = r.opts.ReprobeInterval
+				fd.reportPatterns(vc)
+				retry = fd.opts.ReprobeInterval
 			} else {
-				wait, retry = retry, min(2*retry, r.opts.DiscoveryMaxTTL)
+				wait, retry = retry, min(2*retry, fd.opts.DiscoveryMaxTTL)
 			}
 			timer := time.NewTimer(wait)
 			select {
-			case <-r.patterns.ctx.Done():
+			case <-fd.patterns.ctx.Done():
 			case <-t.retired:
 			case <-v.recheck:
 			case <-timer.C:
 			}
 			timer.Stop()
-			if r.patterns.ctx.Err() != nil || r.table.Load() != t {
+			if fd.patterns.ctx.Err() != nil || fd.table.Load() != t {
 				return
 			}
 		}
@@ -122,13 +122,13 @@ func (r *Router) watchVHost(t *routingTable, v *vhost) {
 
 // reportPatterns logs each pattern of a complete check that matches
 // nothing and was not logged since it last matched.
-func (r *Router) reportPatterns(vc VHostCheck) {
-	r.patterns.mu.Lock()
-	defer r.patterns.mu.Unlock()
-	if r.patterns.logged == nil {
-		r.patterns.logged = map[string]map[string]bool{}
+func (fd *federation) reportPatterns(vc VHostCheck) {
+	fd.patterns.mu.Lock()
+	defer fd.patterns.mu.Unlock()
+	if fd.patterns.logged == nil {
+		fd.patterns.logged = map[string]map[string]bool{}
 	}
-	before := r.patterns.logged[vc.VHost]
+	before := fd.patterns.logged[vc.VHost]
 	now := make(map[string]bool, len(vc.Unmatched))
 	for _, u := range vc.Unmatched {
 		id := u.Field + "\x00" + u.Pattern
@@ -136,9 +136,9 @@ func (r *Router) reportPatterns(vc VHostCheck) {
 		if before[id] {
 			continue
 		}
-		r.log.Warn(unmatchedMessage(u.Kind), "vhost", vc.VHost, "field", PatternField(vc.VHost, u), "pattern", u.Pattern)
+		fd.log.Warn(unmatchedMessage(u.Kind), "vhost", vc.VHost, "field", PatternField(vc.VHost, u), "pattern", u.Pattern)
 	}
-	r.patterns.logged[vc.VHost] = now
+	fd.patterns.logged[vc.VHost] = now
 }
 
 // PatternField is an unmatched pattern's place in the config file, as

@@ -31,13 +31,13 @@ import (
 // decisions: the ones Admit made are not changed) and counted against the
 // rate limits, as Admit counts any other; then routed serves it, or
 // refuses it as unknown.
-func (r *Router) serveRawTool(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
-	d, req, refusal := r.decideRawTool(ctx, v, c)
+func (rc *routedCalls) serveRawTool(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
+	d, req, refusal := rc.decideRawTool(ctx, v, c)
 	if refusal != nil {
 		return refusal
 	}
 	c.d, c.Request = d, req
-	return r.routed(ctx, v, c)
+	return rc.routed(ctx, v, c)
 }
 
 // decideRawTool is c's decisions and request with a backend's own tool
@@ -45,7 +45,7 @@ func (r *Router) serveRawTool(ctx context.Context, v *vhost, c *Call) *jsonrpc.R
 // malformed), an error when it is several backends', else the published
 // name's target and the request renamed to it; refusal when counting it
 // refused it.
-func (r *Router) decideRawTool(ctx context.Context, v *vhost, c *Call) (d *Decisions, req *jsonrpc.Request, refusal *jsonrpc.Response) {
+func (rc *routedCalls) decideRawTool(ctx context.Context, v *vhost, c *Call) (d *Decisions, req *jsonrpc.Request, refusal *jsonrpc.Response) {
 	d, req = c.d, c.Request
 	// Only a name no backend owns (not a malformed call): the very
 	// error unknownIdentifier makes for it.
@@ -53,7 +53,7 @@ func (r *Router) decideRawTool(ctx context.Context, v *vhost, c *Call) (d *Decis
 	if !ok || d.t != nil || d.rerr.Message != unknownIdentifier("tool", name).Message {
 		return d, req, nil
 	}
-	published, perr := r.resolveRawTool(ctx, v, c, name)
+	published, perr := rc.resolveRawTool(ctx, v, c, name)
 	switch {
 	case perr != nil:
 		decided := *d
@@ -65,14 +65,14 @@ func (r *Router) decideRawTool(ctx context.Context, v *vhost, c *Call) (d *Decis
 	renamed := *req
 	renamed.Params = withToolName(req.Params, published)
 	decided := *d
-	decided.t, decided.rerr = r.resolve(v, req.Method, renamed.Params)
+	decided.t, decided.rerr = rc.resolve(v, req.Method, renamed.Params)
 	if n := c.Audit; n != nil {
 		n.Name = published
 	}
 	// Counted only when routed will serve it: a hidden name, or one the
 	// caller lacks the scopes for, is refused there (and noted), uncounted.
 	if decided.visible(req.Method) && v.routedStepUp(decided.access, &renamed, decided.t) == nil {
-		refusal = r.countLimits(ctx, &decided, &renamed, c.Principal)
+		refusal = rc.countLimits(ctx, &decided, &renamed, c.Principal)
 	}
 	return &decided, &renamed, refusal
 }
@@ -80,7 +80,7 @@ func (r *Router) decideRawTool(ctx context.Context, v *vhost, c *Call) (d *Decis
 // resolveRawTool resolves tools/call name as a backend's raw tool name,
 // returning the published name it stands for, or the error to answer with
 // (unknown: nil and "").
-func (r *Router) resolveRawTool(ctx context.Context, v *vhost, c *Call, name string) (string, *jsonrpc.Error) {
+func (rc *routedCalls) resolveRawTool(ctx context.Context, v *vhost, c *Call, name string) (string, *jsonrpc.Error) {
 	if v.single() {
 		return "", nil // nothing is renamed on a single-backend vhost
 	}
@@ -90,7 +90,7 @@ func (r *Router) resolveRawTool(ctx context.Context, v *vhost, c *Call, name str
 		if !capability.Of(c.peer.backends[key]).Has("tools") {
 			continue
 		}
-		if _, err := r.toolInputSchema(ctx, v, c, key, name); err != nil {
+		if _, err := rc.fed.toolInputSchema(ctx, v, c, key, name); err != nil {
 			continue // not listed, or the backend's list failed
 		}
 		published := v.publishedTool(key, name)

@@ -32,8 +32,8 @@ func binding(v *vhost, c *Call, t *target) sealed.Binding {
 
 // sealState seals st for b; an error wraps errStoreUnavailable when the key
 // could not be read.
-func (r *Router) sealState(ctx context.Context, b sealed.Binding, st sealed.RequestState) (string, error) {
-	tok, err := r.states.Seal(ctx, b, st)
+func (rc *routedCalls) sealState(ctx context.Context, b sealed.Binding, st sealed.RequestState) (string, error) {
+	tok, err := rc.states.Seal(ctx, b, st)
 	if errors.Is(err, sealed.ErrKeyUnavailable) {
 		return "", fmt.Errorf("%w: %w", errStoreUnavailable, err)
 	}
@@ -43,8 +43,8 @@ func (r *Router) sealState(ctx context.Context, b sealed.Binding, st sealed.Requ
 // openState opens a client's request state for b: sealed.ErrBadRequestState
 // for anything that does not check out, an error wrapping
 // errStoreUnavailable when the key could not be read.
-func (r *Router) openState(ctx context.Context, b sealed.Binding, token string) (*sealed.RequestState, error) {
-	st, err := r.states.Open(ctx, b, token)
+func (rc *routedCalls) openState(ctx context.Context, b sealed.Binding, token string) (*sealed.RequestState, error) {
+	st, err := rc.states.Open(ctx, b, token)
 	if errors.Is(err, sealed.ErrKeyUnavailable) {
 		return nil, fmt.Errorf("%w: %w", errStoreUnavailable, err)
 	}
@@ -56,7 +56,7 @@ func (r *Router) openState(ctx context.Context, b sealed.Binding, token string) 
 // caller, this request and the backend routing chose. It returns the
 // answer to give instead (a refusal; or the task whose first question the
 // retry answers), or nil.
-func (r *Router) openRequestState(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Response {
+func (rc *routedCalls) openRequestState(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Response {
 	raw, ok := t.params["requestState"]
 	if !ok || string(raw) == "null" {
 		return nil
@@ -65,14 +65,14 @@ func (r *Router) openRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 	if json.Unmarshal(raw, &token) != nil {
 		return errorResponse(c.Request.ID, invalidParams("requestState must be a string"))
 	}
-	st, err := r.openState(ctx, binding(v, c, t), token)
+	st, err := rc.openState(ctx, binding(v, c, t), token)
 	switch {
 	case errors.Is(err, errStoreUnavailable):
-		return r.storeUnavailable(c.Request.ID, err)
+		return rc.storeUnavailable(c.Request.ID, err)
 	case err == nil && st.Task != "" && st.Backend == t.backend:
-		return r.answerTaskInput(ctx, v, c, t, st) // tasks_run.go: input_before_task
+		return rc.tasks.answerTaskInput(ctx, v, c, t, st) // tasks_run.go: input_before_task
 	case err == nil && st.Park != "":
-		if resp := c.Caller.resumeParked(ctx, r, v, c, t, st); resp != nil {
+		if resp := c.Caller.resumeParked(ctx, rc, v, c, t, st); resp != nil {
 			return resp // modern_park_retry.go
 		}
 		fallthrough // a caller that parks nothing
@@ -91,7 +91,7 @@ func (r *Router) openRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 // in the gateway's envelope (also when the backend kept none: the envelope
 // still binds the retry to the backend, the caller and the request). asks
 // is false for a complete result, which is returned as it is.
-func (r *Router) sealRequestState(ctx context.Context, v *vhost, c *Call, t *target, result json.RawMessage) (_ json.RawMessage, asks bool, _ error) {
+func (rc *routedCalls) sealRequestState(ctx context.Context, v *vhost, c *Call, t *target, result json.RawMessage) (_ json.RawMessage, asks bool, _ error) {
 	if !bytes.Contains(result, []byte(`"inputRequests"`)) && !bytes.Contains(result, []byte(envelope.ResultInputRequired)) {
 		return result, false, nil // most results: no decode
 	}
@@ -124,7 +124,7 @@ func (r *Router) sealRequestState(ctx context.Context, v *vhost, c *Call, t *tar
 			return nil, true, err
 		}
 	}
-	token, err := r.sealState(ctx, binding(v, c, t), sealed.RequestState{Backend: t.backend, State: state})
+	token, err := rc.sealState(ctx, binding(v, c, t), sealed.RequestState{Backend: t.backend, State: state})
 	if err != nil {
 		return nil, true, err
 	}

@@ -21,7 +21,7 @@ func TestRequestState_SealedOnTheWayOutOpenedOnTheWayIn(t *testing.T) {
 		params["name"] = name
 		raw, _ := json.Marshal(params)
 		c := &Call{VHost: "v", Principal: principal, Caller: &SessionCaller{Session: &store.Session{VHost: "v", Principal: principal}}, Request: &jsonrpc.Request{Method: "tools/call", Params: raw}}
-		tg, err := r.resolve(v, "tools/call", raw)
+		tg, err := r.calls.resolve(v, "tools/call", raw)
 		if err != nil {
 			t.Fatal(err.Message)
 		}
@@ -32,7 +32,7 @@ func TestRequestState_SealedOnTheWayOutOpenedOnTheWayIn(t *testing.T) {
 		`{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create"}},"requestState":"backend-s1"}`,
 		`{"inputRequests":{"q":{"method":"elicitation/create"}},"requestState":"backend-s1"}`, // in band
 	} {
-		out, asks, err := r.sealRequestState(t.Context(), v, c, tg, json.RawMessage(result))
+		out, asks, err := r.calls.sealRequestState(t.Context(), v, c, tg, json.RawMessage(result))
 		if err != nil || !asks {
 			t.Fatalf("sealed: %v %v", asks, err)
 		}
@@ -45,7 +45,7 @@ func TestRequestState_SealedOnTheWayOutOpenedOnTheWayIn(t *testing.T) {
 		}
 		retry := func(principal, name string) (*target, *jsonrpc.Response) {
 			c, tg := call(principal, name, map[string]any{"requestState": m.RequestState})
-			return tg, r.openRequestState(t.Context(), v, c, tg)
+			return tg, r.calls.openRequestState(t.Context(), v, c, tg)
 		}
 		tg2, refused := retry("alice", "one-ask")
 		if refused != nil || string(tg2.params["requestState"]) != `"backend-s1"` {
@@ -58,7 +58,7 @@ func TestRequestState_SealedOnTheWayOutOpenedOnTheWayIn(t *testing.T) {
 		}
 	}
 	complete := json.RawMessage(`{"content":[]}`)
-	if out, asks, err := r.sealRequestState(t.Context(), v, c, tg, complete); asks || err != nil || string(out) != string(complete) {
+	if out, asks, err := r.calls.sealRequestState(t.Context(), v, c, tg, complete); asks || err != nil || string(out) != string(complete) {
 		t.Fatalf("a complete result: %s %v %v", out, asks, err)
 	}
 }

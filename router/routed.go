@@ -28,7 +28,7 @@ type target struct {
 
 // routed forwards a targeted method to the one backend that owns the
 // identifier. The identifier is stripped before the backend sees it.
-func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
+func (rc *routedCalls) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	method := c.Request.Method
 	t, rerr := c.d.t, c.d.rerr
 	if rerr == nil && !v.routedVisible(c.d.access, method, t) {
@@ -49,42 +49,42 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 		rerr = subscribeRefusal(sess, t.public)
 	}
 	if rerr == nil {
-		rerr = r.skillsRefusal(v, c, t) // skills.go
+		rerr = rc.skillsRefusal(v, c, t) // skills.go
 	}
 	if rerr != nil {
 		return errorResponse(c.Request.ID, rerr)
 	}
-	r.annotateTarget(ctx, t)
-	headers, perr := c.Caller.clientParamHeaders(ctx, r, v, c, t, modernSnapshot(c.peer.backends[t.backend]))
+	rc.annotateTarget(ctx, t)
+	headers, perr := c.Caller.clientParamHeaders(ctx, rc, v, c, t, modernSnapshot(c.peer.backends[t.backend]))
 	if perr != nil {
 		return errorResponse(c.Request.ID, perr)
 	}
 	t.headers = headers
 	if c.Caller.facts().inRounds && multiRoundTrip(method) {
-		if resp := r.openRequestState(ctx, v, c, t); resp != nil {
+		if resp := rc.openRequestState(ctx, v, c, t); resp != nil {
 			return resp
 		}
 		if resp := takeSignInAnswer(c, t); resp != nil { // sign_in.go
 			return resp
 		}
 	}
-	if resp := r.signInFirst(ctx, v, c, t); resp != nil { // sign_in.go
+	if resp := rc.signInFirst(ctx, v, c, t); resp != nil { // sign_in.go
 		return resp
 	}
 	params := []byte(wire.RawObject(t.params)) // its members' bytes as they came: no re-encoding
 
 	sent := params // what the client sent, for the Mcp-Param-* headers below
-	hc, params, herr := r.preHooks(ctx, v, c, t, params)
+	hc, params, herr := rc.preHooks(ctx, v, c, t, params)
 	if herr != nil {
 		return errorResponse(c.Request.ID, herr)
 	}
 
-	if runs, refusal := r.runsAsTask(v, c, t); refusal != nil {
+	if runs, refusal := rc.tasks.runsAsTask(v, c, t); refusal != nil {
 		return errorResponse(c.Request.ID, refusal)
 	} else if runs {
-		return r.startTask(ctx, v, c, t, params, sent, hc) // tasks_run.go
+		return rc.tasks.startTask(ctx, v, c, t, params, sent, hc) // tasks_run.go
 	}
-	return c.Caller.relay(ctx, r, v, c, t, params, sent, hc) // caller_*.go: relay, or park
+	return c.Caller.relay(ctx, rc, v, c, t, params, sent, hc) // caller_*.go: relay, or park
 }
 
 // relay sends a routed request, decided and hooked, to its backend and
@@ -93,17 +93,17 @@ func (r *Router) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.Respons
 // 2025-era client, post-hooks run. sent is the params as the client sent
 // them, params as the pre-hooks left them. A task the gateway runs
 // relays its call here too, detached from the client's request.
-func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
+func (rc *routedCalls) relay(ctx context.Context, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	method := c.Request.Method
 	mrtr := c.Caller.facts().inRounds && multiRoundTrip(method)
 	// The Mcp-Param-* headers a 2026-07-28 backend reads, where the
 	// client's do not fit these arguments.
-	t = c.Caller.gatewayParamHeaders(ctx, r, v, c, t, params, sent, modernSnapshot(c.peer.backends[t.backend]))
-	resp, err := r.withBackend(ctx, v, t.backend, method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
-		return r.callRouted(ctx, v, c, t, conn, params, hc)
+	t = c.Caller.gatewayParamHeaders(ctx, rc, v, c, t, params, sent, modernSnapshot(c.peer.backends[t.backend]))
+	resp, err := rc.link.withBackend(ctx, v, t.backend, method, c.peer, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+		return rc.callRouted(ctx, v, c, t, conn, params, hc)
 	})
 	if err != nil {
-		if resp := r.signInAnswer(ctx, v, c, t, err); resp != nil { // sign_in.go
+		if resp := rc.signInAnswer(ctx, v, c, t, err); resp != nil { // sign_in.go
 			return resp
 		}
 		return errorResponse(c.Request.ID, backendError(t.backend, err))
@@ -115,9 +115,9 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 	result := resp.Result
 	if mrtr {
 		var asks bool
-		if result, asks, err = r.sealRequestState(ctx, v, c, t, result); err != nil {
+		if result, asks, err = rc.sealRequestState(ctx, v, c, t, result); err != nil {
 			if errors.Is(err, errStoreUnavailable) {
-				return r.storeUnavailable(c.Request.ID, err)
+				return rc.storeUnavailable(c.Request.ID, err)
 			}
 			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "backend %s answered input_required with a malformed result", wire.Quote(t.backend)))
 		}
@@ -127,9 +127,9 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 	}
 	isTask := false
 	if wire.MethodOf(method).Tool {
-		if result, isTask, err = r.sealTaskResult(ctx, v, c, t, result); err != nil {
+		if result, isTask, err = rc.tasks.sealTaskResult(ctx, v, c, t, result); err != nil {
 			if errors.Is(err, errStoreUnavailable) {
-				return r.storeUnavailable(c.Request.ID, err)
+				return rc.storeUnavailable(c.Request.ID, err)
 			}
 			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "backend %s answered a malformed task: %v", wire.Quote(t.backend), err))
 		}
@@ -144,19 +144,19 @@ func (r *Router) relay(ctx context.Context, v *vhost, c *Call, t *target, params
 	result = c.Caller.backendResult(result, modernSnapshot(c.peer.backends[t.backend]), isTask)
 	if hc != nil {
 		var herr *jsonrpc.Error
-		if result, herr = r.postHooks(ctx, v, c, hc, result); herr != nil {
+		if result, herr = rc.postHooks(ctx, v, c, hc, result); herr != nil {
 			return errorResponse(c.Request.ID, herr)
 		}
 	}
-	return r.recordSubscription(ctx, c, t, result)
+	return rc.recordSubscription(ctx, c, t, result)
 }
 
 // preHooks runs the plugins' Pre hooks on a hooked method's params: the
 // hook call the Post hooks get (nil when none runs) and the params as the
 // hooks left them.
-func (r *Router) preHooks(ctx context.Context, v *vhost, c *Call, t *target, params json.RawMessage) (*hook.Call, json.RawMessage, *jsonrpc.Error) {
+func (rc *routedCalls) preHooks(ctx context.Context, v *vhost, c *Call, t *target, params json.RawMessage) (*hook.Call, json.RawMessage, *jsonrpc.Error) {
 	method := c.Request.Method
-	if !hooked(method) || len(r.opts.Hooks)+len(v.hooks) == 0 {
+	if !hooked(method) || len(rc.opts.Hooks)+len(v.hooks) == 0 {
 		return nil, params, nil
 	}
 	hc := &hook.Call{Method: method, VHost: v.name, Backend: t.backend, Name: t.name,
@@ -164,12 +164,12 @@ func (r *Router) preHooks(ctx context.Context, v *vhost, c *Call, t *target, par
 	var schema func(ctx context.Context) (json.RawMessage, error)
 	if wire.MethodOf(method).Tool {
 		schema = func(ctx context.Context) (json.RawMessage, error) {
-			return r.toolInputSchema(ctx, v, c, t.backend, t.name)
+			return rc.fed.toolInputSchema(ctx, v, c, t.backend, t.name)
 		}
 	}
-	observer, _ := r.opts.Observer.(PluginObserver)
+	observer, _ := rc.opts.Observer.(PluginObserver)
 	hc.Bind(schema, observer)
-	for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
+	for _, hooks := range [2][]hook.Hook{rc.opts.Hooks, v.hooks} {
 		for _, h := range hooks {
 			if err := h.Pre(ctx, hc); err != nil {
 				return nil, nil, hookRefusal(c, err)
@@ -180,9 +180,9 @@ func (r *Router) preHooks(ctx context.Context, v *vhost, c *Call, t *target, par
 }
 
 // postHooks runs the plugins' Post hooks on a result.
-func (r *Router) postHooks(ctx context.Context, v *vhost, c *Call, hc *hook.Call, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
+func (rc *routedCalls) postHooks(ctx context.Context, v *vhost, c *Call, hc *hook.Call, result json.RawMessage) (json.RawMessage, *jsonrpc.Error) {
 	var err error
-	for _, hooks := range [2][]hook.Hook{r.opts.Hooks, v.hooks} {
+	for _, hooks := range [2][]hook.Hook{rc.opts.Hooks, v.hooks} {
 		for _, h := range hooks {
 			if result, err = h.Post(ctx, hc, result); err != nil {
 				return nil, hookRefusal(c, err)
@@ -199,11 +199,11 @@ func (r *Router) postHooks(ctx context.Context, v *vhost, c *Call, hc *hook.Call
 
 // callRouted sends a routed call to the backend on conn, relaying what the
 // backend sends meanwhile (progress, requests to the client).
-func (r *Router) callRouted(ctx context.Context, v *vhost, c *Call, t *target, conn *upstream.Conn, params json.RawMessage, hc *hook.Call) (*jsonrpc.Response, error) {
+func (rc *routedCalls) callRouted(ctx context.Context, v *vhost, c *Call, t *target, conn *upstream.Conn, params json.RawMessage, hc *hook.Call) (*jsonrpc.Response, error) {
 	method := c.Request.Method
 	callCtx, endCall := context.WithCancel(ctx)
 	defer endCall()
-	cs := &callStream{r: r, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc, access: c.d.access}
+	cs := &callStream{r: rc, v: v, c: c, ctx: callCtx, conn: conn, key: t.backend, hook: hc, access: c.d.access}
 	p := params
 	if c.Stream != nil {
 		p = cs.mapProgressToken(params)
@@ -216,7 +216,7 @@ func (r *Router) callRouted(ctx context.Context, v *vhost, c *Call, t *target, c
 	}
 	// A client asked in rounds gets a 2026-07-28 backend's own; another
 	// has the gateway fulfil them (caller_*.go).
-	resp, err := c.Caller.exchange(callCtx, r, conn, cs, method, p, upstream.CallOptions{Headers: t.headers})
+	resp, err := c.Caller.exchange(callCtx, rc, conn, cs, method, p, upstream.CallOptions{Headers: t.headers})
 	endCall() // server-to-client requests still waiting give up
 	cs.wg.Wait()
 	return resp, err
@@ -226,18 +226,18 @@ func (r *Router) callRouted(ctx context.Context, v *vhost, c *Call, t *target, c
 // backend accepted (or that the gateway answers itself) in the session,
 // and has the instance holding the session's GET stream rebuild its
 // listeners; other methods' results pass.
-func (r *Router) recordSubscription(ctx context.Context, c *Call, t *target, result json.RawMessage) *jsonrpc.Response {
+func (rc *routedCalls) recordSubscription(ctx context.Context, c *Call, t *target, result json.RawMessage) *jsonrpc.Response {
 	var err error
 	switch wire.MethodOf(c.Request.Method).Subscription {
 	case wire.Subscribes:
-		err = r.opts.Store.AddSubscription(ctx, c.peer.sessionID, t.public, r.opts.SessionTTL)
+		err = rc.opts.Store.AddSubscription(ctx, c.peer.sessionID, t.public, rc.opts.SessionTTL)
 	case wire.Unsubscribes:
-		err = r.opts.Store.RemoveSubscription(ctx, c.peer.sessionID, t.public, r.opts.SessionTTL)
+		err = rc.opts.Store.RemoveSubscription(ctx, c.peer.sessionID, t.public, rc.opts.SessionTTL)
 	default:
 		return resultResponse(c.Request.ID, result)
 	}
 	if err != nil {
-		return r.subscriptionStoreError(c.Request.ID, t.public, err)
+		return rc.subscriptionStoreError(c.Request.ID, t.public, err)
 	}
 	c.Caller.listenersChanged(ctx, c.peer.sessionID)
 	return resultResponse(c.Request.ID, result)
@@ -247,7 +247,7 @@ func (r *Router) recordSubscription(ctx context.Context, c *Call, t *target, res
 // request, and returns the params with the identifier rewritten: by the
 // prefix rule on the field its row routes on, or by the row's own
 // resolver.
-func (r *Router) resolve(v *vhost, method string, raw json.RawMessage) (*target, *jsonrpc.Error) {
+func (rc *routedCalls) resolve(v *vhost, method string, raw json.RawMessage) (*target, *jsonrpc.Error) {
 	params, ok := wire.Object(raw) // the transport has checked it is JSON
 	if !ok {
 		return nil, invalidParams("%s params must be an object", method)

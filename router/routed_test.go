@@ -34,7 +34,7 @@ func TestResolve(t *testing.T) {
 			`{"argument":{"name":"a","value":"b"},"ref":{"name":"greet","type":"ref/prompt"}}`},
 		{"completion/complete", `{"ref":{"type":"ref/resource","uri":"gw-one-t://{x}"}}`, "gw-one", "t://{x}", "gw-one-t://{x}", `{"ref":{"type":"ref/resource","uri":"t://{x}"}}`},
 	} {
-		tg, err := r.resolve(v, c.method, json.RawMessage(c.params))
+		tg, err := r.calls.resolve(v, c.method, json.RawMessage(c.params))
 		if err != nil {
 			t.Errorf("%s %s: %v", c.method, c.params, err.Message)
 			continue
@@ -56,7 +56,7 @@ func TestResolve(t *testing.T) {
 		{"completion/complete", `{}`, "needs params.ref"},
 		{"completion/complete", `{"ref":{"type":"ref/tool","name":"gw-x"}}`, `unsupported ref type "ref/tool"`},
 	} {
-		if tg, err := r.resolve(v, c.method, json.RawMessage(c.params)); err == nil || err.Code != CodeInvalidParams || !strings.Contains(err.Message, c.says) {
+		if tg, err := r.calls.resolve(v, c.method, json.RawMessage(c.params)); err == nil || err.Code != CodeInvalidParams || !strings.Contains(err.Message, c.says) {
 			t.Errorf("%s %s: %+v %+v, want -32602 saying %q", c.method, c.params, tg, err, c.says)
 		}
 	}

@@ -102,8 +102,43 @@ type Options struct {
 // max_page_items).
 const DefaultMaxPageItems = 1000
 
-// Router serves the MCP methods of every configured virtual host.
+// Router serves the MCP methods of every configured virtual host. It is
+// the front of the package: the exported API, dispatch (methods.go) and
+// admission. The work is done by its parts, each holding what it needs:
+//
+//   - link (backendLink): handshakes, discovery, snapshots, kept backend
+//     sessions: what the gateway knows of, and does over, a backend
+//     connection (backend_*.go, discovery.go);
+//   - fed (federation): list fan-out and merge, federated cursors, the
+//     list cache, tool search, the vhost checks (list_*.go, tool_*.go,
+//     cursor_key.go, vhost_check.go, pattern_watch.go);
+//   - calls (routedCalls): a routed call's access, hooks, relay, request
+//     state, sign-in and parking (routed.go, param_headers.go,
+//     sign_in.go, request_state.go, input_fulfil.go, modern_park*.go);
+//   - tasks (gatewayTasks): the Tasks extension's methods and the tasks
+//     the gateway runs (tasks*.go).
+//
+// What every part reads (options, logger, the routing table, the cleanup
+// group, the tracer) is their shared base; the client side of a call is
+// its Caller (caller*.go).
 type Router struct {
+	*base
+	link  *backendLink
+	fed   *federation
+	calls *routedCalls
+	tasks *gatewayTasks
+
+	stopBus func() // set by Start
+
+	listensDone chan struct{} // closed by EndListens
+	listens     listenSlots   // open listens per principal
+	endListens  func()
+}
+
+// base is what every part of the Router reads: its options, logger and
+// routing table, the gateway's own implementation info, the tracer, and
+// the cleanup group Close waits for.
+type base struct {
 	opts  Options
 	log   *slog.Logger
 	table atomic.Pointer[routingTable]
@@ -116,26 +151,49 @@ type Router struct {
 	// backend calls of gateway-run tasks (taskConversation), which unwind
 	// a little after their runs end.
 	cleanup sync.WaitGroup
+	mu      sync.Mutex
+	closed  bool
+
+	tracer trace.Tracer // nil: tracing is off
+}
+
+// backendLink is the gateway's side of its backends: handshakes,
+// discovery and snapshots, kept backend sessions.
+type backendLink struct {
+	*base
 	// lastSweep is when this instance last swept the index of kept
 	// backend sessions (UnixNano; backend_session_owner.go).
 	lastSweep atomic.Int64
+}
 
-	mu      sync.Mutex
-	stopBus func() // set by Start
-	closed  bool
-
+// federation is the list side: fan-out, merge, federated cursors, the
+// list cache, tool search and the vhost checks that list.
+type federation struct {
+	*base
+	link       *backendLink
 	cursorKeys *sealed.Key
-	states     *sealed.States
-	taskKeys   *sealed.Key  // seals task ids (tasks.go)
-	taskWatch  taskWatchers // listens waiting for gateway tasks' changes (tasks.go)
+	patterns   patternWatch // pattern_watch.go
+}
 
-	listensDone chan struct{} // closed by EndListens
-	listens     listenSlots   // open listens per principal
-	endListens  func()
+// routedCalls is a routed call's way to its backend: access, hooks,
+// relay, request state, sign-in, parking.
+type routedCalls struct {
+	*base
+	link   *backendLink
+	fed    *federation
+	tasks  *gatewayTasks
+	states *sealed.States
+}
 
-	tracer trace.Tracer // nil: tracing is off
-
-	patterns patternWatch // pattern_watch.go
+// gatewayTasks are the Tasks extension's methods and the tasks the
+// gateway runs for backends.
+type gatewayTasks struct {
+	*base
+	link      *backendLink
+	fed       *federation
+	calls     *routedCalls
+	taskKeys  *sealed.Key  // seals task ids (tasks.go)
+	taskWatch taskWatchers // listens waiting for gateway tasks' changes (tasks.go)
 }
 
 // New compiles the virtual hosts into a routing table. It does no I/O:
@@ -171,17 +229,22 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	if opts.MaxPageItems <= 0 {
 		opts.MaxPageItems = DefaultMaxPageItems
 	}
-	r := &Router{listens: listenSlots{limit: opts.ListensPerPrincipal}, opts: opts, log: opts.Logger,
-		cursorKeys: sealed.NewKey(opts.Store, cursorKeyName, opts.CursorSecret),
-		states: sealed.NewStates(sealed.NewKey(opts.Store, stateKeyName, sealed.DerivedSecret(opts.CursorSecret, stateKeyName)),
-			opts.RequestStateTTL),
-		taskKeys:    sealed.NewKey(opts.Store, taskKeyName, sealed.DerivedSecret(opts.CursorSecret, taskKeyName)),
-		listensDone: make(chan struct{})}
-	r.endListens = sync.OnceFunc(func() { close(r.listensDone) })
-	r.patterns.ctx, r.patterns.cancel = context.WithCancel(context.Background())
+	b := &base{opts: opts, log: opts.Logger}
 	if opts.TracerProvider != nil {
-		r.tracer = opts.TracerProvider.Tracer(tracerName)
+		b.tracer = opts.TracerProvider.Tracer(tracerName)
 	}
+	link := &backendLink{base: b}
+	fed := &federation{base: b, link: link, cursorKeys: sealed.NewKey(opts.Store, cursorKeyName, opts.CursorSecret)}
+	fed.patterns.ctx, fed.patterns.cancel = context.WithCancel(context.Background())
+	calls := &routedCalls{base: b, link: link, fed: fed,
+		states: sealed.NewStates(sealed.NewKey(opts.Store, stateKeyName, sealed.DerivedSecret(opts.CursorSecret, stateKeyName)),
+			opts.RequestStateTTL)}
+	tasks := &gatewayTasks{base: b, link: link, fed: fed, calls: calls,
+		taskKeys: sealed.NewKey(opts.Store, taskKeyName, sealed.DerivedSecret(opts.CursorSecret, taskKeyName))}
+	calls.tasks = tasks
+	r := &Router{base: b, link: link, fed: fed, calls: calls, tasks: tasks,
+		listens: listenSlots{limit: opts.ListensPerPrincipal}, listensDone: make(chan struct{})}
+	r.endListens = sync.OnceFunc(func() { close(r.listensDone) })
 	r.table.Store(buildRoutingTable(vhosts, nil, r.clientOptions()...))
 	return r
 }
@@ -189,8 +252,8 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 // clientOptions are what every backend client is built with: where a
 // stdio backend logs, the identity its processes are initialized with,
 // and where user_oauth backends' tokens are kept.
-func (r *Router) clientOptions() []upstream.Option {
-	return []upstream.Option{upstream.WithLogger(r.log), upstream.WithClientInfo(r.clientInfo()), upstream.WithUserTokens(r.opts.UserTokens)}
+func (b *base) clientOptions() []upstream.Option {
+	return []upstream.Option{upstream.WithLogger(b.log), upstream.WithClientInfo(b.clientInfo()), upstream.WithUserTokens(b.opts.UserTokens)}
 }
 
 // Start subscribes to the store's bus, on which instances tell each other
@@ -212,13 +275,13 @@ func (r *Router) Start(ctx context.Context) error {
 
 // holdOpen keeps Close from closing the backend clients until the caller
 // calls r.cleanup.Done; false once Close has begun.
-func (r *Router) holdOpen() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
+func (b *base) holdOpen() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
 		return false
 	}
-	r.cleanup.Add(1)
+	b.cleanup.Add(1)
 	return true
 }
 
@@ -234,7 +297,7 @@ func (r *Router) Close() {
 	if stop != nil {
 		stop()
 	}
-	r.patterns.cancel()
+	r.fed.patterns.cancel()
 	r.cleanup.Wait()
 	r.table.Load().close()
 }
@@ -244,14 +307,14 @@ func (r *Router) Close() {
 // changed. It runs on the store's bus goroutine.
 func (r *Router) onBus(m store.BusMessage) {
 	if owner, id, ok := taskrun.StatusChanged(m); ok {
-		r.taskWatch.changed(owner, id)
+		r.tasks.taskWatch.changed(owner, id)
 		return
 	}
 	if m.Kind != store.BusListChanged {
 		return
 	}
 	if vh, key, ok := strings.Cut(m.ID, "/"); ok {
-		r.dropListCache(vh, key)
+		r.fed.dropListCache(vh, key)
 	}
 }
 
@@ -430,7 +493,7 @@ func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrp
 // through handleModern.
 func (r *Router) serve(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Response) {
 	if c.peer == nil {
-		c.peer = c.Caller.peer(ctx, r, v, c)
+		c.peer = c.Caller.peer(ctx, r.link, v, c)
 	}
 	if !c.Request.IsCall() {
 		return nil // notifications/initialized and friends need no answer
@@ -440,7 +503,7 @@ func (r *Router) serve(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Re
 	case row.serving == byGateway && row.Session:
 		return row.answer(r, ctx, v, c)
 	case row.serving == taskMethod:
-		return r.routeTask(ctx, v, c) // a 2025 session that declared Tasks in its initialize
+		return r.tasks.routeTask(ctx, v, c) // a 2025 session that declared Tasks in its initialize
 	case row.serving != fanOut && row.serving != routed:
 		return errorResponse(c.Request.ID, rpcError(CodeMethodNotFound, "method %s is not supported", wire.Quote(c.Request.Method)))
 	}
@@ -449,11 +512,11 @@ func (r *Router) serve(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Re
 	}
 	switch {
 	case row.serving == fanOut:
-		resp = r.list(ctx, v, c, row.list)
+		resp = r.fed.list(ctx, v, c, row.list)
 	case row.Tool && c.d.rerr != nil:
-		resp = r.serveRawTool(ctx, v, c) // raw_tool_names.go
+		resp = r.calls.serveRawTool(ctx, v, c) // raw_tool_names.go
 	default:
-		resp = r.routed(ctx, v, c)
+		resp = r.calls.routed(ctx, v, c)
 	}
 	if errors.Is(context.Cause(ctx), ErrCancelledByClient) {
 		return cancelledResponse(c.Request.ID)

@@ -204,6 +204,6 @@ func (r *Router) Reload(vhosts map[string]*VirtualHost) []string {
 	// still using its processes (Router.Close waits for it).
 	r.cleanup.Go(func() { prev.closeExcept(next) })
 	close(prev.retired)
-	r.watchTable(next)
+	r.fed.watchTable(next)
 	return names
 }

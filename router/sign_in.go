@@ -38,18 +38,18 @@ const codeURLElicitationRequired = -32042
 
 // signInAnswer is the answer to a routed request whose backend needs the
 // caller's sign-in, or nil when err is something else.
-func (r *Router) signInAnswer(ctx context.Context, v *vhost, c *Call, t *target, err error) *jsonrpc.Response {
+func (rc *routedCalls) signInAnswer(ctx context.Context, v *vhost, c *Call, t *target, err error) *jsonrpc.Response {
 	var sr *credentials.SignInRequired
 	if !errors.As(err, &sr) {
 		return nil
 	}
-	return c.Caller.signIn(ctx, r, v, c, t, sr, urlElicitation(c.peer.capabilities)) // caller_*.go
+	return c.Caller.signIn(ctx, rc, v, c, t, sr, urlElicitation(c.peer.capabilities)) // caller_*.go
 }
 
 // signInRound is the answer for a client asked in rounds: an
 // input_required round with a URL elicitation where the method has rounds,
 // else an error saying what to do.
-func (r *Router) signInRound(ctx context.Context, v *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
+func (rc *routedCalls) signInRound(ctx context.Context, v *vhost, c *Call, t *target, sr *credentials.SignInRequired, canURL bool) *jsonrpc.Response {
 	switch {
 	case canURL && multiRoundTrip(c.Request.Method):
 		params, _ := json.Marshal(map[string]string{"mode": "url", "message": sr.Message(), "url": sr.URL})
@@ -58,10 +58,10 @@ func (r *Router) signInRound(ctx context.Context, v *vhost, c *Call, t *target, 
 			"inputRequests": map[string]any{signInInputKey: map[string]any{
 				"method": "elicitation/create", "params": json.RawMessage(params)}},
 		})
-		sealed, _, serr := r.sealRequestState(ctx, v, c, t, result)
+		sealed, _, serr := rc.sealRequestState(ctx, v, c, t, result)
 		if serr != nil {
 			if errors.Is(serr, errStoreUnavailable) {
-				return r.storeUnavailable(c.Request.ID, serr)
+				return rc.storeUnavailable(c.Request.ID, serr)
 			}
 			return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cannot seal the request state"))
 		}
@@ -138,13 +138,13 @@ func takeSignInAnswer(c *Call, t *target) *jsonrpc.Response {
 // otherwise fail first and hide the sign-in behind a recorded failure. A
 // user who has signed in since the session recorded such a failure gets
 // the backend probed again at once.
-func (r *Router) signInFirst(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Response {
+func (rc *routedCalls) signInFirst(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Response {
 	b := v.backends[t.backend]
 	if b == nil || b.Credentials == nil || b.Credentials.Grant != credentials.GrantUserOAuth {
 		return nil
 	}
 	if err := v.clients[t.backend].Authorize(ctx); err != nil {
-		return r.signInAnswer(ctx, v, c, t, err) // nil for other failures: the call reports them
+		return rc.signInAnswer(ctx, v, c, t, err) // nil for other failures: the call reports them
 	}
 	if snap := c.peer.backends[t.backend]; snap != nil && !snap.OK() {
 		// A copy for this call: the peer may be shared.
@@ -165,7 +165,7 @@ const MetaSignInRequired = "mcpgw/signInRequired"
 // signInNeeded reports a user_oauth backend the caller has no usable
 // token for, nil otherwise (another backend, a token, or another failure,
 // which the list reports as it reports any).
-func (r *Router) signInNeeded(ctx context.Context, v *vhost, key string) *credentials.SignInRequired {
+func (lk *backendLink) signInNeeded(ctx context.Context, v *vhost, key string) *credentials.SignInRequired {
 	b := v.backends[key]
 	if b == nil || b.Credentials == nil || b.Credentials.Grant != credentials.GrantUserOAuth {
 		return nil

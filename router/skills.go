@@ -51,7 +51,7 @@ func nameSkill(v *vhost, key string, item json.RawMessage, scan *itemScan) (name
 // does not serve: -32602, the message of an unknown URI. A backend whose
 // snapshot is not known yet is asked. A single-backend vhost passes the
 // request through, as it passes everything.
-func (r *Router) skillsRefusal(v *vhost, c *Call, t *target) *jsonrpc.Error {
+func (rc *routedCalls) skillsRefusal(v *vhost, c *Call, t *target) *jsonrpc.Error {
 	row := rowOf(c.Request.Method)
 	if v.single() || !row.skills {
 		return nil

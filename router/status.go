@@ -65,7 +65,7 @@ type BackendFailure struct {
 
 // noteSnapshot records what a probe or a request's handshake learned; op
 // names the probe ("" when a request's own handshake re-probed).
-func (r *Router) noteSnapshot(v *vhost, snap *store.BackendSnapshot, op string) {
+func (b *base) noteSnapshot(v *vhost, snap *store.BackendSnapshot, op string) {
 	h := v.health[snap.Key]
 	if h == nil {
 		return

@@ -59,7 +59,7 @@ const maxTaskTokenLife = 24 * time.Hour
 // sealTaskResult replaces the backend's task id in a CreateTaskResult
 // with the client's sealed one; any other result passes as it is. An
 // error wraps errStoreUnavailable when the key could not be read.
-func (r *Router) sealTaskResult(ctx context.Context, v *vhost, c *Call, t *target, result json.RawMessage) (_ json.RawMessage, isTask bool, _ error) {
+func (gt *gatewayTasks) sealTaskResult(ctx context.Context, v *vhost, c *Call, t *target, result json.RawMessage) (_ json.RawMessage, isTask bool, _ error) {
 	var head struct {
 		ResultType string `json:"resultType"`
 		TaskID     string `json:"taskId"`
@@ -75,7 +75,7 @@ func (r *Router) sealTaskResult(ctx context.Context, v *vhost, c *Call, t *targe
 	if head.TTLMs != nil && *head.TTLMs > 0 {
 		life = time.Duration(*head.TTLMs)*time.Millisecond + time.Minute
 	}
-	token, err := r.sealTaskID(ctx, taskid.Claims{Kind: taskid.Backend, VHost: v.name, Backend: t.backend,
+	token, err := gt.sealTaskID(ctx, taskid.Claims{Kind: taskid.Backend, VHost: v.name, Backend: t.backend,
 		Principal: taskid.PrincipalDigest(c.Principal), TaskID: head.TaskID, Tool: v.publishedTool(t.backend, t.name),
 		Expires: time.Now().Add(life)})
 	if err != nil {
@@ -90,8 +90,8 @@ func (r *Router) sealTaskResult(ctx context.Context, v *vhost, c *Call, t *targe
 
 // sealTaskID seals the client's task id; an error wraps
 // errStoreUnavailable when the key could not be read.
-func (r *Router) sealTaskID(ctx context.Context, claims taskid.Claims) (string, error) {
-	key, err := r.taskKeys.Sign(ctx)
+func (gt *gatewayTasks) sealTaskID(ctx context.Context, claims taskid.Claims) (string, error) {
+	key, err := gt.taskKeys.Sign(ctx)
 	if err != nil {
 		return "", fmt.Errorf("%w: task-id key: %w", errStoreUnavailable, err)
 	}
@@ -107,11 +107,11 @@ func unknownTask(token string) *jsonrpc.Error {
 // routeTask answers tasks/get, tasks/update and tasks/cancel: the sealed
 // id opened and checked, the request sent to the backend that holds the
 // task with its own id, the answer given back with the client's.
-func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
+func (gt *gatewayTasks) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	method, id := c.Request.Method, c.Request.ID
 	// The client side: a 2026-07-28 request's _meta and the discovery
 	// cache, or a 2025 session's (its initialize, its snapshots).
-	p := c.Caller.taskPeer(ctx, r, v, c, "")
+	p := c.Caller.taskPeer(ctx, gt.link, v, c, "")
 	if !p.tasks {
 		return errorResponse(id, needsTasksExtension(method))
 	}
@@ -124,27 +124,27 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 		return errorResponse(id, err)
 	}
 	var claims taskid.Claims
-	opened, serr := r.taskKeys.Verify(ctx, func(key []byte) bool {
+	opened, serr := gt.taskKeys.Verify(ctx, func(key []byte) bool {
 		var err error
 		claims, err = taskid.Open(key, token, v.name, taskid.PrincipalDigest(c.Principal), time.Now())
 		return err == nil
 	})
 	if serr != nil {
-		return r.storeUnavailable(id, serr)
+		return gt.storeUnavailable(id, serr)
 	}
-	if !opened || v.backends[claims.Backend] == nil || !r.taskVisible(v, c, claims.Tool) ||
-		claims.Kind == taskid.Gateway && r.opts.Tasks == nil {
+	if !opened || v.backends[claims.Backend] == nil || !gt.taskVisible(v, c, claims.Tool) ||
+		claims.Kind == taskid.Gateway && gt.opts.Tasks == nil {
 		return errorResponse(id, unknownTask(token))
 	}
 	noteRouted(c, &target{backend: claims.Backend, public: claims.Tool, kind: "tool"})
 	if claims.Kind == taskid.Gateway {
-		resp := r.gatewayTaskMethod(ctx, c, params, token, claims) // tasks_run.go
-		return c.Caller.finish(ctx, r, resp, method, nil)
+		resp := gt.gatewayTaskMethod(ctx, c, params, token, claims) // tasks_run.go
+		return c.Caller.finish(ctx, gt.base, resp, method, nil)
 	}
 	params["taskId"] = wire.Quoted(claims.TaskID)
 	sent := wire.RawObject(params)
-	p = c.Caller.taskPeer(ctx, r, v, c, claims.Backend)
-	resp, cerr := r.withBackend(ctx, v, claims.Backend, method, p, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
+	p = c.Caller.taskPeer(ctx, gt.link, v, c, claims.Backend)
+	resp, cerr := gt.link.withBackend(ctx, v, claims.Backend, method, p, c.Header, func(conn *upstream.Conn) (*jsonrpc.Response, error) {
 		return conn.Call(ctx, method, sent, nil)
 	})
 	if cerr != nil {
@@ -157,7 +157,7 @@ func (r *Router) routeTask(ctx context.Context, v *vhost, c *Call) *jsonrpc.Resp
 	if wire.MethodOf(method).TaskAction == wire.TaskReads {
 		result = clientTaskResult(v, claims.Backend, token, result)
 	}
-	return c.Caller.finish(ctx, r, resultResponse(id, result), method, nil) // a 2025 session's: as the backend wrote them
+	return c.Caller.finish(ctx, gt.base, resultResponse(id, result), method, nil) // a 2025 session's: as the backend wrote them
 }
 
 // clientTaskResult is a backend's DetailedTask as the client sees it: its
@@ -181,7 +181,7 @@ func clientTaskResult(v *vhost, backend, token string, detailed json.RawMessage)
 
 // taskVisible reports whether the caller's access rules still show the
 // tool a task was created by: a task of a tool since hidden is unknown.
-func (r *Router) taskVisible(v *vhost, c *Call, tool string) bool {
+func (gt *gatewayTasks) taskVisible(v *vhost, c *Call, tool string) bool {
 	return c.d.access.Visible(tool)
 }
 
@@ -220,12 +220,12 @@ type listenTasks struct {
 }
 
 // openListenTasks opens a listen's taskIds; the store failing is an error.
-func (r *Router) openListenTasks(ctx context.Context, v *vhost, c *Call, tokens []string) (*listenTasks, error) {
+func (gt *gatewayTasks) openListenTasks(ctx context.Context, v *vhost, c *Call, tokens []string) (*listenTasks, error) {
 	lt := &listenTasks{byBackend: map[string]map[string]string{}, gateway: map[string]taskid.Claims{}}
 	owner := taskid.PrincipalDigest(c.Principal)
 	for _, token := range tokens {
 		var claims taskid.Claims
-		opened, err := r.taskKeys.Verify(ctx, func(key []byte) bool {
+		opened, err := gt.taskKeys.Verify(ctx, func(key []byte) bool {
 			var err error
 			claims, err = taskid.Open(key, token, v.name, owner, time.Now())
 			return err == nil
@@ -233,10 +233,10 @@ func (r *Router) openListenTasks(ctx context.Context, v *vhost, c *Call, tokens 
 		switch {
 		case err != nil:
 			return nil, err
-		case !opened || v.backends[claims.Backend] == nil || !r.taskVisible(v, c, claims.Tool):
+		case !opened || v.backends[claims.Backend] == nil || !gt.taskVisible(v, c, claims.Tool):
 			continue
 		case claims.Kind == taskid.Gateway:
-			if r.opts.Tasks != nil {
+			if gt.opts.Tasks != nil {
 				lt.gateway[token] = claims
 			}
 		default:
@@ -279,17 +279,17 @@ const methodTaskStatus = "notifications/tasks"
 
 // watchGatewayTasks sends the current status of each task the gateway
 // runs that the listen asked for, then every change, until ctx ends.
-func (r *Router) watchGatewayTasks(ctx context.Context, lt *listenTasks, send func(*jsonrpc.Request)) {
+func (gt *gatewayTasks) watchGatewayTasks(ctx context.Context, lt *listenTasks, send func(*jsonrpc.Request)) {
 	if len(lt.gateway) == 0 {
 		return
 	}
 	wake := make(chan string, len(lt.gateway))
-	stop := r.taskWatch.add(lt.gateway, wake)
+	stop := gt.taskWatch.add(lt.gateway, wake)
 	defer stop()
 	last := map[string]string{} // client id -> the status last sent
 	notify := func(token string) {
 		claims := lt.gateway[token]
-		t, err := r.opts.Tasks.Get(ctx, claims.Principal, claims.TaskID)
+		t, err := gt.opts.Tasks.Get(ctx, claims.Principal, claims.TaskID)
 		if err != nil || last[token] == t.Status+t.UpdatedAt.String() {
 			return
 		}

@@ -44,8 +44,8 @@ var errNotLaunched = errors.New("the task could not be started")
 
 // launchTask creates the task for c's call to t under a placeholder
 // lease, with its run spec sealed in the record, and launches its run.
-func (r *Router) launchTask(ctx context.Context, v *vhost, c *Call, t *target, params json.RawMessage, hc *hook.Call, spec taskrun.Spec) (*store.Task, error) {
-	key, err := r.taskKeys.Sign(ctx)
+func (gt *gatewayTasks) launchTask(ctx context.Context, v *vhost, c *Call, t *target, params json.RawMessage, hc *hook.Call, spec taskrun.Spec) (*store.Task, error) {
+	key, err := gt.taskKeys.Sign(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: task key: %w", errStoreUnavailable, err)
 	}
@@ -58,15 +58,15 @@ func (r *Router) launchTask(ctx context.Context, v *vhost, c *Call, t *target, p
 	}
 	spec.Changed = nil // the run is elsewhere
 	spec.Run = func(id string) ([]byte, error) { return sealed.SealTaskRun(key, spec.Owner, id, run) }
-	task, err := r.opts.Tasks.Create(ctx, spec, PlaceholderLease)
+	task, err := gt.opts.Tasks.Create(ctx, spec, PlaceholderLease)
 	if err != nil {
 		return nil, err
 	}
-	if err := r.opts.TaskLauncher.Launch(ctx, task.Owner, task.ID); err != nil {
-		r.log.Error("task: launching its run failed", "task", task.ID, "error", err)
+	if err := gt.opts.TaskLauncher.Launch(ctx, task.Owner, task.ID); err != nil {
+		gt.log.Error("task: launching its run failed", "task", task.ID, "error", err)
 		msg := "the task could not be started: " + err.Error()
-		if aerr := r.opts.Tasks.Abandon(context.WithoutCancel(ctx), task.Owner, task.ID, msg); aerr != nil {
-			r.log.Warn("task: settling a task not launched failed", "task", task.ID, "error", aerr)
+		if aerr := gt.opts.Tasks.Abandon(context.WithoutCancel(ctx), task.Owner, task.ID, msg); aerr != nil {
+			gt.log.Warn("task: settling a task not launched failed", "task", task.ID, "error", aerr)
 		}
 		// The launcher's error may name the account and role: the log has it.
 		return nil, fmt.Errorf("%w: launching its run failed (the gateway's log says why)", errNotLaunched)
@@ -89,7 +89,7 @@ func withoutCredentials(h http.Header) http.Header {
 // watchFirstQuestion feeds first with the launched task's first status
 // other than working, read from the store, for firstQuestion, until ctx
 // ends.
-func (r *Router) watchFirstQuestion(ctx context.Context, task *store.Task, first chan<- store.Task) {
+func (gt *gatewayTasks) watchFirstQuestion(ctx context.Context, task *store.Task, first chan<- store.Task) {
 	tick := time.NewTicker(firstQuestionPoll)
 	defer tick.Stop()
 	for {
@@ -98,7 +98,7 @@ func (r *Router) watchFirstQuestion(ctx context.Context, task *store.Task, first
 			return
 		case <-tick.C:
 		}
-		now, err := r.opts.Tasks.Get(ctx, task.Owner, task.ID)
+		now, err := gt.opts.Tasks.Get(ctx, task.Owner, task.ID)
 		if err == nil && now.Status != store.TaskWorking {
 			first <- *now
 			return
@@ -123,7 +123,7 @@ func (r *Router) RunTask(ctx context.Context, owner, id string) error {
 		return errors.New("router: no task runner (Options.Tasks)")
 	}
 	return r.opts.Tasks.Adopt(ctx, owner, id, func(task *store.Task) (taskrun.Step, error) {
-		conv, err := r.adoptedConversation(ctx, task)
+		conv, err := r.tasks.adoptedConversation(ctx, task)
 		if err != nil {
 			return nil, err
 		}
@@ -132,9 +132,9 @@ func (r *Router) RunTask(ctx context.Context, owner, id string) error {
 }
 
 // adoptedConversation rebuilds a launched task's call from its run spec.
-func (r *Router) adoptedConversation(ctx context.Context, task *store.Task) (*taskrun.Conversation, error) {
+func (gt *gatewayTasks) adoptedConversation(ctx context.Context, task *store.Task) (*taskrun.Conversation, error) {
 	var run *sealed.TaskRun
-	opened, err := r.taskKeys.Verify(ctx, func(key []byte) bool {
+	opened, err := gt.taskKeys.Verify(ctx, func(key []byte) bool {
 		var oerr error
 		run, oerr = sealed.OpenTaskRun(key, task.Owner, task.ID, task.Run)
 		return oerr == nil
@@ -145,7 +145,7 @@ func (r *Router) adoptedConversation(ctx context.Context, task *store.Task) (*ta
 	case !opened:
 		return nil, errors.New("its run spec does not open (was the gateway's key changed?)")
 	}
-	v, ok := r.table.Load().vhosts[run.VHost]
+	v, ok := gt.table.Load().vhosts[run.VHost]
 	if !ok || v.backends[run.Backend] == nil {
 		return nil, fmt.Errorf("backend %s of virtual host %s is no longer configured", wire.Quote(run.Backend), wire.Quote(run.VHost))
 	}
@@ -163,19 +163,19 @@ func (r *Router) adoptedConversation(ctx context.Context, task *store.Task) (*ta
 	p.ownSessions = true // a task's run, as taskPeer's
 	c = taskCall(c, p)
 	var hc *hook.Call
-	if run.Hooked && len(r.opts.Hooks)+len(v.hooks) > 0 {
+	if run.Hooked && len(gt.opts.Hooks)+len(v.hooks) > 0 {
 		// Post-hooks run on the result; the pre-hooks ran where the task
 		// was created (what a plugin kept between the two is not here).
 		hc = &hook.Call{Method: "tools/call", VHost: v.name, Backend: t.backend, Name: t.name,
 			Principal: run.Principal, SessionID: run.Session, Params: run.Params}
-		observer, _ := r.opts.Observer.(PluginObserver)
+		observer, _ := gt.opts.Observer.(PluginObserver)
 		hc.Bind(func(ctx context.Context) (json.RawMessage, error) {
-			return r.toolInputSchema(ctx, v, c, t.backend, t.name)
+			return gt.fed.toolInputSchema(ctx, v, c, t.backend, t.name)
 		}, observer)
 	}
 	if run.Caller {
 		ctx = credentials.WithCaller(ctx, credentials.Caller{Principal: run.Principal, Claims: run.Claims, Token: run.Token})
 	}
 	task.Principal = run.Principal // the run's, for the audit trail of its end (never stored)
-	return r.taskConversation(ctx, v, c, t, run.Params, run.Params, hc), nil
+	return gt.taskConversation(ctx, v, c, t, run.Params, run.Params, hc), nil
 }

@@ -29,7 +29,7 @@ func TestTasks_RunTaskRefusesASpecThatIsNotTheTasks(t *testing.T) {
 		"fx": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}},
 	}}}, Options{Store: mem, Tasks: runner, CursorSecret: secret})
 	t.Cleanup(r.Close)
-	key, err := r.taskKeys.Sign(t.Context())
+	key, err := r.tasks.taskKeys.Sign(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,8 +67,8 @@ const firstQuestionWait = 10 * time.Second
 
 // taskMode is how the gateway runs a tools/call to t: TaskNever for any
 // other method, without a runner, or for a backend without a tasks: block.
-func (r *Router) taskMode(v *vhost, method string, t *target) TaskMode {
-	if !wire.MethodOf(method).Taskable || r.opts.Tasks == nil {
+func (gt *gatewayTasks) taskMode(v *vhost, method string, t *target) TaskMode {
+	if !wire.MethodOf(method).Taskable || gt.opts.Tasks == nil {
 		return TaskNever
 	}
 	if b := v.backends[t.backend]; b != nil && b.Tasks != nil {
@@ -79,8 +79,8 @@ func (r *Router) taskMode(v *vhost, method string, t *target) TaskMode {
 
 // runsAsTask decides whether the gateway runs c's call to t as a task:
 // refusal is -32021 for a required tool called without the extension.
-func (r *Router) runsAsTask(v *vhost, c *Call, t *target) (runs bool, refusal *jsonrpc.Error) {
-	switch r.taskMode(v, c.Request.Method, t) {
+func (gt *gatewayTasks) runsAsTask(v *vhost, c *Call, t *target) (runs bool, refusal *jsonrpc.Error) {
+	switch gt.taskMode(v, c.Request.Method, t) {
 	case TaskOptional:
 		return c.peer.tasks, nil
 	case TaskRequired:
@@ -95,8 +95,8 @@ func (r *Router) runsAsTask(v *vhost, c *Call, t *target) (runs bool, refusal *j
 // advertiseTasks adds the Tasks extension to merged capabilities when the
 // gateway runs tasks for a backend of v and routes the extension to this
 // client (routed: capability.Session- or ModernExtensions).
-func (r *Router) advertiseTasks(v *vhost, caps map[string]any, routed map[string]bool) map[string]any {
-	if r.opts.Tasks == nil || !v.runsTasks || !routed[wire.ExtensionTasks] {
+func (gt *gatewayTasks) advertiseTasks(v *vhost, caps map[string]any, routed map[string]bool) map[string]any {
+	if gt.opts.Tasks == nil || !v.runsTasks || !routed[wire.ExtensionTasks] {
 		return caps
 	}
 	ext, _ := caps["extensions"].(map[string]json.RawMessage)
@@ -112,8 +112,8 @@ func (r *Router) advertiseTasks(v *vhost, caps map[string]any, routed map[string
 
 // taskPolicy is the tasks: block of backend key, when the gateway runs
 // tasks for it and op lists tools; nil otherwise.
-func (r *Router) taskPolicy(v *vhost, op listOp, key string) TaskPolicy {
-	if r.opts.Tasks == nil || op.field != "tools" || v.backends[key] == nil {
+func (fd *federation) taskPolicy(v *vhost, op listOp, key string) TaskPolicy {
+	if fd.opts.Tasks == nil || op.field != "tools" || v.backends[key] == nil {
 		return nil
 	}
 	return v.backends[key].Tasks
@@ -144,7 +144,7 @@ func needsTasksExtension(what string) *jsonrpc.Error {
 // startTask creates the task for c's call to t and starts relaying the
 // call for it (or has Options.TaskLauncher run it elsewhere); params and
 // sent are relay's, hc the call's hooks.
-func (r *Router) startTask(ctx context.Context, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
+func (gt *gatewayTasks) startTask(ctx context.Context, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	policy := v.backends[t.backend].Tasks
 	owner := taskid.PrincipalDigest(c.Principal)
 	inputFirst := policy.InputFirst(t.name)
@@ -164,49 +164,49 @@ func (r *Router) startTask(ctx context.Context, v *vhost, c *Call, t *target, pa
 	}
 	var task *store.Task
 	var err error
-	if r.opts.TaskLauncher != nil {
-		task, err = r.launchTask(ctx, v, c, t, params, hc, spec)
+	if gt.opts.TaskLauncher != nil {
+		task, err = gt.launchTask(ctx, v, c, t, params, hc, spec)
 	} else {
-		conv := r.taskConversation(ctx, v, taskCall(c, taskPeer(c.peer)), t, params, sent, hc)
-		if task, err = r.opts.Tasks.Start(ctx, spec, conv.Step); err != nil {
+		conv := gt.taskConversation(ctx, v, taskCall(c, taskPeer(c.peer)), t, params, sent, hc)
+		if task, err = gt.opts.Tasks.Start(ctx, spec, conv.Step); err != nil {
 			conv.Close()
 		}
 	}
 	switch {
 	case errors.Is(err, taskrun.ErrLimit), errors.Is(err, taskrun.ErrBudget):
-		return r.taskRefusal(c, err)
+		return gt.taskRefusal(c, err)
 	case errors.Is(err, errNotLaunched):
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "%v", err))
 	case err != nil:
-		return r.storeUnavailable(c.Request.ID, err)
+		return gt.storeUnavailable(c.Request.ID, err)
 	}
 	noteTask(c, task.ID)
-	token, err := r.sealGatewayTask(ctx, v, c, t, task)
+	token, err := gt.sealGatewayTask(ctx, v, c, t, task)
 	if err != nil {
-		return r.storeUnavailable(c.Request.ID, err)
+		return gt.storeUnavailable(c.Request.ID, err)
 	}
 	if inputFirst {
-		if r.opts.TaskLauncher != nil {
+		if gt.opts.TaskLauncher != nil {
 			// The run is elsewhere: its first question is read from the store.
 			watch, stop := context.WithCancel(ctx)
 			defer stop()
-			go r.watchFirstQuestion(watch, task, first)
+			go gt.watchFirstQuestion(watch, task, first)
 		}
-		if resp := r.firstQuestion(ctx, v, c, t, task, token, first); resp != nil {
+		if resp := gt.firstQuestion(ctx, v, c, t, task, token, first); resp != nil {
 			return resp
 		}
 	}
-	return r.createdTask(c, task, token)
+	return gt.createdTask(c, task, token)
 }
 
 // taskRefusal is the 429 of a task over one of its caller's bounds
 // (taskrun.ErrLimit or ErrBudget), naming the field that sets it.
-func (r *Router) taskRefusal(c *Call, err error) *jsonrpc.Response {
-	field, most, msg := "limits.tasks_per_principal", r.opts.Tasks.PerPrincipal(),
+func (gt *gatewayTasks) taskRefusal(c *Call, err error) *jsonrpc.Response {
+	field, most, msg := "limits.tasks_per_principal", gt.opts.Tasks.PerPrincipal(),
 		"too many running tasks for this caller: %d run, the most one caller may run (%s); wait for one to finish, or cancel one"
 	wait := time.Second
 	if errors.Is(err, taskrun.ErrBudget) {
-		field, most, msg = "limits.finished_task_bytes_per_principal", int(r.opts.Tasks.FinishedBytes()),
+		field, most, msg = "limits.finished_task_bytes_per_principal", int(gt.opts.Tasks.FinishedBytes()),
 			"this caller's finished tasks hold %d bytes, the most one caller may keep (%s): no task starts until some expire (their ttl)"
 		wait = 10 * time.Second
 	}
@@ -229,15 +229,15 @@ func taskCall(c *Call, p *peer) *Call {
 // taskConversation relays run's call to t as a task's conversation: each
 // question the backend asks becomes an input round. ctx's values are the
 // call's (its caller's credentials), its end is not.
-func (r *Router) taskConversation(ctx context.Context, v *vhost, run *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *taskrun.Conversation {
-	return taskrun.Converse(ctx, &taskRun{r: r, v: v, run: run, t: t, params: params, sent: sent, hc: hc})
+func (gt *gatewayTasks) taskConversation(ctx context.Context, v *vhost, run *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *taskrun.Conversation {
+	return taskrun.Converse(ctx, &taskRun{r: gt, v: v, run: run, t: t, params: params, sent: sent, hc: hc})
 }
 
 // taskRun is a gateway-run task's call as its runner runs it
 // (taskrun.Call): relayed as a synchronous call is, its client a
 // taskCaller asking through the round the runner gives it.
 type taskRun struct {
-	r            *Router
+	r            *gatewayTasks
 	v            *vhost
 	run          *Call
 	t            *target
@@ -254,7 +254,7 @@ func (tr *taskRun) Run(ctx context.Context, ask taskrun.Ask) (taskrun.Answer, er
 	defer tr.r.cleanup.Done()
 	call := *tr.run
 	call.Caller = taskCaller{ask: ask} // caller_task.go
-	resp := tr.r.relay(ctx, tr.v, &call, tr.t, tr.params, tr.sent, tr.hc)
+	resp := tr.r.calls.relay(ctx, tr.v, &call, tr.t, tr.params, tr.sent, tr.hc)
 	if resp.Error != nil {
 		var e *jsonrpc.Error
 		if !errors.As(resp.Error, &e) {
@@ -271,7 +271,7 @@ func (tr *taskRun) Run(ctx context.Context, ask taskrun.Ask) (taskrun.Answer, er
 
 // firstQuestion waits for an input_before_task tool's first question, and
 // answers the call with it (nil: hand out the task).
-func (r *Router) firstQuestion(ctx context.Context, v *vhost, c *Call, t *target, task *store.Task, token string, first <-chan store.Task) *jsonrpc.Response {
+func (gt *gatewayTasks) firstQuestion(ctx context.Context, v *vhost, c *Call, t *target, task *store.Task, token string, first <-chan store.Task) *jsonrpc.Response {
 	wait := time.NewTimer(firstQuestionWait)
 	defer wait.Stop()
 	var now store.Task
@@ -295,7 +295,7 @@ func (r *Router) firstQuestion(ctx context.Context, v *vhost, c *Call, t *target
 	default:
 		return nil
 	}
-	return c.Caller.taskRound(ctx, r, v, c, t, task, now) // caller_*.go
+	return c.Caller.taskRound(ctx, gt.calls, v, c, t, task, now) // caller_*.go
 }
 
 // askRound asks a client every request of a round at once; nil when one
@@ -332,36 +332,36 @@ func askRound(ctx context.Context, c *Call, ask askFunc, requests map[string]jso
 // answerTaskInput answers the retry of an input_before_task round (its
 // requestState names the task): the answers are posted to the task and
 // the retry gets the task.
-func (r *Router) answerTaskInput(ctx context.Context, v *vhost, c *Call, t *target, st *sealed.RequestState) *jsonrpc.Response {
+func (gt *gatewayTasks) answerTaskInput(ctx context.Context, v *vhost, c *Call, t *target, st *sealed.RequestState) *jsonrpc.Response {
 	var answers map[string]json.RawMessage
 	if raw, ok := t.params["inputResponses"]; !ok || json.Unmarshal(raw, &answers) != nil || answers == nil {
 		return errorResponse(c.Request.ID, invalidParams("inputResponses must be an object answering the input requests"))
 	}
 	owner := taskid.PrincipalDigest(c.Principal)
-	if r.opts.Tasks == nil {
+	if gt.opts.Tasks == nil {
 		return errorResponse(c.Request.ID, invalidParams("invalid requestState: its task is not run here"))
 	}
-	err := r.opts.Tasks.Update(ctx, owner, st.Task, answers)
+	err := gt.opts.Tasks.Update(ctx, owner, st.Task, answers)
 	var task *store.Task
 	if err == nil {
-		task, err = r.opts.Tasks.Get(ctx, owner, st.Task)
+		task, err = gt.opts.Tasks.Get(ctx, owner, st.Task)
 	}
 	switch {
 	case errors.Is(err, taskrun.ErrUnknown):
 		return errorResponse(c.Request.ID, invalidParams("invalid requestState: its task has ended and expired"))
 	case err != nil:
-		return r.storeUnavailable(c.Request.ID, err)
+		return gt.storeUnavailable(c.Request.ID, err)
 	}
 	noteTask(c, task.ID)
-	token, err := r.sealGatewayTask(ctx, v, c, t, task)
+	token, err := gt.sealGatewayTask(ctx, v, c, t, task)
 	if err != nil {
-		return r.storeUnavailable(c.Request.ID, err)
+		return gt.storeUnavailable(c.Request.ID, err)
 	}
-	return r.createdTask(c, task, token)
+	return gt.createdTask(c, task, token)
 }
 
 // createdTask is the CreateTaskResult for task.
-func (r *Router) createdTask(c *Call, task *store.Task, token string) *jsonrpc.Response {
+func (gt *gatewayTasks) createdTask(c *Call, task *store.Task, token string) *jsonrpc.Response {
 	raw, err := json.Marshal(taskrun.Created(task, token, time.Now()))
 	if err != nil {
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "cannot encode the task"))
@@ -370,16 +370,16 @@ func (r *Router) createdTask(c *Call, task *store.Task, token string) *jsonrpc.R
 }
 
 // sealGatewayTask is the client's id of a task the gateway runs.
-func (r *Router) sealGatewayTask(ctx context.Context, v *vhost, c *Call, t *target, task *store.Task) (string, error) {
-	return r.sealTaskID(ctx, taskid.Claims{Kind: taskid.Gateway, VHost: v.name, Backend: t.backend,
+func (gt *gatewayTasks) sealGatewayTask(ctx context.Context, v *vhost, c *Call, t *target, task *store.Task) (string, error) {
+	return gt.sealTaskID(ctx, taskid.Claims{Kind: taskid.Gateway, VHost: v.name, Backend: t.backend,
 		Principal: task.Owner, TaskID: task.ID, Tool: t.public,
 		Expires: time.Now().Add(maxTaskTokenLife + task.TTL)})
 }
 
 // gatewayTaskMethod answers tasks/get, tasks/update and tasks/cancel for
 // a task the gateway runs, from the store, on any instance.
-func (r *Router) gatewayTaskMethod(ctx context.Context, c *Call, params map[string]json.RawMessage, token string, claims taskid.Claims) *jsonrpc.Response {
-	id, tasks := c.Request.ID, r.opts.Tasks
+func (gt *gatewayTasks) gatewayTaskMethod(ctx context.Context, c *Call, params map[string]json.RawMessage, token string, claims taskid.Claims) *jsonrpc.Response {
+	id, tasks := c.Request.ID, gt.opts.Tasks
 	var err error
 	ack := json.RawMessage(`{}`)
 	switch wire.MethodOf(c.Request.Method).TaskAction {
@@ -401,7 +401,7 @@ func (r *Router) gatewayTaskMethod(ctx context.Context, c *Call, params map[stri
 	case errors.Is(err, taskrun.ErrUnknown):
 		return errorResponse(id, unknownTask(token))
 	case err != nil:
-		return r.storeUnavailable(id, err)
+		return gt.storeUnavailable(id, err)
 	}
 	return resultResponse(id, ack)
 }

@@ -25,10 +25,10 @@ func TestTasks_SealedIDsAndRefusals(t *testing.T) {
 	tg := &target{backend: "fx", name: "slow", public: "fx-slow", kind: "tool"}
 
 	plain := json.RawMessage(`{"content":[]}`)
-	if out, isTask, err := r.sealTaskResult(t.Context(), v, c, tg, plain); err != nil || isTask || string(out) != string(plain) {
+	if out, isTask, err := r.tasks.sealTaskResult(t.Context(), v, c, tg, plain); err != nil || isTask || string(out) != string(plain) {
 		t.Fatalf("a plain result: %s %v %v", out, isTask, err)
 	}
-	out, isTask, err := r.sealTaskResult(t.Context(), v, c, tg,
+	out, isTask, err := r.tasks.sealTaskResult(t.Context(), v, c, tg,
 		json.RawMessage(`{"resultType":"task","taskId":"backend-7","status":"working","ttlMs":60000}`))
 	if err != nil || !isTask {
 		t.Fatalf("a task: %v %v", isTask, err)
@@ -38,7 +38,7 @@ func TestTasks_SealedIDsAndRefusals(t *testing.T) {
 	if !strings.HasPrefix(created.TaskID, "mt1.") || strings.Contains(string(out), "backend-7") || !strings.Contains(string(out), `"ttlMs":60000`) {
 		t.Fatalf("the client sees %s", out)
 	}
-	key, _ := r.taskKeys.Sign(t.Context())
+	key, _ := r.tasks.taskKeys.Sign(t.Context())
 	claims, err := taskid.Open(key, created.TaskID, "v", taskid.PrincipalDigest("alice"), time.Now())
 	if err != nil || claims.Backend != "fx" || claims.TaskID != "backend-7" || claims.Tool != "fx-slow" {
 		t.Fatalf("the sealed id holds %+v (%v)", claims, err)
@@ -51,7 +51,7 @@ func TestTasks_SealedIDsAndRefusals(t *testing.T) {
 		params, _ := json.Marshal(map[string]string{"taskId": token})
 		c := &Call{VHost: "v", Principal: principal, Request: &jsonrpc.Request{Method: "tasks/get", Params: params},
 			Caller: &ModernClient{ClientCapabilities: json.RawMessage(caps)}}
-		e := rpcErrOf(r.routeTask(t.Context(), v, c))
+		e := rpcErrOf(r.tasks.routeTask(t.Context(), v, c))
 		return e
 	}
 	const withTasks = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`

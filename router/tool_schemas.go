@@ -89,8 +89,8 @@ func (s *toolSchemas) put(k string, e toolSchemaEntry) {
 
 // toolInputSchema returns the inputSchema of tool (the backend's name) on
 // backend, as the backend lists it to this call.
-func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend, tool string) (json.RawMessage, error) {
-	e, err := r.toolEntry(ctx, v, c, backend)
+func (fd *federation) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend, tool string) (json.RawMessage, error) {
+	e, err := fd.toolEntry(ctx, v, c, backend)
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +103,8 @@ func (r *Router) toolInputSchema(ctx context.Context, v *vhost, c *Call, backend
 
 // toolEntry is backend's tools as the backend lists them to this call:
 // from the cache, or walked now.
-func (r *Router) toolEntry(ctx context.Context, v *vhost, c *Call, backend string) (toolSchemaEntry, error) {
-	e, key, ok := r.cachedToolEntry(v, c, backend)
+func (fd *federation) toolEntry(ctx context.Context, v *vhost, c *Call, backend string) (toolSchemaEntry, error) {
+	e, key, ok := fd.cachedToolEntry(v, c, backend)
 	if !ok {
 		b := v.backends[backend]
 		s := v.schemas
@@ -114,7 +114,7 @@ func (r *Router) toolEntry(ctx context.Context, v *vhost, c *Call, backend strin
 			s.mu.Unlock()
 			// Shared by every caller waiting on this key: not cancelled by
 			// the first one leaving (the backend timeout still bounds it).
-			e, err := r.walkToolSchemas(context.WithoutCancel(ctx), v, c, backend)
+			e, err := fd.walkToolSchemas(context.WithoutCancel(ctx), v, c, backend)
 			if err != nil {
 				return nil, err
 			}
@@ -140,7 +140,7 @@ func (r *Router) toolEntry(ctx context.Context, v *vhost, c *Call, backend strin
 
 // cachedToolEntry is backend's entry for this call when the cache holds
 // a fresh one; key is the entry's key either way.
-func (r *Router) cachedToolEntry(v *vhost, c *Call, backend string) (e toolSchemaEntry, key string, ok bool) {
+func (fd *federation) cachedToolEntry(v *vhost, c *Call, backend string) (e toolSchemaEntry, key string, ok bool) {
 	b := v.backends[backend]
 	key = listcache.Key(b.Key, "tools/list#schemas", "", b.PassthroughHeaders, c.Header)
 	if v.clients[backend].PerCaller() {
@@ -160,16 +160,16 @@ var errToolListFailed = errors.New("the backend's tools/list failed")
 
 // walkToolSchemas reads every page of a backend's tools/list: the
 // tools' schemas, and on a vhost with tool_search the tools indexed.
-func (r *Router) walkToolSchemas(ctx context.Context, v *vhost, c *Call, backend string) (toolSchemaEntry, error) {
+func (fd *federation) walkToolSchemas(ctx context.Context, v *vhost, c *Call, backend string) (toolSchemaEntry, error) {
 	op := listOps["tools/list"]
 	e := toolSchemaEntry{backend: backend, schemas: map[string]json.RawMessage{}}
 	var ix *toolIndexer
 	if v.search != nil {
-		ix = r.newToolIndexer(v, backend)
+		ix = fd.newToolIndexer(v, backend)
 	}
 	cursor := ""
 	for range toolSchemaMaxPages {
-		p := r.listOne(ctx, v, c, op, backend, cursor, false)
+		p := fd.listOne(ctx, v, c, op, backend, cursor, false)
 		if !p.queried || p.failed {
 			return e, errToolListFailed
 		}

@@ -177,7 +177,7 @@ func unwrapCallTool(req *jsonrpc.Request) (*jsonrpc.Request, *jsonrpc.Error) {
 // on a tool_search vhost: a search is the gateway's to answer; a
 // call_tool becomes the call it stands for (c.Request replaced), decided
 // from then on as any other. It reports whether it decided anything.
-func (r *Router) decideToolSearch(v *vhost, c *Call, d *Decisions) bool {
+func (fd *federation) decideToolSearch(v *vhost, c *Call, d *Decisions) bool {
 	if v.search == nil || !rowOf(c.Request.Method).Tool || !c.Request.IsCall() {
 		return false
 	}
@@ -208,19 +208,19 @@ type searchArgs struct {
 }
 
 // serveSearch answers search_tools, for either generation.
-func (r *Router) serveSearch(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
+func (fd *federation) serveSearch(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	if c.peer == nil {
-		c.peer = c.Caller.peer(ctx, r, v, c)
+		c.peer = c.Caller.peer(ctx, fd.link, v, c)
 	}
-	resp := r.searchTools(ctx, v, c)
-	return c.Caller.finish(ctx, r, resp, c.Request.Method, v.accessHints(c.Request.Method, nil))
+	resp := fd.searchTools(ctx, v, c)
+	return c.Caller.finish(ctx, fd.base, resp, c.Request.Method, v.accessHints(c.Request.Method, nil))
 }
 
 // searchTools ranks the tools the caller may see for the query and
 // answers them as a tool result: structuredContent.tools, best first, and
 // the same as JSON text. Backends that failed, or need the caller's
 // sign-in, are named in _meta as a list names them.
-func (r *Router) searchTools(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
+func (fd *federation) searchTools(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	var p struct {
 		Arguments json.RawMessage `json:"arguments"`
 	}
@@ -240,7 +240,7 @@ func (r *Router) searchTools(ctx context.Context, v *vhost, c *Call) *jsonrpc.Re
 	case a.Limit != nil:
 		limit = *a.Limit
 	}
-	lists, skipped, signIns := r.searchLists(ctx, v, c)
+	lists, skipped, signIns := fd.searchLists(ctx, v, c)
 	parts := make([]toolsearch.Part, len(lists))
 	for i, l := range lists {
 		parts[i] = toolsearch.Part{Seg: l.seg, Visible: l.visible(c.d.access)}
@@ -252,7 +252,7 @@ func (r *Router) searchTools(ctx context.Context, v *vhost, c *Call) *jsonrpc.Re
 // searchLists are the indexed lists of the backends whose tools the
 // caller may see, fetched at once; skipped names those that failed,
 // signIns those that need the caller's sign-in.
-func (r *Router) searchLists(ctx context.Context, v *vhost, c *Call) (lists []*indexedTools, skipped []string, signIns []map[string]string) {
+func (fd *federation) searchLists(ctx context.Context, v *vhost, c *Call) (lists []*indexedTools, skipped []string, signIns []map[string]string) {
 	type got struct {
 		list   *indexedTools
 		failed bool
@@ -267,7 +267,7 @@ func (r *Router) searchLists(ctx context.Context, v *vhost, c *Call) (lists []*i
 		b := v.backends[key]
 		userOAuth := b.Credentials != nil && b.Credentials.Grant == credentials.GrantUserOAuth
 		if !userOAuth {
-			if e, _, ok := r.cachedToolEntry(v, c, key); ok { // the common case: no goroutine, no capability decoded
+			if e, _, ok := fd.cachedToolEntry(v, c, key); ok { // the common case: no goroutine, no capability decoded
 				out[i].list = e.search
 				continue
 			}
@@ -277,11 +277,11 @@ func (r *Router) searchLists(ctx context.Context, v *vhost, c *Call) (lists []*i
 		}
 		wg.Go(func() {
 			if userOAuth { // the caller's token first: it may need a sign-in (or a refresh)
-				if out[i].signIn = r.signInNeeded(ctx, v, key); out[i].signIn != nil {
+				if out[i].signIn = fd.link.signInNeeded(ctx, v, key); out[i].signIn != nil {
 					return
 				}
 			}
-			e, err := r.toolEntry(ctx, v, c, key)
+			e, err := fd.toolEntry(ctx, v, c, key)
 			out[i].list, out[i].failed = e.search, err != nil
 		})
 	}

@@ -91,15 +91,15 @@ func (t *indexedTools) visible(a policy.View) toolsearch.Bits {
 // toolIndexer gathers one backend's tools as its list is walked. A nil
 // indexer gathers nothing (a vhost without tool_search).
 type toolIndexer struct {
-	r    *Router
+	r    *federation
 	v    *vhost
 	key  string
 	docs []toolsearch.Doc
 	out  *indexedTools
 }
 
-func (r *Router) newToolIndexer(v *vhost, key string) *toolIndexer {
-	return &toolIndexer{r: r, v: v, key: key, out: &indexedTools{}}
+func (fd *federation) newToolIndexer(v *vhost, key string) *toolIndexer {
+	return &toolIndexer{r: fd, v: v, key: key, out: &indexedTools{}}
 }
 
 // searchedTool is what a search reads and answers of a list item.
@@ -155,8 +155,8 @@ func (ix *toolIndexer) build() *indexedTools {
 }
 
 // publishedItem is a backend's list item as the vhost publishes it.
-func (r *Router) publishedItem(v *vhost, key string, item json.RawMessage) (json.RawMessage, error) {
-	out, _, _, err := r.renameItem(v, listOps["tools/list"], key, item)
+func (fd *federation) publishedItem(v *vhost, key string, item json.RawMessage) (json.RawMessage, error) {
+	out, _, _, err := fd.renameItem(v, listOps["tools/list"], key, item)
 	return out, err
 }
 

@@ -32,7 +32,7 @@ func searchVHost(t *testing.T, always ...string) (*Router, *vhost) {
 // tools/list (a UI resource published); alwaysLoad lists a tool.
 func TestToolSearchIndex_HintsAndMeta(t *testing.T) {
 	r, v := searchVHost(t, "docs-*_page")
-	ix := r.newToolIndexer(v, "ui")
+	ix := r.fed.newToolIndexer(v, "ui")
 	ix.add("render_chart", json.RawMessage(`{"name":"render_chart","description":"Draw a chart.","inputSchema":{"type":"object","properties":{"series":{"type":"array","description":"points to plot"}}},`+
 		`"annotations":{"readOnlyHint":true},"outputSchema":{"type":"object"},`+
 		`"_meta":{"anthropic/searchHint":"visualise graph plot diagram","anthropic/alwaysLoad":true,"ui":{"resourceUri":"ui://chart/app.html"}}}`))
@@ -82,7 +82,7 @@ func TestToolSearchIndex_HintsAndMeta(t *testing.T) {
 // access decisions.
 func TestToolSearchIndex_AliasAndVisibility(t *testing.T) {
 	r, v := searchVHost(t)
-	ix := r.newToolIndexer(v, "docs")
+	ix := r.fed.newToolIndexer(v, "docs")
 	ix.add("find_page", json.RawMessage(`{"name":"find_page","description":"Find a page by title."}`))
 	ix.add("delete_site", json.RawMessage(`{"name":"delete_site","description":"Delete the whole site."}`))
 	list := ix.build()

@@ -57,7 +57,7 @@ func (r *Router) CheckVHosts(ctx context.Context) []VHostCheck {
 	out := make([]VHostCheck, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Go(func() { out[i] = r.checkVHost(ctx, t.vhosts[name]) })
+		wg.Go(func() { out[i] = r.fed.checkVHost(ctx, t.vhosts[name]) })
 	}
 	wg.Wait()
 	return out
@@ -65,15 +65,15 @@ func (r *Router) CheckVHosts(ctx context.Context) []VHostCheck {
 
 // checkVHost walks v's backends concurrently and matches the patterns
 // when every one of them listed.
-func (r *Router) checkVHost(ctx context.Context, v *vhost) VHostCheck {
+func (fd *federation) checkVHost(ctx context.Context, v *vhost) VHostCheck {
 	vc := VHostCheck{VHost: v.name, At: time.Now(), Backends: make([]BackendCheck, len(v.keys))}
 	c := &Call{VHost: v.name, Header: http.Header{}, Caller: &ModernClient{}}
-	c.peer = c.Caller.peer(ctx, r, v, c)   // every backend's discovery
-	ids := make([][]string, len(v.keys))   // every identifier, per backend
-	tools := make([][]string, len(v.keys)) // tool names, per backend
+	c.peer = c.Caller.peer(ctx, fd.link, v, c) // every backend's discovery
+	ids := make([][]string, len(v.keys))       // every identifier, per backend
+	tools := make([][]string, len(v.keys))     // tool names, per backend
 	var wg sync.WaitGroup
 	for i, key := range v.keys {
-		wg.Go(func() { vc.Backends[i], ids[i], tools[i] = r.checkBackend(ctx, v, c, key) })
+		wg.Go(func() { vc.Backends[i], ids[i], tools[i] = fd.checkBackend(ctx, v, c, key) })
 	}
 	wg.Wait()
 	vc.Complete = true
@@ -93,7 +93,7 @@ func (r *Router) checkVHost(ctx context.Context, v *vhost) VHostCheck {
 
 // checkBackend walks one backend's lists; ids are every identifier it
 // publishes (as access rules judge them), tools its tools' names.
-func (r *Router) checkBackend(ctx context.Context, v *vhost, c *Call, key string) (bc BackendCheck, ids, tools []string) {
+func (fd *federation) checkBackend(ctx context.Context, v *vhost, c *Call, key string) (bc BackendCheck, ids, tools []string) {
 	bc.Key = key
 	if snap := c.peer.backends[key]; !snap.OK() && snap != nil {
 		bc.Err = snap.Error
@@ -104,19 +104,19 @@ func (r *Router) checkBackend(ctx context.Context, v *vhost, c *Call, key string
 		op := listOps[method]
 		cursor := ""
 		for page := 0; page < maxCheckPages; page++ {
-			res := r.listOne(ctx, v, &Call{VHost: v.name, Header: c.Header, Caller: c.Caller, Request: &jsonrpc.Request{Method: method}, peer: c.peer}, op, key, cursor, false)
+			res := fd.listOne(ctx, v, &Call{VHost: v.name, Header: c.Header, Caller: c.Caller, Request: &jsonrpc.Request{Method: method}, peer: c.peer}, op, key, cursor, false)
 			if res.signIn != nil {
 				bc.Err = "needs a user's sign-in (user_oauth): not listed without one"
 				return bc, nil, nil
 			}
 			if res.failed {
-				bc.Err = r.checkFailure(v, key, method, start)
+				bc.Err = fd.checkFailure(v, key, method, start)
 				return bc, nil, nil
 			}
 			if !res.queried {
 				break // the backend does not have this list
 			}
-			named, err := r.renameAll(v, op, key, res.items, res.scans, false)
+			named, err := fd.renameAll(v, op, key, res.items, res.scans, false)
 			if err != nil {
 				bc.Err = method + ": " + err.Error()
 				return bc, nil, nil
@@ -152,7 +152,7 @@ func countListed(bc *BackendCheck, field string, n int, named []namedItem, tools
 
 // checkFailure is why a backend's list failed: its last failure since the
 // check began, as a client would have been told it.
-func (r *Router) checkFailure(v *vhost, key, method string, since time.Time) string {
+func (fd *federation) checkFailure(v *vhost, key, method string, since time.Time) string {
 	if f := v.health[key].failure.Load(); f != nil && !f.At.Before(since) {
 		return f.Message
 	}
