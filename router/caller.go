@@ -81,7 +81,7 @@ type Caller interface {
 	// (input_fulfil.go).
 	exchange(ctx context.Context, r *routedCalls, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error)
 	// relay sends a routed call to t, decided and hooked (routed), and
-	// answers it: through Router.relay, or parked where its backend would
+	// answers it: through routedCalls.relay (routed.go), or parked where its backend would
 	// ask the client on a stream it does not have (modern_park.go).
 	relay(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response
 	// resumeParked answers a retry whose request state st names a parked

@@ -24,7 +24,7 @@ import (
 
 // patternWatch is the router's state of the watch.
 type patternWatch struct {
-	on     bool // set once by WatchPatterns, under Router.mu
+	on     bool // set once by WatchPatterns, under the base's mu
 	ctx    context.Context
 	cancel context.CancelFunc
 	mu     sync.Mutex
