@@ -28,8 +28,8 @@ import (
 //
 // The line is written by the request-log middleware once the answer is
 // out, from what the handler noted (requestNote) and what the router
-// noted (router.AuditNote, which the middleware puts in the request's
-// context: only then does the router note anything). Header values,
+// noted (router.AuditNote, which the handler gives the request's call as
+// Call.Audit: only then does the router note anything). Header values,
 // tokens and, unless audit.arguments is full, argument values never
 // reach it.
 

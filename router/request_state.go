@@ -18,7 +18,7 @@ import (
 
 // A multi-round-trip request (protocol 2026-07-28) answers input_required
 // with an opaque requestState the client echoes on its retry. The gateway
-// hands the client its own envelope around the backend's state, bound to
+// hands the client a request state of its own around the backend's, bound to
 // the backend, the caller, the request and a lifetime (router/sealed);
 // this file puts it on results and takes it off retries.
 
@@ -51,8 +51,8 @@ func (rc *routedCalls) openState(ctx context.Context, b sealed.Binding, token st
 	return st, err
 }
 
-// openRequestState replaces the envelope in a modern retry's params with
-// the backend's own state, after checking the envelope belongs to this
+// openRequestState replaces the gateway's request state in a modern
+// retry's params with the backend's own, after checking it belongs to this
 // caller, this request and the backend routing chose. It returns the
 // answer to give instead (a refusal; or the task whose first question the
 // retry answers), or nil.
@@ -88,7 +88,7 @@ func (rc *routedCalls) openRequestState(ctx context.Context, v *vhost, c *Call, 
 }
 
 // sealRequestState wraps the backend's state of an input_required result
-// in the gateway's envelope (also when the backend kept none: the envelope
+// in the gateway's request state (also when the backend kept none: it
 // still binds the retry to the backend, the caller and the request). asks
 // is false for a complete result, which is returned as it is.
 func (rc *routedCalls) sealRequestState(ctx context.Context, v *vhost, c *Call, t *target, result json.RawMessage) (_ json.RawMessage, asks bool, _ error) {

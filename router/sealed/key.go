@@ -1,6 +1,6 @@
 // Package sealed makes the tokens the gateway hands a client and takes
-// back on any instance (federated pagination cursors, request-state
-// envelopes) and keeps the keys every instance signs them with. It knows
+// back on any instance (federated pagination cursors, request
+// states) and keeps the keys every instance signs them with. It knows
 // nothing of routing: callers bind a token to what they choose (a vhost,
 // a caller, a request) and get back only what they sealed.
 package sealed

@@ -15,7 +15,7 @@ import (
 // A multi-round-trip request (protocol 2026-07-28) answers input_required
 // with an opaque requestState that the client echoes on its retry, which
 // may reach any instance. The gateway never hands a client a backend's
-// state as is: it wraps it in an envelope of its own, signed with a key
+// state as is: it wraps it in a request state of its own, signed with a key
 // every instance shares (Key), that binds it to
 //
 //   - the backend that issued it, so the retry reaches that backend with
@@ -26,10 +26,10 @@ import (
 //   - the request: a digest of the virtual host, the method and the
 //     published name or URI, so a state cannot be moved to another call.
 //
-// A tampered, expired, foreign or misplaced envelope is ErrBadRequestState,
-// never another envelope's contents.
+// A tampered, expired, foreign or misplaced request state is
+// ErrBadRequestState, never another state's contents.
 //
-// Wire form: base64url(JSON envelope) "." base64url(HMAC-SHA256(key, ...)).
+// Wire form: base64url(JSON body) "." base64url(HMAC-SHA256(key, ...)).
 
 // stateVersion is mixed into the MAC so that other signed tokens (cursors)
 // can never be taken for a request state, nor the reverse.
