@@ -359,12 +359,12 @@ func (r *Router) AllAccessScopes() []string {
 func (r *Router) SessionTTL() time.Duration { return r.opts.SessionTTL }
 
 // Call is one downstream JSON-RPC request, of either protocol generation.
-// The generation is a property of the request (Modern), not of its type:
-// the transport builds one Call and every request enters through Handle
-// (after Admit, when its answer may begin as a stream).
+// The generation is a property of the request's client (Caller), not of
+// its type: the transport builds one Call and every request enters
+// through Handle (after Admit, when its answer may begin as a stream).
 type Call struct {
 	// VHost and Principal are whom the request is for and from. Handle
-	// takes them from Session when they are empty.
+	// takes them from the caller's session when they are empty.
 	VHost     string
 	Principal string
 	// Claims are the claims of the token the request came with (nil:
