@@ -2,7 +2,9 @@ package session_test
 
 import (
 	"testing"
+	"time"
 
+	"github.com/mcpgw/gateway/handler/session"
 	"github.com/mcpgw/gateway/internal/routertest"
 	"github.com/mcpgw/gateway/internal/testsupport"
 	"github.com/mcpgw/gateway/router"
@@ -22,10 +24,21 @@ func TestStream_ReuseBackendNotificationsReachTheClient(t *testing.T) {
 	sid := f.InitCaps(`{}`)
 	result(t, f.Call(sid, "resources/subscribe", map[string]any{"uri": "r-test://counter"}))
 	inits := r.Count("initialize")
+	// The subscribe's listener-rebuild message is consumed before the
+	// hold exists, so the hold's first set of listeners is its only one.
+	busSettled(t, f.Instance)
 
 	ev := openStream(t, f.Instance, sid, "")
 	defer ev.Close()
-	if !r.WaitCount("GET", 1, waitFor) {
+	// The backend counts a GET when it arrives, before its SDK attaches
+	// the stream; a notification sent in between is dropped. The hold
+	// says when its listener is receiving.
+	select {
+	case <-session.ListenersUp(ev):
+	case <-time.After(waitFor):
+		t.Fatal("the stream's listeners did not come up")
+	}
+	if r.Count("GET") < 1 {
 		t.Fatal("no listener on the reused backend")
 	}
 	if got := r.Count("initialize"); got != inits {
