@@ -48,8 +48,8 @@ func (s *SessionCaller) peer(context.Context, *backendLink, *vhost, *Call) *peer
 	return sessionPeer(s.Session)
 }
 
-func (s *SessionCaller) taskPeer(_ context.Context, _ *backendLink, _ *vhost, c *Call, _ string) *peer {
-	return c.peer // the session's: its initialize, its snapshots
+func (s *SessionCaller) taskPeer(context.Context, *backendLink, *vhost, *Call, string) *peer {
+	return sessionPeer(s.Session) // its initialize, its snapshots
 }
 
 func (*SessionCaller) finish(_ context.Context, _ *base, resp *jsonrpc.Response, _ string, _ *envelope.Hints) *jsonrpc.Response {

@@ -108,6 +108,10 @@ func withWireFacts(rows map[string]*methodRow) map[string]*methodRow {
 	return rows
 }
 
+// backends reports whether the method asks backends (a list, or a
+// routed method): only then does its call need a peer (Call.peer).
+func (row *methodRow) backends() bool { return row.serving == fanOut || row.serving == routed }
+
 // unserved is the row of a method the gateway does not serve.
 var unserved = &methodRow{}
 

@@ -28,7 +28,7 @@ func modernSnapshot(snap *store.BackendSnapshot) bool {
 // handleModern answers a 2026-07-28 request (Serve), admitted: the
 // methods the gateway answers for it alone (server/discover,
 // subscriptions/listen) here; any other through the core (serve) with the
-// discovery cache's snapshots as its peer, its result decorated (a call
+// discovery cache's snapshots as its peer (Serve made it), its result decorated (a call
 // that may ask the client something parks in routed: ModernClient.relay).
 func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Response) {
 	method, row := c.Request.Method, rowOf(c.Request.Method)
@@ -38,7 +38,6 @@ func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jso
 	case row.serving == taskMethod:
 		return r.tasks.routeTask(ctx, v, c) // the task's own call was admitted and hooked
 	}
-	c.peer = c.Caller.peer(ctx, r.link, v, c) // caller_modern.go
 	resp = r.serve(ctx, v, c)
 	if row.serving == fanOut && resp.Error == nil {
 		return resp // decorated as it was assembled (list_fanout.go)

@@ -27,17 +27,18 @@ import (
 
 // serveRawTool serves a tools/call whose name no backend publishes (serve):
 // when the name is a backend's own, as an MCP App calls it, the call is
-// decided anew, once, as the published name's (the request renamed, new
-// decisions: the ones Admit made are not changed) and counted against the
-// rate limits, as Admit counts any other; then routed serves it, or
-// refuses it as unknown.
+// decided anew, once, as the published name's (a copy of the call, the
+// request renamed, new decisions: neither the ones Admit made nor the
+// caller's call are changed) and counted against the rate limits, as
+// Admit counts any other; then routed serves it, or refuses it as unknown.
 func (rc *routedCalls) serveRawTool(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
 	d, req, refusal := rc.decideRawTool(ctx, v, c)
 	if refusal != nil {
 		return refusal
 	}
-	c.d, c.Request = d, req
-	return rc.routed(ctx, v, c)
+	decided := *c
+	decided.d, decided.Request = d, req
+	return rc.routed(ctx, v, &decided)
 }
 
 // decideRawTool is c's decisions and request with a backend's own tool

@@ -68,7 +68,8 @@ func (rc *routedCalls) routed(ctx context.Context, v *vhost, c *Call) *jsonrpc.R
 			return resp
 		}
 	}
-	if resp := rc.signInFirst(ctx, v, c, t); resp != nil { // sign_in.go
+	c, resp := rc.signInFirst(ctx, v, c, t) // sign_in.go
+	if resp != nil {
 		return resp
 	}
 	params := []byte(wire.RawObject(t.params)) // its members' bytes as they came: no re-encoding

@@ -395,12 +395,17 @@ type Call struct {
 	// is off, and for a run detached from its request.
 	Audit *AuditNote
 
-	// d is what Serve decided of the request (admission.go), set on entry
-	// and only read below it.
-	d *Decisions
-	// peer is the request's client as the backend link sees it
-	// (backend_session.go): its session's, or for a 2026-07-28 request the
-	// one handleModern builds from its _meta and the discovery cache.
+	// d and peer are set by Serve, once, on entry, and nothing below it
+	// writes them: a layer that needs a call with another (a backend's
+	// own tool name decided anew, a backend re-probed after a sign-in)
+	// goes on with a copy of the call. d is what Admit decided of the
+	// request (admission.go). peer is the request's client as the backend
+	// link sees it (backend_session.go): its session's, or a 2026-07-28
+	// request's _meta and the discovery cache's snapshots; nil for a
+	// method no backend is asked (methodRow.backends), where making one
+	// would cost a discovery for nothing. A task's run is given its
+	// peer when it is made (taskCall).
+	d    *Decisions
 	peer *peer
 }
 
@@ -485,6 +490,9 @@ func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrp
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))
 	}
 	c.d = d
+	if rowOf(c.Request.Method).backends() {
+		c.peer = c.Caller.peer(ctx, r.link, d.v, c) // caller_*.go
+	}
 	return c.Caller.serve(ctx, r, d.v, c) // caller_session.go, caller_modern.go
 }
 
@@ -492,9 +500,6 @@ func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrp
 // itself, list fan-out, routed methods. A 2026-07-28 request reaches it
 // through handleModern.
 func (r *Router) serve(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Response) {
-	if c.peer == nil {
-		c.peer = c.Caller.peer(ctx, r.link, v, c)
-	}
 	if !c.Request.IsCall() {
 		return nil // notifications/initialized and friends need no answer
 	}
@@ -534,13 +539,17 @@ func (r *Router) setLevel(ctx context.Context, c *Call) *jsonrpc.Response {
 	if !wire.ValidLogLevel(p.Level) {
 		return errorResponse(c.Request.ID, invalidParams("unknown log level %s", wire.Quote(p.Level)))
 	}
-	switch err := r.opts.Store.SetLogLevel(ctx, c.peer.sessionID, p.Level, r.opts.SessionTTL); {
+	sess := c.Session()
+	if sess == nil { // the transport sends it only for a session (wire.Method.Session)
+		return errorResponse(c.Request.ID, rpcError(CodeMethodNotFound, "logging/setLevel needs a session"))
+	}
+	switch err := r.opts.Store.SetLogLevel(ctx, sess.ID, p.Level, r.opts.SessionTTL); {
 	case errors.Is(err, store.ErrNotFound):
 		return errorResponse(c.Request.ID, rpcError(CodeInternalError, "the session has ended"))
 	case err != nil:
 		return r.storeUnavailable(c.Request.ID, err)
 	}
-	c.Caller.listenersChanged(ctx, c.peer.sessionID)
+	c.Caller.listenersChanged(ctx, sess.ID)
 	return resultResponse(c.Request.ID, json.RawMessage(`{}`))
 }
 

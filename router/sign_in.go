@@ -137,22 +137,25 @@ func takeSignInAnswer(c *Call, t *target) *jsonrpc.Response {
 // else: the backend's discovery (which needs the user's token too) would
 // otherwise fail first and hide the sign-in behind a recorded failure. A
 // user who has signed in since the session recorded such a failure gets
-// the backend probed again at once.
-func (rc *routedCalls) signInFirst(ctx context.Context, v *vhost, c *Call, t *target) *jsonrpc.Response {
+// the backend probed again at once: the call goes on as the one returned,
+// a copy of c with that peer (c itself, and its peer, which may be shared,
+// are not changed).
+func (rc *routedCalls) signInFirst(ctx context.Context, v *vhost, c *Call, t *target) (*Call, *jsonrpc.Response) {
 	b := v.backends[t.backend]
 	if b == nil || b.Credentials == nil || b.Credentials.Grant != credentials.GrantUserOAuth {
-		return nil
+		return c, nil
 	}
 	if err := v.clients[t.backend].Authorize(ctx); err != nil {
-		return rc.signInAnswer(ctx, v, c, t, err) // nil for other failures: the call reports them
+		return c, rc.signInAnswer(ctx, v, c, t, err) // nil for other failures: the call reports them
 	}
 	if snap := c.peer.backends[t.backend]; snap != nil && !snap.OK() {
-		// A copy for this call: the peer may be shared.
 		again := *snap
 		again.ProbedAt = time.Time{} // due now (backend_session.go: reprobeDue)
-		c.peer = c.peer.withSnapshot(t.backend, &again)
+		reprobed := *c
+		reprobed.peer = c.peer.withSnapshot(t.backend, &again)
+		return &reprobed, nil
 	}
-	return nil
+	return c, nil
 }
 
 // MetaSignInRequired is the list result _meta key naming the user_oauth

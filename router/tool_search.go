@@ -209,9 +209,6 @@ type searchArgs struct {
 
 // serveSearch answers search_tools, for either generation.
 func (fd *federation) serveSearch(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
-	if c.peer == nil {
-		c.peer = c.Caller.peer(ctx, fd.link, v, c)
-	}
 	resp := fd.searchTools(ctx, v, c)
 	return c.Caller.finish(ctx, fd.base, resp, c.Request.Method, v.accessHints(c.Request.Method, nil))
 }
