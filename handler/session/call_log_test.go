@@ -21,7 +21,10 @@ import (
 // answer, as a crash would), a resume ends with an error for the call's
 // own request id.
 func TestCallLog_LeaseOutlivesItsTTLUntilTheOwnerStops(t *testing.T) {
-	const lease = 150 * time.Millisecond
+	// Renewed every third of it: 500 ms leaves a renewal 330 ms of
+	// scheduling delay on a loaded machine before it lapses (150 ms,
+	// 100 ms, did lapse under -race beside other test binaries).
+	const lease = 500 * time.Millisecond
 	f := routertest.New(t, redisSrv.URL(), options{Sessions: session.Options{CallLeaseTTL: lease}}, routertest.Spec{Key: "a"})
 	sid, _ := f.Initialize(nil)
 	ctx := context.Background()
@@ -36,7 +39,7 @@ func TestCallLog_LeaseOutlivesItsTTLUntilTheOwnerStops(t *testing.T) {
 		t.Fatalf("SSE id %q is not a call stream's", sseID)
 	}
 	// Several lease lifetimes pass; the running call is never given up on.
-	for end := time.Now().Add(5 * lease); time.Now().Before(end); {
+	for end := time.Now().Add(4 * lease); time.Now().Before(end); {
 		evs, err := f.Sessions.CallEventsAfter(ctx, sid, stream, first)
 		if err != nil {
 			t.Fatal(err)
