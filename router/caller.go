@@ -82,10 +82,10 @@ type Caller interface {
 	exchange(ctx context.Context, r *routedCalls, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error)
 	// relay sends a routed call to t, decided and hooked (routed), and
 	// answers it: through routedCalls.relay (routed.go), or parked where its backend would
-	// ask the client on a stream it does not have (modern_park.go).
+	// ask the client on a stream it does not have (parking.go).
 	relay(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response
 	// resumeParked answers a retry whose request state st names a parked
-	// call (modern_park_retry.go); nil: this client parks nothing, and the
+	// call (parking_retry.go); nil: this client parks nothing, and the
 	// state is refused.
 	resumeParked(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, st *sealed.RequestState) *jsonrpc.Response
 	// taskRound answers an input_before_task call with its task's first

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/mcpgw/gateway/internal/taskrun"
@@ -21,7 +22,7 @@ import (
 // peer is its _meta and the discovery cache (ModernClient.peer); it cannot be
 // sent requests, so it is asked with input_required rounds (a backend's
 // own, passed with their state sealed; a 2025-era backend's questions by
-// parking the call, modern_park.go); its results carry the envelope; and
+// parking the call, parking.go); its results carry the envelope; and
 // it makes its own Mcp-Param-* headers.
 
 // ModernClient is what a 2026-07-28 request says of its client, in its
@@ -32,7 +33,7 @@ type ModernClient struct {
 	ClientInfo         json.RawMessage
 	LogLevel           string
 	// Parks holds calls to 2025-era backends that ask the client
-	// something (modern_park.go); nil: such requests get -32601.
+	// something (parking.go); nil: such requests get -32601.
 	Parks *Parking
 
 	// ask is the round of the parked call this is the run of (parked);
@@ -90,7 +91,7 @@ func (m *ModernClient) taskPeer(ctx context.Context, r *backendLink, v *vhost, c
 }
 
 func (*ModernClient) finish(ctx context.Context, r *base, resp *jsonrpc.Response, method string, hints *envelope.Hints) *jsonrpc.Response {
-	return r.finishModern(ctx, resp, method, hints) // modern.go
+	return r.finishModern(ctx, resp, method, hints)
 }
 
 // pageFields decorates a page with the envelope, its hints the pages'
@@ -166,7 +167,7 @@ func (*ModernClient) taskRound(ctx context.Context, r *routedCalls, v *vhost, c 
 
 // relay: a call that may ask its client something parks when its backend
 // is a 2025-era one, which asks on a stream this client does not have
-// (modern_park.go), unless this is the parked call's own run, or nothing
+// (parking.go), unless this is the parked call's own run, or nothing
 // parks here (Parks nil: the backend's requests get -32601).
 func (m *ModernClient) relay(ctx context.Context, r *routedCalls, v *vhost, c *Call, t *target, params, sent json.RawMessage, hc *hook.Call) *jsonrpc.Response {
 	if m.Parks != nil && m.ask == nil && multiRoundTrip(c.Request.Method) {
@@ -192,4 +193,61 @@ func (m *ModernClient) resumeParked(ctx context.Context, r *routedCalls, v *vhos
 // exchange: the backend's input_required rounds are the client's own.
 func (*ModernClient) exchange(ctx context.Context, _ *routedCalls, conn *upstream.Conn, cs *callStream, method string, params json.RawMessage, opts upstream.CallOptions) (*jsonrpc.Response, error) {
 	return conn.CallWith(ctx, method, params, cs.onMessage, opts)
+}
+
+// A 2026-07-28 request reaches the same core (serve) as a session's. What
+// a session held (the client's capabilities and log level, each backend's
+// snapshot) comes from the request instead: its _meta, and the instance's
+// discovery cache. Nothing is read from or written to the
+// store on the way, so any instance serves any request with no round trip
+// but the backend's.
+
+// handleModern answers a 2026-07-28 request (Serve), admitted: the
+// methods the gateway answers for it alone (server/discover,
+// subscriptions/listen) here; any other through the core (serve) with the
+// discovery cache's snapshots as its peer (Serve made it), its result decorated (a call
+// that may ask the client something parks in routed: ModernClient.relay).
+func (r *Router) handleModern(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Response) {
+	method, row := c.Request.Method, rowOf(c.Request.Method)
+	switch {
+	case row.serving == byGateway && row.Modern:
+		return row.answer(r, ctx, v, c)
+	case row.serving == taskMethod:
+		return r.tasks.routeTask(ctx, v, c) // the task's own call was admitted and hooked
+	}
+	resp = r.serve(ctx, v, c)
+	if row.serving == fanOut && resp.Error == nil {
+		return resp // decorated as it was assembled (list_fanout.go)
+	}
+	return r.finishModern(ctx, resp, method, v.accessHints(method, nil))
+}
+
+// finishModern turns a response into a 2026-07-28 one: results decorated;
+// a backend's version refusal, which is about the gateway's link to it and
+// not the client's request, reported as the gateway's failure.
+func (b *base) finishModern(ctx context.Context, resp *jsonrpc.Response, method string, hints *envelope.Hints) *jsonrpc.Response {
+	if resp.Error != nil {
+		var e *jsonrpc.Error
+		if errors.As(resp.Error, &e) && e.Code == wire.CodeUnsupportedProtocolVersion {
+			return errorResponse(resp.ID, rpcError(CodeInternalError, "a backend refused the gateway's protocol version: %s", e.Message))
+		}
+		return resp
+	}
+	if !envelope.Cacheable(method) {
+		hints = nil
+	} else if hints == nil {
+		hints = &envelope.Hints{FromResult: true} // a routed result: the backend's own hints
+	}
+	out, err := b.decorateModern(resp.Result, hints)
+	if err != nil {
+		b.log.Warn("a backend result is not a JSON object", "method", method, "error", err)
+		return errorResponse(resp.ID, rpcError(CodeInternalError, "a backend's result is not a JSON object"))
+	}
+	return resultResponse(resp.ID, out)
+}
+
+// decorateModern adds the 2026-07-28 envelope, with the gateway's
+// serverInfo, to a result (package router/envelope).
+func (b *base) decorateModern(result json.RawMessage, hints *envelope.Hints) (json.RawMessage, error) {
+	return envelope.Decorate(result, hints, b.clientInfo())
 }

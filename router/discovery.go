@@ -348,3 +348,9 @@ func (lk *backendLink) backendTimeout(v *vhost, key string) time.Duration {
 	}
 	return 30 * time.Second
 }
+
+// modernSnapshot reports whether a backend snapshot is a 2026-07-28
+// backend's (from discovery): every request to it is one exchange.
+func modernSnapshot(snap *store.BackendSnapshot) bool {
+	return snap.OK() && snap.ProtocolVersion == wire.ModernProtocolVersion
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/capability"
+	"github.com/mcpgw/gateway/router/envelope"
 	"github.com/mcpgw/gateway/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.opentelemetry.io/otel/trace"
@@ -96,4 +97,28 @@ func (r *Router) Initialize(ctx context.Context, vhostName, principal string, hd
 	}
 	raw, _ := json.Marshal(result)
 	return sess, resultResponse(req.ID, raw)
+}
+
+// modernDiscover answers server/discover for the virtual host: built from
+// every backend's discovery, never one backend's answer, like initialize.
+func (r *Router) modernDiscover(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
+	snaps := make(map[string]*store.BackendSnapshot, len(v.keys))
+	hints := envelope.Hints{TTLMs: -1}
+	for key, d := range r.link.allDiscoveries(ctx, v, c.Header) {
+		snaps[key] = d.snap
+		if d.snap.OK() && (hints.TTLMs < 0 || d.ttlMs < hints.TTLMs) {
+			hints.TTLMs = d.ttlMs
+		}
+	}
+	hints.TTLMs = max(hints.TTLMs, 0)
+	shown := v.visibleSnapshots(c.d.access, snaps) // what this caller may see
+	result := map[string]any{
+		"supportedVersions": wire.AllProtocolVersions(),
+		"capabilities":      r.tasks.advertiseTasks(v, capability.Merged(shown, capability.ModernExtensions), capability.ModernExtensions),
+	}
+	if ins := capability.JoinedInstructions(v.keys, shown); ins != "" {
+		result["instructions"] = ins
+	}
+	raw, _ := json.Marshal(result)
+	return r.finishModern(ctx, resultResponse(c.Request.ID, raw), "server/discover", v.accessHints("server/discover", &hints))
 }

@@ -70,7 +70,7 @@ var methodRows = withWireFacts(map[string]*methodRow{
 	"initialize":       {serving: byGateway, answer: answerInitialized},
 	"logging/setLevel": {serving: byGateway, answer: answerSetLevel},
 	"server/discover":  {serving: byGateway, answer: (*Router).modernDiscover},
-	// subscriptions/listen: the answer is an event stream (modern_listen.go).
+	// subscriptions/listen: the answer is an event stream (subscriptions_listen.go).
 	"subscriptions/listen": {serving: byGateway, answer: (*Router).listen},
 
 	"tools/list":               {serving: fanOut, list: listOp{field: "tools", capability: "tools"}},

@@ -38,7 +38,7 @@ import (
 //     and the run goes on detached, bounded per round by
 //     streams.client_request_timeout (past it the backend call is
 //     cancelled) and by the backend's timeout.
-//   - The retry's side (parkRetry, modern_park_retry.go), on any
+//   - The retry's side (parkRetry, parking_retry.go), on any
 //     instance: the answers are posted to the task (partial rounds too)
 //     and the retry waits for the task's next round or its end
 //     (Runner.Answer); a retry repeated after its answer was lost gets

@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// The retry's side of a parked call (modern_park.go has the owner's): a
+// The retry's side of a parked call (parking.go has the owner's): a
 // 2026-07-28 client's retry, on any instance, carries its answers to the
 // hidden task its requestState names and waits for the call's next round
 // or its answer (taskrun.Runner.Answer).

@@ -73,7 +73,7 @@ func (rc *routedCalls) openRequestState(ctx context.Context, v *vhost, c *Call, 
 		return rc.tasks.answerTaskInput(ctx, v, c, t, st) // tasks_run.go: input_before_task
 	case err == nil && st.Park != "":
 		if resp := c.Caller.resumeParked(ctx, rc, v, c, t, st); resp != nil {
-			return resp // modern_park_retry.go
+			return resp // parking_retry.go
 		}
 		fallthrough // a caller that parks nothing
 	case err != nil, st.Park != "", st.Backend != t.backend:

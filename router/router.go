@@ -114,7 +114,7 @@ const DefaultMaxPageItems = 1000
 //     cursor_key.go, vhost_check.go, pattern_watch.go);
 //   - calls (routedCalls): a routed call's access, hooks, relay, request
 //     state, sign-in and parking (routed.go, param_headers.go,
-//     sign_in.go, request_state.go, input_fulfil.go, modern_park*.go);
+//     sign_in.go, request_state.go, input_fulfil.go, parking*.go);
 //   - tasks (gatewayTasks): the Tasks extension's methods and the tasks
 //     the gateway runs (tasks*.go).
 //

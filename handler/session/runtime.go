@@ -8,7 +8,7 @@
 //
 // A 2026-07-28 request has no session and never reaches this package (a
 // call of one parked on a 2025-era backend is a task the router runs:
-// router/modern_park.go). The handler composes the two: it asks this
+// router/parking.go). The handler composes the two: it asks this
 // package to track a request and to carry its server-to-client requests
 // (router.SessionCaller.Runtime), and the router to route it.
 package session

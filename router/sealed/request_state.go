@@ -43,7 +43,7 @@ type RequestState struct {
 	Request   string `json:"r"` // requestDigest
 	State     string `json:"s,omitempty"`
 	// Park and Round name a call the gateway holds open on a 2025-era
-	// backend that asked the client something (router modern_park.go: the
+	// backend that asked the client something (router parking.go: the
 	// hidden task that runs it) and the round asked; State is then empty:
 	// the backend has none.
 	Park  string `json:"k,omitempty"`

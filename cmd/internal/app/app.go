@@ -269,7 +269,7 @@ func (b *builder) handlerOptions() (handler.Options, error) {
 		aud = &handler.Audit{Writer: a.Audit, Arguments: cfg.Audit.Arguments, TrustedProxies: cfg.Audit.TrustedProxies}
 	}
 	// Calls parked on 2025-era backends are tasks of a runner of their
-	// own (router/modern_park.go): not with WithoutParking.
+	// own (router/parking.go): not with WithoutParking.
 	if !b.bo.noParking {
 		a.parks, err = router.NewParking(router.ParkOptions{Store: a.Store, PerPrincipal: cfg.Limits.ParkedCallsPerPrincipal,
 			Lease: cfg.Streams.CallLease, AnswerWithin: cfg.Streams.ClientRequestTimeout,
