@@ -86,14 +86,12 @@ func (r *Router) listenBackend(ctx context.Context, p *peer, hdr http.Header, t 
 		// log messages, list changes) arrives on that session's stream, so
 		// the listener attaches there rather than opening a session of its
 		// own. A session the backend forgot falls back to one of its own.
+		// The session's listeners on this instance share its one stream
+		// (backend_session_stream.go).
 		if h, ok := r.link.fastHandshake(v, key, p, p.backends[key], true); ok && h.SessionID != "" {
-			conn, err := v.clients[key].Open(ctx, h, hdr)
-			if err == nil {
-				defer conn.Close(true) // the session is the client's: kept
-				if err = conn.Listen(ctx, notice, up); !refusedFastPath(err) {
-					return err
-				}
-			} else if !refusedFastPath(err) {
+			k := keptStreamKey{vhost: v.name, backend: key, session: p.sessionID, id: store.BackendSessionID(h.SessionID)}
+			open := func(ctx context.Context) (*upstream.Conn, error) { return v.clients[key].Open(ctx, h, hdr) }
+			if err := r.link.streams.listenKept(ctx, k, open, notice, up); !refusedFastPath(err) {
 				return err
 			}
 		}

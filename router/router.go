@@ -164,6 +164,9 @@ type backendLink struct {
 	// lastSweep is when this instance last swept the index of kept
 	// backend sessions (UnixNano; backend_session_owner.go).
 	lastSweep atomic.Int64
+	// streams are the open streams of kept backend sessions that this
+	// instance's listeners share (backend_session_stream.go).
+	streams keptStreams
 }
 
 // federation is the list side: fan-out, merge, federated cursors, the

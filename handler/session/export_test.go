@@ -12,3 +12,12 @@ func ListenersUp(e *SessionEvents) <-chan struct{} {
 	defer e.ss.mu.Unlock()
 	return e.ss.ready
 }
+
+// ListenersDrained returns the channel the hold closes once the listeners
+// its latest rebuild replaced have stopped (at once when it replaced
+// none): from then on only the new listeners hear the backends.
+func ListenersDrained(e *SessionEvents) <-chan struct{} {
+	e.ss.mu.Lock()
+	defer e.ss.mu.Unlock()
+	return e.ss.drained
+}

@@ -141,6 +141,7 @@ type sessionStream struct {
 	live     chan store.Event
 	sent     store.EventID   // id of the newest event the attached client has; "" while positioning
 	ready    <-chan struct{} // closed once the latest requested listeners are up
+	drained  <-chan struct{} // closed once the generation the latest rebuild replaced has stopped
 	linger   *time.Timer
 	finished bool
 	// caller is who the attached GET came from (router/credentials): the

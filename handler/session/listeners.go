@@ -69,14 +69,19 @@ func (ss *sessionStream) restartListeners() <-chan struct{} {
 		ss.draining.retireNow()
 	}
 	ss.draining = old
-	stopOld := func() {
-		ss.draining = nil
+	drained := make(chan struct{})
+	ss.mu.Lock()
+	ss.drained = drained
+	ss.mu.Unlock()
+	stopOld := sync.OnceFunc(func() {
 		if old != nil {
 			old.stop()
 		}
-	}
+		close(drained)
+	})
 	sess, err := rt.store.LoadSession(ss.ctx, ss.sid, rt.opts.SessionTTL)
 	if err != nil {
+		ss.draining = nil
 		stopOld()
 		if errors.Is(err, store.ErrNotFound) {
 			ss.hub.spawn(func() { ss.finish(true) })
@@ -91,6 +96,7 @@ func (ss *sessionStream) restartListeners() <-chan struct{} {
 	ss.subscribed.Store(&subs)
 	targets, ok := rt.backends.ListenTargets(sess)
 	if !ok {
+		ss.draining = nil
 		stopOld()
 		close(up)
 		return up
@@ -113,7 +119,9 @@ func (ss *sessionStream) restartListeners() <-chan struct{} {
 		close(up)
 	})
 	ss.listeners = set
-	if old != nil && !ss.spawn(func() {
+	if old == nil {
+		stopOld()
+	} else if !ss.spawn(func() {
 		select {
 		case <-up:
 		case <-ss.ctx.Done():
@@ -125,9 +133,9 @@ func (ss *sessionStream) restartListeners() <-chan struct{} {
 		case <-old.retire:
 		case <-ss.ctx.Done():
 		}
-		old.stop()
+		stopOld()
 	}) {
-		old.stop() // the hold has finished: nothing to overlap with
+		stopOld() // the hold has finished: nothing to overlap with
 	}
 	return up
 }

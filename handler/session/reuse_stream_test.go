@@ -61,3 +61,52 @@ func TestStream_ReuseBackendNotificationsReachTheClient(t *testing.T) {
 		}
 	}
 }
+
+// A subscribe or a log level rebuilds the listeners; a `session: reuse`
+// backend's new listener wants the same backend session's stream as the
+// old one, and the go-sdk serves one standalone stream a session (a second
+// GET is answered 409). The rebuild must still leave the session heard
+// once the old listener has stopped: an update the backend sends then
+// reaches the client.
+func TestStream_ReuseRebuildKeepsTheBackendHeard(t *testing.T) {
+	reuse := func(b *router.Backend) { b.Session = router.SessionReuse }
+	f := routertest.New(t, redisSrv.URL(), options{},
+		routertest.Spec{Key: "r", Opts: testsupport.BackendOptions{StreamingTools: true}, Adjust: reuse},
+		routertest.Spec{Key: "p", Opts: testsupport.BackendOptions{StreamingTools: true}})
+	sid := f.InitCaps(`{}`)
+	ev := openStream(t, f.Instance, sid, "")
+	defer ev.Close()
+	up := session.ListenersUp(ev)
+	waitClosed(t, up, "the stream's listeners did not come up")
+
+	rebuilds := []struct{ method, param, value string }{
+		{"resources/subscribe", "uri", "r-test://counter"},
+		{"logging/setLevel", "level", "debug"},
+	}
+	for _, rb := range rebuilds {
+		result(t, f.Call(sid, rb.method, map[string]any{rb.param: rb.value}))
+		// The rebuild is asked for over the bus: its ready signal is new.
+		if !testsupport.Eventually(t, waitFor, func() bool { return session.ListenersUp(ev) != up }) {
+			t.Fatalf("%s rebuilt no listeners", rb.method)
+		}
+		up = session.ListenersUp(ev)
+		waitClosed(t, up, "the rebuilt listeners did not come up")
+		waitClosed(t, session.ListenersDrained(ev), "the replaced listeners did not stop")
+		result(t, f.Call(sid, "tools/call", map[string]any{"name": "r-increment"}))
+		for {
+			if _, n := nextEvent(t, ev); n.Method == "notifications/resources/updated" {
+				break
+			}
+		}
+	}
+}
+
+// waitClosed fails the test unless ch is closed within waitFor.
+func waitClosed(t *testing.T, ch <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(waitFor):
+		t.Fatal(msg)
+	}
+}

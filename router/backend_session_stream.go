@@ -1,0 +1,157 @@
+package router
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/store"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A backend session the gateway keeps for a client session (`session:
+// auto` or `reuse`) has one standalone stream: a backend answers a second
+// GET on the session while the first is open with 409 (the go-sdk does).
+// The session's listeners are rebuilt make-before-break (a subscribe, a
+// log level, a reload: handler/session), so the new generation's listener
+// wants that stream while the old one still holds it. Opened anew, its GET
+// was refused until the old one had drained and stopped, and a backoff
+// later it came up: what the backend sent in between was lost. On one
+// instance the generations share the stream instead: the first listener's
+// GET stays open as long as any listener of the session wants it, and each
+// notification goes to the newest listener, so a rebuild is up at once and
+// nothing falls between two GETs.
+
+// keptStreams are this instance's open standalone streams of kept backend
+// sessions; the zero value is ready to use.
+type keptStreams struct {
+	mu sync.Mutex
+	m  map[keptStreamKey]*keptStream
+}
+
+// keptStreamKey names one backend session's stream as one client session
+// listens to it: listeners of two client sessions never share one.
+type keptStreamKey struct {
+	vhost, backend string
+	session        store.SessionID
+	id             store.BackendSessionID
+}
+
+// keptStream is one open GET and the listeners it serves.
+type keptStream struct {
+	cancel context.CancelFunc
+	up     chan struct{} // closed once the backend accepted the GET
+	done   chan struct{} // closed when the GET has ended; err says why
+	err    error
+
+	mu   sync.Mutex
+	subs []*keptListener // newest last: it hears what the backend sends
+	// handing is held while a listener is handed a notification: one that
+	// has left waits for it, and is handed nothing after.
+	handing sync.Mutex
+}
+
+// keptListener is one listener's part in a shared stream.
+type keptListener struct{ notice func(*jsonrpc.Request) }
+
+// listenKept passes notice what the backend sends on the stream of kept
+// backend session k until ctx ends or the stream ends, sharing the stream
+// with the session's other listeners on this instance (open connects to
+// the backend session when none is open). It calls up once the stream is
+// receiving, and returns why it stopped: ctx's error, or the stream's.
+func (ks *keptStreams) listenKept(ctx context.Context, k keptStreamKey, open func(context.Context) (*upstream.Conn, error), notice func(*jsonrpc.Request), up func()) error {
+	s, l := ks.join(ctx, k, open, notice)
+	defer ks.leave(k, s, l)
+	select {
+	case <-s.up:
+		up()
+	case <-s.done:
+		return s.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-s.done:
+		return s.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// join adds a listener to k's stream, opening the stream if none is open.
+func (ks *keptStreams) join(ctx context.Context, k keptStreamKey, open func(context.Context) (*upstream.Conn, error), notice func(*jsonrpc.Request)) (*keptStream, *keptListener) {
+	l := &keptListener{notice: notice}
+	ks.mu.Lock()
+	defer ks.mu.Unlock()
+	s := ks.m[k]
+	if s != nil {
+		select {
+		case <-s.done:
+			s = nil // ended: its listeners are on their way out
+		default:
+		}
+	}
+	if s == nil {
+		// The stream belongs to no one listener: it lives until the last
+		// one leaves, with the first one's values (its caller).
+		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		s = &keptStream{cancel: cancel, up: make(chan struct{}), done: make(chan struct{})}
+		if ks.m == nil {
+			ks.m = map[keptStreamKey]*keptStream{}
+		}
+		ks.m[k] = s
+		go s.run(sctx, open)
+	}
+	s.mu.Lock()
+	s.subs = append(s.subs, l)
+	s.mu.Unlock()
+	return s, l
+}
+
+// leave removes a listener from its stream; the last one to leave ends the
+// stream and waits for it, so no stream outlives its listeners.
+func (ks *keptStreams) leave(k keptStreamKey, s *keptStream, l *keptListener) {
+	ks.mu.Lock()
+	s.mu.Lock()
+	s.subs = slices.DeleteFunc(s.subs, func(x *keptListener) bool { return x == l })
+	last := len(s.subs) == 0
+	s.mu.Unlock()
+	if last && ks.m[k] == s {
+		delete(ks.m, k) // a listener that comes next opens a stream of its own
+	}
+	ks.mu.Unlock()
+	s.handing.Lock() // a notification being handed to l is through
+	s.handing.Unlock()
+	if last {
+		s.cancel()
+		<-s.done
+	}
+}
+
+// run holds the stream open until it ends or is cancelled.
+func (s *keptStream) run(ctx context.Context, open func(context.Context) (*upstream.Conn, error)) {
+	defer close(s.done)
+	conn, err := open(ctx)
+	if err != nil {
+		s.err = err
+		return
+	}
+	defer conn.Close(true) // the session is the client's: kept
+	s.err = conn.Listen(ctx, s.deliver, func() { close(s.up) })
+}
+
+// deliver hands a notification to the newest listener.
+func (s *keptStream) deliver(n *jsonrpc.Request) {
+	s.handing.Lock()
+	defer s.handing.Unlock()
+	s.mu.Lock()
+	var to *keptListener
+	if len(s.subs) > 0 {
+		to = s.subs[len(s.subs)-1]
+	}
+	s.mu.Unlock()
+	if to != nil {
+		to.notice(n)
+	}
+}
