@@ -37,15 +37,14 @@ func TestStream_SubscriptionUpdatesReachTheStreamOnAnotherInstance(t *testing.T)
 		t.Fatalf("prime id %q on an empty log", ev.PrimeID)
 	}
 	// The holder listens at once (the backend announces list changes)...
-	if !one.WaitCount("GET", 1, waitFor) {
+	up := listenersUp(t, ev)
+	if one.Count("GET") < 1 {
 		t.Fatal("the stream holder opened no backend listener")
 	}
 	// ...and after a subscribe on another instance rebuilds its listener,
 	// subscribed on its own backend session.
 	result(t, f.Call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
-	if !one.WaitCount("GET", 2, waitFor) {
-		t.Fatal("the stream holder opened no backend listener")
-	}
+	up = listenersRebuilt(t, ev, up)
 	result(t, f.Call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
 	_, n := nextEvent(t, ev)
 	if n.Method != "notifications/resources/updated" || uriOf(n) != "gateway-one-test://counter" {
@@ -54,11 +53,8 @@ func TestStream_SubscriptionUpdatesReachTheStreamOnAnotherInstance(t *testing.T)
 
 	// After unsubscribe, an update is no longer forwarded: the next event
 	// is the list change that follows it on the same backend stream.
-	gets := one.Count("GET")
 	result(t, f.Call(sid, "resources/unsubscribe", map[string]any{"uri": "gateway-one-test://counter"}))
-	if !one.WaitCount("GET", gets+1, waitFor) {
-		t.Fatal("listeners were not rebuilt after unsubscribe")
-	}
+	listenersRebuilt(t, ev, up)
 	result(t, f.Call(sid, "tools/call", map[string]any{"name": "gateway-one-increment"}))
 	addTool(f, "gateway-one", "late")
 	_, n = nextEvent(t, ev)
@@ -75,14 +71,10 @@ func subscribedOnTwo(t *testing.T) (f *fixture, second *instance, sid store.Sess
 	f = streamingFixture(t, options{})
 	second = f.NewInstance(options{})
 	sid = f.InitCaps(`{}`)
-	one := f.Backends["gateway-one"]
 	result(t, f.Call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
 	busSettled(t, f.Instance)
-	gets := one.Count("GET")
 	ev = openStream(t, f.Instance, sid, "")
-	if !one.WaitCount("GET", gets+1, waitFor) {
-		t.Fatal("no listener")
-	}
+	listenersUp(t, ev)
 	return f, second, sid, ev
 }
 
@@ -220,11 +212,10 @@ func TestStream_DeleteEndsTheStreamAndItsListenersEverywhere(t *testing.T) {
 	sid := f.InitCaps(`{}`)
 	one := f.Backends["gateway-one"]
 	result(t, f.Call(sid, "resources/subscribe", map[string]any{"uri": "gateway-one-test://counter"}))
+	busSettled(t, holder)
 	ev := openStream(t, holder, sid, "")
 	defer ev.Close()
-	if !one.WaitCount("GET", 1, waitFor) {
-		t.Fatal("no listener")
-	}
+	listenersUp(t, ev)
 	deletes := one.Deletes()
 	sess, _ := f.Store.LoadSession(t.Context(), sid, time.Hour)
 	if err := f.Sessions.DeleteSession(t.Context(), sess); err != nil {
@@ -270,9 +261,7 @@ func TestStream_CloseLeavesNoGoroutines(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := openStream(t, in, sid, "")
-	if !f.Backends["gateway-one"].WaitCount("GET", 1, waitFor) {
-		t.Fatal("no listener")
-	}
+	listenersUp(t, ev)
 	result(t, handle(t, in, sid, mustID(3), "tools/call", map[string]any{"name": "gateway-one-progress",
 		"arguments": map[string]any{"steps": 2}, "_meta": map[string]any{"progressToken": 1}}, &recStream{}))
 	ev.Close()
@@ -291,7 +280,6 @@ func TestStream_ListChangedDropsCachedPagesOnEveryInstance(t *testing.T) {
 		routertest.Spec{Key: "gateway-two", Opts: testsupport.BackendOptions{StreamingTools: true}, Adjust: cached})
 	other := f.NewInstance(options{})
 	sid := f.InitCaps(`{}`)
-	one := f.Backends["gateway-one"]
 
 	tools := func() []string {
 		return names(t, result(t, other.Call(t, sid, mustID(7), nil, "tools/list", nil, nil)), "tools")
@@ -301,9 +289,7 @@ func TestStream_ListChangedDropsCachedPagesOnEveryInstance(t *testing.T) {
 	}
 	ev := openStream(t, f.Instance, sid, "")
 	defer ev.Close()
-	if !one.WaitCount("GET", 1, waitFor) {
-		t.Fatal("no listener")
-	}
+	listenersUp(t, ev)
 	addTool(f, "gateway-one", "late")
 	if _, n := nextEvent(t, ev); n.Method != "notifications/tools/list_changed" {
 		t.Fatalf("got %s, want the list change", n.Method)

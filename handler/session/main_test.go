@@ -135,3 +135,36 @@ func busSettled(t *testing.T, in *instance) {
 		t.Fatal("the bus did not deliver the test's marker")
 	}
 }
+
+// listenersUp waits until the hold's latest listeners are receiving
+// (session.ListenersUp) and returns that rebuild's signal. A backend
+// counts a GET before its SDK attaches the stream, so a count says less:
+// a notification sent in between is lost.
+func listenersUp(t *testing.T, ev *session.SessionEvents) <-chan struct{} {
+	t.Helper()
+	up := session.ListenersUp(ev)
+	waitClosed(t, up, "the stream's listeners did not come up")
+	return up
+}
+
+// listenersRebuilt waits for a rebuild of the hold's listeners after the
+// one whose signal is prev (asked for over the bus, or spawned, so it is
+// polled for) and for its listeners to be receiving; it returns the new
+// signal.
+func listenersRebuilt(t *testing.T, ev *session.SessionEvents, prev <-chan struct{}) <-chan struct{} {
+	t.Helper()
+	if !testsupport.Eventually(t, waitFor, func() bool { return session.ListenersUp(ev) != prev }) {
+		t.Fatal("the listeners were not rebuilt")
+	}
+	return listenersUp(t, ev)
+}
+
+// waitClosed fails the test unless ch is closed within waitFor.
+func waitClosed(t *testing.T, ch <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(waitFor):
+		t.Fatal(msg)
+	}
+}

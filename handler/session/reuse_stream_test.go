@@ -2,7 +2,6 @@ package session_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/mcpgw/gateway/handler/session"
 	"github.com/mcpgw/gateway/internal/routertest"
@@ -30,14 +29,7 @@ func TestStream_ReuseBackendNotificationsReachTheClient(t *testing.T) {
 
 	ev := openStream(t, f.Instance, sid, "")
 	defer ev.Close()
-	// The backend counts a GET when it arrives, before its SDK attaches
-	// the stream; a notification sent in between is dropped. The hold
-	// says when its listener is receiving.
-	select {
-	case <-session.ListenersUp(ev):
-	case <-time.After(waitFor):
-		t.Fatal("the stream's listeners did not come up")
-	}
+	listenersUp(t, ev)
 	if r.Count("GET") < 1 {
 		t.Fatal("no listener on the reused backend")
 	}
@@ -76,8 +68,7 @@ func TestStream_ReuseRebuildKeepsTheBackendHeard(t *testing.T) {
 	sid := f.InitCaps(`{}`)
 	ev := openStream(t, f.Instance, sid, "")
 	defer ev.Close()
-	up := session.ListenersUp(ev)
-	waitClosed(t, up, "the stream's listeners did not come up")
+	up := listenersUp(t, ev)
 
 	rebuilds := []struct{ method, param, value string }{
 		{"resources/subscribe", "uri", "r-test://counter"},
@@ -85,12 +76,7 @@ func TestStream_ReuseRebuildKeepsTheBackendHeard(t *testing.T) {
 	}
 	for _, rb := range rebuilds {
 		result(t, f.Call(sid, rb.method, map[string]any{rb.param: rb.value}))
-		// The rebuild is asked for over the bus: its ready signal is new.
-		if !testsupport.Eventually(t, waitFor, func() bool { return session.ListenersUp(ev) != up }) {
-			t.Fatalf("%s rebuilt no listeners", rb.method)
-		}
-		up = session.ListenersUp(ev)
-		waitClosed(t, up, "the rebuilt listeners did not come up")
+		up = listenersRebuilt(t, ev, up)
 		waitClosed(t, session.ListenersDrained(ev), "the replaced listeners did not stop")
 		result(t, f.Call(sid, "tools/call", map[string]any{"name": "r-increment"}))
 		for {
@@ -98,15 +84,5 @@ func TestStream_ReuseRebuildKeepsTheBackendHeard(t *testing.T) {
 				break
 			}
 		}
-	}
-}
-
-// waitClosed fails the test unless ch is closed within waitFor.
-func waitClosed(t *testing.T, ch <-chan struct{}, msg string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(waitFor):
-		t.Fatal(msg)
 	}
 }
