@@ -2,8 +2,11 @@ package router
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -23,6 +26,26 @@ import (
 // notification goes to the newest listener, so a rebuild is up at once and
 // nothing falls between two GETs.
 
+// Between instances no stream is shared: the listener of an instance that
+// takes a session's GET over is refused (409) until the old holder lets go,
+// which it does once told, some 2 s (handler/session: listenerDrain) after
+// the new listener reported itself up. It does so at the first
+// refusal, so the takeover goes on, and tries again every
+// keptStreamRetry, rather than leaving it to the runtime's backoff (half a
+// second, then doubling), which left the session unheard for seconds. What
+// the backend sends between the old GET's end and the new one's start (a
+// retry interval at most) is still lost: a backend without an event store
+// keeps nothing for a session with no stream.
+
+// keptStreamRetry is how soon a listener refused its backend session's
+// stream asks again, and keptStreamTries how many times it asks before it
+// gives up to the runtime's backoff: longer than a takeover takes to stop
+// the old holder (handler/session: takeoverWait, 5 s, at most).
+const (
+	keptStreamRetry = 100 * time.Millisecond
+	keptStreamTries = 100
+)
+
 // keptStreams are this instance's open standalone streams of kept backend
 // sessions; the zero value is ready to use.
 type keptStreams struct {
@@ -40,10 +63,11 @@ type keptStreamKey struct {
 
 // keptStream is one open GET and the listeners it serves.
 type keptStream struct {
-	cancel context.CancelFunc
-	up     chan struct{} // closed once the backend accepted the GET
-	done   chan struct{} // closed when the GET has ended; err says why
-	err    error
+	cancel  context.CancelFunc
+	up      chan struct{} // closed once the backend accepted the GET
+	refused chan struct{} // closed once the backend refused it (409): held elsewhere
+	done    chan struct{} // closed when the GET has ended; err says why
+	err     error
 
 	mu   sync.Mutex
 	subs []*keptListener // newest last: it hears what the backend sends
@@ -59,12 +83,16 @@ type keptListener struct{ notice func(*jsonrpc.Request) }
 // backend session k until ctx ends or the stream ends, sharing the stream
 // with the session's other listeners on this instance (open connects to
 // the backend session when none is open). It calls up once the stream is
-// receiving, and returns why it stopped: ctx's error, or the stream's.
+// receiving, or once the backend refused it because another instance holds
+// it (a takeover: see keptStreamRetry), and returns why it stopped: ctx's
+// error, or the stream's.
 func (ks *keptStreams) listenKept(ctx context.Context, k keptStreamKey, open func(context.Context) (*upstream.Conn, error), notice func(*jsonrpc.Request), up func()) error {
 	s, l := ks.join(ctx, k, open, notice)
 	defer ks.leave(k, s, l)
 	select {
 	case <-s.up:
+		up()
+	case <-s.refused:
 		up()
 	case <-s.done:
 		return s.err
@@ -96,7 +124,7 @@ func (ks *keptStreams) join(ctx context.Context, k keptStreamKey, open func(cont
 		// The stream belongs to no one listener: it lives until the last
 		// one leaves, with the first one's values (its caller).
 		sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		s = &keptStream{cancel: cancel, up: make(chan struct{}), done: make(chan struct{})}
+		s = &keptStream{cancel: cancel, up: make(chan struct{}), refused: make(chan struct{}), done: make(chan struct{})}
 		if ks.m == nil {
 			ks.m = map[keptStreamKey]*keptStream{}
 		}
@@ -129,16 +157,42 @@ func (ks *keptStreams) leave(k keptStreamKey, s *keptStream, l *keptListener) {
 	}
 }
 
-// run holds the stream open until it ends or is cancelled.
+// run holds the stream open until it ends or is cancelled, asking again
+// while another instance holds it.
 func (s *keptStream) run(ctx context.Context, open func(context.Context) (*upstream.Conn, error)) {
 	defer close(s.done)
+	refused := sync.OnceFunc(func() { close(s.refused) })
+	for try := 1; ; try++ {
+		s.err = s.listen(ctx, open)
+		if !heldElsewhere(s.err) || try == keptStreamTries {
+			return
+		}
+		refused()
+		t := time.NewTimer(keptStreamRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// listen is one GET on the stream, until it ends.
+func (s *keptStream) listen(ctx context.Context, open func(context.Context) (*upstream.Conn, error)) error {
 	conn, err := open(ctx)
 	if err != nil {
-		s.err = err
-		return
+		return err
 	}
 	defer conn.Close(true) // the session is the client's: kept
-	s.err = conn.Listen(ctx, s.deliver, func() { close(s.up) })
+	return conn.Listen(ctx, s.deliver, sync.OnceFunc(func() { close(s.up) }))
+}
+
+// heldElsewhere reports a backend's refusal of a session's stream because
+// another GET holds it.
+func heldElsewhere(err error) bool {
+	var ue *upstream.Error
+	return errors.As(err, &ue) && ue.Status == http.StatusConflict
 }
 
 // deliver hands a notification to the newest listener.

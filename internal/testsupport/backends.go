@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -247,7 +248,9 @@ func (b *Backend) Count(method string) int {
 // WaitCount waits until Count(method) reaches n, or timeout passes; it
 // reports whether it did. It wakes on every recorded request (no polling),
 // so a test can wait for the gateway to have done something upstream.
-// Count("GET") counts standalone notification streams opened.
+// Count("GET") counts standalone notification streams asked for, when the
+// request arrives: before the SDK attaches the stream, so a notification
+// sent right after may be lost; StreamAccepted counts those attached.
 func (b *Backend) WaitCount(method string, n int, timeout time.Duration) bool {
 	return waitChanged(&b.mu, timeout, func() (bool, <-chan struct{}) { return b.counts[method] >= n, b.changed })
 }
@@ -353,6 +356,9 @@ func (b *Backend) middleware(next http.Handler) http.Handler {
 			fail = b.down
 			b.notifyLocked()
 			b.mu.Unlock()
+			if r.Method == http.MethodGet {
+				w = &statusWatcher{ResponseWriter: w, onStatus: func(code int) { b.bump(streamStatus(code)) }}
+			}
 		}
 		if fail {
 			http.Error(w, "testsupport: injected failure", http.StatusServiceUnavailable)
@@ -367,6 +373,31 @@ func (b *Backend) middleware(next http.Handler) http.Handler {
 // one once it has registered the listen's subscriptions, so a change made
 // after WaitCount returns reaches that listen.
 const ListenAcknowledged = "notifications/subscriptions/acknowledged"
+
+// StreamAccepted is what Count and WaitCount call the standalone streams
+// a backend has attached: the go-sdk sends their 200 once a notification
+// it sends would reach them. StreamRefused counts those answered 409 (the
+// session's stream is held by another GET).
+var (
+	StreamAccepted = streamStatus(http.StatusOK)
+	StreamRefused  = streamStatus(http.StatusConflict)
+)
+
+func streamStatus(code int) string { return "GET " + strconv.Itoa(code) }
+
+// statusWatcher reports the status a GET is answered with.
+type statusWatcher struct {
+	http.ResponseWriter
+	onStatus func(int)
+}
+
+func (w *statusWatcher) WriteHeader(code int) {
+	w.onStatus(code)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets the SDK flush through the watcher.
+func (w *statusWatcher) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // ackWatcher counts the acknowledgement on a listen's stream once written
 // (the go-sdk writes each event in one Write, and flushes it).
