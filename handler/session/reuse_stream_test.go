@@ -85,4 +85,8 @@ func TestStream_ReuseRebuildKeepsTheBackendHeard(t *testing.T) {
 			}
 		}
 	}
+	// The generations shared the one stream: none was refused a second.
+	if n := f.Backends["r"].Count(testsupport.StreamRefused); n != 0 {
+		t.Fatalf("the backend refused %d GETs on the client's session", n)
+	}
 }
