@@ -22,9 +22,9 @@ import (
 // one POST per JSON-RPC message, an answer as application/json or as a
 // text/event-stream read until the response with the request's id, the
 // Mcp-Session-Id and MCP-Protocol-Version headers, and a DELETE at the end.
-// It never opens the standalone GET stream, decodes only the envelope of a
-// result, and reuses its read buffers, so the generator spends its CPU on
-// sending requests rather than on itself.
+// It never opens the standalone GET stream, decodes only the JSON-RPC
+// members of an answer, and reuses its read buffers, so the generator
+// spends its CPU on sending requests rather than on itself.
 //
 // With a protocol version of 2026-07-28 or later (modern) there is no
 // session: no initialize, no notifications/initialized, no Mcp-Session-Id,
@@ -64,7 +64,7 @@ type Client struct {
 	br        *bufio.Reader // for event streams, made on first use
 	body      bytes.Buffer  // a JSON answer, reused
 	data      []byte        // an SSE event's data, reused
-	env       envelope      // the decoded answer, reused
+	env       rpcMessage    // the decoded answer, reused
 }
 
 // NewClient returns a client with no session yet: call Open.
@@ -214,7 +214,7 @@ func (c *Client) call(ctx context.Context, method string, params json.RawMessage
 		return nil, nil, httpError(method, resp)
 	}
 	ct := resp.Header.Get("Content-Type")
-	var e *envelope
+	var e *rpcMessage
 	switch {
 	case hasMediaType(ct, "application/json"):
 		c.body.Reset()
@@ -288,7 +288,7 @@ const streamEndWait = time.Second
 // the stream to its end (servers close it after the response), so the
 // connection can be reused; a stream still open after streamEndWait is
 // closed instead, and its connection is lost.
-func (c *Client) readSSE(ctx context.Context, method string, body io.ReadCloser, id int64) (*envelope, error) {
+func (c *Client) readSSE(ctx context.Context, method string, body io.ReadCloser, id int64) (*rpcMessage, error) {
 	if c.br == nil {
 		c.br = bufio.NewReaderSize(body, 16<<10)
 	} else {
@@ -342,8 +342,8 @@ func (c *Client) readSSE(ctx context.Context, method string, body io.ReadCloser,
 	}
 }
 
-// envelope is the part of a JSON-RPC message the client looks at.
-type envelope struct {
+// rpcMessage is the part of a JSON-RPC message the client looks at.
+type rpcMessage struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
 	Result json.RawMessage `json:"result"`
@@ -355,12 +355,12 @@ type envelope struct {
 
 // reset empties e but keeps the capacity of its buffers: json.Unmarshal
 // appends into a RawMessage's existing array.
-func (e *envelope) reset() {
+func (e *rpcMessage) reset() {
 	e.ID, e.Result, e.Method, e.Error = e.ID[:0], e.Result[:0], "", nil
 }
 
 // result returns the result of the response to request id.
-func (e *envelope) result(method string, id int64) (json.RawMessage, error) {
+func (e *rpcMessage) result(method string, id int64) (json.RawMessage, error) {
 	if e.Error != nil {
 		return nil, &RequestError{Kind: KindJSONRPC, Method: method, Code: e.Error.Code, Message: e.Error.Message}
 	}

@@ -92,7 +92,7 @@ func httpError(method string, resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	msg := strings.TrimSpace(string(b))
 	// A JSON-RPC error in the body says it best.
-	var e envelope
+	var e rpcMessage
 	if json.Unmarshal(b, &e) == nil && e.Error != nil {
 		msg = fmt.Sprintf("JSON-RPC error %d: %s", e.Error.Code, e.Error.Message)
 	}
