@@ -41,7 +41,7 @@ func TestDispatch_EveryMethodOfTheTable(t *testing.T) {
 			if row.Routed != "" || row.Task {
 				t.Errorf("%s fans out, but wire's row says it targets one backend", m)
 			}
-			if row.list.method != m || row.list.field == "" || row.list.capability == "" {
+			if row.list.Method != m || row.list.Field == "" || row.list.Capability == "" {
 				t.Errorf("%s fans out, but its list operation is %+v", m, row.list)
 			}
 		case taskMethod:
@@ -81,13 +81,13 @@ func TestMethodRows_Facts(t *testing.T) {
 		{"logging/setLevel", byGateway, "", "", func(r *methodRow) bool { return r.Session }},
 		{"server/discover", byGateway, "", "", func(r *methodRow) bool { return r.Modern }},
 		{"subscriptions/listen", byGateway, "", "", func(r *methodRow) bool { return r.Modern }},
-		{"tools/list", fanOut, "", "", func(r *methodRow) bool { return r.list.field == "tools" && r.list.uriField == "" }},
-		{"resources/list", fanOut, "", "", func(r *methodRow) bool { return r.list.uriField == "uri" }},
+		{"tools/list", fanOut, "", "", func(r *methodRow) bool { return r.list.Field == "tools" && r.list.URIField == "" }},
+		{"resources/list", fanOut, "", "", func(r *methodRow) bool { return r.list.URIField == "uri" }},
 		{"resources/templates/list", fanOut, "", "", func(r *methodRow) bool {
-			return r.list.field == "resourceTemplates" && r.list.capability == "resources" && r.list.uriField == "uriTemplate"
+			return r.list.Field == "resourceTemplates" && r.list.Capability == "resources" && r.list.URIField == "uriTemplate"
 		}},
 		{"prompts/list", fanOut, "", "", nil},
-		{"skills/list", fanOut, "", "", func(r *methodRow) bool { return r.list.uriField == "uri" }},
+		{"skills/list", fanOut, "", "", func(r *methodRow) bool { return r.list.URIField == "uri" }},
 		{"tools/call", routed, "tool", "name", func(r *methodRow) bool {
 			return r.Tool && r.RateLimited && r.resolveBy != nil
 		}},

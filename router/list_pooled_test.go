@@ -12,7 +12,7 @@ import (
 
 // An uncached list page is read, renamed and merged in buffers lent by
 // bufpool and given back once the gateway's page is built, to be read
-// into again by the next page of any request (pageResult.release). Walks
+// into again by the next page of any request (federation.Page.Release). Walks
 // running side by side, many pages each, every page asking its backends
 // again mid-page (max_page_items), must then still see every item as a
 // walk alone sees it, byte for byte: a buffer given back while a page
@@ -61,7 +61,7 @@ func TestList_PooledPagesAcrossConcurrentWalks(t *testing.T) {
 	}
 
 	// Which backends a page asks depends on the page sizes the instance
-	// has seen (pageWaves), so the order of a walk may change once; the
+	// has seen (federation's List.Waves), so the order of a walk may change once; the
 	// items, sorted, may not.
 	want := slices.Sorted(slices.Values(walk(t, 0)))
 	if n := 3*3 + 90 + 60 + 20; len(want) != n {

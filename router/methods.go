@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/capability"
+	federated "github.com/mcpgw/gateway/router/federation"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -53,7 +54,7 @@ type methodRow struct {
 	// answer is a byGateway method's answer.
 	answer func(r *Router, ctx context.Context, v *vhost, c *Call) *jsonrpc.Response
 	// list is a fanOut method's operation.
-	list listOp
+	list federated.Op
 	// routeOn is the params field a routed method's identifier is in, for
 	// the prefix rule (routeField); resolveBy, when set, resolves instead
 	// (tools/call's aliases, completion/complete's ref).
@@ -73,13 +74,13 @@ var methodRows = withWireFacts(map[string]*methodRow{
 	// subscriptions/listen: the answer is an event stream (subscriptions_listen.go).
 	"subscriptions/listen": {serving: byGateway, answer: (*Router).listen},
 
-	"tools/list":               {serving: fanOut, list: listOp{field: "tools", capability: "tools"}},
-	"resources/list":           {serving: fanOut, list: listOp{field: "resources", capability: "resources", uriField: "uri"}},
-	"prompts/list":             {serving: fanOut, list: listOp{field: "prompts", capability: "prompts"}},
-	"resources/templates/list": {serving: fanOut, list: listOp{field: "resourceTemplates", capability: "resources", uriField: "uriTemplate"}},
+	"tools/list":               {serving: fanOut, list: federated.Op{Field: "tools", Capability: "tools"}},
+	"resources/list":           {serving: fanOut, list: federated.Op{Field: "resources", Capability: "resources", URIField: "uri"}},
+	"prompts/list":             {serving: fanOut, list: federated.Op{Field: "prompts", Capability: "prompts"}},
+	"resources/templates/list": {serving: fanOut, list: federated.Op{Field: "resourceTemplates", Capability: "resources", URIField: "uriTemplate"}},
 	// The Skills extension's (SEP-2640): entries named by their uri
 	// (skills.go: nameSkill).
-	"skills/list": {serving: fanOut, list: listOp{field: "skills", capability: capability.Skills, uriField: "uri"}},
+	"skills/list": {serving: fanOut, list: federated.Op{Field: "skills", Capability: capability.Skills, URIField: "uri"}},
 
 	"tools/call":               {serving: routed, routeOn: "name", resolveBy: resolveTool},
 	"prompts/get":              {serving: routed, routeOn: "name"},
@@ -102,7 +103,7 @@ func withWireFacts(rows map[string]*methodRow) map[string]*methodRow {
 	for name, row := range rows {
 		row.Method = wire.MethodOf(name)
 		if row.serving == fanOut {
-			row.list.method = name
+			row.list.Method = name
 		}
 	}
 	return rows
@@ -124,8 +125,8 @@ func rowOf(method string) *methodRow {
 }
 
 // listOps are the list fan-out's operations, by method, from the rows.
-var listOps = func() map[string]listOp {
-	ops := make(map[string]listOp)
+var listOps = func() map[string]federated.Op {
+	ops := make(map[string]federated.Op)
 	for name, row := range methodRows {
 		if row.serving == fanOut {
 			ops[name] = row.list

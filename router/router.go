@@ -84,7 +84,7 @@ type Options struct {
 	// client_bounds.go.
 	ListensPerPrincipal, ListenURIs int
 	// MaxPageItems bounds the items of one gateway list page, whatever
-	// the number of backends (default 1000; list_merge.go).
+	// the number of backends (default 1000; package router/federation).
 	MaxPageItems int
 	// Tasks runs the tasks the gateway runs for backends with a tasks:
 	// block (tasks_run.go); nil: those tools are plain calls.
@@ -109,9 +109,12 @@ const DefaultMaxPageItems = 1000
 //   - link (backendLink): handshakes, discovery, snapshots, kept backend
 //     sessions: what the gateway knows of, and does over, a backend
 //     connection (backend_*.go, discovery.go);
-//   - fed (federation): list fan-out and merge, federated cursors, the
-//     list cache, tool search, the vhost checks (list_*.go, tool_*.go,
-//     cursor_key.go, vhost_check.go, pattern_watch.go);
+//   - fed (federation): lists, through package router/federation (which
+//     backends a page asks, in what waves, the merge, the next cursor's
+//     positions), with the router's side of them: the list cache,
+//     federated cursors' keys, tool search, the vhost checks
+//     (list_fanout.go, tool_*.go, cursor_key.go, vhost_check.go,
+//     pattern_watch.go);
 //   - calls (routedCalls): a routed call's access, hooks, relay, request
 //     state, sign-in and parking (routed.go, param_headers.go,
 //     sign_in.go, request_state.go, input_fulfil.go, parking*.go);
@@ -169,8 +172,9 @@ type backendLink struct {
 	streams keptStreams
 }
 
-// federation is the list side: fan-out, merge, federated cursors, the
-// list cache, tool search and the vhost checks that list.
+// federation is the list side: the router's half of package
+// router/federation (the backends as a caller reaches them, the list
+// cache, cursor keys), tool search and the vhost checks that list.
 type federation struct {
 	*base
 	link       *backendLink

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	federated "github.com/mcpgw/gateway/router/federation"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/listcache"
 	"github.com/mcpgw/gateway/router/naming"
@@ -25,7 +26,7 @@ type vhost struct {
 	split    *naming.Splitter
 	aliases  *naming.Aliases
 	clients  map[string]*upstream.Client
-	lists    *listcache.Cache[*pageResult] // pages of backends with ListCacheTTL; dies with the table
+	lists    *listcache.Cache[*federated.Page] // pages of backends with ListCacheTTL; dies with the table
 	// discovered caches what each backend speaks, for 2026-07-28 requests
 	// (discovery.go); it dies with the table.
 	discovered *discoveryCache
@@ -80,7 +81,7 @@ func buildRoutingTable(vhosts map[string]*VirtualHost, prev *routingTable, opts 
 			backends: vh.Backends,
 			clients:  map[string]*upstream.Client{},
 			aliases:  naming.NewAliases(toolAliases(vh.Backends)),
-			lists:    listcache.New[*pageResult](slices.Collect(maps.Keys(vh.Backends))),
+			lists:    listcache.New[*federated.Page](slices.Collect(maps.Keys(vh.Backends))),
 			health:   map[string]*backendHealth{},
 			card:     vh.Card,
 

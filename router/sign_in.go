@@ -9,6 +9,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/credentials"
 	"github.com/mcpgw/gateway/router/envelope"
+	federated "github.com/mcpgw/gateway/router/federation"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
@@ -163,7 +164,7 @@ func (rc *routedCalls) signInFirst(ctx context.Context, v *vhost, c *Call, t *ta
 // a message: the backend's items are missing from the list (it cannot be
 // asked without the user's token) until the user opens the link, so a
 // client can show it and a person can start the sign-in from the list.
-const MetaSignInRequired = "mcpgw/signInRequired"
+const MetaSignInRequired = federated.MetaSignInRequired
 
 // signInNeeded reports a user_oauth backend the caller has no usable
 // token for, nil otherwise (another backend, a token, or another failure,
@@ -178,18 +179,4 @@ func (lk *backendLink) signInNeeded(ctx context.Context, v *vhost, key string) *
 		return sr
 	}
 	return nil
-}
-
-// addSignInMeta adds MetaSignInRequired to a list's _meta for the
-// results that need a sign-in.
-func addSignInMeta(meta map[string]json.RawMessage, results []*pageResult) {
-	var need []map[string]string
-	for _, res := range results {
-		if res != nil && res.signIn != nil {
-			need = append(need, map[string]string{"backend": res.key, "url": res.signIn.URL, "message": res.signIn.Message()})
-		}
-	}
-	if len(need) > 0 {
-		meta[MetaSignInRequired], _ = json.Marshal(need)
-	}
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/capability"
-	"github.com/mcpgw/gateway/router/naming"
 	"github.com/mcpgw/gateway/router/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -25,25 +24,6 @@ import (
 //     and the rest already route and publish them.
 //
 // A single-backend vhost passes all of it unchanged.
-
-// nameSkill is a skills/list entry as the vhost publishes it, named (for
-// the merge's order) and judged (by access rules) by its published uri.
-func nameSkill(v *vhost, key string, item json.RawMessage, scan *itemScan) (namedItem, error) {
-	if v.single() {
-		uri := ""
-		if scan != nil && scan.uri.count == 1 {
-			uri, _ = wire.String(item[scan.uri.start:scan.uri.end])
-		} else {
-			uri = naming.SkillURI(item)
-		}
-		return namedItem{name: uri, id: uri, item: item}, nil
-	}
-	out, uri, err := naming.PublishSkill(key, item)
-	if err != nil {
-		return namedItem{}, err
-	}
-	return namedItem{name: uri, id: uri, item: out}, nil
-}
 
 // skillsRefusal refuses a skills/get or resources/directory/read whose
 // owning backend is known not to serve it (its snapshot declares no Skills

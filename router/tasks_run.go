@@ -12,6 +12,7 @@ import (
 	"github.com/mcpgw/gateway/internal/taskid"
 	"github.com/mcpgw/gateway/internal/taskrun"
 	"github.com/mcpgw/gateway/internal/wire"
+	federated "github.com/mcpgw/gateway/router/federation"
 	"github.com/mcpgw/gateway/router/hook"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/store"
@@ -112,8 +113,8 @@ func (gt *gatewayTasks) advertiseTasks(v *vhost, caps map[string]any, routed map
 
 // taskPolicy is the tasks: block of backend key, when the gateway runs
 // tasks for it and op lists tools; nil otherwise.
-func (fd *federation) taskPolicy(v *vhost, op listOp, key string) TaskPolicy {
-	if fd.opts.Tasks == nil || op.field != "tools" || v.backends[key] == nil {
+func (fd *federation) taskPolicy(v *vhost, op federated.Op, key string) TaskPolicy {
+	if fd.opts.Tasks == nil || op.Field != "tools" || v.backends[key] == nil {
 		return nil
 	}
 	return v.backends[key].Tasks
@@ -130,7 +131,7 @@ func withTaskSupport(p TaskPolicy, item json.RawMessage) json.RawMessage {
 		return item
 	}
 	out, _ := wire.WithMember(item, "execution", []byte(`{"taskSupport":"`+string(mode)+`"}`))
-	return out // (an item that is not an object: as it is; renameItem refuses it)
+	return out // (an item that is not an object: as it is; the naming rule refuses it)
 }
 
 // needsTasksExtension is -32021 for what needs the extension.

@@ -170,10 +170,10 @@ func (fd *federation) walkToolSchemas(ctx context.Context, v *vhost, c *Call, ba
 	cursor := ""
 	for range toolSchemaMaxPages {
 		p := fd.listOne(ctx, v, c, op, backend, cursor, false)
-		if !p.queried || p.failed {
+		if !p.Queried || p.Failed {
 			return e, errToolListFailed
 		}
-		for _, item := range p.items {
+		for _, item := range p.Items {
 			var tool struct {
 				Name        string          `json:"name"`
 				InputSchema json.RawMessage `json:"inputSchema"`
@@ -183,10 +183,10 @@ func (fd *federation) walkToolSchemas(ctx context.Context, v *vhost, c *Call, ba
 				ix.add(tool.Name, item)
 			}
 		}
-		if p.next == "" {
+		if p.Next == "" {
 			break
 		}
-		cursor = p.next
+		cursor = p.Next
 	}
 	e.search = ix.build()
 	return e, nil

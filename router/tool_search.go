@@ -11,6 +11,7 @@ import (
 	"github.com/mcpgw/gateway/internal/wire"
 	"github.com/mcpgw/gateway/router/capability"
 	"github.com/mcpgw/gateway/router/credentials"
+	federated "github.com/mcpgw/gateway/router/federation"
 	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/toolsearch"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -50,7 +51,7 @@ type toolSearch struct {
 	results int
 	ranker  toolsearch.Ranker
 	// tools are the gateway's two tools as tools/list lists them.
-	tools [2]namedItem
+	tools [2]federated.Item
 }
 
 // newToolSearch compiles cfg; nil for nil.
@@ -88,7 +89,7 @@ func newToolSearch(cfg *ToolSearch) *toolSearch {
 			"arguments": map[string]any{"type": "object", "description": "The tool's arguments."},
 		}},
 	})
-	s.tools = [2]namedItem{{name: callToolName, id: callToolName, item: call}, {name: searchToolsName, id: searchToolsName, item: search}}
+	s.tools = [2]federated.Item{{Name: callToolName, ID: callToolName, Raw: call}, {Name: searchToolsName, ID: searchToolsName, Raw: search}}
 	return s
 }
 
@@ -103,16 +104,16 @@ func (s *toolSearch) equal(o *toolSearch) bool {
 // listed reports whether a tools/list item stays listed on a tool_search
 // vhost: always names it, or its _meta asks for it. Every item does
 // without tool_search (nil s).
-func (s *toolSearch) listed(n *namedItem) bool {
+func (s *toolSearch) listed(n *federated.Item) bool {
 	switch {
 	case s == nil:
 		return true
-	case gatewayTool(n.name):
+	case gatewayTool(n.Name):
 		return false // shadowed by the gateway's own
-	case s.always.Match(n.name):
+	case s.always.Match(n.Name):
 		return true
 	}
-	return alwaysLoad(n.item)
+	return alwaysLoad(n.Raw)
 }
 
 // alwaysLoad reports whether a tool's _meta says anthropic/alwaysLoad:
@@ -133,11 +134,11 @@ func alwaysLoad(item json.RawMessage) bool {
 // the gateway's tools, on the first page of a walk (no backend has a
 // position yet); nothing on later pages, for other lists, or without
 // tool_search.
-func (s *toolSearch) lead(op listOp, first bool) []*namedItem {
-	if s == nil || op.field != "tools" || !first {
+func (s *toolSearch) lead(op federated.Op, first bool) []*federated.Item {
+	if s == nil || op.Field != "tools" || !first {
 		return nil
 	}
-	return []*namedItem{&s.tools[0], &s.tools[1]}
+	return []*federated.Item{&s.tools[0], &s.tools[1]}
 }
 
 // unwrapCallTool turns a call_tool request into the tools/call it stands

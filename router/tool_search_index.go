@@ -156,7 +156,7 @@ func (ix *toolIndexer) build() *indexedTools {
 
 // publishedItem is a backend's list item as the vhost publishes it.
 func (fd *federation) publishedItem(v *vhost, key string, item json.RawMessage) (json.RawMessage, error) {
-	out, _, _, err := fd.renameItem(v, listOps["tools/list"], key, item)
+	out, _, _, err := v.naming().RenameItem(listOps["tools/list"], key, item)
 	return out, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	federated "github.com/mcpgw/gateway/router/federation"
 	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/toolsearch"
 	"github.com/mcpgw/gateway/router/upstream"
@@ -68,12 +69,12 @@ func TestToolSearchIndex_HintsAndMeta(t *testing.T) {
 		{"ui-note", `{"name":"note","description":"mentions anthropic/alwaysLoad in words"}`, false},
 		{"search_tools", `{"name":"search_tools"}`, false},
 	} {
-		if got := v.search.listed(&namedItem{name: tc.name, item: json.RawMessage(tc.item)}); got != tc.want {
+		if got := v.search.listed(&federated.Item{Name: tc.name, Raw: json.RawMessage(tc.item)}); got != tc.want {
 			t.Errorf("listed(%s) = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 	// Without tool_search every item is listed.
-	if !(*toolSearch)(nil).listed(&namedItem{name: "search_tools"}) {
+	if !(*toolSearch)(nil).listed(&federated.Item{Name: "search_tools"}) {
 		t.Error("a vhost without tool_search hides an item")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	federated "github.com/mcpgw/gateway/router/federation"
 	"github.com/mcpgw/gateway/router/policy"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -105,27 +106,27 @@ func (fd *federation) checkBackend(ctx context.Context, v *vhost, c *Call, key s
 		cursor := ""
 		for page := 0; page < maxCheckPages; page++ {
 			res := fd.listOne(ctx, v, &Call{VHost: v.name, Header: c.Header, Caller: c.Caller, Request: &jsonrpc.Request{Method: method}, peer: c.peer}, op, key, cursor, false)
-			if res.signIn != nil {
+			if res.SignIn != nil {
 				bc.Err = "needs a user's sign-in (user_oauth): not listed without one"
 				return bc, nil, nil
 			}
-			if res.failed {
+			if res.Failed {
 				bc.Err = fd.checkFailure(v, key, method, start)
 				return bc, nil, nil
 			}
-			if !res.queried {
+			if !res.Queried {
 				break // the backend does not have this list
 			}
-			named, err := fd.renameAll(v, op, key, res.items, res.scans, false)
+			named, err := fd.naming(v).RenameAll(op, key, res.Items, res.Scans, false)
 			if err != nil {
 				bc.Err = method + ": " + err.Error()
 				return bc, nil, nil
 			}
 			for _, n := range named {
-				ids = append(ids, n.id)
+				ids = append(ids, n.ID)
 			}
-			countListed(&bc, op.field, len(named), named, &tools)
-			if cursor = res.next; cursor == "" {
+			countListed(&bc, op.Field, len(named), named, &tools)
+			if cursor = res.Next; cursor == "" {
 				break
 			}
 		}
@@ -134,12 +135,12 @@ func (fd *federation) checkBackend(ctx context.Context, v *vhost, c *Call, key s
 }
 
 // countListed adds a page's items to the backend's counts.
-func countListed(bc *BackendCheck, field string, n int, named []namedItem, tools *[]string) {
+func countListed(bc *BackendCheck, field string, n int, named []federated.Item, tools *[]string) {
 	switch field {
 	case "tools":
 		bc.Tools += n
 		for _, it := range named {
-			*tools = append(*tools, it.id)
+			*tools = append(*tools, it.ID)
 		}
 	case "resources":
 		bc.Resources += n

@@ -1,4 +1,4 @@
-package router
+package federation
 
 import (
 	"encoding/json"
@@ -8,21 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpgw/gateway/router/sealed"
-	"github.com/mcpgw/gateway/router/upstream"
+	"github.com/mcpgw/gateway/router/naming"
 )
 
 // renameItem rewrites a list item's name (and URI) in place and nothing
 // else: the same members, in the same order, the rest byte for byte; an
 // MCP Apps tool's UI resource is renamed; a malformed item is an error.
 func TestRenameItem(t *testing.T) {
-	table := newRoutingTable(map[string]*VirtualHost{"v": {Name: "v", Backends: map[string]*Backend{
-		"one": {Config: upstream.Config{URL: "http://127.0.0.1:1/mcp"}, ToolNameAliases: map[string]string{"Nice": "raw"}},
-		"two": {Config: upstream.Config{URL: "http://127.0.0.1:2/mcp"}},
-	}}})
-	t.Cleanup(table.close)
-	v := table.vhosts["v"]
-	r := &Router{}
+	nm := Naming{Aliases: naming.NewAliases(map[string]map[string]string{"one": {"Nice": "raw"}})} // of two backends
 	for _, c := range []struct {
 		name, op, in, want, published, id string
 	}{
@@ -41,7 +34,7 @@ func TestRenameItem(t *testing.T) {
 		{"a URI twice", "resources/list", `{"uri":"a:1","name":"n","uri":"a:2"}`, `{"uri":"one-a:2","name":"one-n"}`, "one-n", "one-a:2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			out, published, id, err := r.fed.renameItem(v, listOps[c.op], "one", json.RawMessage(c.in))
+			out, published, id, err := nm.RenameItem(ops[c.op], "one", json.RawMessage(c.in))
 			if err != nil || published != c.published || id != c.id {
 				t.Fatalf("renamed %q / %q (%v), want %q / %q", published, id, err, c.published, c.id)
 			}
@@ -67,7 +60,7 @@ func TestRenameItem(t *testing.T) {
 		})
 	}
 	for _, bad := range []string{`"a string"`, `{"name":3}`, `{"name":"x"`, `[]`} {
-		if _, _, _, err := r.fed.renameItem(v, listOps["tools/list"], "one", json.RawMessage(bad)); err == nil {
+		if _, _, _, err := nm.RenameItem(ops["tools/list"], "one", json.RawMessage(bad)); err == nil {
 			t.Errorf("%s renamed, want an error", bad)
 		}
 	}
@@ -76,30 +69,29 @@ func TestRenameItem(t *testing.T) {
 // A cached page of a multi-backend vhost, once renamed, holds its items
 // once: dropRaw lets the backend's answer go and keeps copies of its
 // small members; the page's size and merge are unchanged.
-func TestPageResultDropRaw(t *testing.T) {
-	v := offlineVHost(t, "one", "two")
-	r := New(nil, Options{})
-	op := listOps["tools/list"]
+func TestPageDropRaw(t *testing.T) {
+	nm := multi
+	op := ops["tools/list"]
 	answer := []byte(`{"tools":[{"name":"b"},{"name":"a"}],"nextCursor":"c2","ttlMs":5}`)
-	p := &pageResult{key: "one", queried: true}
-	if !p.decode(answer, op, 0) {
+	p := &Page{Key: "one", Queried: true}
+	if !p.Decode(answer, op, 0) {
 		t.Fatal("page does not decode")
 	}
 	var err error
-	if p.named, err = r.fed.renameAll(v, op, "one", p.items, p.scans, true); err != nil {
+	if p.Named, err = nm.RenameAll(op, "one", p.Items, p.Scans, true); err != nil {
 		t.Fatal(err)
 	}
-	p.dropRaw(op)
+	p.DropRaw(op)
 	for i := range answer {
 		answer[i] = 'x' // nothing kept may point into the answer
 	}
-	if p.items != nil || p.size() != 2 || p.next != "c2" {
-		t.Errorf("items %v, size %d, next %q", p.items, p.size(), p.next)
+	if p.Items != nil || p.Size() != 2 || p.Next != "c2" {
+		t.Errorf("items %v, size %d, next %q", p.Items, p.Size(), p.Next)
 	}
-	if _, ok := p.result["tools"]; ok || string(p.result["nextCursor"]) != `"c2"` || string(p.result["ttlMs"]) != `5` {
-		t.Errorf("result %s", p.result)
+	if _, ok := p.Result["tools"]; ok || string(p.Result["nextCursor"]) != `"c2"` || string(p.Result["ttlMs"]) != `5` {
+		t.Errorf("result %s", p.Result)
 	}
-	if got := string(p.named[0].item) + string(p.named[1].item); got != `{"name":"one-b"}{"name":"one-a"}` {
+	if got := string(p.Named[0].Raw) + string(p.Named[1].Raw); got != `{"name":"one-b"}{"name":"one-a"}` {
 		t.Errorf("named items %s", got)
 	}
 }
@@ -108,27 +100,26 @@ func TestPageResultDropRaw(t *testing.T) {
 // each is what renameItem makes of it, however far a page outgrows the
 // room's first estimate, and none can grow into its neighbour.
 func TestRenameAll_SharedRoom(t *testing.T) {
-	v := offlineVHost(t, "one", "two")
-	r := New(nil, Options{})
-	for _, op := range []listOp{listOps["tools/list"], listOps["resources/list"]} {
+	nm := multi
+	for _, op := range []Op{ops["tools/list"], ops["resources/list"]} {
 		var items []json.RawMessage
 		for i := range 3000 {
 			// Names that escape grow past the estimate: new chunks.
 			items = append(items, json.RawMessage(fmt.Sprintf(`{"name":"t%d%s","uri":"u:%d","d":"%s"}`, i, strings.Repeat(`\u00e9`, i%7), i, strings.Repeat("x", i%50))))
 		}
-		named, err := r.fed.renameAll(v, op, "one", items, nil, true)
+		named, err := nm.RenameAll(op, "one", items, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i, n := range named {
-			want, _, _, _ := r.fed.renameItem(v, op, "one", items[i])
-			if string(n.item) != string(want) || cap(n.item) != len(n.item) {
-				t.Fatalf("%s item %d: %s (cap %d), want %s", op.method, i, n.item, cap(n.item), want)
+			want, _, _, _ := nm.RenameItem(op, "one", items[i])
+			if string(n.Raw) != string(want) || cap(n.Raw) != len(n.Raw) {
+				t.Fatalf("%s item %d: %s (cap %d), want %s", op.Method, i, n.Raw, cap(n.Raw), want)
 			}
 		}
-		grown := append(named[0].item, `,"x":1`...)
-		if string(named[1].item) != func() string { w, _, _, _ := r.fed.renameItem(v, op, "one", items[1]); return string(w) }() || &grown[0] == &named[0].item[0] {
-			t.Fatalf("%s: growing an item reached its neighbour", op.method)
+		grown := append(named[0].Raw, `,"x":1`...)
+		if string(named[1].Raw) != func() string { w, _, _, _ := nm.RenameItem(op, "one", items[1]); return string(w) }() || &grown[0] == &named[0].Raw[0] {
+			t.Fatalf("%s: growing an item reached its neighbour", op.Method)
 		}
 	}
 }
@@ -137,15 +128,14 @@ func TestRenameAll_SharedRoom(t *testing.T) {
 // bytes as without; a second page of the same request gets memory of its
 // own; the buffer given back serves the next request.
 func TestLendPageBuffer(t *testing.T) {
-	v := offlineVHost(t, "one", "two")
-	r := New(nil, Options{CursorSecret: []byte("0123456789abcdef0123456789abcdef")})
-	op := listOps["tools/list"]
+	op := ops["tools/list"]
+	l := &List{Op: op, VHost: "v", Principal: "alice", Keys: []string{"one", "two"}, Naming: multi, MaxItems: 1000}
 	page := func(lent *PageBuffer) json.RawMessage {
-		res := &pageResult{key: "one", queried: true}
-		if !res.decode([]byte(`{"tools":[{"name":"b"},{"name":"a"}]}`), op, 0) {
+		res := &Page{Key: "one", Queried: true}
+		if !res.Decode([]byte(`{"tools":[{"name":"b"},{"name":"a"}]}`), op, 0) {
 			t.Fatal("page does not decode")
 		}
-		out, err := r.fed.mergePages(t.Context(), v, op, "alice", v.access.Decide("v", nil), map[string]sealed.BackendCursor{}, []*pageResult{res}, false, nil, lent)
+		out, err := l.Merge(t.Context(), newFakeSource(), []*Page{res}, false, nil, lent)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,21 +164,20 @@ func TestLendPageBuffer(t *testing.T) {
 // A single-backend vhost passes its items through: renaming them
 // allocates no room for copies.
 func TestRenameAll_PassThroughAllocatesNoRoom(t *testing.T) {
-	v := offlineVHost(t, "one")
-	r := New(nil, Options{})
+	nm := Naming{Single: true}
 	items := make([]json.RawMessage, 1000)
 	for i := range items {
 		items[i] = json.RawMessage(fmt.Sprintf(`{"name":"t%d","description":"%s"}`, i, strings.Repeat("x", 700)))
 	}
 	allocated := testing.AllocsPerRun(5, func() {
-		if _, err := r.fed.renameAll(v, listOps["tools/list"], "one", items, nil, true); err != nil {
+		if _, err := nm.RenameAll(ops["tools/list"], "one", items, nil, true); err != nil {
 			t.Fatal(err)
 		}
 	})
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc
-	_, _ = r.fed.renameAll(v, listOps["tools/list"], "one", items, nil, true)
+	_, _ = nm.RenameAll(ops["tools/list"], "one", items, nil, true)
 	runtime.ReadMemStats(&ms)
 	if grew := ms.TotalAlloc - before; grew > 200<<10 {
 		t.Fatalf("renaming 1,000 passed-through items allocated %d bytes (%v allocations)", grew, allocated)
@@ -199,8 +188,7 @@ func TestRenameAll_PassThroughAllocatesNoRoom(t *testing.T) {
 // it exactly as a walk of the item does: names escaped or repeated,
 // members in any order, _meta, URIs.
 func TestRenameAll_DecodedScansAgree(t *testing.T) {
-	v := offlineVHost(t, "one", "two")
-	r := New(nil, Options{})
+	nm := multi
 	items := []string{
 		`{"name":"a","inputSchema":{"type":"object","properties":{"name":{"type":"string"}}}}`,
 		`{"uri":"file:///x<y>","name":"i<&>\u2028"}`,
@@ -211,33 +199,33 @@ func TestRenameAll_DecodedScansAgree(t *testing.T) {
 		`{"title":"no name"}`,
 		`{"_meta":{"k":1},"name":"h","_meta":null}`,
 	}
-	for _, op := range []listOp{listOps["tools/list"], listOps["resources/list"], listOps["resources/templates/list"]} {
-		answer := []byte(`{"` + op.field + `":[` + strings.Join(items, ",") + `],"nextCursor":"n"}`)
-		p := &pageResult{key: "one"}
-		if !p.decode(answer, op, 0) || len(p.scans) != len(items) {
-			t.Fatalf("%s: decode: %d items, %d scans", op.method, len(p.items), len(p.scans))
+	for _, op := range []Op{ops["tools/list"], ops["resources/list"], ops["resources/templates/list"]} {
+		answer := []byte(`{"` + op.Field + `":[` + strings.Join(items, ",") + `],"nextCursor":"n"}`)
+		p := &Page{Key: "one"}
+		if !p.Decode(answer, op, 0) || len(p.Scans) != len(items) {
+			t.Fatalf("%s: decode: %d items, %d scans", op.Method, len(p.Items), len(p.Scans))
 		}
-		got, err := r.fed.renameAll(v, op, "one", p.items, p.scans, true)
+		got, err := nm.RenameAll(op, "one", p.Items, p.Scans, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := r.fed.renameAll(v, op, "one", p.items, nil, true)
+		want, err := nm.RenameAll(op, "one", p.Items, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Renamed as the page is written (uncached pages), the same bytes.
-		later, err := r.fed.renameAll(v, op, "one", p.items, p.scans, false)
+		later, err := nm.RenameAll(op, "one", p.Items, p.Scans, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range later {
-			if out := later[i].appendTo(nil); string(out) != string(want[i].item) || len(out) != later[i].size() {
-				t.Errorf("%s item %d written renamed: %s (size %d), want %s", op.method, i, out, later[i].size(), want[i].item)
+			if out := later[i].appendTo(nil); string(out) != string(want[i].Raw) || len(out) != later[i].size() {
+				t.Errorf("%s item %d written renamed: %s (size %d), want %s", op.Method, i, out, later[i].size(), want[i].Raw)
 			}
 		}
 		for i := range want {
-			if got[i].name != want[i].name || got[i].id != want[i].id || string(got[i].item) != string(want[i].item) {
-				t.Errorf("%s item %d: %q %q %s, walked: %q %q %s", op.method, i, got[i].name, got[i].id, got[i].item, want[i].name, want[i].id, want[i].item)
+			if got[i].Name != want[i].Name || got[i].ID != want[i].ID || string(got[i].Raw) != string(want[i].Raw) {
+				t.Errorf("%s item %d: %q %q %s, walked: %q %q %s", op.Method, i, got[i].Name, got[i].ID, got[i].Raw, want[i].Name, want[i].ID, want[i].Raw)
 			}
 		}
 	}
