@@ -13,7 +13,6 @@ import (
 	"github.com/mcpgw/gateway/router/envelope"
 	federated "github.com/mcpgw/gateway/router/federation"
 	"github.com/mcpgw/gateway/router/listcache"
-	"github.com/mcpgw/gateway/router/policy"
 	"github.com/mcpgw/gateway/router/sealed"
 	"github.com/mcpgw/gateway/router/upstream"
 	"github.com/mcpgw/gateway/store"
@@ -72,13 +71,13 @@ func (fd *federation) list(ctx context.Context, v *vhost, c *Call, op federated.
 		}
 	}
 
-	access := c.d.access
-	l := &federated.List{Op: op, VHost: v.name, Principal: c.Principal, Keys: v.keys, Naming: fd.naming(v),
-		Access: access, Lead: v.search.lead(op, len(positions) == 0), Positions: positions, MaxItems: fd.opts.MaxPageItems}
+	src := &listSource{fd: fd, v: v, c: c, List: federated.List{Op: op, VHost: v.name, Principal: c.Principal,
+		Keys: v.keys, Naming: fd.naming(v), Access: c.d.access, Lead: v.search.lead(op, len(positions) == 0),
+		Positions: positions, MaxItems: fd.opts.MaxPageItems}}
 	if v.search != nil && op.Field == "tools" {
-		l.Listed = v.search.listed // tool_search.go
+		src.Listed = v.search.listed // tool_search.go
 	}
-	src := &listSource{fd: fd, v: v, c: c, op: op, access: access}
+	l := &src.List
 	pages, hits := l.Waves(ctx, src)
 	fd.annotateCacheHits(ctx, hits)
 
@@ -123,23 +122,23 @@ func (v *vhost) naming() federated.Naming {
 	return federated.Naming{Single: v.single(), Aliases: v.aliases}
 }
 
-// listSource is one list request's way to the vhost's backends: the
-// router's side of federated.Source.
+// listSource is one list request: its page (federated.List), and its
+// way to the vhost's backends, the router's side of federated.Source
+// (one allocation for both).
 type listSource struct {
-	fd     *federation
-	v      *vhost
-	c      *Call
-	op     federated.Op
-	access policy.View
+	federated.List
+	fd *federation
+	v  *vhost
+	c  *Call
 }
 
 func (s *listSource) Visible(key string) bool {
-	return s.v.backendVisible(s.access, key, s.op.Field == "tools")
+	return s.v.backendVisible(s.Access, key, s.Op.Field == "tools")
 }
 
-func (s *listSource) SizeHint(key string) (int, bool) { return s.v.lists.SizeHint(key, s.op.Method) }
+func (s *listSource) SizeHint(key string) (int, bool) { return s.v.lists.SizeHint(key, s.Op.Method) }
 
-func (s *listSource) NoteSize(key string, n int) { s.v.lists.NoteSize(key, s.op.Method, n) }
+func (s *listSource) NoteSize(key string, n int) { s.v.lists.NoteSize(key, s.Op.Method, n) }
 
 func (s *listSource) Seal(ctx context.Context, next *sealed.Cursor) (string, error) {
 	key, err := s.fd.cursorKey(ctx)
@@ -241,7 +240,7 @@ func (s *listSource) Cached(key, cursor string) (p *federated.Page, ck string) {
 	if b.ListCacheTTL <= 0 || !c.peer.backends[key].OK() {
 		return nil, ""
 	}
-	ck = listcache.Key(b.Key, s.op.Method, cursor, b.PassthroughHeaders, c.Header)
+	ck = listcache.Key(b.Key, s.Op.Method, cursor, b.PassthroughHeaders, c.Header)
 	p, _ = v.lists.Lookup(ck)
 	if h := v.health[key]; p != nil {
 		h.cacheHits.Add(1)
@@ -257,7 +256,7 @@ func (s *listSource) Cached(key, cursor string) (p *federated.Page, ck string) {
 // Fetch is listOne through the backend's list cache under key ck (from
 // Cached; "" for a backend without one).
 func (s *listSource) Fetch(ctx context.Context, key, cursor, ck string) *federated.Page {
-	fd, v, c, op := s.fd, s.v, s.c, s.op
+	fd, v, c, op := s.fd, s.v, s.c, s.Op
 	if ck == "" {
 		return fd.listOne(ctx, v, c, op, key, cursor, true) // this request's alone
 	}

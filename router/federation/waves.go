@@ -67,8 +67,8 @@ const unseenShare = 8
 // a page asks every backend in one wave once their sizes are known, and
 // up to eight at once before. hits is how many pages came from the list
 // cache.
-func (l *List) Waves(ctx context.Context, src Source) (pages []*Page, hits int) {
-	pages = make([]*Page, len(l.Keys))
+func (l *List) Waves(ctx context.Context, src Source) (_ []*Page, hits int) {
+	pages := make([]*Page, len(l.Keys)) // not the result: a wave's goroutines would move it to the heap
 	// left is the items a page adds to the gateway's: those past the
 	// backend's offset into its page.
 	left := func(p *Page) int {
