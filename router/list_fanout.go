@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -22,7 +23,8 @@ import (
 // ask and in what waves, the merge, the next cursor); this file is the
 // router's side of it: the request's cursor and errors, and the vhost's
 // backends as the caller reaches them (listSource: the backend link,
-// sign-in, snapshots, the list cache). The package is imported as
+// sign-in, snapshots, the list cache), and the keys cursors are signed
+// with. The package is imported as
 // federated: federation is the name of the router's part.
 
 // MetaSkippedBackends is the result _meta key naming backends that were
@@ -140,12 +142,49 @@ func (s *listSource) SizeHint(key string) (int, bool) { return s.v.lists.SizeHin
 
 func (s *listSource) NoteSize(key string, n int) { s.v.lists.NoteSize(key, s.Op.Method, n) }
 
+// Seal signs the next cursor with the cursor key (cursorKey, below): an
+// error wraps errStoreUnavailable.
 func (s *listSource) Seal(ctx context.Context, next *sealed.Cursor) (string, error) {
 	key, err := s.fd.cursorKey(ctx)
 	if err != nil {
 		return "", err
 	}
 	return sealed.SealCursor(key, next)
+}
+
+// Pagination cursors are signed with cursor_secret_env, or else with a key
+// shared through the store that every instance agrees on (sealed.Key).
+
+// cursorKeyName names the cursor key in the store.
+const cursorKeyName = "cursor"
+
+// cursorKey returns the key to sign a new cursor with. An error wraps
+// errStoreUnavailable: the store could not be read.
+func (fd *federation) cursorKey(ctx context.Context) ([]byte, error) {
+	key, err := fd.cursorKeys.Sign(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w: cursor key: %w", errStoreUnavailable, err)
+	}
+	return key, nil
+}
+
+// openCursor verifies and decodes a client's cursor: sealed.ErrBadCursor when no
+// key it may have been signed with accepts it, an error wrapping
+// errStoreUnavailable when that took a store read that failed.
+func (fd *federation) openCursor(ctx context.Context, token string) (*sealed.Cursor, error) {
+	var st *sealed.Cursor
+	ok, err := fd.cursorKeys.Verify(ctx, func(key []byte) bool {
+		var err error
+		st, err = sealed.OpenCursor(key, token)
+		return err == nil
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: cursor key: %w", errStoreUnavailable, err)
+	case !ok:
+		return nil, sealed.ErrBadCursor
+	}
+	return st, nil
 }
 
 // listOne fetches one page from one backend. A pooled page is the

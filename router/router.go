@@ -113,8 +113,7 @@ const DefaultMaxPageItems = 1000
 //     backends a page asks, in what waves, the merge, the next cursor's
 //     positions), with the router's side of them: the list cache,
 //     federated cursors' keys, tool search, the vhost checks
-//     (list_fanout.go, tool_*.go, cursor_key.go, vhost_check.go,
-//     pattern_watch.go);
+//     (list_fanout.go, tool_*.go, vhost_check.go, pattern_watch.go);
 //   - calls (routedCalls): a routed call's access, hooks, relay, request
 //     state, sign-in and parking (routed.go, param_headers.go,
 //     sign_in.go, request_state.go, input_fulfil.go, parking*.go);
