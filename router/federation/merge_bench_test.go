@@ -36,7 +36,7 @@ func BenchmarkMergePages(b *testing.B) {
 				pages[i], _ = json.Marshal(map[string]any{"tools": tools})
 			}
 			op := ops["tools/list"]
-			src := newFakeSource()
+			src := newScriptedSource()
 			l := &List{Op: op, VHost: "v", Principal: "alice", Keys: keys, Naming: multi, MaxItems: 1000}
 			b.ReportAllocs()
 			b.ResetTimer()

@@ -135,7 +135,7 @@ func TestLendPageBuffer(t *testing.T) {
 		if !res.Decode([]byte(`{"tools":[{"name":"b"},{"name":"a"}]}`), op, 0) {
 			t.Fatal("page does not decode")
 		}
-		out, err := l.Merge(t.Context(), newFakeSource(), []*Page{res}, false, nil, lent)
+		out, err := l.Merge(t.Context(), newScriptedSource(), []*Page{res}, false, nil, lent)
 		if err != nil {
 			t.Fatal(err)
 		}

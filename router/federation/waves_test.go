@@ -12,7 +12,7 @@ import (
 // onePage builds the page of a walk at positions from src: the names of
 // its items in order, its nextCursor's positions (nil: none), and its
 // _meta.
-func onePage(t *testing.T, src *fakeSource, keys []string, maxItems int, positions map[string]sealed.BackendCursor) (names []string, next map[string]sealed.BackendCursor, meta map[string]json.RawMessage) {
+func onePage(t *testing.T, src *scriptedSource, keys []string, maxItems int, positions map[string]sealed.BackendCursor) (names []string, next map[string]sealed.BackendCursor, meta map[string]json.RawMessage) {
 	t.Helper()
 	l := &List{Op: ops["tools/list"], VHost: "v", Principal: "alice", Keys: keys, Naming: multi,
 		Positions: positions, MaxItems: maxItems}
@@ -51,7 +51,7 @@ func onePage(t *testing.T, src *fakeSource, keys []string, maxItems int, positio
 // page, and one cut by the bound resumes at its offset. Every item is
 // sent once, in name order within a page.
 func TestList_WavesAskOnlyWhatFillsThePage(t *testing.T) {
-	src := newFakeSource()
+	src := newScriptedSource()
 	keys := []string{"a", "b", "c"}
 	for _, k := range keys {
 		src.answers[k] = map[string]string{"": toolsPage("", "t1", "t2", "t3")}
@@ -88,7 +88,7 @@ func TestList_WavesAskOnlyWhatFillsThePage(t *testing.T) {
 // failed one is named in _meta and, failing on the walk's first page,
 // does not keep the walk going.
 func TestList_HiddenAndFailedBackends(t *testing.T) {
-	src := newFakeSource()
+	src := newScriptedSource()
 	src.answers["a"] = map[string]string{"": toolsPage("", "x")}
 	src.answers["c"] = map[string]string{"": toolsPage("", "y")}
 	src.hidden["a"] = true // b has no answer: it fails
@@ -107,7 +107,7 @@ func TestList_HiddenAndFailedBackends(t *testing.T) {
 // A backend that fails mid-walk, when no other has pages left, fails the
 // page: only it holds the rest of the walk.
 func TestList_StrandedPagesFailThePage(t *testing.T) {
-	src := newFakeSource() // b answers nothing: it fails
+	src := newScriptedSource() // b answers nothing: it fails
 	l := &List{Op: ops["tools/list"], VHost: "v", Principal: "alice", Keys: []string{"a", "b"}, Naming: multi,
 		Positions: map[string]sealed.BackendCursor{"a": {Done: true}, "b": {Cursor: "p2"}}, MaxItems: 10}
 	pages, _ := l.Waves(t.Context(), src)

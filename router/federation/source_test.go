@@ -25,10 +25,11 @@ var multi = Naming{Aliases: naming.NewAliases(nil)}
 // cursorSecret signs the tests' cursors.
 var cursorSecret = []byte("0123456789abcdef0123456789abcdef")
 
-// fakeSource is a vhost's backends as a test sets them: each backend's
-// answer to tools/list by cursor ("" the first page), the size its
-// latest page held (when known), and whether the caller sees it.
-type fakeSource struct {
+// scriptedSource is a vhost's backends as a unit test of the package's
+// logic scripts them (router's list tests run real backends): each
+// backend's answer to tools/list by cursor ("" the first page), the size
+// its latest page held (when known), and whether the caller sees it.
+type scriptedSource struct {
 	answers map[string]map[string]string
 	sizes   map[string]int
 	hidden  map[string]bool
@@ -37,15 +38,15 @@ type fakeSource struct {
 	asked []string // "key@cursor", in no particular order
 }
 
-func newFakeSource() *fakeSource {
-	return &fakeSource{answers: map[string]map[string]string{}, sizes: map[string]int{}, hidden: map[string]bool{}}
+func newScriptedSource() *scriptedSource {
+	return &scriptedSource{answers: map[string]map[string]string{}, sizes: map[string]int{}, hidden: map[string]bool{}}
 }
 
-func (s *fakeSource) Visible(key string) bool { return !s.hidden[key] }
+func (s *scriptedSource) Visible(key string) bool { return !s.hidden[key] }
 
-func (s *fakeSource) Cached(key, cursor string) (*Page, string) { return nil, "" }
+func (s *scriptedSource) Cached(key, cursor string) (*Page, string) { return nil, "" }
 
-func (s *fakeSource) Fetch(ctx context.Context, key, cursor, ck string) *Page {
+func (s *scriptedSource) Fetch(ctx context.Context, key, cursor, ck string) *Page {
 	s.mu.Lock()
 	s.asked = append(s.asked, key+"@"+cursor)
 	answer, ok := s.answers[key][cursor]
@@ -58,25 +59,25 @@ func (s *fakeSource) Fetch(ctx context.Context, key, cursor, ck string) *Page {
 	return p
 }
 
-func (s *fakeSource) SizeHint(key string) (int, bool) {
+func (s *scriptedSource) SizeHint(key string) (int, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n, ok := s.sizes[key]
 	return n, ok
 }
 
-func (s *fakeSource) NoteSize(key string, n int) {
+func (s *scriptedSource) NoteSize(key string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sizes[key] = n
 }
 
-func (s *fakeSource) Seal(ctx context.Context, next *sealed.Cursor) (string, error) {
+func (s *scriptedSource) Seal(ctx context.Context, next *sealed.Cursor) (string, error) {
 	return sealed.SealCursor(cursorSecret, next)
 }
 
 // takeAsked is what was asked since the last call, sorted.
-func (s *fakeSource) takeAsked() []string {
+func (s *scriptedSource) takeAsked() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := slices.Sorted(slices.Values(s.asked))
