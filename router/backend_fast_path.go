@@ -80,7 +80,7 @@ func (lk *backendLink) exchange(ctx context.Context, v *vhost, key string, p *pe
 	if keep {
 		lk.maybeSweep()
 	}
-	if h, ok := lk.fastHandshake(v, key, p, snap, keep); ok {
+	if h, ok := lk.fastHandshake(ctx, v, key, p, snap, keep); ok {
 		conn, err := v.clients[key].Open(ctx, h, hdr) // no round trip: nothing to shake hands about
 		if err == nil {
 			lk.applyLogLevel(ctx, conn, p, key)
@@ -98,7 +98,7 @@ func (lk *backendLink) exchange(ctx context.Context, v *vhost, key string, p *pe
 		// A backend that refuses initialize may speak only 2026-07-28 (now).
 		if next, _ := lk.discoverModern(ctx, v, key, hdr); next != nil {
 			lk.persistSnapshots(ctx, p, []*store.BackendSnapshot{next})
-			h, _ := lk.fastHandshake(v, key, p, next, false)
+			h, _ := lk.fastHandshake(ctx, v, key, p, next, false)
 			if conn, err = v.clients[key].Open(ctx, h, hdr); err == nil {
 				resp, err := fn(conn)
 				lk.release(conn, false)
@@ -115,13 +115,16 @@ func (lk *backendLink) exchange(ctx context.Context, v *vhost, key string, p *pe
 	}
 	kept := false
 	if init := conn.Init(); init != nil {
-		kept = lk.adopt(ctx, v, key, p, k, keptID(snap), conn)
+		var stored store.BackendSessionID
+		stored, kept = lk.adopt(ctx, v, key, p, k, keptID(snap), conn)
 		next := snapshotFrom(key, init)
 		switch {
 		case kept && k.kind == keepSession:
-			next.SessionID = store.BackendSessionID(conn.SessionID())
+			next.SessionID = stored // sealed: the form adopt indexed
 		case k.kind == keepNone:
-			next.SessionID = keptID(orig) // not this request's to replace
+			// Not this request's to replace: carried over as stored (a
+			// clear id from a previous version stays as the index names it).
+			next.SessionID = keptID(orig)
 		}
 		if snapshotChanged(orig, next) {
 			lk.persistSnapshots(ctx, p, []*store.BackendSnapshot{next})
@@ -133,7 +136,8 @@ func (lk *backendLink) exchange(ctx context.Context, v *vhost, key string, p *pe
 	return resp, err
 }
 
-// keptID is the backend session a snapshot names, if it is healthy.
+// keptID is the backend session a snapshot names, if it is healthy, in
+// its stored form (backend_session_ids.go).
 func keptID(snap *store.BackendSnapshot) store.BackendSessionID {
 	if !snap.OK() {
 		return ""
@@ -154,8 +158,10 @@ func (lk *backendLink) release(conn *upstream.Conn, keep bool) {
 }
 
 // fastHandshake returns the handshake that skips initialize, if the
-// snapshot allows one.
-func (lk *backendLink) fastHandshake(v *vhost, key string, p *peer, snap *store.BackendSnapshot, keep bool) (upstream.Handshake, bool) {
+// snapshot allows one. A kept session's id is opened here, with a key the
+// instance knows (no store round trip); one that does not open means a
+// full handshake, as a session the backend forgot does.
+func (lk *backendLink) fastHandshake(ctx context.Context, v *vhost, key string, p *peer, snap *store.BackendSnapshot, keep bool) (upstream.Handshake, bool) {
 	if !snap.OK() || v.backends[key].Transport == upstream.TransportSSE {
 		return upstream.Handshake{}, false // legacy SSE: the stream is the session
 	}
@@ -166,7 +172,11 @@ func (lk *backendLink) fastHandshake(v *vhost, key string, p *peer, snap *store.
 		// (whatever the session mode: it has none to keep).
 		h.ProtocolVersion, h.SkipInitialize = wire.ModernProtocolVersion, true
 	case keep && snap.SessionID != "":
-		h.SessionID = string(snap.SessionID)
+		id := lk.openID(ctx, v.name, key, snap.SessionID)
+		if id == "" {
+			return upstream.Handshake{}, false
+		}
+		h.SessionID = string(id)
 	case snap.Stateless:
 		h.SkipInitialize = true
 	default:
@@ -206,8 +216,12 @@ func (r *Router) EndBackendSessions(ctx context.Context, sess *store.Session) {
 		if !snap.OK() || snap.SessionID == "" || v.clients[key] == nil {
 			continue
 		}
+		id := r.link.openID(ctx, v.name, key, snap.SessionID)
+		if id == "" {
+			continue
+		}
 		h := r.link.handshake(p, snap)
-		h.SessionID = string(snap.SessionID)
+		h.SessionID = string(id)
 		if conn, err := v.clients[key].Open(ctx, h, nil); err == nil {
 			_ = conn.Close(false) // sends DELETE
 		}

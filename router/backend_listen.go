@@ -88,7 +88,7 @@ func (r *Router) listenBackend(ctx context.Context, p *peer, hdr http.Header, t 
 		// own. A session the backend forgot falls back to one of its own.
 		// The session's listeners on this instance share its one stream
 		// (backend_session_stream.go).
-		if h, ok := r.link.fastHandshake(v, key, p, p.backends[key], true); ok && h.SessionID != "" {
+		if h, ok := r.link.fastHandshake(ctx, v, key, p, p.backends[key], true); ok && h.SessionID != "" {
 			k := keptStreamKey{vhost: v.name, backend: key, session: p.sessionID, id: store.BackendSessionID(h.SessionID)}
 			open := func(ctx context.Context) (*upstream.Conn, error) { return v.clients[key].Open(ctx, h, hdr) }
 			if err := r.link.streams.listenKept(ctx, k, open, notice, up); !refusedFastPath(err) {
@@ -173,7 +173,7 @@ func (r *Router) listenModern(ctx context.Context, v *vhost, p *peer, hdr http.H
 		ResourcesListChanged:  caps.Resources != nil && caps.Resources.ListChanged,
 		ResourceSubscriptions: t.Subscriptions,
 	}
-	h, ok := r.link.fastHandshake(v, key, p, p.backends[key], false)
+	h, ok := r.link.fastHandshake(ctx, v, key, p, p.backends[key], false)
 	if !ok {
 		return ErrNoStream
 	}

@@ -217,9 +217,9 @@ func (lk *backendLink) probe(ctx context.Context, v *vhost, key string, p *peer,
 		lk.rememberLegacy(v, snap)
 	}
 	k := lk.keeperFor(ctx, v, key, p)
-	keep := lk.adopt(ctx, v, key, p, k, "", conn)
+	stored, keep := lk.adopt(ctx, v, key, p, k, "", conn)
 	if keep && k.kind == keepSession {
-		snap.SessionID = store.BackendSessionID(conn.SessionID())
+		snap.SessionID = stored // sealed
 	}
 	lk.release(conn, keep)
 	return snap

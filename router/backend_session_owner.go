@@ -90,40 +90,51 @@ func (lk *backendLink) principalSnapshot(ctx context.Context, k keeper, snap *st
 }
 
 // adopt decides whether the backend session conn opened with a full
-// handshake is kept, and records it where k says; old is the one it
-// replaces ("": none), closed at the backend once replaced. A session
-// that is not kept is the request's own: the caller closes it after use.
-func (lk *backendLink) adopt(ctx context.Context, v *vhost, key string, p *peer, k keeper, old store.BackendSessionID, conn *upstream.Conn) bool {
+// handshake is kept, and records it where k says; old is the stored form
+// of the one it replaces ("": none), closed at the backend once replaced.
+// It returns the new session's stored form (sealed: backend_session_ids.go),
+// the one string that names it in the principal's record, the index and,
+// written by the caller, the gateway session's snapshot: the store checks
+// an indexed session is still kept by comparing them. A session that is
+// not kept is the request's own: the caller closes it after use.
+func (lk *backendLink) adopt(ctx context.Context, v *vhost, key string, p *peer, k keeper, old store.BackendSessionID, conn *upstream.Conn) (store.BackendSessionID, bool) {
 	id := store.BackendSessionID(conn.SessionID())
 	if k.kind == keepNone || id == "" || conn.Modern() || v.backends[key].Transport == upstream.TransportSSE {
-		return false // legacy HTTP+SSE: the stream is the session, nothing to keep
+		return "", false // legacy HTTP+SSE: the stream is the session, nothing to keep
 	}
-	kept := store.KeptBackendSession{VHost: v.name, Backend: key, ID: id}
+	stored, ok := lk.sealID(ctx, v.name, key, id)
+	if !ok {
+		return "", false
+	}
+	kept := store.KeptBackendSession{VHost: v.name, Backend: key, ID: stored}
 	switch k.kind {
 	case keepSession:
 		kept.Session = p.sessionID // the caller writes the snapshot naming it
 	case keepPrincipal:
-		now, err := lk.opts.Store.SwapPrincipalBackendSession(ctx, k.owner, old, id, lk.opts.SessionTTL)
+		// old is the record as read (sealed, or clear from a previous
+		// version): the swap compares it as stored.
+		now, err := lk.opts.Store.SwapPrincipalBackendSession(ctx, k.owner, old, stored, lk.opts.SessionTTL)
 		if err != nil {
 			lk.log.Warn("keeping a principal's backend session failed", "backend", key, "error", err)
-			return false
+			return "", false
 		}
-		if now != id {
-			return false // a concurrent request's session is the principal's
+		if now != stored {
+			return "", false // a concurrent request's session is the principal's
 		}
 		kept.Owner = k.owner
 	}
 	if err := lk.opts.Store.TrackBackendSessions(ctx, []store.KeptBackendSession{kept}, lk.keptCheckAfter()); err != nil {
 		lk.log.Warn("indexing a kept backend session failed", "backend", key, "error", err)
 	}
-	if old != "" && old != id {
-		lk.closeBackendSession(ctx, v, key, old)
+	if prev := lk.openID(ctx, v.name, key, old); prev != "" && prev != id {
+		lk.closeBackendSession(ctx, v, key, prev)
 	}
-	return true
+	return stored, true
 }
 
 // closeBackendSession ends a backend session the gateway no longer keeps
-// (DELETE), in the background, with the request's credentials.
+// (DELETE), in the background, with the request's credentials; id is the
+// backend's own (opened).
 func (lk *backendLink) closeBackendSession(ctx context.Context, v *vhost, key string, id store.BackendSessionID) {
 	if !lk.holdOpen() {
 		return
@@ -185,7 +196,8 @@ func (lk *backendLink) maybeSweep() {
 
 // sweepKept closes the indexed backend sessions no owner keeps any more.
 // Each is handed to one instance only (the store removes it as it returns
-// it), so each is closed once.
+// it), so each is closed once. One whose sealed id does not open cannot be
+// closed: the backend's own expiry ends it.
 func (lk *backendLink) sweepKept() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -200,8 +212,12 @@ func (lk *backendLink) sweepKept() {
 		}
 		table := lk.table.Load()
 		for _, k := range released {
-			if v, ok := table.vhosts[k.VHost]; ok && v.clients[k.Backend] != nil {
-				lk.endBackendSession(ctx, v, k.Backend, k.ID)
+			v, ok := table.vhosts[k.VHost]
+			if !ok || v.clients[k.Backend] == nil {
+				continue
+			}
+			if id := lk.openID(ctx, k.VHost, k.Backend, k.ID); id != "" {
+				lk.endBackendSession(ctx, v, k.Backend, id)
 			}
 		}
 	}

@@ -169,6 +169,11 @@ type backendLink struct {
 	// streams are the open streams of kept backend sessions that this
 	// instance's listeners share (backend_session_stream.go).
 	streams keptStreams
+	// sessionIDs seal the backend session ids kept in the store, and
+	// badIDLogged is set once one failed to open
+	// (backend_session_ids.go).
+	sessionIDs  *sealed.BackendSessions
+	badIDLogged atomic.Bool
 }
 
 // federation is the list side: the router's half of package
@@ -239,7 +244,8 @@ func New(vhosts map[string]*VirtualHost, opts Options) *Router {
 	if opts.TracerProvider != nil {
 		b.tracer = opts.TracerProvider.Tracer(tracerName)
 	}
-	link := &backendLink{base: b}
+	link := &backendLink{base: b, sessionIDs: sealed.NewBackendSessions(sealed.NewKey(opts.Store, backendSessionKeyName,
+		sealed.DerivedSecret(opts.CursorSecret, backendSessionKeyName)))}
 	fed := &federation{base: b, link: link, cursorKeys: sealed.NewKey(opts.Store, cursorKeyName, opts.CursorSecret)}
 	fed.patterns.ctx, fed.patterns.cancel = context.WithCancel(context.Background())
 	calls := &routedCalls{base: b, link: link, fed: fed,
