@@ -2,6 +2,8 @@ package router_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"testing"
@@ -163,5 +165,46 @@ func TestSealedBackendSessionIDs_UnopenableIDMeansAFreshSession(t *testing.T) {
 	}
 	if stored := f.Instance.Load(t, sid).Backends["r"].SessionID; stored == bad.SessionID || !strings.HasPrefix(string(stored), "mcpgw-sealed-v1.") {
 		t.Fatalf("stored after the call: %q", stored)
+	}
+}
+
+// A principal's record the previous version wrote names its backend
+// session in clear: that session is still used, and the record's
+// compare-and-swap, given the clear id as read, replaces it with a sealed
+// one when the backend forgets it.
+func TestSealedBackendSessionIDs_ClearLegacyPrincipalRecord(t *testing.T) {
+	f := newFixture(t, backendSpec{Key: "pp", Adjust: func(b *router.Backend) { b.Session = router.SessionPerPrincipal }}, backendSpec{Key: "p"})
+	sid, _ := f.Initialize(nil)
+	result(t, callAs(t, f, sid, "alice", "tools/call", `{"name":"pp-increment"}`))
+	b := f.Backends["pp"]
+	ids := liveIDs(f, "pp")
+	if len(ids) != 1 {
+		t.Fatalf("backend sessions: %v", ids)
+	}
+	// The record's name, as the router derives it (backend_session_owner.go).
+	sum := sha256.Sum256([]byte(f.VHost + "\x00pp\x00alice"))
+	owner := "p" + hex.EncodeToString(sum[:16])
+	sealedID, err := f.Store.PrincipalBackendSession(t.Context(), owner, time.Hour)
+	if err != nil || !strings.HasPrefix(string(sealedID), "mcpgw-sealed-v1.") {
+		t.Fatalf("principal record: %q %v", sealedID, err)
+	}
+	if now, err := f.Store.SwapPrincipalBackendSession(t.Context(), owner, sealedID, store.BackendSessionID(ids[0]), time.Hour); err != nil || now != store.BackendSessionID(ids[0]) {
+		t.Fatalf("writing the legacy record: %q %v", now, err)
+	}
+	inits := b.Count("initialize")
+	result(t, callAs(t, f, sid, "alice", "tools/call", `{"name":"pp-increment"}`))
+	if b.Count("initialize") != inits || !slices.Equal(liveIDs(f, "pp"), ids) {
+		t.Fatalf("the clear id was not reused: %d handshakes, sessions %v", b.Count("initialize")-inits, liveIDs(f, "pp"))
+	}
+	for ss := range b.Server.Sessions() {
+		ss.Close()
+	}
+	result(t, callAs(t, f, sid, "alice", "tools/call", `{"name":"pp-increment"}`))
+	if b.Count("initialize") != inits+1 {
+		t.Fatalf("%d handshakes after the backend forgot, want one", b.Count("initialize")-inits)
+	}
+	now, err := f.Store.PrincipalBackendSession(t.Context(), owner, time.Hour)
+	if err != nil || !strings.HasPrefix(string(now), "mcpgw-sealed-v1.") {
+		t.Fatalf("the record after the swap: %q %v", now, err)
 	}
 }
