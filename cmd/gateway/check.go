@@ -28,7 +28,7 @@ func runCheck(args []string, stdout io.Writer) error {
 	path := fs.String("config", os.Getenv("MCPGW_CONFIG"), "config file `path` (env MCPGW_CONFIG)")
 	redisURL := fs.String("redis-url", os.Getenv("MCPGW_REDIS_URL"), "Redis `URL` to check the form of; pinged only with --probe (env MCPGW_REDIS_URL)")
 	lambda := fs.Bool("lambda", false, "also refuse what cannot work on AWS Lambda (stdio backends), as the function's init does")
-	doProbe := fs.Bool("probe", false, "also connect: list every backend's tools, fetch every issuer's discovery and JWKS, ping the Redis URL, match every access and rate limit pattern")
+	doProbe := fs.Bool("probe", false, "also connect: list every backend's tools, fetch every issuer's discovery and JWKS, check the sign-in providers (auth.login, user_oauth) and their clients and any introspection endpoint, ping the Redis URL, match every access and rate limit pattern")
 	probeTimeout := fs.Duration("probe-timeout", 10*time.Second, "bound on each probe (with --probe)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -78,12 +78,15 @@ Validates FILE (and the Redis URL's form) as start-up does, then exits: 0 valid,
 No listener is opened and no store is contacted. --lambda checks FILE for the AWS Lambda
 function (cmd/lambda) as its init does.
 
---probe also connects, printing one line per thing checked ("ok", "FAIL", or "skip" when
-a FAIL above stopped it): each backend
-is reached and its lists walked (stdio backends are started, then stopped), each issuer's
-discovery document and JWKS are fetched (the document's issuer must equal the configured
-one byte for byte), the Redis URL is pinged, and every access and rate limit pattern must
-match something the backends publish. Exit status 1 on any FAIL.
+--probe also connects, printing one line per thing checked ("ok", "FAIL", or "skip" when a
+FAIL above stopped it): each backend is reached and its lists walked (stdio backends are
+started, then stopped), each issuer's discovery document and JWKS are fetched (the
+document's issuer must equal the configured one byte for byte), the identity provider of
+auth.login and each user_oauth backend's authorization server are discovered as sign-in
+discovers them and their token endpoints asked to authenticate the configured client (with
+a made-up code: nothing is issued), an introspection endpoint is sent a made-up token, the
+Redis URL is pinged, and every access and rate limit pattern must match something the
+backends publish. Exit status 1 on any FAIL.
 
 `
 

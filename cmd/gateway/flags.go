@@ -90,7 +90,7 @@ Usage:
   gateway --config FILE [flags]     serve the virtual hosts of FILE
   gateway --demo [flags]            serve two built-in demo backends (no config, no auth)
   gateway check --config FILE       validate FILE as start-up would, then exit: 0 valid, 1 not
-  gateway check --probe --config FILE   also connect: backends, issuers, Redis, patterns
+  gateway check --probe --config FILE   also connect: backends, issuers, sign-in providers, Redis, patterns
   gateway token keygen|mint|serve-jwks  test keys and tokens to try JWKS auth locally
   gateway --version                 print version, commit and Go version
 

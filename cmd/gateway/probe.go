@@ -20,11 +20,13 @@ import (
 // the code that serves requests: every backend is discovered and its lists
 // walked by a router built from the config (stdio backends are started,
 // then stopped), every issuer's discovery and JWK Set are fetched as the
-// verifier fetches them, the Redis URL is pinged, and every access and
-// rate limit pattern is matched against what the backends publish, with
-// the matcher enforcement uses. Each thing checked prints one line,
-// "ok", "FAIL", or "skip" (not checkable because of a FAIL above); any
-// FAIL makes the exit status 1.
+// verifier fetches them, the sign-in providers are discovered and their
+// clients checked (probe_signin.go), an introspection endpoint is asked
+// about a made-up token (probe_introspect.go), the Redis URL is pinged,
+// and every access and rate limit pattern is matched against what the
+// backends publish, with the matcher enforcement uses. Each thing checked
+// prints one line, "ok", "FAIL", or "skip" (not checkable because of a
+// FAIL above); any FAIL makes the exit status 1.
 
 // probeReport collects the lines of a probe; safe for concurrent use.
 type probeReport struct {
@@ -65,6 +67,8 @@ func probe(cfg *config.Config, redisURL string, timeout time.Duration, stdout io
 	if cfg.Auth.Issuers == nil && cfg.Auth.JWT != nil {
 		wg.Go(func() { probeIssuer(cfg.Auth.JWT, timeout, rep) })
 	}
+	probeSignIn(&wg, cfg, timeout, rep)
+	probeIntrospections(&wg, cfg, timeout, rep)
 	if u := strings.TrimSpace(redisURL); u != "" {
 		wg.Go(func() { probeRedis(u, cfg, timeout, rep) })
 	}
