@@ -35,6 +35,11 @@ type BackendCheck struct {
 	// unreachable, a failed handshake, a list that failed, or credentials
 	// that need a caller (per-caller or user_oauth backends).
 	Err string
+	// NeedsCaller: the backend's requests carry a caller's credentials
+	// (header templates, token exchange, user_oauth), so a check, which
+	// has no caller, may not list it; its Err then says nothing is wrong
+	// with the backend (the probe skips it rather than failing).
+	NeedsCaller bool
 	// Tools, Resources, Templates, Prompts count what it lists.
 	Tools, Resources, Templates, Prompts int
 }
@@ -95,7 +100,7 @@ func (fd *federation) checkVHost(ctx context.Context, v *vhost) VHostCheck {
 // checkBackend walks one backend's lists; ids are every identifier it
 // publishes (as access rules judge them), tools its tools' names.
 func (fd *federation) checkBackend(ctx context.Context, v *vhost, c *Call, key string) (bc BackendCheck, ids, tools []string) {
-	bc.Key = key
+	bc.Key, bc.NeedsCaller = key, v.clients[key].PerCaller()
 	if snap := c.peer.backends[key]; !snap.OK() && snap != nil {
 		bc.Err = snap.Error
 		return bc, nil, nil

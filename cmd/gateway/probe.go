@@ -94,7 +94,13 @@ func probeBackends(cfg *config.Config, timeout time.Duration, rep *probeReport) 
 	defer cancel()
 	for _, vc := range rt.CheckVHosts(ctx) {
 		for _, b := range vc.Backends {
-			if b.Err != "" {
+			switch {
+			case b.Err != "" && b.NeedsCaller:
+				// Its requests carry a caller's credentials, and a probe
+				// has no caller: what it met says nothing of the backend.
+				rep.skip("backend %s/%s: not listed: its requests carry a caller's credentials, and a probe has none (%s)", vc.VHost, b.Key, timeoutSays(b.Err, ctx, timeout))
+				continue
+			case b.Err != "":
 				rep.fail("backend %s/%s: %s", vc.VHost, b.Key, timeoutSays(b.Err, ctx, timeout))
 				continue
 			}
