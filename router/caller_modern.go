@@ -60,7 +60,23 @@ func (m *ModernClient) serve(ctx context.Context, r *Router, v *vhost, c *Call) 
 	} else {
 		resp = r.handleModern(ctx, v, c)
 	}
-	return withModernStatus(resp) // failures.go
+	return withModernStatus(resp)
+}
+
+// withModernStatus gives a 2026-07-28 answer's error the HTTP status the
+// revision sends it with (wire.ModernStatus: 404, 400, or 200 like a
+// result), for the transport to write (Refusal). A Failure keeps the
+// status the router gave it.
+func withModernStatus(resp *jsonrpc.Response) *jsonrpc.Response {
+	var e *jsonrpc.Error
+	var f *Failure
+	if resp == nil || resp.Error == nil || errors.As(resp.Error, &f) || !errors.As(resp.Error, &e) {
+		return resp
+	}
+	if status := wire.ModernStatus(e.Code); status != http.StatusOK {
+		return refuse(resp.ID, status, 0, e)
+	}
+	return resp
 }
 
 // peer is a 2026-07-28 request's: its own _meta, and the discovery

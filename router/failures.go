@@ -107,32 +107,6 @@ func Refusal(resp *jsonrpc.Response) (status int, retryAfter time.Duration, ok b
 	return f.Status, f.RetryAfter, true
 }
 
-// withModernStatus gives a 2026-07-28 answer's error the HTTP status the
-// revision sends it with: its transport errors (a method it does not
-// have, headers that disagree with the body, a capability the client did
-// not declare, a protocol version not served) are 4xx; a call's own
-// errors (a tool that failed, a resource not found) are 200 like results.
-// A Failure keeps its own status. The answer is the transport's to write
-// (Refusal): this is the one place the router's codes become statuses.
-func withModernStatus(resp *jsonrpc.Response) *jsonrpc.Response {
-	var e *jsonrpc.Error
-	var f *Failure
-	if resp == nil || resp.Error == nil || errors.As(resp.Error, &f) || !errors.As(resp.Error, &e) {
-		return resp
-	}
-	status := http.StatusOK
-	switch e.Code {
-	case wire.CodeMethodNotFound:
-		status = http.StatusNotFound
-	case wire.CodeHeaderMismatch, wire.CodeMissingClientCapability, wire.CodeUnsupportedProtocolVersion:
-		status = http.StatusBadRequest
-	}
-	if status == http.StatusOK {
-		return resp
-	}
-	return refuse(resp.ID, status, 0, e)
-}
-
 // refuse answers request id with e and the HTTP status that goes with it.
 func refuse(id jsonrpc.ID, status int, retryAfter time.Duration, e *jsonrpc.Error) *jsonrpc.Response {
 	return &jsonrpc.Response{ID: id, Error: &Failure{RPC: e, Status: status, RetryAfter: retryAfter}}

@@ -1,6 +1,10 @@
 package wire
 
-import "github.com/modelcontextprotocol/go-sdk/jsonrpc"
+import (
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
 
 // JSON-RPC error codes the gateway answers with. This is the one table:
 // the router's answers (router/failures.go aliases these), the session
@@ -65,6 +69,27 @@ const (
 	// client has stopped waiting for it).
 	CodeRequestCancelled = -32800
 )
+
+// ModernStatus is the HTTP status protocol 2026-07-28 answers a JSON-RPC
+// error of code with, its errors table: 404 for a method the server does
+// not have, 400 for the revision's own codes (a header, a client
+// capability, a version), 200 for any other: a call's own failure (a
+// tool that failed, a resource not found) is an answer like a result.
+// It is a fact of the revision's wire, whoever made the error (the
+// gateway, or a backend whose error passes through), so it is said here,
+// once; the router's 2026-07-28 client applies it (router/caller_modern.go)
+// unless the router gave the refusal a status of its own (router.Failure:
+// 429, 403, 503). A 2025 session's errors have no such table: there a
+// 404 means the session is gone.
+func ModernStatus(code int64) int {
+	switch code {
+	case CodeMethodNotFound:
+		return http.StatusNotFound
+	case CodeHeaderMismatch, CodeMissingClientCapability, CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
 
 // MsgStoreUnavailable is the message of every answer to a request the
 // session store failed (HTTP 503 or -32603), one spelling everywhere.
