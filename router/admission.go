@@ -107,8 +107,8 @@ func (r *Router) Admit(ctx context.Context, c *Call) (d *Decisions, refusal *jso
 }
 
 // count counts req, decided by d, against the rate limits: once, where
-// the decisions are made (Admit; serveRawTool for a backend's own tool
-// name). A routed target the caller may see but lacks the scopes for is
+// the decisions are made (Admit; for a backend's own tool name, Serve:
+// raw_tool_names.go decideRawTool). A routed target the caller may see but lacks the scopes for is
 // refused here (HTTP 403); a hidden or unknown one is left for routed to
 // refuse, uncounted.
 func (r *Router) count(ctx context.Context, d *Decisions, req *jsonrpc.Request, principal string) *jsonrpc.Response {

@@ -25,47 +25,37 @@ import (
 // (tool_schemas.go): a raw-name call costs a list walk per backend at
 // most once per cache lifetime.
 
-// serveRawTool serves a tools/call whose name no backend publishes (serve):
-// when the name is a backend's own, as an MCP App calls it, the call is
-// decided anew, once, as the published name's (a copy of the call, the
-// request renamed, new decisions: neither the ones Admit made nor the
-// caller's call are changed) and counted against the rate limits, as
-// Admit counts any other; then routed serves it, or refuses it as unknown.
-func (rc *routedCalls) serveRawTool(ctx context.Context, v *vhost, c *Call) *jsonrpc.Response {
-	d, req, refusal := rc.decideRawTool(ctx, v, c)
-	if refusal != nil {
-		return refusal
-	}
-	decided := *c
-	decided.d, decided.Request = d, req
-	return rc.routed(ctx, v, &decided)
-}
-
-// decideRawTool is c's decisions and request with a backend's own tool
-// name resolved: unchanged when the name is not one (or the call is
-// malformed), an error when it is several backends', else the published
-// name's target and the request renamed to it; refusal when counting it
+// decideRawTool decides a tools/call whose name no backend publishes
+// (Serve, once it has the peer): when the name is a backend's own, as an
+// MCP App calls it, the call is decided anew, once, as the published
+// name's and counted against the rate limits, as Admit counts any other.
+// It returns the call to serve: c itself when the name is not a backend's
+// own (or the call is malformed), routed then refuses it as unknown; else
+// a copy with the request renamed and new decisions (neither the ones
+// Admit made nor c are changed), or the error naming the candidates when
+// it is several backends'. refusal is the rate limit's, when counting
 // refused it.
-func (rc *routedCalls) decideRawTool(ctx context.Context, v *vhost, c *Call) (d *Decisions, req *jsonrpc.Request, refusal *jsonrpc.Response) {
-	d, req = c.d, c.Request
+func (rc *routedCalls) decideRawTool(ctx context.Context, v *vhost, c *Call) (_ *Call, refusal *jsonrpc.Response) {
+	d, req := c.d, c.Request
 	// Only a name no backend owns (not a malformed call): the very
 	// error unknownIdentifier makes for it.
 	name, ok := rawToolName(req.Params)
 	if !ok || d.t != nil || d.rerr.Message != unknownIdentifier("tool", name).Message {
-		return d, req, nil
+		return c, nil
 	}
 	published, perr := rc.resolveRawTool(ctx, v, c, name)
+	decided, call := *d, *c
+	call.d = &decided
 	switch {
 	case perr != nil:
-		decided := *d
 		decided.rerr = perr
-		return &decided, req, nil
+		return &call, nil
 	case published == "":
-		return d, req, nil
+		return c, nil
 	}
 	renamed := *req
 	renamed.Params = withToolName(req.Params, published)
-	decided := *d
+	call.Request = &renamed
 	decided.t, decided.rerr = rc.resolve(v, req.Method, renamed.Params)
 	if n := c.Audit; n != nil {
 		n.Name = published
@@ -75,7 +65,7 @@ func (rc *routedCalls) decideRawTool(ctx context.Context, v *vhost, c *Call) (d 
 	if decided.visible(req.Method) && v.routedStepUp(decided.access, &renamed, decided.t) == nil {
 		refusal = rc.countLimits(ctx, &decided, &renamed, c.Principal)
 	}
-	return &decided, &renamed, refusal
+	return &call, refusal
 }
 
 // resolveRawTool resolves tools/call name as a backend's raw tool name,

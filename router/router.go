@@ -408,9 +408,9 @@ type Call struct {
 	Audit *AuditNote
 
 	// d and peer are set by Serve, once, on entry, and nothing below it
-	// writes them: a layer that needs a call with another (a backend's
-	// own tool name decided anew, a backend re-probed after a sign-in)
-	// goes on with a copy of the call. d is what Admit decided of the
+	// writes them: Serve decides a backend's own tool name on a copy of
+	// the call (decideRawTool), and a backend re-probed after a sign-in
+	// goes on with a copy (signInFirst). d is what Admit decided of the
 	// request (admission.go). peer is the request's client as the backend
 	// link sees it (backend_session.go): its session's, or a 2026-07-28
 	// request's _meta and the discovery cache's snapshots; nil for a
@@ -502,8 +502,18 @@ func (r *Router) Serve(ctx context.Context, c *Call, d *Decisions) (resp *jsonrp
 		return errorResponse(c.Request.ID, rpcError(CodeInvalidRequest, "virtual host %s is no longer configured", wire.Quote(c.VHost)))
 	}
 	c.d = d
-	if rowOf(c.Request.Method).backends() {
+	row := rowOf(c.Request.Method)
+	if row.backends() {
 		c.peer = c.Caller.peer(ctx, r.link, d.v, c) // caller_*.go
+	}
+	if row.Tool && d.rerr != nil && c.Request.IsCall() {
+		// A name no backend publishes may be a backend's own (an MCP
+		// App's): decided here, once, now that the peer can tell; the
+		// call goes on as the published name's (raw_tool_names.go).
+		var refusal *jsonrpc.Response
+		if c, refusal = r.calls.decideRawTool(ctx, d.v, c); refusal != nil {
+			return refusal
+		}
 	}
 	return c.Caller.serve(ctx, r, d.v, c) // caller_session.go, caller_modern.go
 }
@@ -530,8 +540,6 @@ func (r *Router) serve(ctx context.Context, v *vhost, c *Call) (resp *jsonrpc.Re
 	switch {
 	case row.serving == fanOut:
 		resp = r.fed.list(ctx, v, c, row.list)
-	case row.Tool && c.d.rerr != nil:
-		resp = r.calls.serveRawTool(ctx, v, c) // raw_tool_names.go
 	default:
 		resp = r.calls.routed(ctx, v, c)
 	}
