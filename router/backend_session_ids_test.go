@@ -33,40 +33,7 @@ func callAs(t *testing.T, f *fixture, sid store.SessionID, principal, method str
 // storeDump is every value under the fixture's key prefix, keys included.
 func storeDump(t *testing.T, f *fixture) string {
 	t.Helper()
-	ctx, rc := t.Context(), redisSrv.Client()
-	var b strings.Builder
-	iter := rc.Scan(ctx, 0, f.Prefix+"*", 100).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		b.WriteString(key + "\n")
-		switch typ := rc.Type(ctx, key).Val(); typ {
-		case "string":
-			b.WriteString(rc.Get(ctx, key).Val())
-		case "hash":
-			for k, v := range rc.HGetAll(ctx, key).Val() {
-				b.WriteString(k + "=" + v + "\n")
-			}
-		case "zset":
-			b.WriteString(strings.Join(rc.ZRange(ctx, key, 0, -1).Val(), "\n"))
-		case "set":
-			b.WriteString(strings.Join(rc.SMembers(ctx, key).Val(), "\n"))
-		case "list":
-			b.WriteString(strings.Join(rc.LRange(ctx, key, 0, -1).Val(), "\n"))
-		case "stream":
-			for _, m := range rc.XRange(ctx, key, "-", "+").Val() {
-				for k, v := range m.Values {
-					b.WriteString(k + "=" + toJSON(v) + "\n")
-				}
-			}
-		default:
-			t.Fatalf("key %s: type %s not dumped", key, typ)
-		}
-		b.WriteString("\n")
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return redisSrv.Dump(t, f.Prefix+"*")
 }
 
 // liveIDs are the ids of the backend sessions backend key keeps open.

@@ -433,35 +433,6 @@ func TestUserOAuth_SignInThroughURLElicitationOnTwoInstances(t *testing.T) {
 
 // dumpRedis is every key of a test Redis with its value, whatever its type.
 func dumpRedis(t *testing.T, rs *testsupport.RedisServer) string {
-	ctx := context.Background()
-	cl := rs.Client()
-	var b strings.Builder
-	iter := cl.Scan(ctx, 0, "*", 1000).Iterator()
-	for iter.Next(ctx) {
-		k := iter.Val()
-		b.WriteString(k + "\n")
-		switch cl.Type(ctx, k).Val() {
-		case "string":
-			b.WriteString(cl.Get(ctx, k).Val())
-		case "hash":
-			for f, v := range cl.HGetAll(ctx, k).Val() {
-				b.WriteString(f + "=" + v + "\n")
-			}
-		case "zset":
-			b.WriteString(strings.Join(cl.ZRange(ctx, k, 0, -1).Val(), "\n"))
-		case "set":
-			b.WriteString(strings.Join(cl.SMembers(ctx, k).Val(), "\n"))
-		case "list":
-			b.WriteString(strings.Join(cl.LRange(ctx, k, 0, -1).Val(), "\n"))
-		case "stream":
-			for _, m := range cl.XRange(ctx, k, "-", "+").Val() {
-				fmt.Fprintf(&b, "%v\n", m.Values)
-			}
-		}
-		b.WriteString("\n")
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	t.Helper()
+	return rs.Dump(t, "*")
 }
