@@ -71,13 +71,34 @@ type keptStream struct {
 
 	mu   sync.Mutex
 	subs []*keptListener // newest last: it hears what the backend sends
-	// handing is held while a listener is handed a notification: one that
-	// has left waits for it, and is handed nothing after.
-	handing sync.Mutex
 }
 
 // keptListener is one listener's part in a shared stream.
-type keptListener struct{ notice func(*jsonrpc.Request) }
+type keptListener struct {
+	notice func(*jsonrpc.Request)
+	// mu is held while the listener is handed a notification; gone, set
+	// by leave under it, means it is handed nothing more: once leave has
+	// returned, no notification is being handed to it, nor will be.
+	mu   sync.Mutex
+	gone bool
+}
+
+// hand passes n to the listener, unless it has left.
+func (l *keptListener) hand(n *jsonrpc.Request) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.gone {
+		l.notice(n)
+	}
+}
+
+// stop waits for a notification being handed to the listener, and hands
+// it nothing more.
+func (l *keptListener) stop() {
+	l.mu.Lock()
+	l.gone = true
+	l.mu.Unlock()
+}
 
 // listenKept passes notice what the backend sends on the stream of kept
 // backend session k until ctx ends or the stream ends, sharing the stream
@@ -149,8 +170,7 @@ func (ks *keptStreams) leave(k keptStreamKey, s *keptStream, l *keptListener) {
 		delete(ks.m, k) // a listener that comes next opens a stream of its own
 	}
 	ks.mu.Unlock()
-	s.handing.Lock() // a notification being handed to l is through
-	s.handing.Unlock()
+	l.stop() // a notification being handed to l is through
 	if last {
 		s.cancel()
 		<-s.done
@@ -197,8 +217,6 @@ func heldElsewhere(err error) bool {
 
 // deliver hands a notification to the newest listener.
 func (s *keptStream) deliver(n *jsonrpc.Request) {
-	s.handing.Lock()
-	defer s.handing.Unlock()
 	s.mu.Lock()
 	var to *keptListener
 	if len(s.subs) > 0 {
@@ -206,6 +224,6 @@ func (s *keptStream) deliver(n *jsonrpc.Request) {
 	}
 	s.mu.Unlock()
 	if to != nil {
-		to.notice(n)
+		to.hand(n)
 	}
 }
